@@ -1,0 +1,129 @@
+"""Building proofs: an untrusted helper that proposes steps for the kernel to check.
+
+Nothing here is trusted.  :class:`ProofBuilder` finds the next expression of a chain by
+running a named rule (an axiom, hypothesis, definition or lemma) at a chosen position, and
+records the step; :func:`derive.kernel.check` later re-checks every step from scratch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sympy import Basic
+
+from .kernel import (
+    Chain,
+    Definition,
+    Hypothesis,
+    Proof,
+    ProofError,
+    Step,
+    check_defined,
+    chain_context,
+    lemma_rule,
+    one_step,
+    resolve_rule,
+    rewrites,
+    theorem_context,
+)
+from .terms import TermError, canon
+
+__all__ = ["ProofBuilder", "ChainBuilder"]
+
+
+class ChainBuilder:
+    """A chain under construction, starting at the claim's left-hand side."""
+
+    def __init__(self, builder: ProofBuilder, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis]):
+        self.builder, self.name, self.lhs = builder, name, canon(lhs)
+        self.hypotheses = tuple(hypotheses)
+        self.current = self.lhs
+        self.steps: list[Step] = []
+        probe = Chain(name, lhs, lhs, (), self.hypotheses)
+        self.ctx = chain_context(builder.ctx, probe, builder.lemma_rules, self._fail)
+
+    def _fail(self, reason: str):
+        raise ProofError(self.builder.theorem, self.name, len(self.steps) + 1, None, reason)
+
+    def rw(self, rule: str, at: Basic | None = None, nth: int = 0, instance=()) -> ChainBuilder:
+        """Apply ``rule`` at the position whose sub-term is ``at`` (the ``nth`` match, in order).
+
+        Without ``at``, an equation (hypothesis, definition, lemma) rewrites its left side.
+        """
+        step = Step(self.current, rule, tuple(instance))
+        fn = resolve_rule(step, self.ctx, self._fail)
+        if at is None and rule in self.ctx.rules and not self.ctx.rules[rule][2]:
+            at = self.ctx.rules[rule][0]  # equations run left to right unless told where
+        target = None if at is None else canon(at)
+        seen = []
+        for matched, result in rewrites(self.current, fn, self.ctx):
+            if (target is None or matched == target) and result not in seen and result != self.current:
+                try:
+                    check_defined(result, self.ctx)
+                except TermError:
+                    continue
+                seen.append(result)
+        if len(seen) <= nth:
+            self._fail(f"rule {rule} does not apply{'' if at is None else f' at {at}'} in {self.current}")
+        return self._record(seen[nth], rule, instance)
+
+    def to(self, expr: Basic, rule: str, instance=()) -> ChainBuilder:
+        """Step to an explicit expression (for rules used right to left)."""
+        expr = canon(expr)
+        fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx, self._fail)
+        if not one_step(self.current, expr, fn, self.ctx):
+            self._fail(f"rule {rule} does not lead from {self.current} to {expr}")
+        return self._record(expr, rule, instance)
+
+    def _record(self, expr, rule, instance) -> ChainBuilder:
+        self.steps.append(Step(expr, rule, tuple(instance)))
+        self.current = expr
+        return self
+
+    def qed(self, rhs: Basic | None = None) -> Chain:
+        """Close the chain; its right-hand side is where it ended (or must be ``rhs``)."""
+        if rhs is not None and canon(rhs) != self.current:
+            self._fail(f"the chain ends at {self.current}, not at {canon(rhs)}")
+        chain = Chain(self.name, self.lhs, self.current, tuple(self.steps), self.hypotheses)
+        self.builder._close(chain)
+        return chain
+
+
+class ProofBuilder:
+    """Collects a theorem's statement, lemmas and main chain into a :class:`Proof`."""
+
+    def __init__(self, theorem: str, title: str, statement: str,
+                 hypotheses: Sequence[Hypothesis], definitions: Sequence[Definition]):
+        self.theorem, self.title, self.statement = theorem, title, statement
+        self.hypotheses, self.definitions = tuple(hypotheses), tuple(definitions)
+        self.lemmas: list[Chain] = []
+        self.lemma_rules: dict = {}
+        self.ctx = theorem_context(self._proof(Chain("main", _placeholder(), _placeholder(), ())))
+
+    def _proof(self, claim: Chain) -> Proof:
+        return Proof(self.theorem, self.title, self.statement, self.hypotheses, self.definitions,
+                     tuple(self.lemmas), claim)
+
+    def lemma(self, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis] = ()) -> ChainBuilder:
+        return ChainBuilder(self, name, lhs, hypotheses)
+
+    def main(self, lhs: Basic) -> ChainBuilder:
+        return ChainBuilder(self, "main", lhs, ())
+
+    def _close(self, chain: Chain) -> None:
+        if chain.name == "main":
+            self.claim = chain
+        else:
+            self.lemmas.append(chain)
+            rule = lemma_rule(chain)
+            if rule is not None:
+                self.lemma_rules[f"lemma:{chain.name}"] = rule
+
+    def proof(self) -> Proof:
+        return self._proof(self.claim)
+
+
+def _placeholder():
+    from sympy.matrices.expressions import Identity
+
+    return Identity(1)

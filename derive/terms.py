@@ -1,0 +1,263 @@
+"""Terms of the kernel: SymPy matrix expressions built without SymPy's own rewriting.
+
+Part of the trusted core.  Every term the kernel looks at is a tree of a few SymPy
+matrix-expression classes (the *node types* below).  SymPy's constructors sometimes
+simplify on their own; the constructors here never do, so what a proof records is what
+the kernel checks.  Terms are compared modulo a small, obviously sound normal form
+(:func:`canon`): associativity of products and sums, commutativity of sums, and
+arithmetic on numeric scalar factors.  Everything else is a named rule in the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import sympy
+from sympy import Basic, Expr, ImmutableDenseMatrix, Rational
+from sympy.core.sorting import default_sort_key
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixExpr,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
+
+__all__ = [
+    "TermError",
+    "MATRIX_NODES",
+    "add",
+    "block",
+    "blocks_of",
+    "canon",
+    "dims_equal",
+    "factors_of",
+    "inv",
+    "is_scalar",
+    "mul",
+    "power",
+    "same",
+    "shape",
+    "transpose",
+    "exponent_form",
+]
+
+
+class TermError(ValueError):
+    """A term is malformed: unknown node, non-conforming shapes, or a bad scalar."""
+
+
+#: The only matrix node types a kernel term may contain.
+MATRIX_NODES = (MatrixSymbol, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd, BlockMatrix)
+
+
+def is_scalar(obj: Basic) -> bool:
+    """Numeric scalar factor (the only scalars terms may carry are rational numbers)."""
+    return isinstance(obj, Rational)
+
+
+def dims_equal(a: Expr, b: Expr) -> bool:
+    """Two dimension expressions (polynomials in positive-integer symbols) are equal."""
+    return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
+
+
+def shape(term: Basic) -> tuple[Expr, Expr]:
+    """Shape of a matrix term (rows, cols) as SymPy expressions."""
+    if not isinstance(term, MatrixExpr):
+        raise TermError(f"expected a matrix term, got {type(term).__name__}")
+    return term.shape
+
+
+# --- constructors that never rewrite ------------------------------------------------
+
+
+def transpose(a: MatrixExpr) -> MatrixExpr:
+    return Transpose(a)
+
+
+def inv(a: MatrixExpr) -> MatrixExpr:
+    return Inverse(a)
+
+
+def power(a: MatrixExpr, exponent) -> MatrixExpr:
+    """``a**exponent`` in the normal form used by the kernel (A^1 = A, A^-1 = Inverse(A))."""
+    q = Rational(exponent)
+    if q == 0:
+        return Identity(shape(a)[0])
+    if q == 1:
+        return a
+    if q == -1:
+        return Inverse(a)
+    return MatPow(a, q)
+
+
+def exponent_form(term: MatrixExpr) -> tuple[MatrixExpr, Rational]:
+    """Split a factor into (base, rational exponent): A -> (A, 1), A^-1 -> (A, -1)."""
+    if isinstance(term, Inverse):
+        return term.args[0], Rational(-1)
+    if isinstance(term, MatPow):
+        return term.args[0], Rational(term.args[1])
+    return term, Rational(1)
+
+
+def factors_of(term: MatrixExpr) -> tuple[Rational, list[MatrixExpr]]:
+    """(coefficient, matrix factors) of a canonical term; a non-product is one factor."""
+    if isinstance(term, MatMul):
+        coeff = Rational(1)
+        mats = []
+        for arg in term.args:
+            if is_scalar(arg):
+                coeff *= arg
+            else:
+                mats.append(arg)
+        return coeff, mats
+    return Rational(1), [term]
+
+
+def mul(*parts) -> MatrixExpr:
+    """Product in canonical form: flattened, numeric scalars collected in front."""
+    coeff = Rational(1)
+    mats: list[MatrixExpr] = []
+    stack = list(parts)
+    flat: list = []
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, (list, tuple)):
+            stack[0:0] = list(item)
+        elif isinstance(item, MatMul):
+            stack[0:0] = list(item.args)
+        else:
+            flat.append(item)
+    for item in flat:
+        if isinstance(item, (int, Rational)) and not isinstance(item, bool):
+            coeff *= Rational(item)
+        elif isinstance(item, MATRIX_NODES):
+            mats.append(item)
+        else:
+            raise TermError(f"a product may hold rational scalars and matrices only, not {type(item).__name__}")
+    if not mats:
+        raise TermError("a product needs at least one matrix factor")
+    if coeff == 0:
+        rows, _ = shape(mats[0])
+        _, cols = shape(mats[-1])
+        return ZeroMatrix(rows, cols)
+    if coeff == 1 and len(mats) == 1:
+        return mats[0]
+    args = ([coeff] if coeff != 1 else []) + mats
+    out = MatMul(*args, evaluate=False)
+    if tuple(out.args) != tuple(args):  # SymPy rewrote something: refuse rather than guess
+        raise TermError("SymPy changed a product while building it")
+    return out
+
+
+def add(*parts) -> MatrixExpr:
+    """Sum in canonical form: flattened and sorted (addition is associative and commutative)."""
+    terms: list[MatrixExpr] = []
+    stack = list(parts)
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, (list, tuple)):
+            stack[0:0] = list(item)
+        elif isinstance(item, MatAdd):
+            stack[0:0] = list(item.args)
+        elif isinstance(item, MATRIX_NODES):
+            terms.append(item)
+        else:
+            raise TermError(f"a sum may hold matrices only, not {type(item).__name__}")
+    if not terms:
+        raise TermError("a sum needs at least one term")
+    if len(terms) == 1:
+        return terms[0]
+    terms.sort(key=default_sort_key)
+    out = MatAdd(*terms, evaluate=False)
+    if tuple(out.args) != tuple(terms):
+        raise TermError("SymPy changed a sum while building it")
+    return out
+
+
+def block(rows: Sequence[Sequence[MatrixExpr]]) -> BlockMatrix:
+    """Block matrix from a list of block rows (no collapsing of single blocks)."""
+    rows = [list(r) for r in rows]
+    if not rows or not rows[0] or any(len(r) != len(rows[0]) for r in rows):
+        raise TermError("a block matrix needs a non-empty rectangular grid of blocks")
+    return BlockMatrix(ImmutableDenseMatrix(rows))
+
+
+def blocks_of(term: BlockMatrix) -> list[list[MatrixExpr]]:
+    grid = term.blocks
+    return [[grid[i, j] for j in range(grid.shape[1])] for i in range(grid.shape[0])]
+
+
+# --- the normal form ----------------------------------------------------------------
+
+
+def canon(term: Basic) -> MatrixExpr:
+    """Normal form modulo associativity, commutativity of +, and scalar arithmetic."""
+    if isinstance(term, (MatrixSymbol, Identity, ZeroMatrix)):
+        return term
+    if isinstance(term, Transpose):
+        return Transpose(canon(term.args[0]))
+    if isinstance(term, Inverse):  # before MatPow: Inverse subclasses MatPow
+        return Inverse(canon(term.args[0]))
+    if isinstance(term, MatPow):
+        exponent = term.args[1]
+        if not isinstance(exponent, Rational):
+            raise TermError("matrix powers must have rational exponents")
+        return power(canon(term.args[0]), exponent)
+    if isinstance(term, MatMul):
+        return mul(*[a if is_scalar(a) else canon(a) for a in term.args])
+    if isinstance(term, MatAdd):
+        return add(*[canon(a) for a in term.args])
+    if isinstance(term, BlockMatrix):
+        return block([[canon(b) for b in row] for row in blocks_of(term)])
+    raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
+
+
+def same(a: Basic, b: Basic) -> bool:
+    """Equal as kernel terms (equal normal forms)."""
+    return canon(a) == canon(b)
+
+
+def children(term: MatrixExpr) -> list[MatrixExpr]:
+    """Matrix sub-terms in a fixed order (scalars and shapes are not children)."""
+    if isinstance(term, (Transpose, Inverse)):
+        return [term.args[0]]
+    if isinstance(term, MatPow):
+        return [term.args[0]]
+    if isinstance(term, MatMul):
+        return factors_of(term)[1]
+    if isinstance(term, MatAdd):
+        return list(term.args)
+    if isinstance(term, BlockMatrix):
+        return [b for row in blocks_of(term) for b in row]
+    return []
+
+
+def rebuild(term: MatrixExpr, new_children: list[MatrixExpr]) -> MatrixExpr:
+    """``term`` with its children replaced (inverse of :func:`children`)."""
+    if isinstance(term, Transpose):
+        return Transpose(new_children[0])
+    if isinstance(term, Inverse):
+        return Inverse(new_children[0])
+    if isinstance(term, MatPow):
+        return power(new_children[0], term.args[1])
+    if isinstance(term, MatMul):
+        return mul(factors_of(term)[0], new_children)
+    if isinstance(term, MatAdd):
+        return add(new_children)
+    if isinstance(term, BlockMatrix):
+        cols = term.blockshape[1]
+        return block([new_children[i : i + cols] for i in range(0, len(new_children), cols)])
+    return term
+
+
+def subterms(term: MatrixExpr) -> Iterable[MatrixExpr]:
+    """Every sub-term, the term itself first (pre-order)."""
+    yield term
+    for child in children(term):
+        yield from subterms(child)

@@ -1,0 +1,97 @@
+"""OLS as one forward pass of single-layer linear attention, and the paper's construction."""
+
+from __future__ import annotations
+
+from sympy import Rational
+from sympy.matrices.expressions import MatrixSymbol
+
+from derive.constructions import attention_layer, hat_matrix, linear_attention, ols_predictions
+from derive.kernel import Definition, Proof
+from derive.tactics import ProofBuilder
+from derive.terms import inv, mul, power, transpose
+
+from .common import (
+    SPECTRAL_DEFINITION,
+    SPECTRAL_HYPOTHESES,
+    I_p,
+    L,
+    Lam,
+    V,
+    X,
+    X_q,
+    Y,
+    k,
+    n,
+    p,
+    spectral_precision,
+)
+
+
+def ols_is_linear_attention() -> Proof:
+    b = ProofBuilder(
+        "ols_is_linear_attention",
+        "OLS is single-layer linear attention",
+        "If XᵀX = VΛVᵀ with V orthogonal and Λ diagonal with positive entries, and L = VΛ^{-1/2}, "
+        "then the OLS predictions at queries X_q equal linear attention with queries X_q L, "
+        "keys X L and values Y: X_q (XᵀX)⁻¹XᵀY = (X_q L)(X L)ᵀ Y.",
+        SPECTRAL_HYPOTHESES,
+        [SPECTRAL_DEFINITION],
+    )
+    spectral_precision(b)
+    (b.main(ols_predictions(X_q, X, Y))
+     .rw("lemma:precision")
+     .to(mul(X_q, L, transpose(mul(X, L)), Y), "transpose_product")
+     .qed(linear_attention(mul(X_q, L), mul(X, L), Y)))
+    return b.proof()
+
+
+def paper_construction() -> Proof:
+    W_Q, W_K, W_V = (MatrixSymbol(name, p, p) for name in ("W_Q", "W_K", "W_V"))
+    W_FFN, P, H = MatrixSymbol("W_FFN", p, p), MatrixSymbol("P", p, k), MatrixSymbol("H", n, n)
+    b = ProofBuilder(
+        "paper_construction",
+        "The paper's construction: one layer computes the hat matrix",
+        "Under the spectral hypotheses, with W_Q = W_K = W_V = L, W_FFN = I and output projection "
+        "P = LᵀXᵀY, the layer's output on X is (XW_Q)(XW_K)ᵀ(XW_V) W_FFN P = H Y with "
+        "H = X(XᵀX)⁻¹Xᵀ; the attention output is X L, whose columns are orthonormal.",
+        SPECTRAL_HYPOTHESES,
+        [
+            SPECTRAL_DEFINITION,
+            Definition("W_Q", W_Q, L),
+            Definition("W_K", W_K, L),
+            Definition("W_V", W_V, L),
+            Definition("W_FFN", W_FFN, I_p),
+            Definition("P", P, mul(transpose(L), transpose(X), Y)),
+            Definition("H", H, hat_matrix(X)),
+        ],
+    )
+    spectral_precision(b)
+    root = power(Lam, -Rational(1, 2))
+    (b.lemma("orthonormal_columns", mul(transpose(mul(X, L)), X, L))
+     .rw("transpose_product")
+     .rw("def:L", at=L)
+     .rw("def:L", at=L)
+     .rw("hyp:gram_spectral")
+     .rw("transpose_product")
+     .rw("hyp:V_orthonormal_columns", nth=0)
+     .rw("hyp:V_orthonormal_columns", nth=0)
+     .rw("identity_mul", nth=0)
+     .rw("identity_mul", nth=0)
+     .rw("transpose_symmetric", at=transpose(root))
+     .rw("power_combine", at=mul(root, Lam))
+     .rw("power_combine")
+     .qed(I_p))
+    (b.lemma("attention_output", attention_layer(X, X, X, W_Q, W_K, W_V))
+     .rw("def:W_Q").rw("def:W_K").rw("def:W_V")
+     .rw("lemma:orthonormal_columns")
+     .rw("identity_mul")
+     .qed(mul(X, L)))
+    (b.main(attention_layer(X, X, X, W_Q, W_K, W_V, W_FFN, P))
+     .rw("lemma:attention_output")
+     .rw("def:W_FFN")
+     .rw("identity_mul")
+     .rw("def:P")
+     .to(mul(X, inv(mul(transpose(X), X)), transpose(X), Y), "lemma:precision")
+     .rw("def:H", at=hat_matrix(X))
+     .qed(mul(H, Y)))
+    return b.proof()

@@ -1,0 +1,98 @@
+"""Gauge freedom: only W_Q W_Kᵀ matters, so any factor L with L Lᵀ = (XᵀX)⁻¹ gives OLS."""
+
+from __future__ import annotations
+
+from sympy import Q
+from sympy.matrices.expressions import MatrixSymbol
+
+from derive.constructions import dim, linear_attention, ols_predictions
+from derive.kernel import Definition, Hypothesis, Proof
+from derive.tactics import ProofBuilder
+from derive.terms import inv, mul, transpose
+
+from .common import X, X_q, Y, inverse_of_orthogonal, n, orthogonal, p, predicate
+
+GRAM_INVERTIBLE = predicate("X_full_column_rank", Q.positive_definite, mul(transpose(X), X))
+
+
+def gauge_invariance() -> Proof:
+    d = dim("d")
+    W_Q, W_K = MatrixSymbol("W_Q", p, d), MatrixSymbol("W_K", p, d)
+    U, S, V = MatrixSymbol("U", n, p), MatrixSymbol("S", p, p), MatrixSymbol("V", p, p)
+    Qf, R = MatrixSymbol("Q", n, p), MatrixSymbol("R", p, p)
+    G = MatrixSymbol("G", p, p)  # an arbitrary factor of the precision
+    L_svd, L_qr = MatrixSymbol("L_svd", p, p), MatrixSymbol("L_qr", p, p)
+    gram, precision = mul(transpose(X), X), inv(mul(transpose(X), X))
+    b = ProofBuilder(
+        "gauge_invariance",
+        "Gauge invariance: only W_Q W_Kᵀ matters",
+        "Linear attention depends on W_Q and W_K only through W_Q W_Kᵀ: (X_q W_Q)(X W_K)ᵀ Y = "
+        "X_q (W_Q W_Kᵀ) Xᵀ Y.  Hence any G with G Gᵀ = (XᵀX)⁻¹ gives OLS, in particular "
+        "L = V S⁻¹ from the SVD X = U S Vᵀ (where X L = U) and L = R⁻¹ from X = Q R (where X L = Q).",
+        [
+            GRAM_INVERTIBLE,
+            Hypothesis("svd", X, mul(U, S, transpose(V))),
+            *orthogonal("U", U),
+            *orthogonal("V", V),
+            predicate("S_diagonal", Q.diagonal, S),
+            predicate("S_positive", Q.positive_definite, S),
+            Hypothesis("qr", X, mul(Qf, R)),
+            *orthogonal("Q", Qf),
+            predicate("R_invertible", Q.invertible, R),
+        ],
+        [Definition("L_svd", L_svd, mul(V, inv(S))), Definition("L_qr", L_qr, inv(R))],
+    )
+    (b.lemma("any_factor", linear_attention(mul(X_q, G), mul(X, G), Y),
+             [Hypothesis("G_factors_precision", mul(G, transpose(G)), precision)])
+     .rw("transpose_product")
+     .rw("hyp:G_factors_precision")
+     .qed(ols_predictions(X_q, X, Y)))
+
+    # SVD route
+    (b.lemma("svd_whitens", mul(X, L_svd))
+     .rw("def:L_svd").rw("hyp:svd").rw("hyp:V_orthonormal_columns").rw("identity_mul")
+     .rw("inverse_cancel").rw("identity_mul")
+     .qed(U))
+    (b.lemma("svd_gram", gram)
+     .rw("hyp:svd", nth=0).rw("hyp:svd")
+     .rw("transpose_product").rw("transpose_transpose")
+     .rw("hyp:U_orthonormal_columns").rw("identity_mul")
+     .rw("transpose_symmetric")
+     .qed(mul(V, S, S, transpose(V))))
+    inverse_of_orthogonal(b, V, "V")
+    (b.lemma("svd_precision", precision)
+     .rw("lemma:svd_gram")
+     .rw("inverse_product")
+     .rw("lemma:V_transpose_inverse").rw("lemma:V_inverse")
+     .to(mul(V, inv(S), transpose(inv(S)), transpose(V)), "transpose_symmetric")
+     .to(mul(V, inv(S), transpose(mul(V, inv(S)))), "transpose_product")
+     .rw("def:L_svd", at=mul(V, inv(S))).rw("def:L_svd", at=mul(V, inv(S)))
+     .qed(mul(L_svd, transpose(L_svd))))
+    (b.lemma("svd_ols", linear_attention(mul(X_q, L_svd), mul(X, L_svd), Y))
+     .rw("transpose_product")
+     .to(ols_predictions(X_q, X, Y), "lemma:svd_precision")
+     .qed())
+
+    # QR route
+    (b.lemma("qr_whitens", mul(X, L_qr))
+     .rw("def:L_qr").rw("hyp:qr").rw("inverse_cancel").rw("identity_mul")
+     .qed(Qf))
+    (b.lemma("qr_gram", gram)
+     .rw("hyp:qr", nth=0).rw("hyp:qr")
+     .rw("transpose_product").rw("hyp:Q_orthonormal_columns").rw("identity_mul")
+     .qed(mul(transpose(R), R)))
+    (b.lemma("qr_precision", precision)
+     .rw("lemma:qr_gram")
+     .rw("inverse_product")
+     .to(mul(inv(R), transpose(inv(R))), "transpose_inverse")
+     .rw("def:L_qr", at=inv(R)).rw("def:L_qr", at=inv(R))
+     .qed(mul(L_qr, transpose(L_qr))))
+    (b.lemma("qr_ols", linear_attention(mul(X_q, L_qr), mul(X, L_qr), Y))
+     .rw("transpose_product")
+     .to(ols_predictions(X_q, X, Y), "lemma:qr_precision")
+     .qed())
+
+    (b.main(linear_attention(mul(X_q, W_Q), mul(X, W_K), Y))
+     .rw("transpose_product")
+     .qed(mul(X_q, mul(W_Q, transpose(W_K)), transpose(X), Y)))
+    return b.proof()

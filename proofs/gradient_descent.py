@@ -1,0 +1,52 @@
+"""Linear attention as one step of preconditioned gradient descent on least squares."""
+
+from __future__ import annotations
+
+from sympy.matrices.expressions import Identity, MatrixSymbol
+
+from derive.constructions import dim, gd_step_from_zero, linear_attention, ols_predictions
+from derive.kernel import Hypothesis, Proof
+from derive.tactics import ProofBuilder
+from derive.terms import inv, mul, transpose
+
+from .common import I_p, X, X_q, Y, n, p
+from .gauge import GRAM_INVERTIBLE
+
+
+def preconditioned_gd() -> Proof:
+    d, r, s = dim("d"), dim("r"), dim("s")
+    W_Q, W_K = MatrixSymbol("W_Q", p, d), MatrixSymbol("W_K", p, d)
+    Gamma = MatrixSymbol("Gamma", p, p)
+    A, T = MatrixSymbol("A", r, p), MatrixSymbol("T", n, s)  # any queries, any targets
+    precision = inv(mul(transpose(X), X))
+    step = mul(X_q, gd_step_from_zero(X, Y, Gamma))
+    b = ProofBuilder(
+        "preconditioned_gd",
+        "Linear attention is one step of preconditioned gradient descent",
+        "With W_Q W_Kᵀ = Γ, linear attention (X_q W_Q)(X W_K)ᵀ Y predicts with β₁ = β₀ − Γ Xᵀ(Xβ₀ − Y) at "
+        "β₀ = 0: one step of gradient descent on ½‖Y − Xβ‖² preconditioned by Γ.  The step equals OLS "
+        "when Γ = (XᵀX)⁻¹; conversely, if it equals OLS for every Y (at every query), then Γ = (XᵀX)⁻¹.",
+        [GRAM_INVERTIBLE, Hypothesis("preconditioner", mul(W_Q, transpose(W_K)), Gamma)],
+        [],
+    )
+    (b.lemma("ols_if", step, [Hypothesis("Gamma_is_precision", Gamma, precision)])
+     .rw("zero_mul").rw("zero_add").rw("zero_add")
+     .rw("hyp:Gamma_is_precision")
+     .qed(ols_predictions(X_q, X, Y)))
+    every_target = Hypothesis("step_is_ols", mul(A, Gamma, transpose(X), T), mul(A, precision, transpose(X), T),
+                              forall=(A, T, r, s))
+    instance = ((A, I_p), (T, X), (r, p), (s, p))
+    (b.lemma("ols_only_if", Gamma, [every_target])
+     .to(mul(I_p, Gamma), "identity_mul")
+     .to(mul(I_p, Gamma, I_p), "identity_mul")
+     .to(mul(I_p, Gamma, transpose(X), X, precision), "inverse_cancel")
+     .rw("hyp:step_is_ols", at=mul(I_p, Gamma, transpose(X), X), instance=instance)
+     .rw("inverse_cancel", at=mul(precision, transpose(X), X))
+     .rw("identity_mul").rw("identity_mul")
+     .qed(precision))
+    (b.main(step)
+     .rw("zero_mul").rw("zero_add").rw("zero_add")
+     .rw("hyp:preconditioner", at=Gamma)
+     .to(linear_attention(mul(X_q, W_Q), mul(X, W_K), Y), "transpose_product")
+     .qed())
+    return b.proof()

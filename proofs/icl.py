@@ -1,0 +1,74 @@
+"""The in-context token form: tokens z_i = [x_i; y_i], a query token [x_q; 0], block weights."""
+
+from __future__ import annotations
+
+from sympy.matrices.expressions import MatrixSymbol, ZeroMatrix
+
+from derive.constructions import linear_attention, ols_predictions, query_tokens, token_weights, tokens
+from derive.kernel import Definition, Proof
+from derive.tactics import ChainBuilder, ProofBuilder
+from derive.terms import block, inv, mul, transpose
+
+from .common import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, m, n, p, spectral_precision
+
+#: Rules that only ever shrink a term: used to tidy zero and identity blocks.
+TIDY_RULES = ("zero_mul", "transpose_zero", "zero_add", "identity_mul")
+
+
+def tidy(chain: ChainBuilder) -> ChainBuilder:
+    """Apply tidying rules, one step each, until none applies."""
+    progress = True
+    while progress:
+        progress = False
+        for rule in TIDY_RULES:
+            try:
+                chain.rw(rule)
+            except ValueError:
+                continue
+            progress = True
+            break
+    return chain
+
+
+def icl_token_form() -> Proof:
+    Z, Z_q = MatrixSymbol("Z", n, p + k), MatrixSymbol("Z_q", m, p + k)
+    W_Q, W_K, W_V = (MatrixSymbol(name, p + k, p + k) for name in ("W_Q", "W_K", "W_V"))
+    context, queries = tokens(X, Y), query_tokens(X_q, k)
+    w_qk, w_v = token_weights(L, p, k), token_weights(None, p, k, read_labels=True)
+    b = ProofBuilder(
+        "icl_token_form",
+        "In-context regression in the token form",
+        "Under the spectral hypotheses, with context tokens z_i = [x_i; y_i] (the rows of Z = [X Y]), "
+        "query tokens [x_q; 0] (the rows of Z_q = [X_q 0]) and block weights W_Q = W_K = [[L, 0], [0, 0]], "
+        "W_V = [[0, 0], [0, I]], linear attention writes the OLS prediction x_qᵀβ̂ into the label slot "
+        "of each query token: (Z_q W_Q)(Z W_K)ᵀ(Z W_V) = [0  X_q(XᵀX)⁻¹XᵀY].",
+        SPECTRAL_HYPOTHESES,
+        [
+            SPECTRAL_DEFINITION,
+            Definition("Z", Z, context),
+            Definition("Z_q", Z_q, queries),
+            Definition("W_Q", W_Q, w_qk),
+            Definition("W_K", W_K, w_qk),
+            Definition("W_V", W_V, w_v),
+        ],
+    )
+    spectral_precision(b)
+    chain = b.main(linear_attention(mul(Z_q, W_Q), mul(Z, W_K), mul(Z, W_V)))
+    for name in ("Z_q", "W_Q", "Z", "Z", "W_K", "W_V"):
+        chain.rw(f"def:{name}")
+    chain.rw("block_multiply", at=mul(queries, w_qk))
+    chain.rw("block_multiply", at=mul(context, w_qk))
+    chain.rw("block_multiply", at=mul(context, w_v))
+    tidy(chain)
+    chain.rw("block_transpose")
+    tidy(chain)
+    keys_t = block([[transpose(mul(X, L))], [ZeroMatrix(k, n)]])
+    chain.rw("block_multiply", at=mul(block([[mul(X_q, L), ZeroMatrix(m, k)]]), keys_t))
+    tidy(chain)
+    scores = block([[mul(X_q, L, transpose(mul(X, L)))]])
+    chain.rw("block_multiply", at=mul(scores, block([[ZeroMatrix(n, p), Y]])))
+    tidy(chain)
+    chain.rw("transpose_product")
+    chain.to(block([[ZeroMatrix(m, p), ols_predictions(X_q, X, Y)]]), "lemma:precision")
+    chain.qed()
+    return b.proof()

@@ -1,0 +1,43 @@
+"""Slow and fast memory: the weights hold the precision, attention holds Σ x_i y_iᵀ."""
+
+from __future__ import annotations
+
+from sympy.matrices.expressions import MatrixSymbol
+
+from derive.constructions import ols_predictions
+from derive.kernel import Definition, Hypothesis, Proof
+from derive.tactics import ProofBuilder
+from derive.terms import add, block, mul, transpose
+
+from .common import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, n, p, spectral_precision
+
+
+def slow_fast_memory() -> Proof:
+    M, S = MatrixSymbol("M", p, p), MatrixSymbol("S", p, k)
+    X_prev, Y_prev = MatrixSymbol("X_prev", n - 1, p), MatrixSymbol("Y_prev", n - 1, k)
+    x_t, y_t = MatrixSymbol("x_t", p, 1), MatrixSymbol("y_t", k, 1)
+    b = ProofBuilder(
+        "slow_fast_memory",
+        "Slow and fast memory",
+        "Under the spectral hypotheses, the OLS prediction factors as X_q (XᵀX)⁻¹XᵀY = X_q M S with the "
+        "slow memory M = L Lᵀ (held in the weights; it does not depend on the query or on Y) and the fast "
+        "memory S = XᵀY = Σ_i x_i y_iᵀ, written one example at a time: if X and Y gain a last row x_tᵀ, "
+        "y_tᵀ, then S = X_prevᵀY_prev + x_t y_tᵀ (S_t = S_{t−1} + x_t y_tᵀ).",
+        SPECTRAL_HYPOTHESES,
+        [SPECTRAL_DEFINITION, Definition("M", M, mul(L, transpose(L))), Definition("S", S, mul(transpose(X), Y))],
+    )
+    spectral_precision(b)
+    (b.lemma("rank_one_write", S, [
+        Hypothesis("X_appends_row", X, block([[X_prev], [transpose(x_t)]])),
+        Hypothesis("Y_appends_row", Y, block([[Y_prev], [transpose(y_t)]])),
+    ])
+     .rw("def:S").rw("hyp:X_appends_row").rw("hyp:Y_appends_row")
+     .rw("block_transpose").rw("transpose_transpose")
+     .rw("block_multiply").rw("block_single")
+     .qed(add(mul(transpose(X_prev), Y_prev), mul(x_t, transpose(y_t)))))
+    (b.main(ols_predictions(X_q, X, Y))
+     .rw("lemma:precision")
+     .rw("def:M", at=mul(L, transpose(L)))
+     .rw("def:S", at=mul(transpose(X), Y))
+     .qed(mul(X_q, M, S)))
+    return b.proof()
