@@ -47,7 +47,7 @@ SPECTRAL_DEFINITION = Definition("L", L, spectral_factor(V, Lam))
 
 
 def inverse_of_orthogonal(b: ProofBuilder, U, name: str):
-    """Lemmas U⁻¹ = Uᵀ and (Uᵀ)⁻¹ = U for a square U with U Uᵀ = Uᵀ U = I."""
+    """Lemmas U⁻¹ = Uᵀ (from U Uᵀ = I) and (Uᵀ)⁻¹ = U (from Uᵀ U = I) for a square U."""
     I = Identity(U.shape[0])
     (b.lemma(f"{name}_inverse", inv(U))
      .to(mul(inv(U), I), "identity_mul")
@@ -56,9 +56,9 @@ def inverse_of_orthogonal(b: ProofBuilder, U, name: str):
      .rw("identity_mul")
      .qed(transpose(U)))
     (b.lemma(f"{name}_transpose_inverse", inv(transpose(U)))
-     .to(mul(I, inv(transpose(U))), "identity_mul")
-     .rw(f"hyp:{name}_orthonormal_rows", at=I)
-     .rw("inverse_cancel", at=mul(transpose(U), inv(transpose(U))))
+     .to(mul(inv(transpose(U)), I), "identity_mul")
+     .rw(f"hyp:{name}_orthonormal_columns", at=I)
+     .rw("inverse_cancel", at=mul(inv(transpose(U)), transpose(U)))
      .rw("identity_mul")
      .qed(U))
 
