@@ -1,0 +1,314 @@
+"""Read SymPy ``srepr`` text without ``eval``, ``exec`` or ``sympify``.
+
+Certificates carry expressions as ``srepr`` strings.  This parser accepts only the
+constructors kernel terms are made of, bounds the nesting depth and the number of nodes
+before building anything, and insists that the text is exactly what ``srepr`` prints for
+the object it built, so SymPy cannot have silently rewritten what the certificate says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sympy import Add, Basic, ImmutableDenseMatrix, Integer, Mul, Rational, S, Symbol, srepr
+from sympy.core.symbol import Str
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixExpr,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
+
+from .kernel import PREDICATES
+
+__all__ = ["ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS"]
+
+MAX_DEPTH = 200  # kernel terms nest a few dozen levels deep
+MAX_NODES = 50_000
+MAX_CHARS = 2_000_000
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_ASSUMPTIONS = {"integer", "positive", "nonnegative", "real", "commutative", "finite"}
+_TOKEN = re.compile(r"\s*(?:(?P<num>-?\d{1,40})|(?P<str>'[^'\\]{0,200}')|(?P<name>[A-Za-z_][A-Za-z0-9_.]{0,80})|(?P<p>[()\[\],=]))")
+
+
+class ParseError(ValueError):
+    """The text is not a kernel term in ``srepr`` form; the message says why."""
+
+
+@dataclass
+class _Call:
+    name: str
+    args: list
+    kwargs: dict
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if not match or match.end() == pos:
+            if text[pos:].strip() == "":
+                break
+            raise ParseError(f"unexpected character {text[pos]!r} at offset {pos}")
+        kind = match.lastgroup
+        out.append((kind, match.group(kind)))
+        pos = match.end()
+        if len(out) > 4 * MAX_NODES:
+            raise ParseError(f"expression has more than {MAX_NODES} nodes")
+    return out
+
+
+class _Reader:
+    """Recursive descent over tokens into plain calls, lists and atoms (nothing built yet)."""
+
+    def __init__(self, tokens):
+        self.tokens, self.pos, self.nodes = tokens, 0, 0
+
+    def peek(self):
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else (None, None)
+
+    def take(self, value=None):
+        kind, tok = self.peek()
+        if kind is None:
+            raise ParseError("unexpected end of expression")
+        if value is not None and tok != value:
+            raise ParseError(f"expected {value!r}, found {tok!r}")
+        self.pos += 1
+        return kind, tok
+
+    def value(self, depth: int):
+        if depth > MAX_DEPTH:
+            raise ParseError(f"expression nested deeper than {MAX_DEPTH} levels")
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise ParseError(f"expression has more than {MAX_NODES} nodes")
+        kind, tok = self.take()
+        if kind == "num":
+            return int(tok)
+        if kind == "str":
+            return tok[1:-1]
+        if tok == "[":
+            items = []
+            if self.peek()[1] != "]":
+                items.append(self.value(depth + 1))
+                while self.peek()[1] == ",":
+                    self.take(",")
+                    items.append(self.value(depth + 1))
+            self.take("]")
+            return items
+        if kind != "name":
+            raise ParseError(f"unexpected {tok!r}")
+        if self.peek()[1] != "(":
+            return _Call(tok, [], {}) if tok in ("true", "True", "False") or tok.startswith("Q.") else _bare(tok)
+        self.take("(")
+        args, kwargs = [], {}
+        while self.peek()[1] != ")":
+            if self.peek()[0] == "name" and self.pos + 1 < len(self.tokens) and self.tokens[self.pos + 1][1] == "=":
+                key = self.take()[1]
+                self.take("=")
+                kwargs[key] = self.value(depth + 1)
+            else:
+                args.append(self.value(depth + 1))
+            if self.peek()[1] == ",":
+                self.take(",")
+            elif self.peek()[1] != ")":
+                raise ParseError(f"expected ',' or ')', found {self.peek()[1]!r}")
+        self.take(")")
+        return _Call(tok, args, kwargs)
+
+
+def _bare(name: str):
+    raise ParseError(f"unknown name {name!r}")
+
+
+def _dim(obj, what: str):
+    if not isinstance(obj, Basic) or isinstance(obj, MatrixExpr) or not obj.is_integer:
+        raise ParseError(f"{what} must be an integer dimension")
+    return obj
+
+
+def _matrix(obj, what: str):
+    if not isinstance(obj, MatrixExpr):
+        raise ParseError(f"{what} must be a matrix expression")
+    return obj
+
+
+def _arity(call: _Call, count: int) -> list:
+    if call.kwargs or len(call.args) != count:
+        raise ParseError(f"{call.name} takes {count} argument(s)")
+    return call.args
+
+
+def _build(node, depth: int = 0):
+    """Build SymPy objects from the whitelisted constructors only."""
+    if isinstance(node, list):
+        return [_build(item, depth + 1) for item in node]
+    if isinstance(node, (int, str)):
+        return node
+    name = node.name
+    if name in ("true", "True"):
+        return S.true
+    if name == "False":
+        raise ParseError("False is not a value a certificate may hold")
+    if name.startswith("Q."):
+        if name[2:] not in PREDICATES:
+            raise ParseError(f"unknown predicate {name}")
+        return PREDICATES[name[2:]]
+    builder = _BUILDERS.get(name)
+    if builder is None:
+        raise ParseError(f"constructor {name!r} is not allowed in a certificate")
+    args = [_build(a, depth + 1) for a in node.args]
+    kwargs = {k: _build(v, depth + 1) for k, v in node.kwargs.items()}
+    return builder(_Call(name, args, kwargs))
+
+
+def _str(c):
+    (text,) = _arity(c, 1)
+    if not isinstance(text, str) or not _NAME.fullmatch(text):
+        raise ParseError("Str must hold a plain name (letters, digits, underscore)")
+    return Str(text)
+
+
+def _symbol(c):
+    if len(c.args) != 1 or not isinstance(c.args[0], str) or not _NAME.fullmatch(c.args[0]):
+        raise ParseError("Symbol takes one plain name")
+    for key, value in c.kwargs.items():
+        if key not in _ASSUMPTIONS or value is not S.true:
+            raise ParseError(f"Symbol assumption {key}={value} is not allowed")
+    return Symbol(c.args[0], **{k: True for k in c.kwargs})
+
+
+def _integer(c):
+    (value,) = _arity(c, 1)
+    if not isinstance(value, int):
+        raise ParseError("Integer takes an integer literal")
+    return Integer(value)
+
+
+def _rational(c):
+    num, den = _arity(c, 2)
+    if not (isinstance(num, int) and isinstance(den, int)) or den <= 0:
+        raise ParseError("Rational takes two integer literals, the second positive")
+    return Rational(num, den)
+
+
+def _scalar_op(op):
+    def build(c):
+        if c.kwargs or len(c.args) < 2:
+            raise ParseError(f"{c.name} takes two or more scalar arguments")
+        for a in c.args:
+            if not isinstance(a, Basic) or isinstance(a, MatrixExpr):
+                raise ParseError(f"{c.name} takes scalar arguments")
+        return op(*c.args)
+
+    return build
+
+
+def _matrix_symbol(c):
+    name, rows, cols = _arity(c, 3)
+    if not isinstance(name, Str):
+        raise ParseError("MatrixSymbol's name must be a Str")
+    return MatrixSymbol(name, _dim(rows, "rows"), _dim(cols, "cols"))
+
+
+def _matmul(c):
+    if c.kwargs or not c.args:
+        raise ParseError("MatMul takes factors")
+    for a in c.args:
+        if not (isinstance(a, MatrixExpr) or isinstance(a, Rational)):
+            raise ParseError("MatMul takes matrices and rational coefficients")
+    return MatMul(*c.args, evaluate=False)
+
+
+def _matadd(c):
+    if c.kwargs or not c.args:
+        raise ParseError("MatAdd takes terms")
+    return MatAdd(*[_matrix(a, "a MatAdd term") for a in c.args], evaluate=False)
+
+
+def _inverse(c):
+    matrix, exponent = _arity(c, 2)
+    if exponent != -1:
+        raise ParseError("Inverse takes exponent -1")
+    return Inverse(_matrix(matrix, "Inverse's argument"))
+
+
+def _matpow(c):
+    matrix, exponent = _arity(c, 2)
+    if not isinstance(exponent, Rational):
+        raise ParseError("MatPow takes a rational exponent")
+    return MatPow(_matrix(matrix, "MatPow's base"), exponent)
+
+
+def _dense(c):
+    (rows,) = _arity(c, 1)
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, list) and r for r in rows):
+        raise ParseError("ImmutableDenseMatrix takes a list of non-empty rows")
+    if any(len(r) != len(rows[0]) for r in rows):
+        raise ParseError("ImmutableDenseMatrix rows differ in length")
+    return ImmutableDenseMatrix([[_matrix(b, "a block") for b in r] for r in rows])
+
+
+def _block(c):
+    (grid,) = _arity(c, 1)
+    if not isinstance(grid, ImmutableDenseMatrix):
+        raise ParseError("BlockMatrix takes an ImmutableDenseMatrix of blocks")
+    return BlockMatrix(grid)
+
+
+def _applied(c):
+    predicate, matrix = _arity(c, 2)
+    if predicate not in PREDICATES.values():
+        raise ParseError("AppliedPredicate takes a known predicate")
+    return predicate(_matrix(matrix, "a predicate's argument"))
+
+
+_BUILDERS = {
+    "Str": _str,
+    "Symbol": _symbol,
+    "Integer": _integer,
+    "Rational": _rational,
+    "Add": _scalar_op(Add),
+    "Mul": _scalar_op(Mul),
+    "MatrixSymbol": _matrix_symbol,
+    "Identity": lambda c: Identity(_dim(_arity(c, 1)[0], "Identity's size")),
+    "ZeroMatrix": lambda c: ZeroMatrix(*(_dim(d, "ZeroMatrix's size") for d in _arity(c, 2))),
+    "Transpose": lambda c: Transpose(_matrix(_arity(c, 1)[0], "Transpose's argument")),
+    "Inverse": _inverse,
+    "MatPow": _matpow,
+    "MatMul": _matmul,
+    "MatAdd": _matadd,
+    "ImmutableDenseMatrix": _dense,
+    "BlockMatrix": _block,
+    "AppliedPredicate": _applied,
+}
+
+
+def parse_srepr(text: str) -> Basic:
+    """Parse one ``srepr`` string into the SymPy object it names, or raise :class:`ParseError`."""
+    if not isinstance(text, str):
+        raise ParseError("an expression must be a string")
+    if len(text) > MAX_CHARS:
+        raise ParseError(f"expression longer than {MAX_CHARS} characters")
+    reader = _Reader(_tokens(text))
+    tree = reader.value(0)
+    if reader.pos != len(reader.tokens):
+        raise ParseError(f"unexpected {reader.peek()[1]!r} after the expression")
+    try:
+        obj = _build(tree)
+    except ParseError:
+        raise
+    except (TypeError, ValueError, AttributeError) as exc:  # SymPy refused the arguments
+        raise ParseError(f"malformed expression: {exc}") from None
+    if not isinstance(obj, Basic):
+        raise ParseError("the text is not an expression")
+    if srepr(obj) != text.strip():
+        raise ParseError("the text is not in canonical srepr form (SymPy would read it differently)")
+    return obj

@@ -1,0 +1,127 @@
+"""The ``derive`` command as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from derive.cli import main
+from proofs import THEOREM_IDS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "derive", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_list_names_every_theorem(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()] == list(THEOREM_IDS)
+
+
+def test_prove_all_prints_a_table(capsys):
+    assert main(["prove"]) == 0
+    out = capsys.readouterr().out
+    for theorem_id in THEOREM_IDS:
+        row = next(line for line in out.splitlines() if line.startswith(theorem_id + " "))
+        assert row.split()[2] == "yes"
+    assert f"{len(THEOREM_IDS)}/{len(THEOREM_IDS)} theorems verified" in out
+
+
+def test_prove_json(capsys):
+    assert main(["prove", "--json", "gauge_invariance", "preconditioned_gd"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == ["gauge_invariance", "preconditioned_gd"]
+    for row in rows:
+        assert set(row) == {"id", "status", "steps", "seconds"}
+        assert row["status"] == "verified" and row["steps"] > 0 and row["seconds"] >= 0
+
+
+def test_unknown_id_is_a_clear_error():
+    result = run("prove", "ols_is_linear_attention", "no_such_theorem")
+    assert result.returncode == 2
+    assert "unknown theorem id 'no_such_theorem'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_python_m_and_console_script_agree():
+    assert run("list").stdout == subprocess.run(
+        [sys.executable, "-c", "import sys; from derive.cli import main; sys.exit(main(['list']))"],
+        capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def test_certificates_written_and_checked(tmp_path):
+    out = tmp_path / "certs"
+    assert run("prove", "--certificates", str(out)).returncode == 0
+    files = sorted(out.glob("*.json"))
+    assert [f.stem for f in files] == sorted(THEOREM_IDS)
+    assert not list(out.glob(".*"))  # no temporary files left behind
+    result = run("check", *map(str, files))
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.count("verified") == len(THEOREM_IDS)
+
+
+def test_certificates_are_byte_identical_across_runs(tmp_path):
+    for name in ("a", "b"):
+        assert main(["prove", "--certificates", str(tmp_path / name), "icl_token_form"]) == 0
+    assert (tmp_path / "a/icl_token_form.json").read_bytes() == (tmp_path / "b/icl_token_form.json").read_bytes()
+
+
+def test_check_rejects_an_altered_certificate_and_names_the_step(tmp_path):
+    assert main(["prove", "--certificates", str(tmp_path), "ols_is_linear_attention"]) == 0
+    path = tmp_path / "ols_is_linear_attention.json"
+    data = json.loads(path.read_text())
+    data.pop("sha256")
+    data["steps"][0]["rule"] = "transpose_sum"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    result = run("check", str(path), str(bad))
+    assert result.returncode == 1
+    assert f"{path}: verified" in result.stdout
+    assert "bad.json: REJECTED" in result.stdout and "step 1 (rule transpose_sum)" in result.stdout
+
+
+@pytest.mark.parametrize("content", ["{", "[]", '{"format": "ols-transformer-certificate/1"}'])
+def test_check_rejects_malformed_files_without_traceback(tmp_path, content):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    result = run("check", str(bad), str(tmp_path / "missing.json"))
+    assert result.returncode == 1
+    assert result.stdout.count("REJECTED") == 2
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_certificates_into_a_file_is_a_usage_error(tmp_path):
+    target = tmp_path / "file"
+    target.write_text("keep me")
+    result = run("prove", "--certificates", str(target))
+    assert result.returncode == 2 and "not a directory" in result.stderr
+    assert target.read_text() == "keep me"
+
+
+def test_failing_proof_exits_non_zero_and_names_step_and_rule(monkeypatch, capsys):
+    import dataclasses
+
+    import proofs
+
+    original = proofs.LIBRARY["preconditioned_gd"]
+
+    def broken():
+        proof = original()
+        steps = list(proof.claim.steps)
+        steps[1] = dataclasses.replace(steps[1], rule="identity_mul")
+        return dataclasses.replace(proof, claim=dataclasses.replace(proof.claim, steps=tuple(steps)))
+
+    monkeypatch.setitem(proofs.LIBRARY, "preconditioned_gd", broken)
+    assert main(["prove"]) == 1
+    captured = capsys.readouterr()
+    assert "preconditioned_gd/main step 2 (rule identity_mul)" in captured.err
+    assert main(["prove", "--json", "preconditioned_gd"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["status"] == "failed"
