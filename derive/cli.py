@@ -1,4 +1,4 @@
-"""The ``derive`` command: list, prove and check the theorem library.
+"""The ``derive`` command: list, prove, check, latex and build.
 
 Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path).
 """
@@ -13,8 +13,12 @@ from pathlib import Path
 
 from .certificate import CertificateError, certificate_text, read_certificate, verify_certificate, write_atomic
 from .kernel import ProofError, check
+from .latex import article_latex, theorem_latex
+from .pdf import TexError, compile_pdf, tex_engine
 
-__all__ = ["main"]
+__all__ = ["main", "prove"]
+
+ARTICLE = "ols_transformer.tex"
 
 
 class UsageError(Exception):
@@ -65,6 +69,79 @@ def prove(ids: list[str]) -> list[dict]:
     return records
 
 
+def _write_certificates(records: list[dict], out: Path) -> int:
+    written = 0
+    for record in records:
+        if "theorem" in record:
+            write_atomic(out / f"{record['id']}.json", certificate_text(record["theorem"]))
+            written += 1
+    return written
+
+
+def _write_latex(theorems: list, out: Path, style: str) -> Path:
+    """One fragment per theorem and the standalone article; returns the article's path."""
+    for theorem in theorems:
+        write_atomic(out / f"{theorem.id}.tex", theorem_latex(theorem, matrix_style=style) + "\n")
+    article = out / ARTICLE
+    write_atomic(article, article_latex(theorems, matrix_style=style))
+    return article
+
+
+def _pdf(article: Path) -> str:
+    """Compile when a TeX engine is present; a one-line account either way."""
+    if tex_engine() is None:
+        return f"no TeX engine (latexmk or pdflatex) found: wrote {article} without a PDF"
+    try:
+        return f"PDF: {compile_pdf(article)}"
+    except TexError as exc:
+        raise _Failed(str(exc)) from None
+
+
+class _Failed(Exception):
+    """A step of the job failed (exit code 1) after reporting what it could."""
+
+
+def _failures(records: list[dict]) -> None:
+    for r in records:
+        if "error" in r:
+            print(f"FAILED {r['error']}", file=sys.stderr)
+
+
+def _cmd_latex(args) -> int:
+    ids = _select(args.ids)
+    out = _output_dir(args.out)
+    records = prove(ids)
+    _failures(records)
+    theorems = [r["theorem"] for r in records if "theorem" in r]
+    if theorems:
+        article = _write_latex(theorems, out, args.style)
+        print(f"wrote {len(theorems)} theorem fragments and {article}")
+        if args.pdf:
+            print(_pdf(article))
+    return 0 if len(theorems) == len(records) else 1
+
+
+def _cmd_build(args) -> int:
+    out = _output_dir(args.out)
+    certs, tex = _output_dir(str(out / "certificates")), _output_dir(str(out / "latex"))
+    ids = list(_library())
+    records = []
+    for index, theorem_id in enumerate(ids, start=1):
+        (record,) = prove([theorem_id])
+        records.append(record)
+        status = "verified" if "theorem" in record else "FAILED"
+        print(f"[{index}/{len(ids)}] {theorem_id:26} {status} ({record['steps']} steps, {record['seconds']:.2f} s)",
+              flush=True)
+    _failures(records)
+    written = _write_certificates(records, certs)
+    theorems = [r["theorem"] for r in records if "theorem" in r]
+    article = _write_latex(theorems, tex, args.style)
+    pdf = _pdf(article) if not args.no_pdf else "PDF skipped (--no-pdf)"
+    verified = len(theorems)
+    print(f"{verified}/{len(ids)} theorems verified; {written} certificates in {certs}; LaTeX in {article}; {pdf}")
+    return 0 if verified == len(ids) else 1
+
+
 def _cmd_list(args) -> int:
     for theorem_id, build in _library().items():
         print(f"{theorem_id:26} {build().title}")
@@ -76,9 +153,7 @@ def _cmd_prove(args) -> int:
     out = _output_dir(args.certificates) if args.certificates else None
     records = prove(ids)
     if out is not None:
-        for record in records:
-            if "theorem" in record:
-                write_atomic(out / f"{record['id']}.json", certificate_text(record["theorem"]))
+        _write_certificates(records, out)
     if args.json:
         rows = [{k: r[k] for k in ("id", "status", "steps", "seconds", "error") if k in r} for r in records]
         print(json.dumps(rows, indent=1))
@@ -86,9 +161,7 @@ def _cmd_prove(args) -> int:
         print(f"{'theorem':26} {'steps':>5}  {'verified':8} {'seconds':>7}")
         for r in records:
             print(f"{r['id']:26} {r['steps']:5d}  {'yes' if r['status'] == 'verified' else 'NO':8} {r['seconds']:7.3f}")
-        for r in records:
-            if "error" in r:
-                print(f"FAILED {r['error']}", file=sys.stderr)
+        _failures(records)
         verified = sum(r["status"] == "verified" for r in records)
         print(f"{verified}/{len(records)} theorems verified" + (f"; certificates in {out}" if out else ""))
     return 0 if all(r["status"] == "verified" for r in records) else 1
@@ -108,7 +181,8 @@ def _cmd_check(args) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="derive", description="Machine-checked: OLS is single-layer linear attention.")
+    parser = argparse.ArgumentParser(
+        prog="derive", description="Machine-checked: OLS is single-layer linear attention.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the theorem ids").set_defaults(run=_cmd_list)
     p = sub.add_parser("prove", help="check theorems with the kernel")
@@ -119,6 +193,18 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="re-check certificate files from scratch")
     c.add_argument("files", nargs="+", metavar="FILE")
     c.set_defaults(run=_cmd_check)
+    styles = ("plain", "bold", "upright")
+    t = sub.add_parser("latex", help="write LaTeX for checked theorems")
+    t.add_argument("ids", nargs="*", metavar="ID", help="theorem ids (default: all)")
+    t.add_argument("--out", required=True, metavar="DIR", help="directory for <id>.tex and " + ARTICLE)
+    t.add_argument("--pdf", action="store_true", help="compile the article when a TeX engine is present")
+    t.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
+    t.set_defaults(run=_cmd_latex)
+    b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX and PDF")
+    b.add_argument("--out", default="build", metavar="DIR", help="output directory (default: build)")
+    b.add_argument("--no-pdf", action="store_true", help="do not compile the PDF")
+    b.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
+    b.set_defaults(run=_cmd_build)
     return parser
 
 
@@ -129,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"derive: error: {exc}", file=sys.stderr)
         return 2
+    except _Failed as exc:
+        print(f"derive: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"derive: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
         return 1

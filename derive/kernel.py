@@ -56,7 +56,6 @@ from .terms import (
     power,
     rebuild,
     shape,
-    subterms,
 )
 
 __all__ = [
@@ -183,9 +182,9 @@ class Theorem:
         return f"Theorem({self.id!r}, steps={self.steps})"
 
     def _repr_latex_(self) -> str:  # Jupyter shows checked theorems as mathematics
-        from .latex import theorem_latex
+        from .latex import theorem_display
 
-        return theorem_latex(self)
+        return theorem_display(self)
 
 
 # --- the context a chain is checked in ------------------------------------------------
@@ -303,7 +302,7 @@ def check_defined(term, ctx: _Context) -> None:
         coeff, mats = factors_of(term)
         if len(mats) + (coeff != 1) != len(term.args) or not mats:
             raise TermError("a product may hold one rational coefficient and matrices only")
-        for left, right in zip(mats, mats[1:]):
+        for left, right in zip(mats[:-1], mats[1:], strict=True):
             if not dims_equal(shape(left)[1], shape(right)[0]):
                 raise TermError(f"shapes do not conform in the product {left} * {right}")
     elif isinstance(term, MatAdd):
@@ -457,7 +456,7 @@ def _block_multiply(t, ctx):
     if len(inner_left) != len(inner_right) or not all(map(dims_equal, inner_left, inner_right)):
         return []
     product = [
-        [add([mul(left[i][l], right[l][j]) for l in range(len(inner_left))]) for j in range(len(right[0]))]
+        [add([mul(left[i][r], right[r][j]) for r in range(len(inner_left))]) for j in range(len(right[0]))]
         for i in range(len(left))
     ]
     return [block(product)]
@@ -673,7 +672,7 @@ def _check_chain(theorem: str, chain: Chain, outer: _Context, lemma_rules: dict)
             check_defined(after, ctx)
         except TermError as exc:
             fail(str(exc), index, step.rule)
-        rule = resolve_rule(step, ctx, lambda reason: fail(reason, index, step.rule))
+        rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
         if not one_step(current, after, rule, ctx):
             fail("the rule does not rewrite the previous expression into this one", index, step.rule)
         current = after

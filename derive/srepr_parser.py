@@ -35,7 +35,9 @@ MAX_NODES = 50_000
 MAX_CHARS = 2_000_000
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _ASSUMPTIONS = {"integer", "positive", "nonnegative", "real", "commutative", "finite"}
-_TOKEN = re.compile(r"\s*(?:(?P<num>-?\d{1,40})|(?P<str>'[^'\\]{0,200}')|(?P<name>[A-Za-z_][A-Za-z0-9_.]{0,80})|(?P<p>[()\[\],=]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>-?\d{1,40})|(?P<str>'[^'\\]{0,200}')|(?P<name>[A-Za-z_][A-Za-z0-9_.]{0,80})|(?P<p>[()\[\],=]))"
+)
 
 
 class ParseError(ValueError):

@@ -16,7 +16,6 @@ from .common import (
     I_p,
     L,
     Lam,
-    V,
     X,
     X_q,
     Y,
@@ -50,7 +49,7 @@ def paper_construction() -> Proof:
     W_FFN, P, H = MatrixSymbol("W_FFN", p, p), MatrixSymbol("P", p, k), MatrixSymbol("H", n, n)
     b = ProofBuilder(
         "paper_construction",
-        "The paper's construction: one layer computes the hat matrix",
+        "One layer computes the hat matrix",
         "Under the spectral hypotheses, with W_Q = W_K = W_V = L, W_FFN = I and output projection "
         "P = LᵀXᵀY, the layer's output on X is (XW_Q)(XW_K)ᵀ(XW_V) W_FFN P = H Y with "
         "H = X(XᵀX)⁻¹Xᵀ; the attention output is X L, whose columns are orthonormal.",

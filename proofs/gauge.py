@@ -25,7 +25,7 @@ def gauge_invariance() -> Proof:
     gram, precision = mul(transpose(X), X), inv(mul(transpose(X), X))
     b = ProofBuilder(
         "gauge_invariance",
-        "Gauge invariance: only W_Q W_Kᵀ matters",
+        "Gauge invariance of the query-key product",
         "Linear attention depends on W_Q and W_K only through W_Q W_Kᵀ: (X_q W_Q)(X W_K)ᵀ Y = "
         "X_q (W_Q W_Kᵀ) Xᵀ Y.  Hence any G with G Gᵀ = (XᵀX)⁻¹ gives OLS, in particular "
         "L = V S⁻¹ from the SVD X = U S Vᵀ (where X L = U) and L = R⁻¹ from X = Q R (where X L = Q).",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sympy.matrices.expressions import Identity, MatrixSymbol
+from sympy.matrices.expressions import MatrixSymbol
 
 from derive.constructions import dim, gd_step_from_zero, linear_attention, ols_predictions
 from derive.kernel import Hypothesis, Proof

@@ -7,7 +7,7 @@ from sympy.matrices.expressions import MatrixSymbol, ZeroMatrix
 from derive.constructions import linear_attention, ols_predictions, query_tokens, token_weights, tokens
 from derive.kernel import Definition, Proof
 from derive.tactics import ChainBuilder, ProofBuilder
-from derive.terms import block, inv, mul, transpose
+from derive.terms import block, mul, transpose
 
 from .common import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, m, n, p, spectral_precision
 

@@ -68,7 +68,9 @@ def _mutate(data: dict, edit) -> dict:
 
 
 def _scale(text: str) -> str:
-    return f"MatMul(Integer(2), {text})" if not text.startswith("MatMul(") else text.replace("MatMul(", "MatMul(Integer(2), ", 1)
+    if text.startswith("MatMul("):
+        return text.replace("MatMul(", "MatMul(Integer(2), ", 1)
+    return f"MatMul(Integer(2), {text})"
 
 
 ALTERATIONS = {
