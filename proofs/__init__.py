@@ -14,6 +14,7 @@ from .gauge import gauge_invariance
 from .gradient_descent import preconditioned_gd
 from .icl import icl_token_form
 from .memory import slow_fast_memory
+from .pseudo_inverse import pseudo_inverse
 
 #: Theorem id -> function building its proof, in the order they are presented.
 LIBRARY: dict[str, Callable[[], Proof]] = {
@@ -23,6 +24,7 @@ LIBRARY: dict[str, Callable[[], Proof]] = {
     "gauge_invariance": gauge_invariance,
     "preconditioned_gd": preconditioned_gd,
     "slow_fast_memory": slow_fast_memory,
+    "pseudo_inverse": pseudo_inverse,
 }
 
 THEOREM_IDS = tuple(LIBRARY)

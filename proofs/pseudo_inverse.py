@@ -1,0 +1,82 @@
+"""Rank-deficient X: the attention form over the positive eigenvalues gives the minimum-norm solution."""
+
+from __future__ import annotations
+
+from sympy import Q, Rational
+from sympy.matrices.expressions import Identity, MatrixSymbol
+
+from derive.constructions import dim, spectral_factor
+from derive.kernel import Definition, Hypothesis, Proof
+from derive.tactics import ProofBuilder
+from derive.terms import inv, mul, power, transpose
+
+from .common import X, Y, n, orthogonal, p, predicate
+
+
+def pseudo_inverse() -> Proof:
+    r = dim("r")
+    U, V_r, Lam_r = MatrixSymbol("U_r", n, r), MatrixSymbol("V_r", p, r), MatrixSymbol("Lambda_r", r, r)
+    L, beta, W = MatrixSymbol("L", p, r), MatrixSymbol("beta", p, Y.shape[1]), MatrixSymbol("W", n, Y.shape[1])
+    half = Rational(1, 2)
+    root, inv_root = power(Lam_r, half), power(Lam_r, -half)
+    b = ProofBuilder(
+        "pseudo_inverse",
+        "Rank-deficient data: the minimum-norm solution",
+        "Let X have rank r with thin SVD X = U_r Λ_r^{1/2} V_rᵀ (U_rᵀU_r = V_rᵀV_r = I, Λ_r diagonal with the "
+        "positive eigenvalues of XᵀX), so XᵀX = V_r Λ_r V_rᵀ. With L = V_r Λ_r^{-1/2} the attention form "
+        "β = L Lᵀ XᵀY solves the normal equations XᵀX β = XᵀY and lies in the row space of X (β = XᵀW with "
+        "W = U_r Λ_r^{-1} U_rᵀ Y); a least-squares solution in the row space is the minimum-norm one, X⁺Y, "
+        "and indeed β = V_r Λ_r^{-1/2} U_rᵀ Y.",
+        [
+            predicate("Lambda_r_diagonal", Q.diagonal, Lam_r),
+            predicate("Lambda_r_positive", Q.positive_definite, Lam_r),
+            Hypothesis("thin_svd", X, mul(U, root, transpose(V_r))),
+            *orthogonal("U_r", U),
+            *orthogonal("V_r", V_r),
+        ],
+        [
+            Definition("L", L, spectral_factor(V_r, Lam_r)),
+            Definition("beta", beta, mul(L, transpose(L), transpose(X), Y)),
+            Definition("W", W, mul(U, inv(Lam_r), transpose(U), Y)),
+        ],
+    )
+    (b.lemma("pinv_formula", beta)
+     .rw("def:beta").rw("def:L", at=L).rw("def:L", at=L)
+     .rw("hyp:thin_svd")
+     .rw("transpose_product", at=transpose(mul(V_r, inv_root)))
+     .rw("transpose_product")
+     .rw("transpose_transpose", at=transpose(transpose(V_r)))
+     .rw("hyp:V_r_orthonormal_columns")
+     .rw("identity_mul")
+     .rw("transpose_symmetric", at=transpose(inv_root))
+     .rw("transpose_symmetric", at=transpose(root))
+     .rw("power_combine", at=mul(inv_root, inv_root))
+     .rw("power_combine", at=mul(inv(Lam_r), root))
+     .qed(mul(V_r, inv_root, transpose(U), Y)))
+    (b.lemma("normal_equations", mul(transpose(X), X, beta))
+     .rw("lemma:pinv_formula")
+     .rw("hyp:thin_svd", nth=0).rw("hyp:thin_svd")
+     .rw("transpose_product", at=transpose(mul(U, root, transpose(V_r))))
+     .rw("transpose_transpose")
+     .rw("hyp:V_r_orthonormal_columns").rw("identity_mul")
+     .rw("transpose_symmetric")
+     .rw("hyp:U_r_orthonormal_columns").rw("identity_mul")
+     .rw("power_combine", at=mul(root, root))
+     .rw("power_combine", at=mul(Lam_r, inv_root))
+     .to(mul(V_r, transpose(root), transpose(U), Y), "transpose_symmetric")
+     .to(mul(transpose(transpose(V_r)), transpose(root), transpose(U), Y), "transpose_transpose")
+     .to(mul(transpose(mul(U, root, transpose(V_r))), Y), "transpose_product")
+     .to(mul(transpose(X), Y), "hyp:thin_svd")
+     .qed())
+    (b.main(beta)
+     .rw("lemma:pinv_formula")
+     .to(mul(V_r, root, inv(Lam_r), transpose(U), Y), "power_combine")
+     .to(mul(V_r, root, Identity(r), inv(Lam_r), transpose(U), Y), "identity_mul")
+     .to(mul(V_r, root, transpose(U), U, inv(Lam_r), transpose(U), Y), "hyp:U_r_orthonormal_columns")
+     .rw("def:W", at=mul(U, inv(Lam_r), transpose(U), Y))
+     .to(mul(V_r, transpose(root), transpose(U), W), "transpose_symmetric")
+     .to(mul(transpose(transpose(V_r)), transpose(root), transpose(U), W), "transpose_transpose")
+     .to(mul(transpose(mul(U, root, transpose(V_r))), W), "transpose_product")
+     .to(mul(transpose(X), W), "hyp:thin_svd")
+     .qed())
+    return b.proof()
