@@ -1,4 +1,4 @@
-"""The ``derive`` command: list, prove, check, latex and build.
+"""The ``derive`` command: list, prove, check, latex, codegen and build.
 
 Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path).
 """
@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from .certificate import CertificateError, certificate_text, read_certificate, verify_certificate, write_atomic
+from .codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
 from .kernel import ProofError, check
 from .latex import article_latex, theorem_latex
 from .pdf import TexError, compile_pdf, tex_engine
@@ -136,10 +137,39 @@ def _cmd_build(args) -> int:
     written = _write_certificates(records, certs)
     theorems = [r["theorem"] for r in records if "theorem" in r]
     article = _write_latex(theorems, tex, args.style)
+    code = _write_code(records, _output_dir(str(out / "code")), list(BACKENDS))
     pdf = _pdf(article) if not args.no_pdf else "PDF skipped (--no-pdf)"
     verified = len(theorems)
-    print(f"{verified}/{len(ids)} theorems verified; {written} certificates in {certs}; LaTeX in {article}; {pdf}")
+    print(f"{verified}/{len(ids)} theorems verified; {written} certificates in {certs}; LaTeX in {article}; "
+          f"code in {code[0].parent}; {pdf}")
     return 0 if verified == len(ids) else 1
+
+
+BACKENDS = {"numpy": ("ols_attention.py", numpy_module), "mpmath": ("ols_attention_mp.py", mpmath_module)}
+
+
+def _write_code(records: list[dict], out: Path, backends: list[str]) -> list[Path]:
+    """Generated modules from the checked theorems (all the ones codegen rests on must be checked)."""
+    theorems = {r["id"]: r["theorem"] for r in records if "theorem" in r}
+    missing = [t for t in REQUIRED_THEOREMS if t not in theorems]
+    if missing:
+        raise _Failed(f"code is generated from checked theorems only; not checked: {', '.join(missing)}")
+    written = []
+    for backend in backends:
+        name, generate = BACKENDS[backend]
+        write_atomic(out / name, generate(theorems))
+        written.append(out / name)
+    return written
+
+
+def _cmd_codegen(args) -> int:
+    out = _output_dir(args.out)
+    records = prove(list(REQUIRED_THEOREMS))
+    _failures(records)
+    backends = list(BACKENDS) if args.backend == "all" else [args.backend]
+    for path in _write_code(records, out, backends):
+        print(f"wrote {path}")
+    return 0
 
 
 def _cmd_list(args) -> int:
@@ -200,7 +230,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--pdf", action="store_true", help="compile the article when a TeX engine is present")
     t.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
     t.set_defaults(run=_cmd_latex)
-    b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX and PDF")
+    g = sub.add_parser("codegen", help="write NumPy and mpmath modules generated from checked theorems")
+    g.add_argument("--backend", choices=("numpy", "mpmath", "all"), default="all")
+    g.add_argument("--out", required=True, metavar="DIR", help="directory for ols_attention.py / ols_attention_mp.py")
+    g.set_defaults(run=_cmd_codegen)
+    b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX, code and PDF")
     b.add_argument("--out", default="build", metavar="DIR", help="output directory (default: build)")
     b.add_argument("--no-pdf", action="store_true", help="do not compile the PDF")
     b.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")

@@ -37,8 +37,11 @@ def ols_is_linear_attention() -> Proof:
         [SPECTRAL_DEFINITION],
     )
     spectral_precision(b)
-    (b.main(ols_predictions(X_q, X, Y))
+    (b.lemma("gram_route", ols_predictions(X_q, X, Y))  # what the generated "eigh" route evaluates
      .rw("lemma:precision")
+     .qed(mul(X_q, L, transpose(L), transpose(X), Y)))
+    (b.main(ols_predictions(X_q, X, Y))
+     .rw("lemma:gram_route")
      .to(mul(X_q, L, transpose(mul(X, L)), Y), "transpose_product")
      .qed(linear_attention(mul(X_q, L), mul(X, L), Y)))
     return b.proof()

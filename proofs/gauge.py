@@ -21,6 +21,7 @@ def gauge_invariance() -> Proof:
     U, S, V = MatrixSymbol("U", n, p), MatrixSymbol("S", p, p), MatrixSymbol("V", p, p)
     Qf, R = MatrixSymbol("Q", n, p), MatrixSymbol("R", p, p)
     G = MatrixSymbol("G", p, p)  # an arbitrary factor of the precision
+    C = MatrixSymbol("C", p, p)  # Cholesky factor of XᵀX
     L_svd, L_qr = MatrixSymbol("L_svd", p, p), MatrixSymbol("L_qr", p, p)
     gram, precision = mul(transpose(X), X), inv(mul(transpose(X), X))
     b = ProofBuilder(
@@ -28,7 +29,8 @@ def gauge_invariance() -> Proof:
         "Gauge invariance of the query-key product",
         "Linear attention depends on W_Q and W_K only through W_Q W_Kᵀ: (X_q W_Q)(X W_K)ᵀ Y = "
         "X_q (W_Q W_Kᵀ) Xᵀ Y.  Hence any G with G Gᵀ = (XᵀX)⁻¹ gives OLS, in particular "
-        "L = V S⁻¹ from the SVD X = U S Vᵀ (where X L = U) and L = R⁻¹ from X = Q R (where X L = Q).",
+        "L = V S⁻¹ from the SVD X = U S Vᵀ (where X L = U), L = R⁻¹ from X = Q R (where X L = Q) and "
+        "L = C⁻ᵀ from the Cholesky factorisation XᵀX = C Cᵀ.",
         [
             GRAM_INVERTIBLE,
             Hypothesis("svd", X, mul(U, S, transpose(V))),
@@ -39,6 +41,8 @@ def gauge_invariance() -> Proof:
             Hypothesis("qr", X, mul(Qf, R)),
             *orthogonal("Q", Qf),
             predicate("R_invertible", Q.invertible, R),
+            predicate("C_invertible", Q.invertible, C),
+            Hypothesis("cholesky", gram, mul(C, transpose(C))),
         ],
         [Definition("L_svd", L_svd, mul(V, inv(S))), Definition("L_qr", L_qr, inv(R))],
     )
@@ -72,6 +76,12 @@ def gauge_invariance() -> Proof:
      .rw("transpose_product")
      .to(ols_predictions(X_q, X, Y), "lemma:svd_precision")
      .qed())
+    (b.lemma("svd_route", ols_predictions(X_q, X, Y))  # what the generated "svd" route evaluates
+     .rw("lemma:svd_precision")
+     .to(mul(X_q, L_svd, transpose(mul(X, L_svd)), Y), "transpose_product")
+     .rw("lemma:svd_whitens")
+     .rw("def:L_svd")
+     .qed(mul(X_q, V, inv(S), transpose(U), Y)))
 
     # QR route
     (b.lemma("qr_whitens", mul(X, L_qr))
@@ -91,6 +101,18 @@ def gauge_invariance() -> Proof:
      .rw("transpose_product")
      .to(ols_predictions(X_q, X, Y), "lemma:qr_precision")
      .qed())
+    (b.lemma("qr_route", ols_predictions(X_q, X, Y))  # what the generated "qr" route evaluates
+     .rw("lemma:qr_precision")
+     .to(mul(X_q, L_qr, transpose(mul(X, L_qr)), Y), "transpose_product")
+     .rw("lemma:qr_whitens")
+     .rw("def:L_qr")
+     .qed(mul(X_q, inv(R), transpose(Qf), Y)))
+
+    # Cholesky route: L = C⁻ᵀ, so L Lᵀ = (C Cᵀ)⁻¹ = (XᵀX)⁻¹
+    (b.lemma("cholesky_route", ols_predictions(X_q, X, Y))  # what the generated "cholesky" route evaluates
+     .rw("hyp:cholesky")
+     .rw("inverse_product")
+     .qed(mul(X_q, inv(transpose(C)), inv(C), transpose(X), Y)))
 
     (b.main(linear_attention(mul(X_q, W_Q), mul(X, W_K), Y))
      .rw("transpose_product")

@@ -1,0 +1,584 @@
+"""Fixed parts of the generated modules: validation, factorizations, route choice, refinement.
+
+The ``$..._body`` slots are filled with code printed from checked theorems (derive.codegen).
+"""
+
+from string import Template
+
+NUMPY_TEMPLATE = Template('''$header
+
+Shapes (leading batch dimensions "..." are allowed, must agree exactly, and never broadcast):
+    X        (..., n, p)          design, one example per row, n >= 1, p >= 1
+    Y        (..., n) or (..., n, k)  targets; a vector Y gives vector results
+    X_query  (..., m, p) or (..., p)  queries; a single query gives a single prediction
+
+Routes (each evaluates a kernel-checked identity):
+    "eigh"  X_q L Lᵀ XᵀY with L = VΛ^{-1/2}, XᵀX = VΛVᵀ (ols_is_linear_attention, lemma gram_route)
+    "svd"   X_q V S⁻¹ UᵀY with X = USVᵀ (gauge_invariance, lemma svd_route)
+    "qr"    X_q R⁻¹ QᵀY with X = QR (gauge_invariance, lemma qr_route)
+    "cholesky"  X_q C⁻ᵀ C⁻¹ XᵀY with XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route)
+    "auto"  columns scaled by powers of two (exact). Small problems (<= 400,000 products): "qr" with
+            Björck's refinement of the augmented system, every sum exactly rounded, which converges to
+            the least-squares solution of the data as given. Large problems (and batches): the Gram
+            matrix, scaled, with a cheap condition estimate from its Cholesky factor, takes the
+            "cholesky" route when cond(X)² eps < 1e-6 (refined by preconditioned gradient steps,
+            preconditioned_gd, in extended precision when cond(X)² eps > 1e-13), otherwise "qr" with
+            Björck's refinement in extended precision.
+On rank-deficient X every route returns the minimum-norm solution (pseudo_inverse): eigenvalues
+and singular values under the rank tolerance are dropped, as numpy.linalg.pinv does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["ROUTES", "coefficients", "predict", "attention_parameters", "attention_scores"]
+
+ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
+_EPS = np.finfo(np.float64).eps
+_WIDE = np.longdouble  # residuals of the refinement are accumulated in extended precision
+
+
+# --- validation -----------------------------------------------------------------------
+
+
+def _array(name, value, min_ndim):
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a numeric array, not {type(value).__name__}")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array ({exc})") from None
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise TypeError(f"{name} must hold real numbers, not values of dtype {array.dtype}")
+    if np.iscomplexobj(array):
+        raise TypeError(f"{name} must be real, not complex")
+    if array.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty (shape {array.shape})")
+    return array.astype(np.float64, copy=False)  # finiteness is checked where the route first reads the data
+
+
+def _validate(X, Y, X_query=None, route="auto"):
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
+    X = _array("X", X, 2)
+    Y = _array("Y", Y, 1)
+    batch, (n, p) = X.shape[:-2], X.shape[-2:]
+    vector_y = Y.ndim == X.ndim - 1
+    Y2 = Y[..., None] if vector_y else Y
+    if Y2.ndim != X.ndim or Y2.shape[:-2] != batch or Y2.shape[-2] != n:
+        raise ValueError(f"Y must have shape {batch + (n,)} or {batch + (n, 'k')} to match X of shape "
+                         f"{X.shape}, got {Y.shape}")
+    Q = None
+    vector_q = False
+    if X_query is not None:
+        Q = _array("X_query", X_query, 1)
+        vector_q = Q.ndim == X.ndim - 1
+        Q = Q[..., None, :] if vector_q else Q
+        if Q.ndim != X.ndim or Q.shape[:-2] != batch or Q.shape[-1] != p:
+            raise ValueError(f"X_query must have shape {batch + ('m', p)} or {batch + (p,)} to match X of "
+                             f"shape {X.shape}, got {np.shape(X_query)}")
+        _require_finite(("X_query", Q))
+    return X, Y2, Q, vector_y, vector_q
+
+
+# --- routes (bodies printed from checked lemmas) ----------------------------------------
+
+
+def _require_finite(*named):
+    for name, array in named:
+        if not np.isfinite(array).all():
+            raise ValueError(f"{name} contains NaN or infinity")
+
+
+def _gram(X, Y):
+    """G = XᵀX and the fast memory XᵀY; non-finite input shows up in them, so it is checked there."""
+    Xt = np.swapaxes(X, -1, -2)
+    G, XtY = Xt @ X, Xt @ Y
+    if not (np.isfinite(G).all() and np.isfinite(XtY).all()):
+        _require_finite(("X", X), ("Y", Y))
+        raise ValueError("X or Y is too large: XᵀX or XᵀY overflows float64")
+    return G, XtY
+
+
+def _solve_triangular(T, B, lower, transpose):
+    """op(T)⁻¹ B by substitution, vectorised over the batch (op(T) = Tᵀ if transpose)."""
+    A = np.swapaxes(T, -1, -2) if transpose else T
+    p = A.shape[-1]
+    out = np.empty(np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:])
+    order = range(p) if lower else range(p - 1, -1, -1)
+    for i in order:
+        done = slice(0, i) if lower else slice(i + 1, p)
+        acc = B[..., i, :] - np.einsum("...j,...jk->...k", A[..., i, done], out[..., done, :])
+        out[..., i, :] = acc / A[..., i, i][..., None]
+    return out
+
+
+def _eigh_factors(G, size):
+    """G = VΛVᵀ; eigenvalues under the rank tolerance become +inf, so Λ^{-1/2} is 0 there (pseudo_inverse)."""
+    lam, V = np.linalg.eigh(G)
+    tol = lam[..., -1:] * size * _EPS
+    return np.where(lam > tol, lam, np.inf), V
+
+
+def _eigh_solve(G, XtY, size):
+    lam, V = _eigh_factors(G, size)
+$eigh_body
+    return beta
+
+
+def _route_eigh(X, Y):
+    return _eigh_solve(*_gram(X, Y), max(X.shape[-2:]))
+
+
+def _cholesky_solve(C, XtY):
+$cholesky_body
+    return beta
+
+
+def _route_cholesky(X, Y):
+    G, XtY = _gram(X, Y)
+    try:
+        C = np.linalg.cholesky(G)
+    except np.linalg.LinAlgError:
+        C = None
+    if C is None or _rank_deficient(C, max(X.shape[-2:])):
+        return _eigh_solve(G, XtY, max(X.shape[-2:]))  # the minimum-norm solution (pseudo_inverse)
+    return _cholesky_solve(C, XtY)
+
+
+def _rank_deficient(C, size):
+    """A Cholesky pivot under the rank tolerance of the Gram matrix."""
+    pivots = np.diagonal(C, axis1=-2, axis2=-1) ** 2
+    return bool((pivots <= pivots.max(axis=-1, keepdims=True) * size * _EPS).any())
+
+
+def _svd_factors(X):
+    """X = USVᵀ; singular values under the rank tolerance become +inf, so S⁻¹ is 0 there."""
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
+    tol = s[..., :1] * max(X.shape[-2:]) * _EPS
+    return U, np.where(s > tol, s, np.inf), np.swapaxes(Vt, -1, -2)
+
+
+def _route_svd(X, Y):
+    _require_finite(("X", X), ("Y", Y))
+    U, s, V = _svd_factors(X)
+$svd_body
+    return beta
+
+
+def _qr_factors(X):
+    """X = QR, or None when R is numerically singular (then the SVD gives the minimum-norm solution)."""
+    Q, R = np.linalg.qr(X)
+    d = np.abs(np.diagonal(R, axis1=-2, axis2=-1))
+    if X.shape[-2] < X.shape[-1] or (d <= d.max(axis=-1, keepdims=True) * max(X.shape[-2:]) * _EPS).any():
+        return None
+    return Q, R
+
+
+def _route_qr(X, Y):
+    _require_finite(("X", X), ("Y", Y))
+    factors = _qr_factors(X)
+    if factors is None:
+        return _route_svd(X, Y)
+    Q, R = factors
+$qr_body
+    return beta
+
+
+# --- auto: condition estimate, exact scaling, refinement ---------------------------------
+
+_SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitter
+_EXACT_LIMIT = 400_000  # up to this many products, refinement sums are exactly rounded (math.fsum)
+
+
+def _two_prod(a, b):
+    """Elementwise a*b = p + e exactly (Dekker's product)."""
+    p = a * b
+    c = _SPLIT * a
+    ah = c - (c - a)
+    al = a - ah
+    c = _SPLIT * b
+    bh = c - (c - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _row_sums(*parts):
+    """Exactly rounded sums along the last axis of the concatenated parts."""
+    terms = np.concatenate(parts, axis=-1)
+    return np.fromiter((math.fsum(row) for row in terms), np.float64, len(terms))
+
+
+def _minus_products(X, B, C, exact):
+    """C − X B with every sum exactly rounded (exact) or in extended precision; X 2-D."""
+    if not exact:
+        return (C.astype(_WIDE) - X.astype(_WIDE) @ B.astype(_WIDE)).astype(np.float64)
+    out = np.empty(C.shape)
+    for j in range(C.shape[-1]):
+        p, e = _two_prod(X, B[:, j][None, :])
+        out[:, j] = _row_sums(C[:, j : j + 1], -p, -e)
+    return out
+
+
+def _refine_gram(X, Y, beta, C, steps=6):
+    """Preconditioned gradient steps β ← β + (CCᵀ)⁻¹ Xᵀ(Y − Xβ) (preconditioned_gd, Γ ≈ (XᵀX)⁻¹), residuals in
+    extended precision."""
+    for _ in range(steps):
+        residual = _minus_products(X, beta, Y, False)
+        gradient = -_minus_products(X.T, residual, np.zeros(beta.shape), False)
+        delta = _cholesky_solve(C, gradient)
+        beta = beta + delta
+        if np.all(np.abs(delta) <= _EPS * np.abs(beta)):
+            break
+    return beta
+
+
+def _solve_qr_refined(X, Y, exact, steps=10):
+    """QR solve, then Björck's refinement of [I X; Xᵀ 0][r; β] = [Y; 0] with accurate residuals: the fixed point
+    is the least-squares solution of the data exactly as given."""
+    Q, R = np.linalg.qr(X)
+    beta = _solve_triangular(R, Q.T @ Y, lower=False, transpose=False)
+    r = _minus_products(X, beta, Y, exact)
+    for _ in range(steps):
+        f = _minus_products(np.hstack([X, np.eye(len(X))]), np.vstack([beta, r]), Y, exact)
+        g = _minus_products(X.T, r, np.zeros(beta.shape), exact)
+        a = _solve_triangular(R, g, lower=True, transpose=True)
+        c = Q.T @ f - a
+        delta = _solve_triangular(R, c, lower=False, transpose=False)
+        beta = beta + delta
+        r = r + (f - Q @ c)
+        if np.all(np.abs(delta) <= _EPS * np.abs(beta)):
+            break
+    return beta
+
+
+def _each(function, arrays, *extra):
+    """Apply a 2-D function to every problem of a batch."""
+    batch = arrays[0].shape[:-2]
+    if not batch:
+        return function(*arrays, *extra)
+    out = None
+    for index in np.ndindex(*batch):
+        result = function(*(a[index] for a in arrays), *extra)
+        if out is None:
+            out = np.empty(batch + result.shape)
+        out[index] = result
+    return out
+
+
+def _power_of_two(norms):
+    return np.where(norms > 0, np.exp2(np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)
+
+
+def _route_auto(X, Y):
+    if X.size * Y.shape[-1] > _EXACT_LIMIT:  # large: the Gram route, when the data allow it
+        G, XtY = _gram(X, Y)
+        try:
+            C = np.linalg.cholesky(G)  # exact power-of-two column scaling would change nothing here
+        except np.linalg.LinAlgError:
+            C = None
+        if C is not None:
+            norms = np.sqrt(np.diagonal(G, axis1=-2, axis2=-1))
+            pivots = np.diagonal(C, axis1=-2, axis2=-1) / np.where(norms > 0, norms, 1.0)
+            cond2 = (pivots.max(axis=-1) / pivots.min(axis=-1)) ** 2  # cheap estimate of cond(X D⁻¹)², D = norms
+            if X.ndim == 2:  # one problem: the exact condition number of the scaled Gram matrix is cheap too
+                lam = np.linalg.eigvalsh(G / norms[:, None] / norms[None, :])
+                cond2 = max(cond2, lam[-1] / max(lam[0], lam[-1] * _EPS))
+            if np.all(cond2 * _EPS < 1e-6):
+                beta = _cholesky_solve(C, XtY)
+                if np.any(cond2 * _EPS > 1e-13):
+                    beta = _each(_refine_gram, (X, Y, beta, C))
+                return beta
+    _require_finite(("X", X), ("Y", Y))
+    d = _power_of_two(np.sqrt(np.sum(X * X, axis=-2)))
+    Xs = X / d[..., None, :]  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
+    if X.shape[-2] < X.shape[-1] or _qr_factors(Xs) is None:
+        return _route_svd(X, Y)  # rank-deficient: the minimum-norm solution of X itself, not of X D⁻¹
+    return _each(_solve_qr_refined, (Xs, Y), X.size * Y.shape[-1] <= _EXACT_LIMIT) / d[..., :, None]
+
+
+_ROUTES = {"auto": _route_auto, "eigh": _route_eigh, "cholesky": _route_cholesky, "svd": _route_svd,
+           "qr": _route_qr}
+
+
+# --- public functions -------------------------------------------------------------------
+
+
+def coefficients(X, Y, *, route="auto"):
+    """OLS coefficients β̂ (..., p) or (..., p, k), computed as attention: no n×n or m×n matrix is formed."""
+    X, Y, _, vector_y, _ = _validate(X, Y, None, route)
+    beta = _ROUTES[route](X, Y)
+    return beta[..., 0] if vector_y else beta
+
+
+def predict(X, Y, X_query, *, route="auto"):
+    """Predictions X_query β̂, evaluated as X_q (L (Lᵀ (XᵀY))) right to left: shape (..., m[, k])."""
+    X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, route)
+    out = Q @ _ROUTES[route](X, Y)
+    if vector_y:
+        out = out[..., 0]
+    return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
+
+
+def _factor(X, route):
+    """A factor L with L Lᵀ = (XᵀX)⁻¹ (restricted to the row space when X is rank-deficient)."""
+    _require_finite(("X", X))
+    if route in ("auto", "eigh"):
+        lam, V = _eigh_factors(np.swapaxes(X, -1, -2) @ X, max(X.shape[-2:]))
+        return V * (lam ** -0.5)[..., None, :]
+    if route == "cholesky":
+        C = np.linalg.cholesky(np.swapaxes(X, -1, -2) @ X)
+        return np.swapaxes(_solve_triangular(C, np.broadcast_to(np.eye(C.shape[-1]), C.shape), True, False), -1, -2)
+    if route == "svd":
+        _, s, V = _svd_factors(X)
+        return V * (1 / s)[..., None, :]
+    factors = _qr_factors(X)
+    if factors is None:
+        return _factor(X, "svd")
+    _, R = factors
+    return _solve_triangular(R, np.broadcast_to(np.eye(R.shape[-1]), R.shape), lower=False, transpose=False)
+
+
+def attention_parameters(X, Y, *, route="eigh"):
+    """(W_Q, W_K, W_V, P) of the paper's construction: W_Q = W_K = W_V = L, P = LᵀXᵀY (paper_construction).
+
+    X L P is then the fitted values H Y; any route's L satisfies L Lᵀ = (XᵀX)⁻¹ (gauge_invariance).
+    """
+    X, Y, _, vector_y, _ = _validate(X, Y, None, route)
+    L = _factor(X, route)
+$P_body
+    return L, L.copy(), L.copy(), (P[..., 0] if vector_y else P)
+
+
+def attention_scores(X, X_query, *, route="eigh"):
+    """The m×n score matrix (X_q L)(X L)ᵀ, for teaching: predict never forms it."""
+    X, _, X_query, _, vector_q = _validate(X, np.zeros(np.shape(X)[:-1]), X_query, route)
+    L = _factor(X, route)
+$scores_body
+    return scores[..., 0, :] if vector_q else scores
+''')
+
+MPMATH_TEMPLATE = Template('''$header
+
+Exact decimal data solved to the working precision: entries may be mpmath numbers, decimal strings,
+decimal.Decimal, fractions.Fraction, int or float; every function takes ``dps`` (decimal digits,
+default 50) and returns an ``mpmath.matrix``. Shapes: X n×p (a list of rows), Y a list of n values or
+n×k rows, X_query m×p rows. Routes as in the NumPy module ("auto" takes "eigh" when cond(X)² is far
+below 10^dps, otherwise "qr"); on rank-deficient X the minimum-norm solution (pseudo_inverse).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from numbers import Integral
+
+import mpmath
+from mpmath import mp
+
+__all__ = ["ROUTES", "coefficients", "predict", "attention_parameters"]
+
+ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
+
+
+def _number(name, value):
+    if isinstance(value, bool):
+        raise TypeError(f"{name} holds a bool, not a number")
+    if isinstance(value, mpmath.mpf):
+        result = mp.mpf(value)
+    elif isinstance(value, str):
+        try:
+            result = mp.mpf(value.strip())
+        except (ValueError, TypeError):
+            raise ValueError(f"{name} holds {value!r}, which is not a decimal number") from None
+    elif isinstance(value, Decimal):
+        result = mp.mpf(str(value))
+    elif isinstance(value, Fraction):
+        result = mp.mpf(value.numerator) / value.denominator
+    elif isinstance(value, (Integral, float)) or type(value).__module__ == "numpy":
+        try:
+            result = mp.mpf(value) if isinstance(value, Integral) else mp.mpf(float(value))
+        except TypeError:
+            raise TypeError(f"{name} holds {type(value).__name__}, not a real number") from None
+    else:
+        raise TypeError(f"{name} holds {type(value).__name__}, not a number")
+    if not mp.isfinite(result):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return result
+
+
+def _rows(name, value):
+    try:
+        rows = [list(row) for row in value]
+    except TypeError:
+        raise TypeError(f"{name} must be a list of rows") from None
+    if not rows or not rows[0]:
+        raise ValueError(f"{name} is empty")
+    if any(len(row) != len(rows[0]) for row in rows):
+        raise ValueError(f"{name} has rows of different lengths")
+    return mp.matrix([[_number(name, v) for v in row] for row in rows])
+
+
+def _validate(X, Y, X_query=None, route="auto"):
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
+    if isinstance(X, mpmath.matrix):
+        X = X.tolist()
+    X = _rows("X", X)
+    if isinstance(Y, mpmath.matrix):
+        Y = Y.tolist()
+    try:
+        items = list(Y)
+    except TypeError:
+        raise TypeError("Y must be a list of numbers or of rows") from None
+    vector_y = bool(items) and not isinstance(items[0], (list, tuple))
+    Y = _rows("Y", [[v] for v in items] if vector_y else items)
+    if Y.rows != X.rows:
+        raise ValueError(f"X has {X.rows} rows but Y has {Y.rows}")
+    Q = None
+    if X_query is not None:
+        if isinstance(X_query, mpmath.matrix):
+            X_query = X_query.tolist()
+        Q = _rows("X_query", X_query)
+        if Q.cols != X.cols:
+            raise ValueError(f"X_query has {Q.cols} columns but X has {X.cols}")
+    return X, Y, Q
+
+
+def _scale_rows(d, B):
+    return mp.matrix([[d[i] * B[i, j] for j in range(B.cols)] for i in range(B.rows)])
+
+
+def _scale_columns(A, d):
+    return mp.matrix([[A[i, j] * d[j] for j in range(A.cols)] for i in range(A.rows)])
+
+
+def _vector_power(d, num, den):
+    """Entrywise power of a diagonal's entries; dropped (zero-rank) entries stay 0."""
+    return [mp.mpf(0) if v == mp.inf else v ** (mp.mpf(num) / den) for v in d]
+
+
+def _tolerance(largest, shape):
+    return largest * max(shape) * mp.eps * 16
+
+
+def _solve_triangular(T, B, lower, transpose):
+    """op(T)⁻¹ B by substitution (op(T) = Tᵀ if transpose)."""
+    A = T.T if transpose else T
+    p = A.rows
+    out = mp.matrix(p, B.cols)
+    order = range(p) if lower else range(p - 1, -1, -1)
+    for k in range(B.cols):
+        for i in order:
+            known = range(i) if lower else range(i + 1, p)
+            out[i, k] = (B[i, k] - mp.fsum(A[i, j] * out[j, k] for j in known)) / A[i, i]
+    return out
+
+
+def _eigh_factors(X):
+    lam, V = mp.eigsy(X.T * X)
+    lam = [lam[i] for i in range(lam.rows)]
+    tol = _tolerance(max(lam), (X.rows, X.cols))
+    return [v if v > tol else mp.inf for v in lam], V
+
+
+def _route_eigh(X, Y):
+    lam, V = _eigh_factors(X)
+    XtY = X.T * Y
+$eigh_body
+    return beta
+
+
+def _route_cholesky(X, Y):
+    try:
+        C = mp.cholesky(X.T * X)
+    except (ValueError, ZeroDivisionError):
+        return _route_eigh(X, Y)  # not numerically positive definite: rank-deficient
+    XtY = X.T * Y
+$cholesky_body
+    return beta
+
+
+def _svd_factors(X):
+    U, S, Vt = mp.svd_r(X, full_matrices=False)
+    s = [S[i] for i in range(S.rows)]
+    tol = _tolerance(max(s), (X.rows, X.cols))
+    return U, [v if v > tol else mp.inf for v in s], Vt.T
+
+
+def _route_svd(X, Y):
+    U, s, V = _svd_factors(X)
+$svd_body
+    return beta
+
+
+def _route_qr(X, Y):
+    if X.rows < X.cols:
+        return _route_svd(X, Y)
+    Q, R = mp.qr(X, mode="skinny")
+    d = [abs(R[i, i]) for i in range(R.rows)]
+    if min(d) <= _tolerance(max(d), (X.rows, X.cols)):
+        return _route_svd(X, Y)
+$qr_body
+    return beta
+
+
+def _route_auto(X, Y):
+    lam, _ = _eigh_factors(X)
+    finite = [v for v in lam if v != mp.inf]
+    if len(finite) < len(lam):
+        return _route_svd(X, Y)
+    if max(finite) / min(finite) < mp.mpf(10) ** (mp.dps // 2):
+        return _route_eigh(X, Y)
+    return _route_qr(X, Y)
+
+
+_ROUTES = {"auto": _route_auto, "eigh": _route_eigh, "cholesky": _route_cholesky, "svd": _route_svd,
+           "qr": _route_qr}
+
+
+def coefficients(X, Y, *, route="auto", dps=50):
+    """OLS coefficients β̂ as a p×k mpmath matrix, at ``dps`` decimal digits."""
+    with mp.workdps(dps):
+        X, Y, _ = _validate(X, Y, None, route)
+        return _ROUTES[route](X, Y)
+
+
+def predict(X, Y, X_query, *, route="auto", dps=50):
+    """Predictions X_query β̂ as an m×k mpmath matrix, evaluated right to left."""
+    with mp.workdps(dps):
+        X, Y, Q = _validate(X, Y, X_query, route)
+        return Q * _ROUTES[route](X, Y)
+
+
+def _factor(X, route):
+    """A factor L with L Lᵀ = (XᵀX)⁻¹ on the row space of X (gauge_invariance, pseudo_inverse)."""
+    if route in ("auto", "eigh"):
+        lam, V = _eigh_factors(X)
+        return _scale_columns(V, _vector_power(lam, -1, 2))
+    if route == "qr" and X.rows >= X.cols:
+        _, R = mp.qr(X, mode="skinny")
+        d = [abs(R[i, i]) for i in range(R.rows)]
+        if min(d) > _tolerance(max(d), (X.rows, X.cols)):
+            return _solve_triangular(R, mp.eye(R.rows), lower=False, transpose=False)
+    _, s, V = _svd_factors(X)
+    return _scale_columns(V, _vector_power(s, -1, 1))
+
+
+def _attention_parameters(X, Y, route):
+    L = _factor(X, route)
+$P_body
+    return L, L.copy(), L.copy(), P
+
+
+def attention_parameters(X, Y, *, route="eigh", dps=50):
+    """(W_Q, W_K, W_V, P) with W_Q = W_K = W_V = L, L Lᵀ = (XᵀX)⁻¹, and P = LᵀXᵀY (paper_construction)."""
+    with mp.workdps(dps):
+        X, Y, _ = _validate(X, Y, None, route)
+        return _attention_parameters(X, Y, route)
+''')

@@ -1,0 +1,235 @@
+"""Generated numeric code: regenerated from checked theorems in every run, then used on data."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import mpmath
+import numpy as np
+import pytest
+
+from derive.cli import main
+from derive.codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module
+from derive.kernel import check
+from proofs import LIBRARY
+
+NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist_strd_lls.json"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("code")
+    assert main(["codegen", "--out", str(out)]) == 0
+    modules = {}
+    for name in ("ols_attention", "ols_attention_mp"):
+        spec = importlib.util.spec_from_file_location(f"generated_{name}", out / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules[name] = module
+    return out, modules["ols_attention"], modules["ols_attention_mp"]
+
+
+@pytest.fixture(scope="module")
+def theorems():
+    return {t: check(LIBRARY[t]()) for t in REQUIRED_THEOREMS}
+
+
+def test_generation_is_deterministic_and_names_its_theorems(generated, theorems, tmp_path):
+    out, _, _ = generated
+    assert main(["codegen", "--backend", "numpy", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "ols_attention.py").read_bytes() == (out / "ols_attention.py").read_bytes()
+    assert not (tmp_path / "ols_attention_mp.py").exists()
+    text = (out / "ols_attention.py").read_text()
+    for theorem_id, theorem in theorems.items():
+        assert f"{theorem_id}" in text and theorem.digest in text
+    for name in ("ols_attention.py", "ols_attention_mp.py"):
+        assert "matrix_power" not in (out / name).read_text()
+
+
+def test_generator_refuses_unchecked_input(theorems):
+    unchecked = dict(theorems)
+    unchecked["gauge_invariance"] = LIBRARY["gauge_invariance"]()  # a Proof, not a Theorem
+    with pytest.raises(CodegenError, match="checked theorems only"):
+        numpy_module(unchecked)
+    with pytest.raises(CodegenError):
+        mpmath_module({k: v for k, v in theorems.items() if k != "pseudo_inverse"})
+
+
+def test_predictions_are_evaluated_right_to_left(generated):
+    text = (generated[0] / "ols_attention.py").read_text()
+    assert "beta = (L @ (np.swapaxes(L, -1, -2) @ XtY))" in text  # L (Lᵀ (XᵀY)): no n×n or m×n matrix
+
+
+@pytest.mark.parametrize("route", ["auto", "eigh", "cholesky", "svd", "qr"])
+def test_routes_agree_with_lstsq(generated, route):
+    _, oa, _ = generated
+    rng = np.random.default_rng(1)
+    X, Y, Q = rng.normal(size=(40, 5)), rng.normal(size=(40, 3)), rng.normal(size=(6, 5))
+    beta = np.linalg.lstsq(X, Y, rcond=None)[0]
+    np.testing.assert_allclose(oa.coefficients(X, Y, route=route), beta, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(oa.predict(X, Y, Q, route=route), Q @ beta, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(oa.coefficients(X, Y[:, 0], route=route), beta[:, 0], rtol=1e-10, atol=1e-12)
+    assert oa.predict(X, Y[:, 0], Q[0], route=route).shape == ()
+    assert oa.predict(X, Y, Q[0], route=route).shape == (3,)
+    W_Q, W_K, W_V, P = oa.attention_parameters(X, Y, route=route)
+    np.testing.assert_allclose(W_Q @ W_K.T, np.linalg.inv(X.T @ X), rtol=1e-9)
+    np.testing.assert_allclose(X @ W_V @ P, X @ beta, rtol=1e-9, atol=1e-12)  # X L P = H Y
+
+
+def test_batches_of_prompts(generated):
+    _, oa, _ = generated
+    rng = np.random.default_rng(2)
+    X, Y, Q = rng.normal(size=(7, 3, 20, 4)), rng.normal(size=(7, 3, 20)), rng.normal(size=(7, 3, 2, 4))
+    want = np.stack([[np.linalg.lstsq(X[i, j], Y[i, j], rcond=None)[0] for j in range(3)] for i in range(7)])
+    for route in ("auto", "eigh", "cholesky", "svd", "qr"):
+        np.testing.assert_allclose(oa.coefficients(X, Y, route=route), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(oa.predict(X, Y, Q), np.einsum("abmp,abp->abm", Q, want), rtol=1e-10, atol=1e-12)
+    big = rng.normal(size=(2000, 30, 4)), rng.normal(size=(2000, 30))  # the large-data (Gram) path of auto
+    want = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(*big, strict=True)])
+    np.testing.assert_allclose(oa.coefficients(*big), want, rtol=1e-10, atol=1e-12)
+
+
+def test_attention_scores_for_teaching(generated):
+    _, oa, _ = generated
+    rng = np.random.default_rng(3)
+    X, Y, Q = rng.normal(size=(25, 3)), rng.normal(size=25), rng.normal(size=(4, 3))
+    scores = oa.attention_scores(X, Q)
+    assert scores.shape == (4, 25)
+    np.testing.assert_allclose(scores @ Y, oa.predict(X, Y, Q), rtol=1e-10)
+
+
+@pytest.mark.parametrize("route", ["auto", "eigh", "cholesky", "svd", "qr"])
+def test_rank_deficient_gives_the_minimum_norm_solution(generated, route):
+    _, oa, _ = generated
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 5))
+    X[:, 4] = X[:, 0] - 2 * X[:, 1]
+    X[:, 3] = 0.5 * X[:, 2]
+    Y = rng.normal(size=(30, 2))
+    want = np.linalg.pinv(X) @ Y
+    got = oa.coefficients(X, Y, route=route)
+    assert np.linalg.norm(got - want) <= 1e-8 * np.linalg.norm(want)
+    wide = rng.normal(size=(3, 6))  # more columns than rows
+    assert np.linalg.norm(oa.coefficients(wide, Y[:3], route=route) - np.linalg.pinv(wide) @ Y[:3]) < 1e-8
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (dict(X=[[1.0, np.nan], [2.0, 3.0]]), ValueError, "X contains NaN"),
+    (dict(Y=[1.0, np.inf]), ValueError, "Y contains NaN"),
+    (dict(X=[["a", "b"], ["c", "d"]]), TypeError, "X must hold real numbers"),
+    (dict(X=[[1 + 1j, 0], [0, 1]]), TypeError, "complex"),
+    (dict(X=[1.0, 2.0]), ValueError, "at least 2 dimension"),
+    (dict(X=np.zeros((0, 2)), Y=np.zeros(0)), ValueError, "empty"),
+    (dict(Y=[1.0, 2.0, 3.0]), ValueError, "Y must have shape"),
+    (dict(Y=np.ones((2, 2, 1))), ValueError, "Y must have shape"),
+    (dict(route="fast"), ValueError, "route must be one of"),
+    (dict(X="text"), TypeError, "numeric array"),
+])
+def test_bad_input_is_named(generated, bad, error, message):
+    _, oa, _ = generated
+    args = {"X": [[1.0, 0.0], [0.0, 1.0]], "Y": [1.0, 2.0], **bad}
+    route = args.pop("route", "auto")
+    with pytest.raises(error, match=message):
+        oa.coefficients(args["X"], args["Y"], route=route)
+
+
+def test_queries_must_match(generated):
+    _, oa, _ = generated
+    X, Y = np.eye(3), np.ones(3)
+    with pytest.raises(ValueError, match="X_query must have shape"):
+        oa.predict(X, Y, np.ones((2, 4)))
+    with pytest.raises(ValueError, match="X_query must have shape"):
+        oa.predict(np.ones((2, 3, 3)), np.ones((2, 3)), np.ones((3, 1, 3)))  # batch sizes differ: no broadcasting
+    with pytest.raises(ValueError, match="X_query contains NaN"):
+        oa.predict(X, Y, [[np.nan, 0, 0]])
+
+
+def _design(dataset, as_text=False):
+    """The NIST design matrix: intercept, then the predictors or the powers of x."""
+    degree, rows = dataset.get("polynomial_degree"), []
+    for x in dataset["x"]:
+        values = [Decimal(repr(v)) for v in x] if as_text else list(x)
+        row = [values[0] ** k for k in range(1, degree + 1)] if degree else values
+        rows.append(([1] if dataset["intercept"] else []) + row)
+    if as_text:
+        return [[str(v) for v in row] for row in rows], [repr(v) for v in dataset["y"]]
+    return np.array(rows, dtype=float), np.array(dataset["y"])
+
+
+def _lre(got, certified):
+    got, certified = np.asarray(got, float), np.asarray(certified, float)
+    scale = np.where(certified != 0, np.abs(certified), 1.0)
+    err = np.abs(got - certified) / scale
+    return float(np.min(np.clip(-np.log10(np.maximum(err, 1e-300)), 0, 15)))
+
+
+@pytest.fixture(scope="module")
+def nist():
+    if not NIST.exists():
+        pytest.skip("shared/data/nist_strd_lls.json is not beside the checkout")
+    return json.loads(NIST.read_text())["datasets"]
+
+
+def test_nist_accuracy_at_least_gelsy(generated, nist):
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    _, oa, _ = generated
+    for dataset in nist:
+        X, y = _design(dataset)
+        certified = dataset["certified"]["beta"]
+        gelsy = _lre(scipy_linalg.lstsq(X, y, lapack_driver="gelsy")[0], certified)
+        ours = _lre(oa.coefficients(X, y), certified)
+        via_predict = _lre(oa.predict(X, y, np.eye(X.shape[1])), certified)
+        assert ours >= gelsy and via_predict >= gelsy, (dataset["name"], ours, via_predict, gelsy)
+
+
+def test_nist_mpmath_decimal_strings(generated, nist):
+    _, _, om = generated
+    for dataset in nist:
+        X, y = _design(dataset, as_text=True)
+        beta = om.coefficients(X, y, dps=50)
+        assert _lre([float(beta[i, 0]) for i in range(beta.rows)], dataset["certified"]["beta"]) >= 13.5
+
+
+def test_mpmath_accepts_exact_types_and_validates(generated):
+    _, _, om = generated
+    X = [[1, Fraction(1, 3)], [Decimal("1"), "0.5"], [mpmath.mpf(1), 2.0]]
+    y = ["1", Fraction(2, 3), Decimal("0.25")]
+    beta = om.coefficients(X, y, dps=40)
+    want = np.linalg.lstsq(np.array([[1, 1 / 3], [1, 0.5], [1, 2.0]]), np.array([1, 2 / 3, 0.25]), rcond=None)[0]
+    np.testing.assert_allclose([float(beta[i, 0]) for i in range(2)], want, rtol=1e-12)
+    assert om.predict(X, y, [[1, 1]], dps=30).rows == 1
+    W_Q, _, _, P = om.attention_parameters(X, y, dps=30)
+    assert W_Q.rows == 2 and P.rows == 2
+    for route in om.ROUTES:
+        b = om.coefficients(X, y, route=route, dps=30)
+        np.testing.assert_allclose([float(b[i, 0]) for i in range(2)], want, rtol=1e-12)
+    with pytest.raises(ValueError, match="not a decimal number"):
+        om.coefficients([["1", "x"], ["2", "3"]], ["1", "2"])
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        om.coefficients([["1", "nan"], ["2", "3"]], ["1", "2"])
+    with pytest.raises(ValueError, match="rows"):
+        om.coefficients([["1", "2"], ["2", "3"]], ["1", "2", "3"])
+    with pytest.raises(TypeError, match="not a number"):
+        om.coefficients([[1, object()], [2, 3]], [1, 2])
+
+
+def test_codegen_command_errors(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["codegen", "--out", str(target)]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert target.read_text() == "x"
+
+
+def test_generated_code_runs_in_a_fresh_interpreter(generated):
+    import subprocess
+
+    out = generated[0]
+    code = "import numpy as np, ols_attention as m; print(m.coefficients(np.eye(2), [1.0, 2.0]).tolist())"
+    result = subprocess.run([sys.executable, "-c", code], cwd=out, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[1.0, 2.0]"
