@@ -1,4 +1,4 @@
-"""The ``derive`` command: list, prove, check, latex, codegen and build.
+"""The ``derive`` command: list, prove, check, latex, codegen, reproduce and build.
 
 Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path).
 """
@@ -172,6 +172,22 @@ def _cmd_codegen(args) -> int:
     return 0
 
 
+def _cmd_reproduce(args) -> int:
+    from .experiments import reproduce
+
+    out = _output_dir(args.out)
+    start = time.perf_counter()
+    summary = reproduce(out, show_progress=not args.quiet, quick=args.quick)
+    t = summary["training"]
+    h = summary["hopfield"]
+    print(f"training: gap <= {t['config']['tolerance']:g} at epoch {t['epochs_to_tolerance']}, "
+          f"final gap {t['final_relative_gap']:.2e}")
+    print(f"hopfield: capacity at d = {max(h['dims'])}: linear {h['linear_capacity']}, "
+          f"softmax {h['softmax_capacity']}{'+' if h['softmax_capacity_is_lower_bound'] else ''}")
+    print(f"wrote {len(summary['figures'])} figures and {out / 'summary.json'} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
 def _cmd_list(args) -> int:
     for theorem_id, build in _library().items():
         print(f"{theorem_id:26} {build().title}")
@@ -234,6 +250,11 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--backend", choices=("numpy", "mpmath", "all"), default="all")
     g.add_argument("--out", required=True, metavar="DIR", help="directory for ols_attention.py / ols_attention_mp.py")
     g.set_defaults(run=_cmd_codegen)
+    r = sub.add_parser("reproduce", help="run the paper's experiments headless: figures and summary.json")
+    r.add_argument("--out", required=True, metavar="DIR")
+    r.add_argument("--quick", action="store_true", help="smaller Hopfield and shift runs (for tests)")
+    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.set_defaults(run=_cmd_reproduce)
     b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX, code and PDF")
     b.add_argument("--out", default="build", metavar="DIR", help="output directory (default: build)")
     b.add_argument("--no-pdf", action="store_true", help="do not compile the PDF")
