@@ -125,10 +125,24 @@ def _eigh_factors(G, size):
     return np.where(lam > tol, lam, np.inf), V
 
 
+def _scaled_gram(G, XtY, size):
+    """G and XᵀY of X D⁻¹, D the column norms rounded to powers of two (exact), when X has full rank.
+
+    Scaling changes nothing in exact arithmetic but much in floating point on badly scaled data; the
+    minimum-norm solution of a rank-deficient X is not scale-invariant, so then D = I.
+    """
+    d = _power_of_two(np.sqrt(np.diagonal(G, axis1=-2, axis2=-1)))
+    Gs = G / d[..., :, None] / d[..., None, :]
+    if np.isfinite(_eigh_factors(Gs, size)[0]).all():
+        return Gs, XtY / d[..., :, None], d
+    return G, XtY, np.ones_like(d)
+
+
 def _eigh_solve(G, XtY, size):
+    G, XtY, d = _scaled_gram(G, XtY, size)
     lam, V = _eigh_factors(G, size)
 $eigh_body
-    return beta
+    return beta / d[..., :, None]
 
 
 def _route_eigh(X, Y):
@@ -329,8 +343,9 @@ def _factor(X, route):
     """A factor L with L Lᵀ = (XᵀX)⁻¹ (restricted to the row space when X is rank-deficient)."""
     _require_finite(("X", X))
     if route in ("auto", "eigh"):
-        lam, V = _eigh_factors(np.swapaxes(X, -1, -2) @ X, max(X.shape[-2:]))
-        return V * (lam ** -0.5)[..., None, :]
+        G, _, d = _scaled_gram(np.swapaxes(X, -1, -2) @ X, X[..., :1, :1], max(X.shape[-2:]))
+        lam, V = _eigh_factors(G, max(X.shape[-2:]))
+        return V * (lam ** -0.5)[..., None, :] / d[..., :, None]  # L = D⁻¹ L_s: L Lᵀ = (XᵀX)⁻¹
     if route == "cholesky":
         C = np.linalg.cholesky(np.swapaxes(X, -1, -2) @ X)
         return np.swapaxes(_solve_triangular(C, np.broadcast_to(np.eye(C.shape[-1]), C.shape), True, False), -1, -2)

@@ -20,6 +20,7 @@ __all__ = [
     "TrainingConfig",
     "train",
     "training_gradients",
+    "training_loss_expression",
     "hopfield_updates",
     "hopfield_capacity",
     "distribution_shift",
@@ -64,16 +65,14 @@ class TrainingConfig:
     seed: int = 0
 
 
-@lru_cache(maxsize=4)
-def training_gradients(p: int) -> Callable:
-    """Loss and gradients of the linear transformer, derived by SymPy and compiled with ``lambdify`` + ``cse``.
+def training_loss_expression(p: int) -> tuple:
+    """(loss, parameters, gradient) as SymPy expressions for the linear transformer with p features.
 
     The model predicts Ŷ = X (w_v P) W_Q W_Kᵀ XᵀY for all prompts (columns of Y) at once. The loss
     ½‖Y − Ŷ‖²/(nJ) depends on the data only through the slow memory S = XᵀX, the fast memory
     M = XᵀY YᵀX and tr(YᵀY), so the derivation is exact and independent of n and J.
-    Returns f(theta, S, M, syy, scale) -> (loss, gradient list) with theta = (W_Q, W_K, w_v, P) flattened.
     """
-    from sympy import Matrix, MatrixSymbol, lambdify, symbols
+    from sympy import Matrix, MatrixSymbol, symbols
 
     W_Q = Matrix(p, p, symbols(f"q0:{p * p}"))
     W_K = Matrix(p, p, symbols(f"k0:{p * p}"))
@@ -82,7 +81,19 @@ def training_gradients(p: int) -> Callable:
     A = w_v * P * W_Q * W_K.T  # the effective preconditioner Γ
     loss = scale * (syy - 2 * (A * M).trace() + (A.T * S * A * M).trace()) / 2
     theta = [*W_Q, *W_K, w_v, P]
-    gradient = [loss.diff(t) for t in theta]
+    return loss, theta, [loss.diff(t) for t in theta]
+
+
+@lru_cache(maxsize=4)
+def training_gradients(p: int) -> Callable:
+    """Loss and gradients compiled from :func:`training_loss_expression` with ``lambdify`` and ``cse``.
+
+    Returns f(theta, S, M, syy, scale) -> (loss, gradient list), theta = (W_Q, W_K, w_v, P) flattened.
+    """
+    from sympy import MatrixSymbol, lambdify, symbols
+
+    loss, theta, gradient = training_loss_expression(p)
+    syy, scale = symbols("s_yy scale")
     return lambdify((theta, MatrixSymbol("S", p, p), MatrixSymbol("M", p, p), syy, scale), [loss, gradient],
                     modules="numpy", cse=True)
 
@@ -136,6 +147,8 @@ def train(config: TrainingConfig = TrainingConfig(), show_progress: bool = False
         "final_relative_gap": history["prediction_gap"][-1],
         "final_precision_error": history["precision_error"][-1],
         "final_loss": history["loss"][-1],
+        "final_preconditioner": _effective_preconditioner(theta, p).tolist(),
+        "precision": precision.tolist(),
         "history": history,
     }
 
