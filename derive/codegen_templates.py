@@ -17,9 +17,9 @@ Routes (each evaluates a kernel-checked identity):
     "svd"   X_q V S⁻¹ UᵀY with X = USVᵀ (gauge_invariance, lemma svd_route)
     "qr"    X_q R⁻¹ QᵀY with X = QR (gauge_invariance, lemma qr_route)
     "cholesky"  X_q C⁻ᵀ C⁻¹ XᵀY with XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route)
-    "auto"  columns scaled by powers of two (exact). Small problems (<= 400,000 products): "qr" with
+    "auto"  columns scaled by powers of two (exact). A single small problem (<= 400,000 products): "qr" with
             Björck's refinement of the augmented system, every sum exactly rounded, which converges to
-            the least-squares solution of the data as given. Large problems (and batches): the Gram
+            the least-squares solution of the data as given. Large problems and batches: the Gram
             matrix, scaled, with a cheap condition estimate from its Cholesky factor, takes the
             "cholesky" route when cond(X)² eps < 1e-6 (refined by preconditioned gradient steps,
             preconditioned_gd, in extended precision when cond(X)² eps > 1e-13), otherwise "qr" with
@@ -290,7 +290,7 @@ def _power_of_two(norms):
 
 
 def _route_auto(X, Y):
-    if X.size * Y.shape[-1] > _EXACT_LIMIT:  # large: the Gram route, when the data allow it
+    if X.ndim > 2 or X.size * Y.shape[-1] > _EXACT_LIMIT:  # large, or a batch: the Gram route when it is safe
         G, XtY = _gram(X, Y)
         try:
             C = np.linalg.cholesky(G)  # exact power-of-two column scaling would change nothing here
