@@ -1,0 +1,483 @@
+"""Numeric benchmarks of the generated code (issue 4): NIST accuracy, tall data, batched prompts.
+
+The NumPy and mpmath modules are regenerated with ``derive codegen`` into a temporary directory
+on every run, imported, and compared in the same process with named baselines.  Timings
+interleave the methods (the order rotates each round) and time every method right next to its
+baseline, so machine noise hits both alike; the tables give the median of the paired ratios and
+the ratio of the minimums.  On a loaded machine, ``--threads 1`` avoids oversubscribed BLAS threads.
+
+    python benchmarks/bench_numeric.py [--quick] [--nist PATH ...] [--repeats N] [--batch B] [--threads T]
+
+(a) NIST StRD linear sets: log relative error (LRE, digits) of the coefficients.
+(b) Tall data: time of predict as a ratio to a bare ``X.T @ X``, and the difference to lstsq.
+(c) Batched in-context regression: speed-up over a Python loop of numpy.linalg.lstsq.
+
+Baselines come from scipy, scikit-learn and statsmodels (``pip install ".[bench]"``); a missing
+one is reported as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal, localcontext
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_NIST = ROOT.parent / "shared" / "data" / "nist_strd_lls.json"
+LRE_CAP = 15.0
+ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
+
+Solver = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (X, y) -> coefficients, y and result 1-D
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes of parts (b) and (c)."""
+
+    tall_n: int = 400_000
+    tall_p: int = 64
+    queries: int = 1_000
+    batch: int = 4_096
+    batch_n: int = 64
+    batch_p: int = 8
+    repeats: int = 5
+
+
+QUICK = Sizes(tall_n=40_000, batch=1_024, repeats=3)
+SEED = 20240604
+
+
+# --- the generated modules --------------------------------------------------------------
+
+
+def generate(out: Path) -> tuple[ModuleType, ModuleType]:
+    """Run ``derive codegen --out out`` in a fresh interpreter and import the two modules it writes."""
+    subprocess.run([sys.executable, "-m", "derive", "codegen", "--out", str(out)], cwd=ROOT, check=True,
+                   capture_output=True, text=True)
+    modules = []
+    for name in ("ols_attention", "ols_attention_mp"):
+        spec = importlib.util.spec_from_file_location(f"bench_generated_{name}", out / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules.append(module)
+    return modules[0], modules[1]
+
+
+def _optional(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+# --- baselines --------------------------------------------------------------------------
+
+
+@dataclass
+class SympyOLS:
+    """``lambdify`` of derive.constructions.ols_coefficients on MatrixSymbols of the data's sizes."""
+
+    cache: dict[tuple[int, int], Callable] = field(default_factory=dict)
+
+    def prepare(self, n: int, p: int) -> Callable:
+        """The lambdified function for an n×p design (built once per shape, outside any timing)."""
+        if (n, p) not in self.cache:
+            from sympy import MatrixSymbol, lambdify
+
+            from derive.constructions import ols_coefficients
+
+            X, y = MatrixSymbol("X", n, p), MatrixSymbol("y", n, 1)
+            self.cache[(n, p)] = lambdify([X, y], ols_coefficients(X, y), modules="numpy")
+        return self.cache[(n, p)]
+
+    def __call__(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.asarray(self.prepare(*X.shape)(X, y[:, None]))[:, 0]
+
+
+def baselines(notes: list[str]) -> dict[str, Solver]:
+    """The named baseline solvers; those whose package is missing are left out with a note."""
+    out: dict[str, Solver] = {
+        "numpy.linalg.lstsq": lambda X, y: np.linalg.lstsq(X, y, rcond=None)[0],
+    }
+    scipy_linalg = _optional("scipy.linalg")
+    if scipy_linalg is not None:
+        out["scipy lstsq gelsd"] = lambda X, y: scipy_linalg.lstsq(X, y, lapack_driver="gelsd")[0]
+        out["scipy lstsq gelsy"] = lambda X, y: scipy_linalg.lstsq(X, y, lapack_driver="gelsy")[0]
+    else:
+        notes.append("scipy is not installed: its lstsq drivers are skipped")
+    out["normal equations (solve XᵀX)"] = lambda X, y: np.linalg.solve(X.T @ X, X.T @ y)
+    linear_model = _optional("statsmodels.regression.linear_model")
+    if linear_model is not None:
+        out["statsmodels OLS (pinv)"] = lambda X, y: np.asarray(linear_model.OLS(y, X).fit().params)
+    else:
+        notes.append("statsmodels is not installed: skipped")
+    sklearn_linear = _optional("sklearn.linear_model")
+    if sklearn_linear is not None:
+        out["sklearn LinearRegression"] = \
+            lambda X, y: sklearn_linear.LinearRegression(fit_intercept=False).fit(X, y).coef_
+    else:
+        notes.append("scikit-learn is not installed: skipped")
+    out["SymPy lambdify"] = SympyOLS()
+    return out
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def lre(got: np.ndarray, certified: np.ndarray) -> float:
+    """NIST's log relative error, minimum over coefficients: -log10(|q-c|/|c|) (|q-c| when c = 0),
+    clipped to [0, 15]; non-finite estimates score 0."""
+    got, certified = np.asarray(got, float).ravel(), np.asarray(certified, float).ravel()
+    if got.shape != certified.shape or not np.all(np.isfinite(got)):
+        return 0.0
+    scale = np.where(certified != 0, np.abs(certified), 1.0)
+    err = np.abs(got - certified) / scale
+    with np.errstate(divide="ignore"):
+        digits = np.where(err > 0, -np.log10(np.where(err > 0, err, 1.0)), LRE_CAP)
+    return float(np.min(np.clip(digits, 0.0, LRE_CAP)))
+
+
+def design(dataset: dict) -> tuple[np.ndarray, np.ndarray, list[list[str]], list[str]]:
+    """The NIST design (intercept, then predictors or powers of x) in float64 and as exact decimal strings."""
+    degree = dataset.get("polynomial_degree")
+    rows, text_rows = [], []
+    with localcontext() as context:
+        context.prec = 400  # powers of the decimal data are exact
+        for x in dataset["x"]:
+            values = list(x) if isinstance(x, (list, tuple)) else [x]
+            exact = [Decimal(repr(v)) for v in values]
+            row = [values[0] ** k for k in range(1, degree + 1)] if degree else values
+            text = [exact[0] ** k for k in range(1, degree + 1)] if degree else exact
+            rows.append(([1.0] if dataset["intercept"] else []) + [float(v) for v in row])
+            text_rows.append((["1"] if dataset["intercept"] else []) + [str(v) for v in text])
+    y = np.array(dataset["y"], dtype=float)
+    return np.array(rows, dtype=float), y, text_rows, [repr(float(v)) for v in dataset["y"]]
+
+
+@dataclass
+class Timing:
+    """Paired wall times: each sample of a method is taken right next to a sample of the baseline."""
+
+    method: list[float] = field(default_factory=list)
+    baseline: list[float] = field(default_factory=list)
+
+    def median(self) -> float:
+        """Median time of the method, in seconds."""
+        return statistics.median(self.method)
+
+    def ratio(self) -> float:
+        """Median over the pairs of method time / baseline time."""
+        return statistics.median(m / b for m, b in zip(self.method, self.baseline, strict=True))
+
+    def ratio_of_minimums(self) -> float:
+        """Fastest method time / fastest baseline time."""
+        return min(self.method) / min(self.baseline)
+
+
+def _wall(task: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    task()
+    return time.perf_counter() - start
+
+
+def paired(tasks: dict[str, Callable[[], object]], baseline: str, repeats: int) -> dict[str, Timing]:
+    """``repeats`` rounds over the tasks, in an order that rotates each round; every task is timed next to the
+    baseline (before it in one round, after it in the next), so both see the same machine load."""
+    names = list(tasks)
+    timings = {name: Timing() for name in names}
+    for r in range(repeats):
+        shift = r % len(names)
+        for i, name in enumerate(names[shift:] + names[:shift]):
+            if name == baseline:
+                t = _wall(tasks[name])
+                timings[name].method.append(t)
+                timings[name].baseline.append(t)
+            elif (r + i) % 2:
+                timings[name].baseline.append(_wall(tasks[baseline]))
+                timings[name].method.append(_wall(tasks[name]))
+            else:
+                timings[name].method.append(_wall(tasks[name]))
+                timings[name].baseline.append(_wall(tasks[baseline]))
+    return timings
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _factor(value: float) -> str:
+    """A speed-up factor: one decimal, or three significant digits below 1."""
+    return f"{value:.1f}" if value >= 1 else f"{value:.3g}"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+# --- (a) NIST accuracy ------------------------------------------------------------------
+
+
+def nist_accuracy(paths: list[Path], oa: ModuleType, om: ModuleType, solvers: dict[str, Solver]) -> str:
+    """LRE of every method's coefficients on every NIST set in ``paths``."""
+    datasets = []
+    for path in paths:
+        datasets += json.loads(path.read_text())["datasets"]
+    methods: dict[str, Callable[[dict], np.ndarray]] = {}
+    for name, solve in solvers.items():
+        methods[name] = lambda d, solve=solve: solve(d["X"], d["y"])
+    for route in ROUTES:
+        methods[f"generated coefficients, route={route}"] = \
+            lambda d, route=route: oa.coefficients(d["X"], d["y"], route=route)
+    methods["generated predict(X, y, I)"] = lambda d: oa.predict(d["X"], d["y"], np.eye(d["X"].shape[1]))
+
+    def mp_solve(d: dict) -> np.ndarray:
+        beta = om.coefficients(d["X_text"], d["y_text"], dps=50)
+        return np.array([float(beta[i, 0]) for i in range(beta.rows)])
+
+    methods["generated mpmath, dps=50, decimal strings"] = mp_solve
+    scores: dict[str, list[float | None]] = {name: [] for name in methods}
+    failures: list[str] = []
+    for dataset in datasets:
+        X, y, X_text, y_text = design(dataset)
+        data = {"X": X, "y": y, "X_text": X_text, "y_text": y_text}
+        certified = np.array(dataset["certified"]["beta"], dtype=float)
+        for name, method in methods.items():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    scores[name].append(lre(method(data), certified))
+            except Exception as exc:  # a failing baseline is a result, not a crash
+                scores[name].append(None)
+                failures.append(f"{name} on {dataset['name']}: {type(exc).__name__}: {exc}")
+    names = [d["name"] for d in datasets]
+    shapes = [f"{d['name']} ({len(d['x'])}×{len(d['certified']['beta'])})" for d in datasets]
+    rows = []
+    for name, values in scores.items():
+        cells = ["fail" if v is None else f"{v:.1f}" for v in values]
+        finite = [v if v is not None else 0.0 for v in values]
+        rows.append([name, *cells, f"{min(finite):.1f}"])
+    lines = ["### (a) Accuracy on the NIST StRD linear sets", "",
+             f"LRE = digits agreeing with the certified coefficients (minimum over coefficients, capped at "
+             f"{LRE_CAP:.0f}; 0 = no digit). Files: {', '.join(str(p) for p in paths)}.", "",
+             table(["method", *shapes, "min"], rows), ""]
+    gelsy = scores.get("scipy lstsq gelsy")
+    if gelsy is not None:
+        for name in ("generated coefficients, route=auto", "generated predict(X, y, I)"):
+            behind = [n for n, ours, ref in zip(names, scores[name], gelsy, strict=True)
+                      if ours is None or (ref is not None and ours < ref)]
+            answer = "yes" if not behind else "no, not on " + ", ".join(behind)
+            lines.append(f"- {name} >= gelsy on every set: {answer}")
+    lines += [f"- failed: {f}" for f in failures]
+    return "\n".join(lines)
+
+
+# --- (b) tall data ----------------------------------------------------------------------
+
+
+def tall_data(sizes: Sizes, oa: ModuleType, solvers: dict[str, Solver]) -> str:
+    """Time of predict on n×p data as a ratio to ``X.T @ X``, and the difference to lstsq's predictions."""
+    n, p, m = sizes.tall_n, sizes.tall_p, sizes.queries
+    rng = np.random.default_rng(SEED)
+    X = rng.standard_normal((n, p))
+    y = X @ rng.standard_normal(p) + rng.standard_normal(n)
+    Q = rng.standard_normal((m, p))
+    if "SymPy lambdify" in solvers:
+        solvers["SymPy lambdify"].prepare(n, p)  # build the function once, outside the timing
+    baseline = "X.T @ X (baseline)"
+    tasks: dict[str, Callable[[], object]] = {baseline: lambda: X.T @ X}
+    for name, solve in solvers.items():
+        tasks[name] = lambda solve=solve: Q @ solve(X, y)
+    for route in ROUTES:
+        tasks[f"generated predict, route={route}"] = lambda route=route: oa.predict(X, y, Q, route=route)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        predictions = {name: np.asarray(task()) for name, task in tasks.items()}  # also the warm-up round
+        timings = paired(tasks, baseline, sizes.repeats)
+    reference = predictions["numpy.linalg.lstsq"]
+    rows, auto = [], None
+    for name, timing in timings.items():
+        if name == baseline:
+            diff = "–"
+        else:
+            rel = float(np.max(np.abs(predictions[name] - reference)) / np.max(np.abs(reference)))
+            diff = f"{rel:.1e}"
+            if name == "generated predict, route=auto":
+                auto = (timing.ratio(), timing.ratio_of_minimums(), rel)
+        rows.append([name, f"{timing.median() * 1e3:.1f}", f"{timing.ratio():.2f}", f"{timing.ratio_of_minimums():.2f}",
+                     diff])
+    lines = ["### (b) Tall data", "",
+             f"n = {n:,}, p = {p}, k = 1, {m:,} queries, Gaussian (seed {SEED}); one warm-up round, then "
+             f"{sizes.repeats} rounds in rotating order, each method timed next to the baseline. "
+             f"Every method predicts X_query β̂; relative difference = "
+             f"max |Δŷ| / max |ŷ_lstsq| against numpy.linalg.lstsq. The mpmath module is left out (hours at this "
+             f"size).", "",
+             table(["method", "median ms", "ratio to X.T@X (median of pairs)", "ratio of minimums",
+                    "rel. diff. to lstsq"], rows), ""]
+    if auto is not None:
+        ratio, ratio_min, rel = auto
+        lines.append(f"- generated predict (auto) within 3x of X.T@X: {verdict(ratio <= 3)} "
+                     f"({ratio:.2f}x median of pairs, {ratio_min:.2f}x minimums)")
+        lines.append(f"- generated predict (auto) within 1e-9 relative of lstsq: {verdict(rel <= 1e-9)} ({rel:.1e})")
+    return "\n".join(lines)
+
+
+# --- (c) batched in-context regression --------------------------------------------------
+
+
+def batched(sizes: Sizes, oa: ModuleType) -> str:
+    """The generated ``coefficients`` on a whole batch of prompts vs a Python loop of numpy.linalg.lstsq."""
+    B, n, p = sizes.batch, sizes.batch_n, sizes.batch_p
+    rng = np.random.default_rng(SEED + 1)
+    X = rng.standard_normal((B, n, p))
+    Y = np.einsum("bnp,bp->bn", X, rng.standard_normal((B, p))) + 0.1 * rng.standard_normal((B, n))
+    baseline = "loop of numpy.linalg.lstsq (baseline)"
+    tasks: dict[str, Callable[[], object]] = {
+        baseline: lambda: np.stack([np.linalg.lstsq(X[b], Y[b], rcond=None)[0] for b in range(B)]),
+        "batched normal equations (np.linalg.solve)": lambda: np.linalg.solve(
+            np.swapaxes(X, -1, -2) @ X, (np.swapaxes(X, -1, -2) @ Y[..., None]))[..., 0],
+    }
+    for route in ROUTES:
+        tasks[f"generated coefficients, route={route}"] = lambda route=route: oa.coefficients(X, Y, route=route)
+    results = {name: np.asarray(task()) for name, task in tasks.items()}  # also the warm-up round
+    timings = paired(tasks, baseline, sizes.repeats)
+    reference = results[baseline]
+    rows, auto = [], None
+    for name, timing in timings.items():
+        diff = float(np.max(np.abs(results[name] - reference)))
+        speedup, speedup_min = 1 / timing.ratio(), 1 / timing.ratio_of_minimums()
+        if name == "generated coefficients, route=auto":
+            auto = (speedup, speedup_min)
+        rows.append([name, f"{timing.median() * 1e3:.1f}", _factor(speedup), _factor(speedup_min),
+                     "–" if name == baseline else f"{diff:.1e}"])
+    lines = ["### (c) Batched in-context regression", "",
+             f"B = {B:,} prompts of n = {n}, p = {p}, k = 1 (X.size·k = {B * n * p:,}), Gaussian (seed {SEED + 1}); "
+             f"one warm-up round, then {sizes.repeats} rounds in rotating order, each method timed next to the "
+             f"baseline. Speed-up = baseline time / method time; "
+             f"max abs diff = largest |Δβ̂| against the lstsq loop.", "",
+             table(["method", "median ms", "speed-up (median of pairs)", "speed-up (minimums)", "max abs diff"],
+                   rows), ""]
+    if auto is not None:
+        lines.append(f"- generated coefficients (auto) >= 30x the lstsq loop: {verdict(auto[0] >= 30)} "
+                     f"({_factor(auto[0])}x median of pairs, {_factor(auto[1])}x minimums)")
+    return "\n".join(lines)
+
+
+# --- main -------------------------------------------------------------------------------
+
+
+def _loadavg() -> str:
+    path = Path("/proc/loadavg")
+    return path.read_text().split()[0] if path.exists() else "?"
+
+
+def _checkout() -> str:
+    """The checkout's commit, and whether the code generator's inputs have uncommitted changes."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "derive", "proofs"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"{commit}" + (" with uncommitted changes under derive/ or proofs/" if dirty else "")
+
+
+def machine() -> str:
+    """Facts about this machine and the library versions, as Markdown bullet points."""
+    model = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    versions = [f"numpy {np.__version__}"]
+    for name in ("scipy", "sklearn", "statsmodels", "sympy", "mpmath"):
+        module = _optional(name)
+        versions.append(f"{name} {getattr(module, '__version__', '?')}" if module else f"{name} (not installed)")
+    blas = "unknown"
+    threadpoolctl = _optional("threadpoolctl")
+    if threadpoolctl is not None:
+        info = [i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+        blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i['num_threads']} threads)" for i in info) or blas
+    return "\n".join([
+        f"- date (UTC): {datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
+        f"- nproc: {os.cpu_count()}; CPU: {model}; Python {platform.python_version()} on {platform.system()}",
+        f"- {', '.join(versions)}",
+        f"- BLAS: {blas}",
+        f"- checkout: {_checkout()}",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller (b) and (c): well under a minute")
+    parser.add_argument("--nist", type=Path, action="append", default=[],
+                        help="another NIST file in the format of shared/data/nist_strd_lls.json (repeatable)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 5, quick 3)")
+    parser.add_argument("--batch", type=int, default=None, help="number of prompts in (c) (default 4096, quick 1024)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="limit BLAS threads (needs threadpoolctl); default: leave the libraries' own setting")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else Sizes()
+    if args.repeats is not None:
+        sizes = dataclasses.replace(sizes, repeats=max(1, args.repeats))
+    if args.batch is not None:
+        sizes = dataclasses.replace(sizes, batch=max(1, args.batch))
+    threadpoolctl = _optional("threadpoolctl")
+    if args.threads is not None and threadpoolctl is None:
+        parser.error("--threads needs threadpoolctl (pip install threadpoolctl)")
+    paths = ([DEFAULT_NIST] if DEFAULT_NIST.exists() else []) + list(args.nist)
+    notes: list[str] = [] if DEFAULT_NIST.exists() else [f"{DEFAULT_NIST} not found: only --nist files are used"]
+    if str(ROOT) not in sys.path:  # the checkout's derive package, for the SymPy baseline
+        sys.path.insert(0, str(ROOT))
+    start = time.perf_counter()
+    solvers = baselines(notes)
+    limits: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if args.threads is not None:  # after the imports above, so every BLAS library loaded by then is limited
+        limits = threadpoolctl.threadpool_limits(limits=args.threads, user_api="blas")
+    load = _loadavg()
+    with tempfile.TemporaryDirectory(prefix="bench_numeric_") as tmp, limits:
+        oa, om = generate(Path(tmp))
+        facts = machine()
+        parts = [nist_accuracy(paths, oa, om, solvers) if paths else "### (a) skipped: no NIST file",
+                 tall_data(sizes, oa, solvers), batched(sizes, oa)]
+    given = sys.argv[1:] if argv is None else argv
+    command = "python benchmarks/bench_numeric.py" + "".join(f" {shlex.quote(a)}" for a in given)
+    print(f"Command: `{command}` (modules regenerated by `derive codegen` into a temporary directory)\n")
+    print(facts)
+    print(f"- load average (1 min) before / after the run: {load} / {_loadavg()}\n")
+    for note in notes:
+        print(f"- note: {note}")
+    for part in parts:
+        print(part + "\n")
+    print(f"Total run time: {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
