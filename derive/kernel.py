@@ -174,6 +174,9 @@ class Theorem:
     def __setattr__(self, name, value):
         raise AttributeError("theorems are immutable")
 
+    def __delattr__(self, name):
+        raise AttributeError("theorems are immutable")
+
     @property
     def steps(self) -> int:
         return sum(len(c.steps) for c in (*self.proof.lemmas, self.proof.claim))
@@ -274,24 +277,34 @@ def symmetric(term, ctx: _Context, depth: int = 0) -> bool:
 
 
 def check_defined(term, ctx: _Context) -> None:
-    """Raise TermError unless ``term`` is a well-formed, defined matrix term."""
+    """Raise TermError unless ``term`` — as written, before any normal form — is well formed and defined.
+
+    Checking the raw term matters: the normal form drops factors (0·A = 0, A¹ = A), which must not
+    hide an undefined or ill-shaped sub-term.
+    """
     if not isinstance(term, MATRIX_NODES):
         raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
-    for child in children(term):
+    if isinstance(term, MatMul):
+        kids = [a for a in term.args if not isinstance(a, Rational)]
+        if not kids or any(not isinstance(a, MATRIX_NODES) for a in kids):
+            raise TermError("a product may hold rational coefficients and matrices only")
+    else:
+        kids = children(term)
+    for child in kids:
         check_defined(child, ctx)
     if isinstance(term, (MatrixSymbol, Identity, ZeroMatrix)):
         for dim in term.shape:
-            if dim.is_integer is not True or not all(
+            if dim.is_integer is not True or dim.is_nonnegative is not True or not all(
                 isinstance(s, Symbol) and s.is_integer and s.is_positive for s in dim.free_symbols
             ):
-                raise TermError(f"dimension {dim} must be an integer built from positive-integer symbols")
+                raise TermError(f"dimension {dim} must be a non-negative integer built from positive-integer symbols")
     elif isinstance(term, Inverse):
         if not invertible(term.args[0], ctx):
             raise TermError(f"cannot show that {term.args[0]} is invertible")
     elif isinstance(term, MatPow):
         q = term.args[1]
-        if not isinstance(q, Rational) or q in (0, 1, -1):
-            raise TermError(f"bad exponent {q} (use Identity, the matrix, or Inverse)")
+        if not isinstance(q, Rational):
+            raise TermError(f"bad exponent {q}")
         if not _square(term.args[0]):
             raise TermError(f"power of a non-square matrix {term.args[0]}")
         if not _is_integer(q) and not positive_definite(term.args[0], ctx):
@@ -299,10 +312,7 @@ def check_defined(term, ctx: _Context) -> None:
         if q < 0 and not invertible(term.args[0], ctx):
             raise TermError(f"cannot show that {term.args[0]} is invertible, needed for power {q}")
     elif isinstance(term, MatMul):
-        coeff, mats = factors_of(term)
-        if len(mats) + (coeff != 1) != len(term.args) or not mats:
-            raise TermError("a product may hold one rational coefficient and matrices only")
-        for left, right in zip(mats[:-1], mats[1:], strict=True):
+        for left, right in zip(kids[:-1], kids[1:], strict=True):
             if not dims_equal(shape(left)[1], shape(right)[0]):
                 raise TermError(f"shapes do not conform in the product {left} * {right}")
     elif isinstance(term, MatAdd):
@@ -320,6 +330,14 @@ def check_defined(term, ctx: _Context) -> None:
             for row in grid[1:]:
                 if not dims_equal(shape(row[j])[1], shape(grid[0][j])[1]):
                     raise TermError("blocks in one block column must have the same number of columns")
+
+
+def defined_canon(term, ctx: _Context):
+    """Check ``term`` as written, then return its normal form (checked too)."""
+    check_defined(term, ctx)
+    out = canon(term)
+    check_defined(out, ctx)
+    return out
 
 
 # --- the axioms ---------------------------------------------------------------------
@@ -575,17 +593,14 @@ def _add_hypothesis(h: Hypothesis, ctx: _Context, fail) -> None:
         name = next((k for k, v in PREDICATES.items() if h.lhs.function == v), None)
         if name is None or len(h.lhs.arguments) != 1:
             fail(f"hypothesis {h.name} uses a predicate the kernel does not know")
-        subject = canon(h.lhs.arguments[0])
-        _defined(subject, ctx, fail)
+        subject = _defined(h.lhs.arguments[0], ctx, fail)
         if not _square(subject):
             fail(f"hypothesis {h.name} applies {name} to a non-square matrix")
         ctx.predicates[name].append(subject)
     else:
-        lhs, rhs = canon(h.lhs), canon(h.rhs)
+        lhs, rhs = _defined(h.lhs, ctx, fail), _defined(h.rhs, ctx, fail)
+        _same_shape(lhs, rhs, fail, f"hypothesis {h.name}")
         if not h.forall:
-            _defined(lhs, ctx, fail)
-            _defined(rhs, ctx, fail)
-            _same_shape(lhs, rhs, fail, f"hypothesis {h.name}")
             ctx.equations.append((lhs, rhs))
     _register(f"hyp:{h.name}", (canon(h.lhs) if not h.is_predicate else None, h.rhs, h.forall), ctx, fail)
 
@@ -596,9 +611,10 @@ def _register(rule: str, entry, ctx: _Context, fail) -> None:
     ctx.rules[rule] = entry
 
 
-def _defined(term, ctx, fail) -> None:
+def _defined(term, ctx, fail):
+    """The normal form of a term checked as written; ``fail`` with the reason otherwise."""
     try:
-        check_defined(term, ctx)
+        return defined_canon(term, ctx)
     except TermError as exc:
         fail(str(exc))
 
@@ -622,16 +638,23 @@ def _instantiate(entry, step: Step, fail) -> Rule:
         fail("the step must instantiate exactly the variables the hypothesis binds")
     dim_map = {v: t for v, t in given.items() if isinstance(v, Symbol)}
     for v, t in dim_map.items():
-        if not all(isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols):
-            fail(f"dimension {v} instantiated with {t}, which is not a dimension")
+        if not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
+            isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
+        ):
+            fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
     mat_map = {}
-    for v, t in given.items():
-        if isinstance(v, MatrixSymbol):
-            target = v.xreplace(dim_map)
-            _same_shape(target, t, fail, f"instance of {v.name}")
-            mat_map[target] = t
-    lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
-    rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
+    try:
+        for v, t in given.items():
+            if isinstance(v, MatrixSymbol):
+                if not isinstance(t, MATRIX_NODES):
+                    fail(f"{v.name} instantiated with something that is not a matrix term")
+                target = v.xreplace(dim_map)
+                _same_shape(target, t, fail, f"instance of {v.name}")
+                mat_map[target] = canon(t)
+        lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
+        rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
+    except (TermError, ValueError, TypeError) as exc:
+        fail(f"cannot instantiate the hypothesis: {exc}")
     return _equation_rule(lhs_i, rhs_i)
 
 
@@ -661,15 +684,12 @@ def _check_chain(theorem: str, chain: Chain, outer: _Context, lemma_rules: dict)
         raise ProofError(theorem, chain.name, step, rule, reason)
 
     ctx = chain_context(outer, chain, lemma_rules, fail)
-    lhs, rhs = canon(chain.lhs), canon(chain.rhs)
-    _defined(lhs, ctx, fail)
-    _defined(rhs, ctx, fail)
+    lhs, rhs = _defined(chain.lhs, ctx, fail), _defined(chain.rhs, ctx, fail)
     _same_shape(lhs, rhs, fail, "the claim")
     current = lhs
     for index, step in enumerate(chain.steps, start=1):
         try:
-            after = canon(step.expr)
-            check_defined(after, ctx)
+            after = defined_canon(step.expr, ctx)
         except TermError as exc:
             fail(str(exc), index, step.rule)
         rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
@@ -685,16 +705,17 @@ def _check_definitions(proof: Proof, ctx: _Context, fail) -> None:
     for h in proof.hypotheses:
         hypothesis_symbols |= h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol)
     defined: set = set()
+    used: set = set()  # symbols the earlier definitions already speak about
     for d in proof.definitions:
         sym = d.symbol
         if not isinstance(sym, MatrixSymbol):
             fail(f"definition {d.name} must define a matrix symbol")
-        if sym in hypothesis_symbols or sym in defined:
+        if sym in hypothesis_symbols or sym in defined or sym in used:
             fail(f"definition {d.name}: {sym.name} is not fresh")
         if sym in d.rhs.atoms(MatrixSymbol):
             fail(f"definition {d.name} is circular")
-        rhs = canon(d.rhs)
-        _defined(rhs, ctx, fail)
+        used |= d.rhs.atoms(MatrixSymbol)
+        rhs = _defined(d.rhs, ctx, fail)
         _same_shape(sym, rhs, fail, f"definition {d.name}")
         ctx.equations.append((sym, rhs))
         _register(f"def:{d.name}", (sym, rhs, ()), ctx, fail)
@@ -805,6 +826,17 @@ def lemma_rule(lemma: Chain):
 
 def check(proof: Proof) -> Theorem:
     """Check every chain of ``proof``; return the theorem or raise :class:`ProofError`."""
+    try:
+        return _check(proof)
+    except RecursionError:
+        raise ProofError(proof.theorem, "statement", None, None, "a term is nested too deeply") from None
+    except (ValueError, TypeError) as exc:  # SymPy refusing a malformed term
+        if isinstance(exc, ProofError):
+            raise
+        raise ProofError(proof.theorem, "statement", None, None, f"malformed term: {exc}") from None
+
+
+def _check(proof: Proof) -> Theorem:
     start = time.perf_counter()
     ctx = theorem_context(proof)
     lemma_rules: dict = {}

@@ -32,7 +32,6 @@ def gauge_invariance() -> Proof:
         "L = V S⁻¹ from the SVD X = U S Vᵀ (where X L = U), L = R⁻¹ from X = Q R (where X L = Q) and "
         "L = C⁻ᵀ from the Cholesky factorisation XᵀX = C Cᵀ.",
         [
-            GRAM_INVERTIBLE,
             Hypothesis("svd", X, mul(U, S, transpose(V))),
             *orthogonal("U", U),
             *orthogonal("V", V),
@@ -41,7 +40,7 @@ def gauge_invariance() -> Proof:
             Hypothesis("qr", X, mul(Qf, R)),
             *orthogonal("Q", Qf),
             predicate("R_invertible", Q.invertible, R),
-            predicate("C_invertible", Q.invertible, C),
+            predicate("C_invertible", Q.invertible, C),  # X has full column rank: XᵀX = CCᵀ is invertible
             Hypothesis("cholesky", gram, mul(C, transpose(C))),
         ],
         [Definition("L_svd", L_svd, mul(V, inv(S))), Definition("L_qr", L_qr, inv(R))],

@@ -1,0 +1,736 @@
+"""Soundness: the kernel rejects mutated proofs, and only it makes theorems.
+
+Every library proof is mutated in many small ways (step expressions, cited rules, hypotheses,
+claims, definitions, step order, the instance of a universally quantified hypothesis); each
+mutant must make :func:`derive.kernel.check` raise :class:`ProofError`.  The few mutants that
+may legitimately still be proofs are allowed only with a reason: step-expression mutations that
+cannot change a value (marked ``(neutral)``: swapping commuting factors, dropping or duplicating an
+identity, ...), renamed rules that still justify the step (the statement is then unchanged), and
+predicate hypotheses replaced as listed in ``ACCEPTABLE_PREDICATE_CHANGES``.
+
+By default the larger classes are sampled deterministically (``random.Random(0)``) to keep
+the run short; ``SOUNDNESS_FULL=1`` checks every mutant.
+
+Tests named ``test_kernel_bug_*`` state the correct behaviour for kernel bugs found while writing
+these tests; they fail until the kernel is fixed (deselect with ``-k "not kernel_bug"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+from sympy import Basic, Integer, Q, Rational, S, Symbol
+from sympy.assumptions.assume import AppliedPredicate
+from sympy.matrices.expressions import Identity, Inverse, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
+
+from derive.kernel import (
+    AXIOMS,
+    PREDICATES,
+    Chain,
+    Definition,
+    Hypothesis,
+    Proof,
+    ProofError,
+    Step,
+    Theorem,
+    check,
+)
+from derive.terms import TermError, add, canon, children, exponent_form, factors_of, mul, power, rebuild, transpose
+from proofs import LIBRARY, THEOREM_IDS
+
+FULL = os.environ.get("SOUNDNESS_FULL") == "1"
+STEP_MUTANTS_PER_KIND = None if FULL else 1  # per step and mutation kind ...
+STEP_MUTANTS_PER_THEOREM = None if FULL else 120  # ... and about this many per theorem (at least 3 a step)
+RENAMES_PER_STEP = None if FULL else 2  # besides the non-existent name
+ORDER_MUTANTS_PER_THEOREM = None if FULL else 50
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+@functools.cache
+def proof_of(theorem_id: str) -> Proof:
+    return LIBRARY[theorem_id]()
+
+
+@dataclass(frozen=True)
+class Mutant:
+    label: str
+    proof: Proof
+
+
+def chains(proof: Proof) -> list[Chain]:
+    return [*proof.lemmas, proof.claim]
+
+
+def with_chain(proof: Proof, index: int, chain: Chain) -> Proof:
+    if index == len(proof.lemmas):
+        return dataclasses.replace(proof, claim=chain)
+    lemmas = list(proof.lemmas)
+    lemmas[index] = chain
+    return dataclasses.replace(proof, lemmas=tuple(lemmas))
+
+
+def with_steps(proof: Proof, index: int, steps: list[Step]) -> Proof:
+    return with_chain(proof, index, dataclasses.replace(chains(proof)[index], steps=tuple(steps)))
+
+
+def outcome(proof: Proof) -> Theorem | None:
+    """The theorem, or None when the kernel rejects the proof (any other exception propagates)."""
+    try:
+        return check(proof)
+    except ProofError:
+        return None
+
+
+def accepted(mutants: list[Mutant]) -> list[tuple[Mutant, Theorem]]:
+    out = []
+    for mutant in mutants:
+        theorem = outcome(mutant.proof)
+        if theorem is not None:
+            out.append((mutant, theorem))
+    return out
+
+
+def statement(proof: Proof) -> tuple:
+    """What a proof claims: hypotheses, definitions, and every chain's (local hypotheses, lhs, rhs)."""
+    return (
+        proof.hypotheses,
+        proof.definitions,
+        tuple((c.name, c.hypotheses, canon(c.lhs), canon(c.rhs)) for c in chains(proof)),
+    )
+
+
+def same_term(a: Basic, b: Basic) -> bool:
+    try:
+        return canon(a) == canon(b)
+    except TermError:
+        return False
+
+
+# --- term mutations ----------------------------------------------------------------------------
+
+
+def positions(term: Basic, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Basic]]:
+    yield path, term
+    for index, child in enumerate(children(term)):
+        yield from positions(child, (*path, index))
+
+
+def replace_at(term: Basic, path: tuple[int, ...], new: Basic) -> Basic:
+    if not path:
+        return new
+    kids = children(term)
+    kids[path[0]] = replace_at(kids[path[0]], path[1:], new)
+    return rebuild(term, kids)
+
+
+def _commute(x: Basic, y: Basic) -> bool:
+    """Two factors that commute whatever the matrices are: an identity, or powers of one base."""
+    return isinstance(x, Identity) or isinstance(y, Identity) or exponent_form(x)[0] == exponent_form(y)[0]
+
+
+def node_mutations(node: Basic) -> Iterator[tuple[str, bool, Callable[[], Basic]]]:
+    """(kind, neutral, builder) for the mutations of one node; builders may raise TermError.
+
+    ``neutral`` marks a mutation that cannot change the value of a defined term (swapping commuting
+    factors, duplicating or dropping an identity, scaling a zero, transposing an identity): if the
+    kernel accepts such a mutant, it is still a correct proof of the unchanged statement.
+    """
+    if isinstance(node, MatMul):
+        coeff, mats = factors_of(node)
+        for i in range(len(mats) - 1):
+            swapped = [*mats[:i], mats[i + 1], mats[i], *mats[i + 2 :]]
+            yield f"swap[{i}]", _commute(mats[i], mats[i + 1]), functools.partial(mul, coeff, swapped)
+        for i in range(len(mats)):
+            neutral = isinstance(mats[i], Identity)
+            if len(mats) > 1:
+                yield f"drop[{i}]", neutral, functools.partial(mul, coeff, mats[:i] + mats[i + 1 :])
+            yield f"duplicate[{i}]", neutral, functools.partial(mul, coeff, [*mats[: i + 1], mats[i], *mats[i + 1 :]])
+    if isinstance(node, Transpose):
+        yield "untranspose", isinstance(node.args[0], Identity), lambda: node.args[0]
+    else:
+        yield "transpose", isinstance(node, Identity), lambda: transpose(node)
+    if isinstance(node, (MatPow, Inverse)):
+        base, q = exponent_form(node)
+        yield "exponent_sign", False, lambda: power(base, -q)
+    yield "scale", isinstance(node, ZeroMatrix), lambda: mul(2, node)
+
+
+def kind_of(label: str) -> str:
+    """The mutation kind in a step-expression mutant's label ('main step 3: swap[1]@(0,)' -> 'swap')."""
+    return label.split(": ", 1)[1].split("@")[0].split("[")[0].removesuffix(" (neutral)")
+
+
+def term_mutants(term: Basic) -> dict[str, list[tuple[str, Basic]]]:
+    """Mutants of ``term`` by kind: (label, mutated term); only those with a new canonical form."""
+    original = canon(term)
+    out: dict[str, list[tuple[str, Basic]]] = {}
+    for path, node in positions(original):
+        for kind, neutral, build in node_mutations(node):
+            try:
+                mutated = replace_at(original, path, build())
+            except TermError:
+                continue  # cannot be built
+            if same_term(mutated, original):
+                continue
+            label = f"{kind}@{path}" + (" (neutral)" if neutral else "")
+            out.setdefault(kind.split("[")[0], []).append((label, mutated))
+    return out
+
+
+def sample(rng: random.Random, items: list, limit: int | None) -> list:
+    if limit is None or len(items) <= limit:
+        return list(items)
+    return rng.sample(items, limit)
+
+
+# --- (a) step expressions -----------------------------------------------------------------------
+
+
+@functools.cache
+def step_expression_mutants(theorem_id: str) -> tuple[Mutant, ...]:
+    proof, rng, out = proof_of(theorem_id), random.Random(0), []
+    total_steps = sum(len(c.steps) for c in chains(proof))
+    per_step = None if STEP_MUTANTS_PER_THEOREM is None else max(3, -(-STEP_MUTANTS_PER_THEOREM // total_steps))
+    for ci, chain in enumerate(chains(proof)):
+        for si, step in enumerate(chain.steps):
+            picked = []
+            for _, items in sorted(term_mutants(step.expr).items()):
+                picked += sample(rng, items, STEP_MUTANTS_PER_KIND)
+            for where, expr in sample(rng, picked, per_step):
+                steps = list(chain.steps)
+                steps[si] = dataclasses.replace(step, expr=expr)
+                out.append(Mutant(f"{chain.name} step {si + 1}: {where}", with_steps(proof, ci, steps)))
+    return tuple(out)
+
+
+# --- (b) rule renames ---------------------------------------------------------------------------
+
+
+def rule_names(proof: Proof) -> list[str]:
+    names = list(AXIOMS) + ["no_such_rule", "hyp:no_such_hypothesis"]
+    names += [f"hyp:{h.name}" for h in proof.hypotheses]
+    names += [f"def:{d.name}" for d in proof.definitions]
+    names += [f"lemma:{c.name}" for c in proof.lemmas]
+    names += [f"hyp:{h.name}" for c in chains(proof) for h in c.hypotheses]
+    return list(dict.fromkeys(names))
+
+
+@functools.cache
+def rename_mutants(theorem_id: str) -> tuple[Mutant, ...]:
+    proof, rng, out = proof_of(theorem_id), random.Random(0), []
+    names = rule_names(proof)
+    for ci, chain in enumerate(chains(proof)):
+        for si, step in enumerate(chain.steps):
+            others = [n for n in names if n != step.rule and n != "no_such_rule"]
+            for name in ["no_such_rule", *sample(rng, others, RENAMES_PER_STEP)]:
+                steps = list(chain.steps)
+                steps[si] = dataclasses.replace(step, rule=name)
+                out.append(Mutant(f"{chain.name} step {si + 1}: {step.rule} -> {name}", with_steps(proof, ci, steps)))
+    return tuple(out)
+
+
+# --- (c), (d) hypotheses ------------------------------------------------------------------------
+
+
+def hypothesis_sites(proof: Proof) -> list[tuple[str, Hypothesis, Callable[[Hypothesis | None], Proof]]]:
+    """Every hypothesis (global and local) with a function replacing (or, given None, dropping) it."""
+    sites = []
+    for hi, h in enumerate(proof.hypotheses):
+        def put(new: Hypothesis | None, hi: int = hi) -> Proof:
+            hyps = list(proof.hypotheses)
+            hyps[hi : hi + 1] = [] if new is None else [new]
+            return dataclasses.replace(proof, hypotheses=tuple(hyps))
+
+        sites.append((f"global {h.name}", h, put))
+    for ci, chain in enumerate(chains(proof)):
+        for hi, h in enumerate(chain.hypotheses):
+            def put(new: Hypothesis | None, ci: int = ci, chain: Chain = chain, hi: int = hi) -> Proof:
+                hyps = list(chain.hypotheses)
+                hyps[hi : hi + 1] = [] if new is None else [new]
+                return with_chain(proof, ci, dataclasses.replace(chain, hypotheses=tuple(hyps)))
+
+            sites.append((f"{chain.name} local {h.name}", h, put))
+    return sites
+
+
+def dropped_hypothesis_mutants(theorem_id: str) -> list[Mutant]:
+    proof = proof_of(theorem_id)
+    return [Mutant(f"drop {where}", put(None)) for where, _, put in hypothesis_sites(proof)]
+
+
+def matrix_symbols(proof: Proof) -> list[MatrixSymbol]:
+    found: set = set()
+    for term in (*[x for h in proof.hypotheses for x in (h.lhs, h.rhs)],
+                 *[x for d in proof.definitions for x in (d.symbol, d.rhs)],
+                 *[x for c in chains(proof) for x in (c.lhs, c.rhs)]):
+        found |= term.atoms(MatrixSymbol)
+    return sorted(found, key=lambda m: m.name)
+
+
+def side_mutants(side: Basic) -> list[tuple[str, Basic]]:
+    """Scaled, transposed, and each adjacent pair of factors swapped."""
+    out = [("scaled", mul(2, side)), ("transposed", transpose(side))]
+    coeff, mats = factors_of(canon(side))
+    for i in range(len(mats) - 1):
+        try:
+            out.append((f"swap {i}", mul(coeff, [*mats[:i], mats[i + 1], mats[i], *mats[i + 2 :]])))
+        except TermError:
+            continue
+    return [(label, t) for label, t in out if not same_term(t, side)]
+
+
+def altered_hypothesis_mutants(theorem_id: str) -> list[Mutant]:
+    proof, out = proof_of(theorem_id), []
+    symbols = matrix_symbols(proof)
+    for where, h, put in hypothesis_sites(proof):
+        if isinstance(h.lhs, AppliedPredicate):
+            subject = h.lhs.arguments[0]
+            old = next(name for name, predicate in PREDICATES.items() if predicate == h.lhs.function)
+            for name, predicate in PREDICATES.items():
+                if name != old:
+                    new = dataclasses.replace(h, lhs=predicate(subject))
+                    out.append(Mutant(f"{where}: predicate {old} -> {name}", put(new)))
+            others = [m for m in symbols if m != subject and m.shape == subject.shape] + [mul(2, subject)]
+            for other in others:
+                new = dataclasses.replace(h, lhs=h.lhs.function(other))
+                out.append(Mutant(f"{where}: applied to {other}", put(new)))
+            out.append(Mutant(f"{where}: rhs false", put(dataclasses.replace(h, rhs=S.false))))
+            continue
+        for label, new in side_mutants(h.lhs):
+            out.append(Mutant(f"{where}: lhs {label}", put(dataclasses.replace(h, lhs=new))))
+        for label, new in side_mutants(h.rhs):
+            out.append(Mutant(f"{where}: rhs {label}", put(dataclasses.replace(h, rhs=new))))
+    return out
+
+
+# --- (e) claims ---------------------------------------------------------------------------------
+
+
+def claim_mutants(theorem_id: str) -> list[Mutant]:
+    proof, out = proof_of(theorem_id), []
+    all_chains = chains(proof)
+    for ci, chain in enumerate(all_chains):
+        def put(label: str, ci: int = ci, chain: Chain = chain, **changes: Basic) -> None:
+            out.append(Mutant(f"{chain.name}: {label}", with_chain(proof, ci, dataclasses.replace(chain, **changes))))
+
+        put("lhs scaled", lhs=mul(2, chain.lhs))
+        put("rhs scaled", rhs=mul(2, chain.rhs))
+        if not same_term(chain.lhs, chain.rhs):
+            put("sides swapped", lhs=chain.rhs, rhs=chain.lhs)
+            put("rhs := lhs", rhs=chain.lhs)
+        put("rhs transposed", rhs=transpose(chain.rhs))
+        put("rhs := 0", rhs=ZeroMatrix(*chain.rhs.shape))
+        for other in all_chains:
+            if other is not chain and other.rhs.shape == chain.rhs.shape and not same_term(other.rhs, chain.rhs):
+                put(f"rhs := rhs of {other.name}", rhs=other.rhs)
+    return out
+
+
+# --- (f) definitions ----------------------------------------------------------------------------
+
+
+def definition_mutants(theorem_id: str) -> list[Mutant]:
+    proof, out = proof_of(theorem_id), []
+    for di, d in enumerate(proof.definitions):
+        def put(label: str, rhs: Basic, di: int = di, d: Definition = d) -> None:
+            defs = list(proof.definitions)
+            defs[di] = dataclasses.replace(d, rhs=rhs)
+            out.append(Mutant(f"def {d.name}: {label}", dataclasses.replace(proof, definitions=tuple(defs))))
+
+        rhs = canon(d.rhs)
+        put("scaled", mul(2, rhs))
+        for path, node in positions(rhs):
+            if isinstance(node, (MatPow, Inverse)):
+                base, q = exponent_form(node)
+                put(f"exponent sign @{path}", replace_at(rhs, path, power(base, -q)))
+            if isinstance(node, (MatrixSymbol, Identity)):
+                put(f"factor transposed @{path}", replace_at(rhs, path, transpose(node)))
+    return out
+
+
+# --- (g) step order -----------------------------------------------------------------------------
+
+
+@functools.cache
+def step_order_mutants(theorem_id: str) -> tuple[Mutant, ...]:
+    proof, out = proof_of(theorem_id), []
+    for ci, chain in enumerate(chains(proof)):
+        steps = list(chain.steps)
+        for i in range(len(steps)):
+            out.append(Mutant(f"{chain.name}: step {i + 1} deleted", with_steps(proof, ci, steps[:i] + steps[i + 1 :])))
+            out.append(Mutant(f"{chain.name}: step {i + 1} duplicated",
+                              with_steps(proof, ci, steps[: i + 1] + [steps[i]] + steps[i + 1 :])))
+            if i + 1 < len(steps) and steps[i] != steps[i + 1]:
+                swapped = [*steps[:i], steps[i + 1], steps[i], *steps[i + 2 :]]
+                out.append(Mutant(f"{chain.name}: steps {i + 1} and {i + 2} swapped", with_steps(proof, ci, swapped)))
+        if steps[::-1] != steps:
+            out.append(Mutant(f"{chain.name}: reversed", with_steps(proof, ci, steps[::-1])))
+    return tuple(sample(random.Random(0), out, ORDER_MUTANTS_PER_THEOREM))
+
+
+# --- (h) instances of a universally quantified hypothesis ---------------------------------------
+
+
+def instance_sites(proof: Proof) -> list[tuple[int, int, Step]]:
+    return [(ci, si, s) for ci, c in enumerate(chains(proof)) for si, s in enumerate(c.steps) if s.instance]
+
+
+def instance_mutants(theorem_id: str) -> list[Mutant]:
+    proof, out = proof_of(theorem_id), []
+    symbols = matrix_symbols(proof)
+    dims = sorted({d for m in symbols for d in m.shape[0].free_symbols | m.shape[1].free_symbols}, key=str)
+    for ci, si, step in instance_sites(proof):
+        chain = chains(proof)[ci]
+
+        def put(label: str, instance: list, ci: int = ci, si: int = si, step: Step = step,
+                chain: Chain = chain) -> None:
+            steps = list(chain.steps)
+            steps[si] = dataclasses.replace(step, instance=tuple(instance))
+            out.append(Mutant(f"{chain.name} step {si + 1}: instance {label}", with_steps(proof, ci, steps)))
+
+        pairs = list(step.instance)
+        put("emptied", [])
+        put("extra pair", [*pairs, (MatrixSymbol("Extra", 1, 1), Identity(1))])
+        put("pair repeated", [*pairs, pairs[0]])
+        for k, (var, val) in enumerate(pairs):
+            def at(new_val: Basic, k: int = k, var: Basic = var, pairs: list = pairs) -> list:
+                return [*pairs[:k], (var, new_val), *pairs[k + 1 :]]
+
+            put(f"{var} dropped", pairs[:k] + pairs[k + 1 :])
+            if isinstance(var, Symbol):
+                for new in [*dims, Integer(1), Integer(2), val + 1, Integer(0)]:
+                    if new != val:
+                        put(f"{var} := {new}", at(new))
+            else:
+                candidates = [mul(2, val), transpose(val), ZeroMatrix(*val.shape), Identity(val.shape[0])]
+                candidates += [m for m in symbols if m.shape == val.shape]
+                candidates += [v for _, v in pairs if isinstance(v, MatrixSymbol) or not isinstance(v, Symbol)]
+                for new in candidates:
+                    if not same_term(new, val):
+                        put(f"{var} := {new}", at(new))
+        values = [v for _, v in pairs]
+        put("values rotated", [(var, values[(k + 1) % len(values)]) for k, (var, _) in enumerate(pairs)])
+    return out
+
+
+# --- which accepted mutants are legitimate ----------------------------------------------------
+
+#: Hypothesis mutants that may be accepted, with the reason the mutated statement is still true.
+#: A predicate replaced by a weaker one the proof only uses in its weaker form (diagonal -> symmetric:
+#: the kernel uses diagonality only as symmetry; positive definite -> invertible where only the
+#: inverse is taken), or by a stronger one (invertible -> positive definite, symmetric -> diagonal),
+#: which weakens the theorem.
+ACCEPTABLE_PREDICATE_CHANGES = {
+    ("diagonal", "symmetric"),  # Λ or S symmetric (and positive definite / invertible) is all the proof needs
+    ("positive_definite", "invertible"),  # only the inverse of S or of XᵀX is taken in these proofs
+    ("invertible", "positive_definite"),  # a stronger hypothesis: the theorem gets weaker
+    ("symmetric", "diagonal"),  # a stronger hypothesis
+}
+
+
+def acceptable_hypothesis_mutant(label: str) -> bool:
+    if ": predicate " not in label:
+        return False
+    old, new = label.split(": predicate ", 1)[1].split(" -> ")
+    return (old, new) in ACCEPTABLE_PREDICATE_CHANGES
+
+
+def describe(items: list[tuple[Mutant, Theorem]]) -> str:
+    return "\n".join(m.label for m, _ in items)
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_unmutated_proof_checks(theorem_id: str):
+    theorem = check(proof_of(theorem_id))
+    assert theorem.id == theorem_id and theorem.steps > 0
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_step_expression_mutants_are_rejected(theorem_id: str):
+    mutants = list(step_expression_mutants(theorem_id))
+    steps = sum(len(c.steps) for c in chains(proof_of(theorem_id)))
+    assert len(mutants) >= 2 * steps
+    assert {"swap", "drop", "duplicate", "transpose", "scale"} <= {kind_of(m.label) for m in mutants}
+    bad = [(m, t) for m, t in accepted(mutants) if not m.label.endswith("(neutral)")]
+    assert not bad, f"{len(bad)} mutated step expressions accepted:\n{describe(bad)}"
+
+
+def test_step_expression_mutants_are_many():
+    counts = {tid: len(step_expression_mutants(tid)) for tid in THEOREM_IDS}
+    assert sum(counts.values()) >= (800 if not FULL else 5000), counts
+    kinds = {kind_of(m.label) for tid in THEOREM_IDS for m in step_expression_mutants(tid)}
+    assert kinds == {"swap", "drop", "duplicate", "transpose", "untranspose", "exponent_sign", "scale"}
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_renamed_rules_are_rejected_or_prove_the_same_statement(theorem_id: str):
+    mutants = list(rename_mutants(theorem_id))
+    assert len(mutants) >= 3 * sum(len(c.steps) for c in chains(proof_of(theorem_id)))  # sampled
+    original = statement(proof_of(theorem_id))
+    ok = accepted(mutants)
+    for mutant, theorem in ok:
+        assert statement(theorem.proof) == original, mutant.label
+        assert "no_such" not in mutant.label.split(" -> ")[1], mutant.label
+    # a rename is accepted only when the new rule really relates the two expressions; most are not
+    assert len(ok) <= len(mutants) // 10, describe(ok)
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_every_hypothesis_is_needed(theorem_id: str):
+    mutants = dropped_hypothesis_mutants(theorem_id)
+    assert mutants
+    bad = accepted(mutants)
+    assert not bad, f"hypotheses not needed:\n{describe(bad)}"
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_altered_hypotheses_are_rejected(theorem_id: str):
+    mutants = altered_hypothesis_mutants(theorem_id)
+    assert len(mutants) >= 3 * len(hypothesis_sites(proof_of(theorem_id)))
+    # A hypothesis the proof does not need at all may be altered freely: that redundancy is what
+    # test_every_hypothesis_is_needed reports, so it is not reported twice here.
+    redundant = {m.label.removeprefix("drop ") for m, _ in accepted(dropped_hypothesis_mutants(theorem_id))}
+    bad = [(m, t) for m, t in accepted(mutants)
+           if not acceptable_hypothesis_mutant(m.label) and m.label.split(": ", 1)[0] not in redundant]
+    assert not bad, f"altered hypotheses accepted:\n{describe(bad)}"
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_altered_claims_are_rejected(theorem_id: str):
+    mutants = claim_mutants(theorem_id)
+    assert len(mutants) >= 5 * len(chains(proof_of(theorem_id)))
+    bad = accepted(mutants)
+    assert not bad, f"altered claims accepted:\n{describe(bad)}"
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_altered_definitions_are_rejected(theorem_id: str):
+    mutants = definition_mutants(theorem_id)
+    if not proof_of(theorem_id).definitions:
+        assert mutants == []
+        return
+    assert len(mutants) >= 2 * len(proof_of(theorem_id).definitions)
+    bad = accepted(mutants)
+    assert not bad, f"altered definitions accepted:\n{describe(bad)}"
+
+
+@pytest.mark.parametrize("theorem_id", THEOREM_IDS)
+def test_reordered_deleted_and_duplicated_steps_are_rejected(theorem_id: str):
+    mutants = list(step_order_mutants(theorem_id))
+    steps = sum(len(c.steps) for c in chains(proof_of(theorem_id)))
+    assert len(mutants) >= min(2 * steps, ORDER_MUTANTS_PER_THEOREM or 2 * steps)
+    bad = accepted(mutants)
+    assert not bad, f"re-ordered steps accepted:\n{describe(bad)}"
+
+
+def test_altered_instances_are_rejected():
+    proof = proof_of("preconditioned_gd")
+    assert "ols_only_if" in [chains(proof)[ci].name for ci, _, _ in instance_sites(proof)]
+    mutants = instance_mutants("preconditioned_gd")
+    assert len(mutants) >= 20
+    bad = accepted(mutants)
+    assert not bad, f"altered instances accepted:\n{describe(bad)}"
+
+
+def test_mutant_classes_are_large():
+    """The mutation classes together give thousands of mutants over the library."""
+    generators = [step_expression_mutants, rename_mutants, dropped_hypothesis_mutants, altered_hypothesis_mutants,
+                  claim_mutants, definition_mutants, step_order_mutants]
+    total = sum(len(g(tid)) for g in generators for tid in THEOREM_IDS) + len(instance_mutants("preconditioned_gd"))
+    assert total >= 2500 if not FULL else total >= 15000
+
+
+# --- forall hypotheses: a few direct checks -----------------------------------------------------
+
+
+def _ols_only_if_with(instance) -> Proof:
+    proof = proof_of("preconditioned_gd")
+    ci, si, step = instance_sites(proof)[0]
+    steps = list(chains(proof)[ci].steps)
+    steps[si] = dataclasses.replace(step, instance=tuple(instance))
+    return with_steps(proof, ci, steps)
+
+
+def test_forall_hypothesis_needs_its_instance():
+    proof = proof_of("preconditioned_gd")
+    _, _, step = instance_sites(proof)[0]
+    assert outcome(_ols_only_if_with(step.instance)) is not None
+    with pytest.raises(ProofError, match="instantiate"):
+        check(_ols_only_if_with(()))
+
+
+# --- Theorem objects ----------------------------------------------------------------------------
+
+
+def test_theorem_cannot_be_constructed_outside_the_kernel():
+    proof = proof_of("ols_is_linear_attention")
+    for token in (None, object(), "kernel", Theorem):
+        with pytest.raises(TypeError):
+            Theorem(token, proof, "0" * 64, 0.0)
+
+
+def test_theorem_is_immutable():
+    theorem = check(proof_of("ols_is_linear_attention"))
+    for name, value in (("statement", "anything"), ("id", "other"), ("proof", None), ("digest", "0" * 64)):
+        with pytest.raises(AttributeError):
+            setattr(theorem, name, value)
+    with pytest.raises(AttributeError):
+        theorem.extra = 1
+    assert theorem.id == "ols_is_linear_attention"
+    assert theorem.proof is proof_of("ols_is_linear_attention")
+
+
+def test_proof_data_is_frozen():
+    proof = proof_of("ols_is_linear_attention")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        proof.claim = proof.lemmas[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        proof.claim.steps[0].rule = "identity_mul"
+
+
+# --- deep and large terms -----------------------------------------------------------------------
+
+_p = Symbol("p", integer=True, positive=True)
+_A = MatrixSymbol("A", _p, _p)
+
+
+def _nested_transpose(depth: int) -> Basic:
+    term = _A
+    for _ in range(depth):
+        term = Transpose(term)
+    return term
+
+
+def _small_proof(lhs: Basic, rhs: Basic, steps=(), hypotheses=()) -> Proof:
+    return Proof("t", "t", "t", tuple(hypotheses), (), (), Chain("main", lhs, rhs, tuple(steps)))
+
+
+@pytest.mark.parametrize("where", ["claim", "step", "hypothesis"])
+def test_deeply_nested_transpose_is_refused_quickly(where: str):
+    deep = _nested_transpose(2000)
+    if where == "claim":
+        proof = _small_proof(deep, _A)
+    elif where == "step":
+        proof = _small_proof(_A, _A, [Step(deep, "transpose_transpose"), Step(_A, "transpose_transpose")])
+    else:
+        proof = _small_proof(_A, _A, hypotheses=[Hypothesis("deep", deep, _A)])
+    start = time.perf_counter()
+    # Refused with an error, not a crash or a hang.  (Today the kernel raises RecursionError from
+    # SymPy's tree walk or from canon, not ProofError: see the report; both are acceptable here.)
+    with pytest.raises((ProofError, RecursionError)):
+        check(proof)
+    assert time.perf_counter() - start < 5
+
+
+def test_moderately_deep_transpose_is_checked():
+    # 200 transposes of A: an even number, so the chain of transpose_transpose steps proves A = A
+    term, steps = _nested_transpose(200), []
+    current = term
+    while current != _A:
+        current = current.args[0].args[0]
+        steps.append(Step(current, "transpose_transpose"))
+    start = time.perf_counter()
+    theorem = check(_small_proof(term, _A, steps))
+    assert theorem.steps == 100
+    with pytest.raises(ProofError):
+        check(_small_proof(term, _A, steps[:-1]))
+    assert time.perf_counter() - start < 20
+
+
+def test_long_product_is_handled():
+    factors = [MatrixSymbol(f"M{i}", _p, _p) for i in range(60)]
+    lhs = mul(factors)
+    rhs = mul(factors[:30], Identity(_p), factors[30:])
+    start = time.perf_counter()
+    assert outcome(_small_proof(lhs, rhs, [Step(rhs, "identity_mul")])) is not None
+    assert outcome(_small_proof(lhs, mul(factors[::-1]), [Step(mul(factors[::-1]), "identity_mul")])) is None
+    assert time.perf_counter() - start < 20
+
+
+# --- kernel bugs found by these tests (each test states the correct behaviour, and fails today) ---
+
+_q = Symbol("q", integer=True, positive=True)
+_n = Symbol("n", integer=True, positive=True)
+_B = MatrixSymbol("B", _p, _p)
+
+
+def test_kernel_bug_forward_referencing_definitions_are_circular():
+    """KERNEL BUG: definitions A := B, B := A + I are accepted (B is "fresh" when A is defined).
+
+    Together they say A = A + I, which no matrices satisfy, so the definitions constrain their
+    symbols (the module docstring says definitions never constrain anything) and the kernel
+    proves the theorem A = A + I.  A definition's symbol must not occur in an earlier definition.
+    """
+    I_p = Identity(_p)
+    proof = Proof("circular", "circular", "A = A + I", (),
+                  (Definition("A", _A, _B), Definition("B", _B, add(_A, I_p))), (),
+                  Chain("main", _A, add(_A, I_p), (Step(_B, "def:A"), Step(add(_A, I_p), "def:B"))))
+    with pytest.raises(ProofError):
+        check(proof)
+
+
+@pytest.mark.parametrize(
+    "lhs, rhs",
+    [
+        (MatMul(0, Inverse(_A), evaluate=False), ZeroMatrix(_p, _p)),  # A⁻¹ of an arbitrary A
+        (MatMul(0, _A, MatrixSymbol("K", _q, _q), evaluate=False), ZeroMatrix(_p, _q)),  # p x p times q x q
+        (MatPow(MatrixSymbol("X", _n, _p), 0), Identity(_n)),  # power of a non-square matrix
+        (MatPow(MatrixSymbol("X", _n, _p), 1), MatrixSymbol("X", _n, _p)),
+        (MatPow(Inverse(_A), 0), Identity(_p)),
+    ],
+    ids=["zero_times_inverse", "zero_times_nonconforming", "X_pow_0", "X_pow_1", "inverse_pow_0"],
+)
+def test_kernel_bug_canon_erases_undefined_subterms(lhs: Basic, rhs: Basic):
+    """KERNEL BUG: definedness is checked after ``canon``, which drops sub-terms (0·M -> 0, M^0 -> I, M^1 -> M).
+
+    So a claim whose side is undefined (A⁻¹ with nothing known about A, a product of
+    non-conforming matrices, a power of a non-square matrix) is accepted with no steps at all,
+    although the kernel's semantics says both sides of a theorem are defined.
+    """
+    with pytest.raises(ProofError):
+        check(_small_proof(lhs, rhs))
+
+
+@pytest.mark.parametrize("value", [Rational(1, 2), Integer(-1)], ids=["half", "minus_one"])
+def test_kernel_bug_non_dimension_instance_raises_a_bare_valueerror(value: Basic):
+    """KERNEL BUG (robustness): instantiating a bound dimension with 1/2 or -1 escapes as SymPy's ValueError.
+
+    ``check`` should raise ProofError for every bad proof; here the instance check lets a value with
+    no free symbols through as a "dimension", and SymPy then fails building MatrixSymbol(A, 1/2, p).
+    """
+    proof = proof_of("preconditioned_gd")
+    _, _, step = instance_sites(proof)[0]
+    dim = next(v for v, _ in step.instance if isinstance(v, Symbol))
+    instance = [(v, value if v == dim else t) for v, t in step.instance]
+    with pytest.raises(ProofError):
+        check(_ols_only_if_with(instance))
+
+
+def test_kernel_bug_theorem_attributes_can_be_deleted():
+    """KERNEL BUG (minor): Theorem blocks setattr but not delattr, so ``del theorem.statement`` works."""
+    theorem = check(_small_proof(_A, _A))
+    with pytest.raises(AttributeError):
+        del theorem.statement
+    assert theorem.statement == "t"
+
+
+def test_sanity_kernel_rejects_plain_false_claims():
+    """Guards the tests above: a false claim without a proof is rejected."""
+    with pytest.raises(ProofError):
+        check(_small_proof(_A, transpose(_A)))
+    with pytest.raises(ProofError):
+        check(_small_proof(_A, _B, [Step(_B, "transpose_symmetric")]))
+    predicate_only = Hypothesis("A_pd", Q.positive_definite(_A), S.true)
+    with pytest.raises(ProofError):
+        check(_small_proof(transpose(_A), _A, [Step(_A, "transpose_symmetric")], [predicate_only]))
