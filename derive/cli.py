@@ -51,8 +51,11 @@ def _output_dir(path: str) -> Path:
     return out
 
 
-def prove(ids: list[str]) -> list[dict]:
-    """Build and check each theorem; one record per theorem (``theorem`` set when verified)."""
+def prove(ids: list[str], witness: bool = False) -> list[dict]:
+    """Build and check each theorem; one record per theorem (``theorem`` set when verified).
+
+    With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
+    """
     library = _library()
     records = []
     for theorem_id in ids:
@@ -63,6 +66,15 @@ def prove(ids: list[str]) -> list[dict]:
             record["steps"] = sum(len(c.steps) for c in (*proof.lemmas, proof.claim))
             record["theorem"] = check(proof)
             record["status"] = "verified"
+            if witness:
+                from .witness import WitnessError, witness_all
+
+                try:
+                    record["witness"] = witness_all(proof)
+                except WitnessError as exc:
+                    record["status"] = "failed"
+                    record["error"] = f"{theorem_id}: the witness refutes the proof: {exc}"
+                    del record["theorem"]
         except ProofError as exc:
             record["error"] = str(exc)
         record["seconds"] = round(time.perf_counter() - start, 3)
@@ -197,16 +209,23 @@ def _cmd_list(args) -> int:
 def _cmd_prove(args) -> int:
     ids = _select(args.ids)
     out = _output_dir(args.certificates) if args.certificates else None
-    records = prove(ids)
+    records = prove(ids, witness=args.witness)
     if out is not None:
         _write_certificates(records, out)
     if args.json:
-        rows = [{k: r[k] for k in ("id", "status", "steps", "seconds", "error") if k in r} for r in records]
+        rows = [{k: r[k] for k in ("id", "status", "steps", "seconds", "witness", "error") if k in r}
+                for r in records]
         print(json.dumps(rows, indent=1))
     else:
         print(f"{'theorem':26} {'steps':>5}  {'verified':8} {'seconds':>7}")
         for r in records:
-            print(f"{r['id']:26} {r['steps']:5d}  {'yes' if r['status'] == 'verified' else 'NO':8} {r['seconds']:7.3f}")
+            extra = ""
+            if "witness" in r:
+                w = r["witness"]
+                extra = f"  witness: {w['instances']} instances, identities p = " + ", ".join(
+                    str(i["p"]) for i in w["identities"])
+            print(f"{r['id']:26} {r['steps']:5d}  {'yes' if r['status'] == 'verified' else 'NO':8} "
+                  f"{r['seconds']:7.3f}{extra}")
         _failures(records)
         verified = sum(r["status"] == "verified" for r in records)
         print(f"{verified}/{len(records)} theorems verified" + (f"; certificates in {out}" if out else ""))
@@ -235,6 +254,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", metavar="ID", help="theorem ids (default: all)")
     p.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
     p.add_argument("--certificates", metavar="DIR", help="write DIR/<id>.json for each verified theorem")
+    p.add_argument("--witness", action="store_true",
+                   help="also re-evaluate every step exactly on random instances and as identities (p = 1, 2)")
     p.set_defaults(run=_cmd_prove)
     c = sub.add_parser("check", help="re-check certificate files from scratch")
     c.add_argument("files", nargs="+", metavar="FILE")

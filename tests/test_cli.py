@@ -125,3 +125,12 @@ def test_failing_proof_exits_non_zero_and_names_step_and_rule(monkeypatch, capsy
     assert main(["prove", "--json", "preconditioned_gd"]) == 1
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["status"] == "failed"
+
+
+def test_prove_with_the_witness(capsys):
+    assert main(["prove", "--witness", "slow_fast_memory"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("slow_fast_memory"))
+    assert "witness:" in row and "identities p = 1, 2" in row
+    assert main(["prove", "--json", "--witness", "preconditioned_gd"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["witness"]["instances"] > 0 and record["witness"]["gradient"]

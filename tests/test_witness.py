@@ -1,0 +1,396 @@
+"""The independent witness: it passes on the library, and it can fail.
+
+The witness re-evaluates proofs with exact arithmetic and never consults the kernel, so these tests
+check both directions: every library theorem survives it (on random instances and as identities of
+rational functions), and wrong steps, wrong claims, bad instantiations and bad samplers are caught.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from sympy import QQ, Matrix, Rational, eye
+from sympy.matrices.expressions import BlockMatrix, Identity, MatMul, MatPow, MatrixSymbol, ZeroMatrix
+
+from derive.constructions import dim
+from derive.kernel import Chain, Definition, Proof, Step
+from derive.terms import add, block, canon, inv, mul, power, transpose
+from derive.witness import (
+    SAMPLERS,
+    SHAPES,
+    Sample,
+    Source,
+    WitnessError,
+    check_gradient,
+    check_identity,
+    check_instances,
+    evaluate,
+    free,
+    orthogonal,
+    stiefel,
+    witness_all,
+)
+from derive.witness import mul as exact_mul
+from proofs import LIBRARY, build
+from proofs.common import Lam, V, X, X_q, Y
+
+THEOREMS = tuple(LIBRARY)
+n, p, k = dim("n"), dim("p"), dim("k")
+
+
+@pytest.fixture(scope="module")
+def proofs() -> dict[str, Proof]:
+    return {tid: build(tid) for tid in THEOREMS}
+
+
+def chains_of(proof: Proof) -> tuple[Chain, ...]:
+    return (*proof.lemmas, proof.claim)
+
+
+def locate(proof: Proof, expr) -> tuple[str, int]:
+    """(chain name, 1-based step index) of the first step whose expression is ``expr``."""
+    target = canon(expr)
+    for chain in chains_of(proof):
+        for index, step in enumerate(chain.steps, start=1):
+            if canon(step.expr) == target:
+                return chain.name, index
+    raise AssertionError(f"no step of {proof.theorem} is {target}")
+
+
+def replace_chain(proof: Proof, name: str, new: Chain) -> Proof:
+    if proof.claim.name == name:
+        return dataclasses.replace(proof, claim=new)
+    return dataclasses.replace(proof, lemmas=tuple(new if c.name == name else c for c in proof.lemmas))
+
+
+def chain_named(proof: Proof, name: str) -> Chain:
+    return next(c for c in chains_of(proof) if c.name == name)
+
+
+def replace_step(proof: Proof, name: str, index: int, **changes) -> Proof:
+    chain = chain_named(proof, name)
+    steps = list(chain.steps)
+    steps[index - 1] = dataclasses.replace(steps[index - 1], **changes)
+    return replace_chain(proof, name, dataclasses.replace(chain, steps=tuple(steps)))
+
+
+# --- the evaluator ---------------------------------------------------------------------------
+
+
+def test_evaluate_products_sums_coefficients_and_transposes():
+    A = MatrixSymbol("A", n, p)
+    a = Matrix([[1, 2], [3, 4], [5, 6]])
+    value = evaluate(add(mul(Rational(1, 2), transpose(A), A), Identity(p)), {A: a}, {n: 3, p: 2})
+    assert value == a.T * a / 2 + eye(2)
+
+
+def test_evaluate_inverse_and_integer_powers():
+    B = MatrixSymbol("B", p, p)
+    b = Matrix([[2, 1], [1, 1]])
+    assert evaluate(inv(B), {B: b}, {p: 2}) == b.inv()
+    assert evaluate(power(B, 3), {B: b}, {p: 2}) == b**3
+    assert evaluate(power(B, -2), {B: b}, {p: 2}) == (b.inv()) ** 2
+
+
+def test_evaluate_fractional_power_of_a_diagonal_with_rational_roots():
+    D = MatrixSymbol("D", p, p)
+    d = Matrix([[4, 0], [0, Rational(9, 4)]])
+    assert evaluate(power(D, Rational(-1, 2)), {D: d}, {p: 2}) == Matrix([[Rational(1, 2), 0], [0, Rational(2, 3)]])
+    assert evaluate(power(D, Rational(3, 2)), {D: d}, {p: 2}) == Matrix([[8, 0], [0, Rational(27, 8)]])
+
+
+@pytest.mark.parametrize("value", [Matrix([[2, 0], [0, 1]]), Matrix([[2, 1], [1, 2]]), Matrix([[-4, 0], [0, 1]])],
+                         ids=["irrational-root", "not-diagonal", "negative-entry"])
+def test_evaluate_refuses_inexact_or_undefined_fractional_powers(value):
+    D = MatrixSymbol("D", p, p)
+    with pytest.raises(WitnessError):
+        evaluate(power(D, Rational(1, 2)), {D: value}, {p: 2})
+
+
+def test_evaluate_blocks_and_dimension_expressions():
+    A, b = MatrixSymbol("A", n - 1, p), MatrixSymbol("b", p, 1)
+    term = block([[A, ZeroMatrix(n - 1, k)], [transpose(b), Identity(1)]])
+    assert isinstance(term, BlockMatrix)
+    value = evaluate(term, {A: Matrix([[1, 2], [3, 4]]), b: Matrix([5, 6])}, {n: 3, p: 2, k: 1})
+    assert value == Matrix([[1, 2, 0], [3, 4, 0], [5, 6, 1]])
+
+
+def test_evaluate_rejects_singular_inverses_and_bad_values():
+    B = MatrixSymbol("B", p, p)
+    with pytest.raises(WitnessError, match="singular"):
+        evaluate(inv(B), {B: Matrix([[1, 2], [2, 4]])}, {p: 2})
+    with pytest.raises(WitnessError, match="shape"):
+        evaluate(B, {B: Matrix([[1, 2, 3]])}, {p: 2})
+    with pytest.raises(WitnessError, match="no value"):
+        evaluate(B, {}, {p: 2})
+
+
+def test_sampler_building_blocks_are_exact():
+    values = iter([QQ(1, 2), QQ(-3), QQ(2, 5), QQ(1), QQ(-1, 3), QQ(4), QQ(2), QQ(3)] * 4)
+    src = Source(QQ, lambda positive: next(values))  # fixed numbers, to test the helpers on their own
+    O, U = orthogonal(src, 3), stiefel(src, 4, 2)
+    assert exact_mul(O.transpose(), O).to_Matrix() == eye(3) and exact_mul(O, O.transpose()).to_Matrix() == eye(3)
+    assert exact_mul(U.transpose(), U).to_Matrix() == eye(2)
+    assert free(src, 2, 3).shape == (2, 3)
+
+
+# --- the library passes --------------------------------------------------------------------------
+
+
+def test_every_library_theorem_has_a_sampler():
+    assert set(THEOREMS) <= set(SAMPLERS)
+
+
+@pytest.mark.parametrize("theorem_id", THEOREMS)
+def test_instances_pass(proofs, theorem_id):
+    proof = proofs[theorem_id]
+    report = check_instances(proof, trials=2, seed=0)
+    chains = chains_of(proof)
+    assert report.theorem == theorem_id and report.chains == len(chains)
+    assert report.instances == len(chains) * len(SHAPES) * 2
+    assert report.steps == sum(len(c.steps) for c in chains) * len(SHAPES) * 2
+    hypotheses = sum(len(proof.hypotheses) + len(c.hypotheses) for c in chains) * len(SHAPES) * 2
+    assert report.hypotheses == hypotheses
+
+
+@pytest.mark.parametrize("p_", [1, 2, 3])
+@pytest.mark.parametrize("theorem_id", THEOREMS)
+def test_identities(proofs, theorem_id, p_):
+    proof = proofs[theorem_id]
+    report = check_identity(theorem_id, p_, proof=proof, steps=p_ <= 2)
+    assert report.chains == len(chains_of(proof)) and report.parameters > 0
+    assert report.hypotheses >= len(proof.hypotheses)
+    if p_ <= 2:  # every step, not only each chain's claim, is an identity of rational functions
+        assert report.steps == sum(len(c.steps) for c in chains_of(proof))
+
+
+@pytest.mark.parametrize("p_", [1, 2, 3])
+def test_gradient_formula(p_):
+    report = check_gradient(p_)
+    assert report.shapes == ((p_ + 1, p_, 1), (p_ + 1, p_, 2))
+
+
+def test_witness_all_summary(proofs):
+    summary = witness_all(proofs["preconditioned_gd"])
+    assert summary["theorem"] == "preconditioned_gd" and summary["instances"] > 0 and summary["steps"] > 0
+    assert [item["p"] for item in summary["identities"]] == [1, 2]
+    assert summary["gradient"] and summary["seconds"] >= 0
+    assert "gradient" not in witness_all(proofs["slow_fast_memory"])
+
+
+def recording(sampler, log: list):
+    def wrapped(src, shape, chain):
+        sample = sampler(src, shape, chain)
+        log.append((chain, sorted(sample.dims.items()),
+                    sorted((name, value.to_Matrix()) for name, value in sample.values.items())))
+        return sample
+
+    return wrapped
+
+
+def test_deterministic_in_the_seed(proofs):
+    proof = proofs["gauge_invariance"]
+    runs = []
+    for seed in (0, 0, 1):
+        log: list = []
+        check_instances(proof, seed=seed, sampler=recording(SAMPLERS[proof.theorem], log))
+        runs.append(log)
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+# --- the witness can fail ------------------------------------------------------------------------
+
+
+def refuted(proof: Proof, **kwargs) -> WitnessError:
+    with pytest.raises(WitnessError) as info:
+        check_instances(proof, **kwargs)
+    return info.value
+
+
+def test_dropped_transpose_is_refuted(proofs):
+    proof = proofs["ols_is_linear_attention"]
+    name, index = locate(proof, inv(mul(V, Lam, transpose(V))))
+    bad = replace_step(proof, name, index, expr=inv(mul(V, Lam, V)))
+    error = refuted(bad)
+    assert (error.theorem, error.chain, error.step) == (proof.theorem, name, index)
+    assert error.rule == chain_named(proof, name).steps[index - 1].rule
+    assert "sampler" not in str(error)
+
+
+def test_swapped_factors_are_refuted(proofs):
+    proof = proofs["ols_is_linear_attention"]
+    L = MatrixSymbol("L", p, p)
+    name, index = locate(proof, mul(X_q, L, transpose(L), transpose(X), Y))
+    bad = replace_step(proof, name, index, expr=mul(X_q, transpose(L), L, transpose(X), Y))
+    error = refuted(bad)
+    assert (error.chain, error.step) == (name, index)
+    with pytest.raises(WitnessError):
+        check_identity(proof.theorem, 2, proof=bad, steps=True)
+
+
+def test_flipped_exponent_is_refuted(proofs):
+    proof = proofs["slow_fast_memory"]
+    root = power(Lam, Rational(-1, 2))
+    name, index = locate(proof, mul(V, root, root, transpose(V)))
+    bad = replace_step(proof, name, index, expr=mul(V, root, power(Lam, Rational(1, 2)), transpose(V)))
+    error = refuted(bad)
+    assert (error.chain, error.step) == (name, index)
+
+
+def test_wrong_claim_is_refuted(proofs):
+    proof = proofs["gauge_invariance"]
+    d = dim("d")
+    W_Q, W_K = MatrixSymbol("W_Q", p, d), MatrixSymbol("W_K", p, d)
+    wrong = mul(X_q, W_K, transpose(W_Q), transpose(X), Y)  # W_K W_Qᵀ instead of W_Q W_Kᵀ
+    bad = dataclasses.replace(proof, claim=dataclasses.replace(proof.claim, rhs=wrong))
+    error = refuted(bad)
+    assert error.chain == "main" and "right-hand side" in error.reason
+    with pytest.raises(WitnessError, match="not an identity"):
+        check_identity(proof.theorem, 2, proof=bad)
+
+
+def test_bad_instantiation_is_refuted(proofs):
+    proof = proofs["preconditioned_gd"]
+    chain = chain_named(proof, "ols_only_if")
+    index, step = next((i, s) for i, s in enumerate(chain.steps, start=1) if s.instance)
+    instance = tuple((v, k if str(v) == "s" else t) for v, t in step.instance)  # T := X needs s = p, not k
+    error = refuted(replace_step(proof, chain.name, index, instance=instance))
+    assert (error.chain, error.step, error.rule) == ("ols_only_if", index, step.rule)
+
+
+def test_an_unsound_step_that_type_checks_is_refuted():
+    """A hand-made proof whose only step claims (A B)ᵀ = Aᵀ Bᵀ for square A, B."""
+    A, B = MatrixSymbol("X", p, p), MatrixSymbol("Y", p, p)
+    claim = Chain("main", transpose(mul(A, B)), mul(transpose(A), transpose(B)),
+                  (Step(mul(transpose(A), transpose(B)), "transpose_product"),))
+    proof = Proof("made_up", "", "", (), (), (), claim)
+
+    def sampler(src, shape, chain):
+        size = shape["p"]
+        return Sample({"p": size}, {"X": free(src, size, size), "Y": free(src, size, size)})
+
+    error = refuted(proof, sampler=sampler)
+    assert (error.theorem, error.chain, error.step, error.rule) == ("made_up", "main", 1, "transpose_product")
+
+
+def test_unknown_theorem_has_no_sampler(proofs):
+    bad = dataclasses.replace(proofs["ols_is_linear_attention"], theorem="no_such_theorem")
+    with pytest.raises(WitnessError, match="no sampler"):
+        check_instances(bad)
+
+
+# --- bad samplers are caught, never skipped --------------------------------------------------------
+
+
+def test_sampler_breaking_orthogonality_is_detected(proofs):
+    def bad(src, shape, chain):
+        sample = SAMPLERS["ols_is_linear_attention"](src, shape, chain)
+        return Sample(sample.dims, {**sample.values, "V": sample.values["V"] * src.domain.convert(2)})
+
+    error = refuted(proofs["ols_is_linear_attention"], sampler=bad)
+    assert "sampler bug" in str(error) and "violates hypothesis" in str(error)
+
+
+def test_sampler_breaking_a_predicate_is_detected(proofs):
+    """XᵀX = V Λ Vᵀ and V orthogonal hold, but Λ = BᵀB is not diagonal."""
+
+    def bad(src, shape, chain):
+        dims = {name: shape[name] for name in ("n", "p", "k", "m")}
+        V_, U_, B_ = orthogonal(src, dims["p"]), stiefel(src, dims["n"], dims["p"]), free(src, dims["p"], dims["p"])
+        values = {"V": V_, "Lambda": exact_mul(B_.transpose(), B_), "X": exact_mul(U_, B_, V_.transpose()),
+                  "Y": free(src, dims["n"], dims["k"]), "X_q": free(src, dims["m"], dims["p"])}
+        return Sample(dims, values)
+
+    error = refuted(proofs["ols_is_linear_attention"], sampler=bad)
+    assert "Lambda_diagonal" in str(error) and "sampler bug" in str(error)
+
+
+def test_sampler_breaking_a_local_hypothesis_is_detected(proofs):
+    """A random Γ = W_Q W_Kᵀ is not (XᵀX)⁻¹: the lemma ols_if assumes it is."""
+
+    def bad(src, shape, chain):
+        return SAMPLERS["preconditioned_gd"](src, shape, "main")
+
+    error = refuted(proofs["preconditioned_gd"], sampler=bad)
+    assert error.chain == "ols_if" and "Gamma_is_precision" in str(error)
+
+
+def test_sampler_breaking_a_forall_hypothesis_is_detected(proofs):
+    def bad(src, shape, chain):
+        return SAMPLERS["preconditioned_gd"](src, shape, "main" if chain == "ols_only_if" else chain)
+
+    error = refuted(proofs["preconditioned_gd"], sampler=bad)
+    assert error.chain == "ols_only_if" and "step_is_ols" in str(error)
+
+
+def test_sampler_missing_a_value_or_naming_a_defined_symbol_is_detected(proofs):
+    proof = proofs["ols_is_linear_attention"]
+
+    def missing(src, shape, chain):
+        sample = SAMPLERS[proof.theorem](src, shape, chain)
+        return Sample(sample.dims, {k_: v for k_, v in sample.values.items() if k_ != "Y"})
+
+    assert "no value for Y" in str(refuted(proof, sampler=missing))
+
+    def defines(src, shape, chain):
+        sample = SAMPLERS[proof.theorem](src, shape, chain)
+        return Sample(sample.dims, {**sample.values, "L": sample.values["V"]})
+
+    assert "defined" in str(refuted(proof, sampler=defines))
+
+
+def test_symbolic_sampler_breaking_a_hypothesis_is_detected(proofs):
+    def bad(src, shape, chain):
+        sample = SAMPLERS["slow_fast_memory"](src, shape, chain)
+        return Sample(sample.dims, {**sample.values, "Lambda": sample.values["Lambda"] * src.domain.convert(3)})
+
+    with pytest.raises(WitnessError, match="gram_spectral"):
+        check_identity("slow_fast_memory", 2, proof=proofs["slow_fast_memory"], sampler=bad)
+
+
+# --- terms the kernel's normal form could erase are evaluated as written ---------------------------
+
+_q = dim("q")
+
+
+def free_sampler(dims: dict[str, int], *symbols: MatrixSymbol):
+    """Random values for the given symbols (the only free symbols of a hand-made proof)."""
+    values = {str(s.name): s for s in symbols}
+    used = {str(x.name) for s in symbols for x in s.shape[0].free_symbols | s.shape[1].free_symbols}
+    if not symbols:
+        used = set(dims)
+
+    def sampler(src, shape, chain):
+        sizes = {dim(name): size for name, size in dims.items()}
+        return Sample({name: dims[name] for name in used},
+                      {name: free(src, *(int(x.subs(sizes)) for x in s.shape)) for name, s in values.items()})
+
+    return sampler
+
+
+@pytest.mark.parametrize(
+    "lhs, rhs, symbols",
+    [
+        (MatMul(0, MatrixSymbol("A", p, p), MatrixSymbol("K", _q, _q), evaluate=False), ZeroMatrix(p, _q),
+         (MatrixSymbol("A", p, p), MatrixSymbol("K", _q, _q))),
+        (MatPow(MatrixSymbol("X", n, p), 0), Identity(n), (MatrixSymbol("X", n, p),)),
+        (MatPow(MatrixSymbol("X", n, p), 1), MatrixSymbol("X", n, p), (MatrixSymbol("X", n, p),)),
+    ],
+    ids=["zero_times_nonconforming", "X_pow_0", "X_pow_1"],
+)
+def test_undefined_terms_are_not_evaluated(lhs, rhs, symbols):
+    """0·A·K with non-conforming A, K and powers of a non-square X have no value, whatever canon says."""
+    proof = Proof("undefined", "", "", (), (), (), Chain("main", lhs, rhs, ()))
+    error = refuted(proof, sampler=free_sampler({"n": 3, "p": 2, "q": 3}, *symbols), shapes=SHAPES[:1])
+    assert error.chain == "main" and "cannot evaluate" in error.reason
+
+
+def test_circular_definitions_are_not_evaluated():
+    """A := B, B := A + I would prove A = A + I; evaluated in order, B has no value when A is defined."""
+    A, B = MatrixSymbol("A", p, p), MatrixSymbol("B", p, p)
+    chain = Chain("main", A, add(A, Identity(p)), (Step(B, "def:A"), Step(add(A, Identity(p)), "def:B")))
+    proof = Proof("circular", "", "", (), (Definition("A", A, B), Definition("B", B, add(A, Identity(p)))), (), chain)
+    error = refuted(proof, sampler=free_sampler({"p": 2}), shapes=SHAPES[:1])
+    assert "definition A" in str(error) and "no value for B" in str(error)
