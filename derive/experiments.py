@@ -270,6 +270,16 @@ def distribution_shift(shifts=(0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0), p: int = 4, 
 # --- figures and the reproduce command -----------------------------------------------------
 
 
+def _save(fig, path: Path) -> Path:
+    """Lay out, write without a timestamp (byte-stable PNGs) and close."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
 def _figures(out: Path, training: dict, hopfield: dict, shift: dict) -> list[Path]:
     try:
         import matplotlib
@@ -300,10 +310,7 @@ def _figures(out: Path, training: dict, hopfield: dict, shift: dict) -> list[Pat
         ax.grid(alpha=0.3)
     axes[0].legend()
     axes[2].legend()
-    fig.tight_layout()
-    paths.append(out / "training.png")
-    fig.savefig(paths[-1], metadata={"Software": None})
-    plt.close(fig)
+    paths.append(_save(fig, out / "training.png"))
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     titles = {"linear": "Linear attention (classical energy)", "softmax": "Softmax attention (modern energy)"}
@@ -316,10 +323,7 @@ def _figures(out: Path, training: dict, hopfield: dict, shift: dict) -> list[Pat
                title=titles[kind])
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    paths.append(out / "hopfield_success.png")
-    fig.savefig(paths[-1], metadata={"Software": None})
-    plt.close(fig)
+    paths.append(_save(fig, out / "hopfield_success.png"))
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     dims = hopfield["dims"]
@@ -329,10 +333,7 @@ def _figures(out: Path, training: dict, hopfield: dict, shift: dict) -> list[Pat
            title="Capacity: linear vs exponential growth")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    paths.append(out / "hopfield_capacity.png")
-    fig.savefig(paths[-1], metadata={"Software": None})
-    plt.close(fig)
+    paths.append(_save(fig, out / "hopfield_capacity.png"))
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     ax.semilogy(shift["shifts"], shift["fixed_mse"], marker="o", label="frozen weights (one pass)")
@@ -342,10 +343,7 @@ def _figures(out: Path, training: dict, hopfield: dict, shift: dict) -> list[Pat
            title="Distribution shift")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    paths.append(out / "distribution_shift.png")
-    fig.savefig(paths[-1], metadata={"Software": None})
-    plt.close(fig)
+    paths.append(_save(fig, out / "distribution_shift.png"))
     return paths
 
 
