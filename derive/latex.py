@@ -231,14 +231,20 @@ def _rule_text(step, theorem: Theorem, printer: PaperLatexPrinter) -> str:
     return f"by the hypothesis, with ${pairs}$"
 
 
+_WIDE_LINE = 260  # characters of LaTeX beyond which a chain line would overflow the page
+
+
 def _chain_latex(chain: Chain, theorem: Theorem, printer: PaperLatexPrinter) -> str:
     if not chain.steps:
         return f"\\[ {printer.doprint(chain.lhs)} = {printer.doprint(chain.rhs)} \\]"
-    lines = []
-    for index, step in enumerate(chain.steps):
-        left = printer.doprint(chain.lhs) if index == 0 else ""
+    exprs = [printer.doprint(step.expr) for step in chain.steps]
+    lhs = printer.doprint(chain.lhs)
+    wide = max(len(e) for e in exprs) + len(lhs) > _WIDE_LINE  # then the left side gets a line of its own
+    lines = [f"  & {lhs}"] if wide else []
+    for index, (step, expr) in enumerate(zip(chain.steps, exprs, strict=True)):
+        left = lhs if index == 0 and not wide else ""
         tag = _rule_text(step, theorem, printer)
-        lines.append(f"  {left} &= {printer.doprint(step.expr)} \\tag*{{\\small({tag})}}")
+        lines.append(f"  {left} &{'{}' if wide else ''}= {expr} \\tag*{{\\small({tag})}}")
     return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
 
 

@@ -125,6 +125,7 @@ def test_article_compiles_cleanly(tmp_path, theorems):
     log = article.with_suffix(".log").read_text(errors="replace")
     assert not [line for line in log.splitlines() if line.startswith("!")]
     assert "undefined" not in log.lower()
+    assert "Overfull" not in log  # every proof line fits the page
     aux = article.with_suffix(".aux").read_text()
     for theorem in theorems:
         assert rf"\newlabel{{thm:{theorem.id}}}" in aux
