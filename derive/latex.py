@@ -202,8 +202,8 @@ def _label(theorem_id: str, lemma: str | None = None) -> str:
 
 def _equation(h: Hypothesis, printer: PaperLatexPrinter) -> str:
     if h.is_predicate:
-        name = h.lhs.function.name.replace("_", " ")
-        return f"${printer.doprint(h.lhs.arguments[0])}$ is {name}"
+        matrix, name = _predicate(h, printer)
+        return f"${matrix}$ is {name}"
     text = f"${printer.doprint(h.lhs)} = {printer.doprint(h.rhs)}$"
     if h.forall:
         bound = ", ".join(printer.doprint(v) for v in h.forall if isinstance(v, MatrixSymbol))
@@ -265,12 +265,21 @@ def _shapes(theorem: Theorem, printer: PaperLatexPrinter) -> str:
     return ", ".join(items)
 
 
-def theorem_latex(theorem: Theorem, **settings) -> str:
-    """A theorem environment (statement from the checked data) and its proof, one line per step."""
+def _checked(theorem: Theorem, settings: dict) -> tuple[PaperLatexPrinter, object]:
+    """The printer and proof of a theorem the kernel checked; anything else is refused."""
     if not isinstance(theorem, Theorem):
         raise TypeError("LaTeX is generated from checked theorems only (derive.kernel.check)")
-    printer = PaperLatexPrinter(settings)
-    proof = theorem.proof
+    return PaperLatexPrinter(settings), theorem.proof
+
+
+def _predicate(h: Hypothesis, printer: PaperLatexPrinter) -> tuple[str, str]:
+    """(matrix, predicate in words) of a predicate hypothesis."""
+    return printer.doprint(h.lhs.arguments[0]), h.lhs.function.name.replace("_", " ")
+
+
+def theorem_latex(theorem: Theorem, **settings) -> str:
+    """A theorem environment (statement from the checked data) and its proof, one line per step."""
+    printer, proof = _checked(theorem, settings)
     out = [f"\\begin{{theorem}}[{theorem.title}]\\label{{{_label(theorem.id)}}}"]
     out.append(f"Let {_shapes(theorem, printer)}.")
     if proof.hypotheses:
@@ -297,15 +306,12 @@ def theorem_latex(theorem: Theorem, **settings) -> str:
 
 def theorem_display(theorem: Theorem, **settings) -> str:
     """Math-mode summary for Jupyter (MathJax has no theorem environments): hypotheses, then the claim."""
-    if not isinstance(theorem, Theorem):
-        raise TypeError("LaTeX is generated from checked theorems only (derive.kernel.check)")
-    printer = PaperLatexPrinter(settings)
-    proof = theorem.proof
+    printer, proof = _checked(theorem, settings)
     lines = [f"&\\textbf{{{theorem.title}}}\\ (\\text{{{len(proof.lemmas)} lemmas, {theorem.steps} checked steps}})"]
     for h in proof.hypotheses:
         if h.is_predicate:
-            name = h.lhs.function.name.replace("_", " ")
-            lines.append(f"&{printer.doprint(h.lhs.arguments[0])}\\ \\text{{{name}}}")
+            matrix, name = _predicate(h, printer)
+            lines.append(f"&{matrix}\\ \\text{{{name}}}")
         else:
             lines.append(f"&{printer.doprint(h.lhs)} = {printer.doprint(h.rhs)}")
     for d in proof.definitions:
