@@ -20,10 +20,11 @@ Routes (each evaluates a kernel-checked identity):
     "auto"  columns scaled by powers of two (exact). A single small problem (<= 400,000 products): "qr" with
             Björck's refinement of the augmented system, every sum exactly rounded, which converges to
             the least-squares solution of the data as given. Large problems and batches: the Gram
-            matrix, scaled, with a cheap condition estimate from its Cholesky factor, takes the
-            "cholesky" route when cond(X)² eps < 1e-6 (refined by preconditioned gradient steps,
-            preconditioned_gd, in extended precision when cond(X)² eps > 1e-13), otherwise "qr" with
-            Björck's refinement in extended precision.
+            matrices, with a cheap condition estimate per problem from the pivots of their Cholesky
+            factors; each problem with cond(X)² eps < 1e-6 takes the "cholesky" route (refined by
+            preconditioned gradient steps, preconditioned_gd, in extended precision when
+            cond(X)² eps > 1e-13), each other one "qr" with Björck's refinement, or "svd" when it is
+            rank-deficient. One hard problem never sends a whole batch down the slow route.
 On rank-deficient X every route returns the minimum-norm solution (pseudo_inverse): eigenvalues
 and singular values under the rank tolerance are dropped, as numpy.linalg.pinv does.
 """
@@ -95,12 +96,16 @@ def _require_finite(*named):
             raise ValueError(f"{name} contains NaN or infinity")
 
 
+_GRAM_LIMIT = np.finfo(np.float64).max / 4  # diagonal entries under this: no sum in XᵀX can overflow
+
+
 def _gram(X, Y):
-    """G = XᵀX and the fast memory XᵀY; non-finite input shows up in them, so it is checked there."""
-    Xt = np.swapaxes(X, -1, -2)
-    G, XtY = Xt @ X, Xt @ Y
-    if not (np.isfinite(G).all() and np.isfinite(XtY).all()):
-        _require_finite(("X", X), ("Y", Y))
+    """G = XᵀX and the fast memory XᵀY. X is read once: a NaN or infinity in X always reaches the diagonal of G."""
+    _require_finite(("Y", Y))
+    G = np.swapaxes(X, -1, -2) @ X
+    XtY = np.swapaxes(np.swapaxes(Y, -1, -2) @ X, -1, -2)  # (YᵀX)ᵀ: one small product per problem, not two
+    if not (np.all(np.diagonal(G, axis1=-2, axis2=-1) <= _GRAM_LIMIT) and np.isfinite(XtY).all()):
+        _require_finite(("X", X))
         raise ValueError("X or Y is too large: XᵀX or XᵀY overflows float64")
     return G, XtY
 
@@ -241,10 +246,11 @@ def _minus_products(X, B, C, exact):
 
 def _refine_gram(X, Y, beta, C, steps=6):
     """Preconditioned gradient steps β ← β + (CCᵀ)⁻¹ Xᵀ(Y − Xβ) (preconditioned_gd, Γ ≈ (XᵀX)⁻¹), residuals in
-    extended precision."""
+    extended precision; X may hold a batch."""
+    Xt = np.swapaxes(X, -1, -2)
     for _ in range(steps):
         residual = _minus_products(X, beta, Y, False)
-        gradient = -_minus_products(X.T, residual, np.zeros(beta.shape), False)
+        gradient = -_minus_products(Xt, residual, np.zeros(beta.shape), False)
         delta = _cholesky_solve(C, gradient)
         beta = beta + delta
         if np.all(np.abs(delta) <= _EPS * np.abs(beta)):
@@ -252,10 +258,9 @@ def _refine_gram(X, Y, beta, C, steps=6):
     return beta
 
 
-def _solve_qr_refined(X, Y, exact, steps=10):
+def _solve_qr_refined(X, Y, Q, R, exact, steps=10):
     """QR solve, then Björck's refinement of [I X; Xᵀ 0][r; β] = [Y; 0] with accurate residuals: the fixed point
     is the least-squares solution of the data exactly as given."""
-    Q, R = np.linalg.qr(X)
     beta = _solve_triangular(R, Q.T @ Y, lower=False, transpose=False)
     r = _minus_products(X, beta, Y, exact)
     for _ in range(steps):
@@ -271,49 +276,71 @@ def _solve_qr_refined(X, Y, exact, steps=10):
     return beta
 
 
-def _each(function, arrays, *extra):
-    """Apply a 2-D function to every problem of a batch."""
-    batch = arrays[0].shape[:-2]
-    if not batch:
-        return function(*arrays, *extra)
-    out = None
-    for index in np.ndindex(*batch):
-        result = function(*(a[index] for a in arrays), *extra)
-        if out is None:
-            out = np.empty(batch + result.shape)
-        out[index] = result
-    return out
-
-
 def _power_of_two(norms):
     return np.where(norms > 0, np.exp2(np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)
 
 
+def _qr_or_svd(X, Y, exact):
+    """One problem the Gram route cannot take: exactly scaled QR with refinement, or, when X is rank-deficient,
+    the minimum-norm solution of X itself (pseudo_inverse; it is not scale-invariant)."""
+    d = _power_of_two(np.sqrt(np.sum(X * X, axis=0)))
+    Xs = X / d  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
+    factors = _qr_factors(Xs)
+    if factors is None:
+        return _route_svd(X, Y)
+    return _solve_qr_refined(Xs, Y, *factors, exact) / d[:, None]
+
+
+def _cholesky_estimate(G):
+    """Cholesky factors of every G in a stack and, per problem, an estimate of cond(X D⁻¹)² (D the column norms):
+    the spread of the squared pivots of the scaled factor. +inf where G is not numerically positive definite
+    (that problem's factor is then the identity and must not be used)."""
+    squares = np.diagonal(G, axis1=-2, axis2=-1)  # column norms squared
+    squares = np.where(squares > 0, squares, 1.0)
+    try:
+        C = np.linalg.cholesky(G)
+    except np.linalg.LinAlgError:  # some problem is not positive definite: find it from the scaled spectrum
+        norms = np.sqrt(squares)
+        lam = np.linalg.eigvalsh(G / norms[..., :, None] / norms[..., None, :])
+        ok = lam[..., 0] > lam[..., -1] * _EPS / _GRAM_RISK  # these factor safely; the rest go to QR or SVD
+        C = np.broadcast_to(np.eye(G.shape[-1]), G.shape).copy()
+        C[ok] = np.linalg.cholesky(G[ok])
+        return C, np.where(ok, lam[..., -1] / np.where(ok, lam[..., 0], 1.0), np.inf)
+    pivots = np.diagonal(C, axis1=-2, axis2=-1) ** 2 / squares
+    return C, pivots.max(axis=-1) / pivots.min(axis=-1)
+
+
+_GRAM_RISK = 1e-6  # the Gram route when cond(X D⁻¹)² eps is under this ...
+_REFINE_RISK = 1e-13  # ... refined by preconditioned gradient steps when it is over this
+
+
 def _route_auto(X, Y):
-    if X.ndim > 2 or X.size * Y.shape[-1] > _EXACT_LIMIT:  # large, or a batch: the Gram route when it is safe
-        G, XtY = _gram(X, Y)
-        try:
-            C = np.linalg.cholesky(G)  # exact power-of-two column scaling would change nothing here
-        except np.linalg.LinAlgError:
-            C = None
-        if C is not None:
-            norms = np.sqrt(np.diagonal(G, axis1=-2, axis2=-1))
-            pivots = np.diagonal(C, axis1=-2, axis2=-1) / np.where(norms > 0, norms, 1.0)
-            cond2 = (pivots.max(axis=-1) / pivots.min(axis=-1)) ** 2  # cheap estimate of cond(X D⁻¹)², D = norms
-            if X.ndim == 2:  # one problem: the exact condition number of the scaled Gram matrix is cheap too
-                lam = np.linalg.eigvalsh(G / norms[:, None] / norms[None, :])
-                cond2 = max(cond2, lam[-1] / max(lam[0], lam[-1] * _EPS))
-            if np.all(cond2 * _EPS < 1e-6):
-                beta = _cholesky_solve(C, XtY)
-                if np.any(cond2 * _EPS > 1e-13):
-                    beta = _each(_refine_gram, (X, Y, beta, C))
-                return beta
-    _require_finite(("X", X), ("Y", Y))
-    d = _power_of_two(np.sqrt(np.sum(X * X, axis=-2)))
-    Xs = X / d[..., None, :]  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
-    if X.shape[-2] < X.shape[-1] or _qr_factors(Xs) is None:
-        return _route_svd(X, Y)  # rank-deficient: the minimum-norm solution of X itself, not of X D⁻¹
-    return _each(_solve_qr_refined, (Xs, Y), X.size * Y.shape[-1] <= _EXACT_LIMIT) / d[..., :, None]
+    if X.ndim == 2 and X.size * Y.shape[-1] <= _EXACT_LIMIT:  # one small problem: QR, exactly rounded refinement
+        _require_finite(("X", X), ("Y", Y))
+        return _qr_or_svd(X, Y, True)
+    batch = X.shape[:-2]
+    X, Y = X.reshape((-1,) + X.shape[-2:]), Y.reshape((-1,) + Y.shape[-2:])  # a stack of problems
+    G, XtY = _gram(X, Y)
+    C, cond2 = _cholesky_estimate(G)
+    if not batch:  # one large problem: the exact condition number of the scaled Gram matrix is cheap too
+        norms = np.sqrt(np.diagonal(G[0]))
+        lam = np.linalg.eigvalsh(G[0] / norms[:, None] / norms[None, :]) if np.all(norms > 0) else [0.0, 1.0]
+        cond2 = np.maximum(cond2, lam[-1] / max(lam[0], lam[-1] * _EPS))
+    risk = cond2 * _EPS
+    fast = risk < _GRAM_RISK
+    if fast.all():
+        beta = _cholesky_solve(C, XtY)
+    else:
+        beta = np.empty(XtY.shape)
+        beta[fast] = _cholesky_solve(C[fast], XtY[fast])
+    refine = fast & (risk > _REFINE_RISK)
+    if refine.any():
+        beta[refine] = _refine_gram(X[refine], Y[refine], beta[refine], C[refine])
+    slow = np.flatnonzero(~fast)  # ill-conditioned or rank-deficient problems, one by one; exactly rounded
+    exact = len(slow) * X[0].size * Y.shape[-1] <= _EXACT_LIMIT  # sums when they hold few products together
+    for i in slow:
+        beta[i] = _qr_or_svd(X[i], Y[i], exact)
+    return beta.reshape(batch + beta.shape[-2:])
 
 
 _ROUTES = {"auto": _route_auto, "eigh": _route_eigh, "cholesky": _route_cholesky, "svd": _route_svd,
