@@ -304,7 +304,10 @@ def _cholesky_estimate(G):
         lam = np.linalg.eigvalsh(G / norms[..., :, None] / norms[..., None, :])
         ok = lam[..., 0] > lam[..., -1] * _EPS / _GRAM_RISK  # these factor safely; the rest go to QR or SVD
         C = np.broadcast_to(np.eye(G.shape[-1]), G.shape).copy()
-        C[ok] = np.linalg.cholesky(G[ok])
+        try:
+            C[ok] = np.linalg.cholesky(G[ok])
+        except np.linalg.LinAlgError:  # rounding beat the margin: let every problem take the careful route
+            ok[...] = False
         return C, np.where(ok, lam[..., -1] / np.where(ok, lam[..., 0], 1.0), np.inf)
     pivots = np.diagonal(C, axis1=-2, axis2=-1) ** 2 / squares
     return C, pivots.max(axis=-1) / pivots.min(axis=-1)

@@ -103,7 +103,8 @@ def _exact_lstsq(X, y):
     return np.array([float(v) for v in (A.T * A).LUsolve(A.T * b)])
 
 
-def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch):
+@pytest.mark.parametrize("zero_column", [False, True])  # True: the stacked Cholesky fails, the spectrum decides
+def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch, zero_column):
     """One hard prompt takes the slow route alone; the others stay on the Gram route."""
     _, oa, _ = generated
     rng = np.random.default_rng(5)
@@ -111,16 +112,21 @@ def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch):
     X[3, :, 4] = X[3, :, 0] - X[3, :, 1]  # rank-deficient: the minimum-norm solution
     X[7, :, 4] = X[7, :, 0] + 1e-9 * rng.normal(size=40)  # ill-conditioned: QR with refinement
     X[9, :, 4] = X[9, :, 0] + 1e-4 * rng.normal(size=40)  # moderately conditioned: the Gram route, refined
+    hard = [3, 7, 9]
+    if zero_column:
+        X[11, :, 2] = 0.0  # XᵀX singular outright: no Cholesky factor of the whole stack exists
+        hard.append(11)
     slow, refined = [], []
     qr_or_svd, refine_gram = oa._qr_or_svd, oa._refine_gram
     monkeypatch.setattr(oa, "_qr_or_svd", lambda X, *rest: slow.append(X.shape) or qr_or_svd(X, *rest))
     monkeypatch.setattr(oa, "_refine_gram", lambda X, *rest: refined.append(X.shape) or refine_gram(X, *rest))
     got = oa.coefficients(X, Y)
-    assert slow == [(40, 5), (40, 5)] and refined == [(1, 40, 5)]
-    easy = [b for b in range(300) if b not in (3, 7, 9)]
+    assert slow == [(40, 5)] * (len(hard) - 1) and refined == [(1, 40, 5)]
+    easy = [b for b in range(300) if b not in hard]
     want = np.stack([np.linalg.lstsq(X[b], Y[b], rcond=None)[0] for b in easy])
     np.testing.assert_allclose(got[easy], want, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(got[3], np.linalg.pinv(X[3]) @ Y[3], rtol=1e-8, atol=1e-12)
+    for b in hard[:1] + hard[3:]:
+        np.testing.assert_allclose(got[b], np.linalg.pinv(X[b]) @ Y[b], rtol=1e-8, atol=1e-12)
     for b, rtol in ((7, 1e-14), (9, 1e-12)):  # more accurate than lstsq itself on these
         exact = _exact_lstsq(X[b], Y[b])
         assert np.max(np.abs(got[b] - exact)) <= rtol * np.max(np.abs(exact))
