@@ -39,16 +39,18 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from decimal import Decimal, localcontext
-from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the checkout's derive package, also when it is not installed
+    sys.path.insert(0, str(ROOT))
+
+from derive.nist import CONSTRUCTIONS, LRE_CAP, design, design_text, exact_least_squares, lre  # noqa: E402
+
 DEFAULT_NIST = ROOT.parent / "shared" / "data" / "nist_strd_lls.json"
-LRE_CAP = 15.0
 CEILING = "exact LS of the float64 data (rational arithmetic)"
 ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
 
@@ -150,70 +152,6 @@ def baselines(notes: list[str]) -> dict[str, Solver]:
 # --- helpers ----------------------------------------------------------------------------
 
 
-def lre(got: np.ndarray, certified: np.ndarray) -> float:
-    """NIST's log relative error, minimum over coefficients: -log10(|q-c|/|c|) (|q-c| when c = 0),
-    clipped to [0, 15]; non-finite estimates score 0."""
-    got, certified = np.asarray(got, float).ravel(), np.asarray(certified, float).ravel()
-    if got.shape != certified.shape or not np.all(np.isfinite(got)):
-        return 0.0
-    scale = np.where(certified != 0, np.abs(certified), 1.0)
-    err = np.abs(got - certified) / scale
-    with np.errstate(divide="ignore"):
-        digits = np.where(err > 0, -np.log10(np.where(err > 0, err, 1.0)), LRE_CAP)
-    return float(np.min(np.clip(digits, 0.0, LRE_CAP)))
-
-
-CONSTRUCTIONS = {  # ways to build the powers x^k of a polynomial design in float64
-    "x**k": "each power by Python's float pow (the default everywhere else here)",
-    "np.vander": "numpy.vander: repeated float multiplication",
-    "rounded": "the exact decimal power, rounded to float64 once",
-}
-
-
-def design(dataset: dict, construction: str = "x**k") -> tuple[np.ndarray, np.ndarray, list[list[str]], list[str]]:
-    """The NIST design (intercept, then predictors or powers of x) in float64 and as exact decimal strings."""
-    degree = dataset.get("polynomial_degree")
-    rows, text_rows = [], []
-    with localcontext() as context:
-        context.prec = 400  # powers of the decimal data are exact
-        for x in dataset["x"]:
-            values = list(x) if isinstance(x, (list, tuple)) else [x]
-            exact = [Decimal(repr(v)) for v in values]
-            text = [exact[0] ** k for k in range(1, degree + 1)] if degree else exact
-            if not degree:
-                row = [float(v) for v in values]
-            elif construction == "x**k":
-                row = [float(values[0]) ** k for k in range(1, degree + 1)]
-            elif construction == "np.vander":
-                row = list(np.vander([float(values[0])], degree + 1, increasing=True)[0, 1:])
-            else:
-                row = [float(v) for v in text]
-            rows.append(([1.0] if dataset["intercept"] else []) + row)
-            text_rows.append((["1"] if dataset["intercept"] else []) + [str(v) for v in text])
-    y = np.array(dataset["y"], dtype=float)
-    return np.array(rows, dtype=float), y, text_rows, [repr(float(v)) for v in dataset["y"]]
-
-
-def exact_least_squares(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The least-squares solution of the float64 data exactly as given, in rational arithmetic, rounded once:
-    the most any solver of that data can reach (Gauss-Jordan on the exact normal equations)."""
-    rows = [[Fraction(float(v)) for v in row] for row in X]
-    b = [Fraction(float(v)) for v in y]
-    p = X.shape[1]
-    system = [[sum(r[i] * r[j] for r in rows) for j in range(p)] + [sum(r[i] * v for r, v in zip(rows, b, strict=True))]
-              for i in range(p)]
-    for col in range(p):
-        pivot = next((r for r in range(col, p) if system[r][col] != 0), None)
-        if pivot is None:
-            raise ValueError("X is rank-deficient: no unique least-squares solution")
-        system[col], system[pivot] = system[pivot], system[col]
-        for r in range(p):
-            if r != col and system[r][col] != 0:
-                factor = system[r][col] / system[col][col]
-                system[r] = [a - factor * c for a, c in zip(system[r], system[col], strict=True)]
-    return np.array([float(system[i][p] / system[i][i]) for i in range(p)])
-
-
 @dataclass
 class Timing:
     """Paired wall times: each sample of a method is taken right next to a sample of the baseline."""
@@ -302,7 +240,7 @@ def nist_accuracy(paths: list[Path], oa: ModuleType, om: ModuleType, solvers: di
     scores: dict[str, list[float | None]] = {name: [] for name in methods}
     failures: list[str] = []
     for dataset in datasets:
-        X, y, X_text, y_text = design(dataset)
+        (X, y), (X_text, y_text) = design(dataset), design_text(dataset)
         data = {"X": X, "y": y, "X_text": X_text, "y_text": y_text}
         certified = np.array(dataset["certified"]["beta"], dtype=float)
         for name, method in methods.items():
@@ -350,7 +288,7 @@ def construction_study(datasets: list[dict], oa: ModuleType, solvers: dict[str, 
         certified = np.array(dataset["certified"]["beta"], dtype=float)
         built: dict[bytes, tuple[list[str], np.ndarray, np.ndarray]] = {}  # identical designs share a row
         for construction in CONSTRUCTIONS:
-            X, y, _, _ = design(dataset, construction)
+            X, y = design(dataset, construction)
             built.setdefault(X.tobytes(), ([], X, y))[0].append(construction)
         for names, X, y in built.values():
             scores = []
@@ -544,8 +482,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--threads needs threadpoolctl (pip install threadpoolctl)")
     paths = ([DEFAULT_NIST] if DEFAULT_NIST.exists() else []) + list(args.nist)
     notes: list[str] = [] if DEFAULT_NIST.exists() else [f"{DEFAULT_NIST} not found: only --nist files are used"]
-    if str(ROOT) not in sys.path:  # the checkout's derive package, for the SymPy baseline
-        sys.path.insert(0, str(ROOT))
     start = time.perf_counter()
     solvers = baselines(notes)
     limits: contextlib.AbstractContextManager = contextlib.nullcontext()

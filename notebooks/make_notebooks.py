@@ -697,7 +697,7 @@ Accuracy is the **log relative error** (LRE), the number of correct significant 
 
 $$\mathrm{LRE} = \min_j\Big(-\log_{10}\frac{|\hat\beta_j - \beta_j|}{|\beta_j|}\Big)\ \text{clipped to } [0, 15],$$
 
-($|\hat\beta_j - \beta_j|$ alone when $\beta_j = 0$), the same measure as `tests/test_codegen.py`.
+($|\hat\beta_j - \beta_j|$ alone when $\beta_j = 0$), computed by `derive.nist.lre`, the same function the tests and the benchmark use.
 
 **Measured** for: `numpy.linalg.lstsq`; SciPy's `gelsy` and `gelsd`; the normal equations
 $(X^\top X)^{-1}X^\top y$ by `numpy.linalg.solve`; the generated NumPy module's routes `auto`, `eigh`, `svd`, `qr`
@@ -713,7 +713,6 @@ The data file lies beside the checkout: `../shared/data/nist_strd_lls.json` rela
 import importlib.util
 import json
 import tempfile
-from decimal import Decimal
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -722,6 +721,7 @@ from IPython.display import Markdown, display
 
 from derive.codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
 from derive.kernel import check
+from derive.nist import design, design_text, lre  # the same helpers as the tests and the benchmark
 from proofs import build
 '''),
     ("code", r'''
@@ -737,25 +737,6 @@ for dataset in datasets:
     print(f"  {dataset['name']:9} {dataset['difficulty']:8} n = {len(dataset['y']):3}  {dataset['model']}")
 '''),
     ("code", r'''
-def design(dataset, as_text=False):
-    """The NIST design matrix: intercept, then the predictors or the powers of x."""
-    degree, rows = dataset.get("polynomial_degree"), []
-    for x in dataset["x"]:
-        values = [Decimal(repr(v)) for v in x] if as_text else list(x)
-        row = [values[0] ** j for j in range(1, degree + 1)] if degree else values
-        rows.append(([1] if dataset["intercept"] else []) + row)
-    if as_text:
-        return [[str(v) for v in row] for row in rows], [repr(v) for v in dataset["y"]]
-    return np.array(rows, dtype=float), np.array(dataset["y"])
-
-
-def lre(got, certified):
-    got, certified = np.asarray(got, float), np.asarray(certified, float)
-    scale = np.where(certified != 0, np.abs(certified), 1.0)
-    err = np.abs(got - certified) / scale
-    return float(np.min(np.clip(-np.log10(np.maximum(err, 1e-300)), 0, 15)))
-
-
 def load(name, source, folder):
     path = Path(folder) / f"{name}.py"
     path.write_text(source, encoding="utf-8")
@@ -779,7 +760,7 @@ def normal_equations(X, y):
 
 
 def mpmath_50_digits(dataset):
-    X_text, y_text = design(dataset, as_text=True)
+    X_text, y_text = design_text(dataset)
     beta = ols_attention_mp.coefficients(X_text, y_text, dps=50)
     return [float(beta[i, 0]) for i in range(beta.rows)]
 

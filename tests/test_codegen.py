@@ -16,6 +16,7 @@ import pytest
 from derive.cli import main
 from derive.codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module
 from derive.kernel import check
+from derive.nist import design, design_text, exact_least_squares, lre
 from proofs import LIBRARY
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist_strd_lls.json"
@@ -94,15 +95,6 @@ def test_batches_of_prompts(generated):
     np.testing.assert_allclose(oa.coefficients(*big), want, rtol=1e-10, atol=1e-12)
 
 
-def _exact_lstsq(X, y):
-    """The least-squares solution of float data, in rational arithmetic, rounded once."""
-    import sympy
-
-    A = sympy.Matrix([[sympy.Rational(float(v)) for v in row] for row in X])
-    b = sympy.Matrix([sympy.Rational(float(v)) for v in y])
-    return np.array([float(v) for v in (A.T * A).LUsolve(A.T * b)])
-
-
 @pytest.mark.parametrize("zero_column", [False, True])  # True: the stacked Cholesky fails, the spectrum decides
 def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch, zero_column):
     """One hard prompt takes the slow route alone; the others stay on the Gram route."""
@@ -128,7 +120,7 @@ def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch, 
     for b in hard[:1] + hard[3:]:
         np.testing.assert_allclose(got[b], np.linalg.pinv(X[b]) @ Y[b], rtol=1e-8, atol=1e-12)
     for b, rtol in ((7, 1e-14), (9, 1e-12)):  # more accurate than lstsq itself on these
-        exact = _exact_lstsq(X[b], Y[b])
+        exact = exact_least_squares(X[b], Y[b])
         assert np.max(np.abs(got[b] - exact)) <= rtol * np.max(np.abs(exact))
 
 
@@ -187,25 +179,6 @@ def test_queries_must_match(generated):
         oa.predict(X, Y, [[np.nan, 0, 0]])
 
 
-def _design(dataset, as_text=False):
-    """The NIST design matrix: intercept, then the predictors or the powers of x."""
-    degree, rows = dataset.get("polynomial_degree"), []
-    for x in dataset["x"]:
-        values = [Decimal(repr(v)) for v in x] if as_text else list(x)
-        row = [values[0] ** k for k in range(1, degree + 1)] if degree else values
-        rows.append(([1] if dataset["intercept"] else []) + row)
-    if as_text:
-        return [[str(v) for v in row] for row in rows], [repr(v) for v in dataset["y"]]
-    return np.array(rows, dtype=float), np.array(dataset["y"])
-
-
-def _lre(got, certified):
-    got, certified = np.asarray(got, float), np.asarray(certified, float)
-    scale = np.where(certified != 0, np.abs(certified), 1.0)
-    err = np.abs(got - certified) / scale
-    return float(np.min(np.clip(-np.log10(np.maximum(err, 1e-300)), 0, 15)))
-
-
 @pytest.fixture(scope="module")
 def nist():
     if not NIST.exists():
@@ -217,20 +190,20 @@ def test_nist_accuracy_at_least_gelsy(generated, nist):
     scipy_linalg = pytest.importorskip("scipy.linalg")
     _, oa, _ = generated
     for dataset in nist:
-        X, y = _design(dataset)
+        X, y = design(dataset)
         certified = dataset["certified"]["beta"]
-        gelsy = _lre(scipy_linalg.lstsq(X, y, lapack_driver="gelsy")[0], certified)
-        ours = _lre(oa.coefficients(X, y), certified)
-        via_predict = _lre(oa.predict(X, y, np.eye(X.shape[1])), certified)
+        gelsy = lre(scipy_linalg.lstsq(X, y, lapack_driver="gelsy")[0], certified)
+        ours = lre(oa.coefficients(X, y), certified)
+        via_predict = lre(oa.predict(X, y, np.eye(X.shape[1])), certified)
         assert ours >= gelsy and via_predict >= gelsy, (dataset["name"], ours, via_predict, gelsy)
 
 
 def test_nist_mpmath_decimal_strings(generated, nist):
     _, _, om = generated
     for dataset in nist:
-        X, y = _design(dataset, as_text=True)
+        X, y = design_text(dataset)
         beta = om.coefficients(X, y, dps=50)
-        assert _lre([float(beta[i, 0]) for i in range(beta.rows)], dataset["certified"]["beta"]) >= 13.5
+        assert lre([float(beta[i, 0]) for i in range(beta.rows)], dataset["certified"]["beta"]) >= 13.5
 
 
 def test_mpmath_accepts_exact_types_and_validates(generated):
