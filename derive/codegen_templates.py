@@ -233,14 +233,16 @@ def _row_sums(*parts):
     return np.fromiter((math.fsum(row) for row in terms), np.float64, len(terms))
 
 
-def _minus_products(X, B, C, exact):
-    """C − X B with every sum exactly rounded (exact) or in extended precision; X 2-D."""
+def _minus_products(X, B, C, exact, D=None):
+    """C − X B (− D) with every sum exactly rounded (exact; X 2-D) or in extended precision (stacks too)."""
     if not exact:
-        return (C.astype(_WIDE) - X.astype(_WIDE) @ B.astype(_WIDE)).astype(np.float64)
+        out = C.astype(_WIDE) - X.astype(_WIDE) @ B.astype(_WIDE)
+        return (out if D is None else out - D.astype(_WIDE)).astype(np.float64)
     out = np.empty(C.shape)
     for j in range(C.shape[-1]):
         p, e = _two_prod(X, B[:, j][None, :])
-        out[:, j] = _row_sums(C[:, j : j + 1], -p, -e)
+        rest = () if D is None else (-D[:, j : j + 1],)
+        out[:, j] = _row_sums(C[:, j : j + 1], -p, -e, *rest)
     return out
 
 
@@ -260,14 +262,15 @@ def _refine_gram(X, Y, beta, C, steps=6):
 
 def _solve_qr_refined(X, Y, Q, R, exact, steps=10):
     """QR solve, then Björck's refinement of [I X; Xᵀ 0][r; β] = [Y; 0] with accurate residuals: the fixed point
-    is the least-squares solution of the data exactly as given."""
-    beta = _solve_triangular(R, Q.T @ Y, lower=False, transpose=False)
+    is the least-squares solution of the data exactly as given. X may be a stack unless exact."""
+    Qt, Xt = np.swapaxes(Q, -1, -2), np.swapaxes(X, -1, -2)
+    beta = _solve_triangular(R, Qt @ Y, lower=False, transpose=False)
     r = _minus_products(X, beta, Y, exact)
     for _ in range(steps):
-        f = _minus_products(np.hstack([X, np.eye(len(X))]), np.vstack([beta, r]), Y, exact)
-        g = _minus_products(X.T, r, np.zeros(beta.shape), exact)
+        f = _minus_products(X, beta, Y, exact, r)  # Y − Xβ − r
+        g = _minus_products(Xt, r, np.zeros(beta.shape), exact)  # −Xᵀr
         a = _solve_triangular(R, g, lower=True, transpose=True)
-        c = Q.T @ f - a
+        c = Qt @ f - a
         delta = _solve_triangular(R, c, lower=False, transpose=False)
         beta = beta + delta
         r = r + (f - Q @ c)
@@ -280,15 +283,27 @@ def _power_of_two(norms):
     return np.where(norms > 0, np.exp2(np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)
 
 
-def _qr_or_svd(X, Y, exact):
-    """One problem the Gram route cannot take: exactly scaled QR with refinement, or, when X is rank-deficient,
-    the minimum-norm solution of X itself (pseudo_inverse; it is not scale-invariant)."""
-    d = _power_of_two(np.sqrt(np.sum(X * X, axis=0)))
-    Xs = X / d  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
-    factors = _qr_factors(Xs)
-    if factors is None:
-        return _route_svd(X, Y)
-    return _solve_qr_refined(Xs, Y, *factors, exact) / d[:, None]
+def _qr_or_svd(X, Y):
+    """A stack of problems the Gram route cannot take: exactly scaled QR with refinement, or, where X is
+    rank-deficient, the minimum-norm solution of X itself (pseudo_inverse; it is not scale-invariant).
+    Refinement sums are exactly rounded when the refined problems hold few products together."""
+    d = _power_of_two(np.sqrt(np.sum(X * X, axis=-2)))
+    Xs = X / d[..., None, :]  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
+    Q, R = np.linalg.qr(Xs)
+    pivots = np.abs(np.diagonal(R, axis1=-2, axis2=-1))
+    deficient = (pivots <= pivots.max(axis=-1, keepdims=True) * max(X.shape[-2:]) * _EPS).any(axis=-1)
+    if X.shape[-2] < X.shape[-1]:
+        deficient[...] = True
+    beta = np.empty(X.shape[:-2] + (X.shape[-1], Y.shape[-1]))
+    if deficient.any():
+        beta[deficient] = _route_svd(X[deficient], Y[deficient])
+    full = np.flatnonzero(~deficient)
+    if X[0].size * Y.shape[-1] * len(full) <= _EXACT_LIMIT:
+        for i in full:
+            beta[i] = _solve_qr_refined(Xs[i], Y[i], Q[i], R[i], True) / d[i][:, None]
+    elif len(full):
+        beta[full] = _solve_qr_refined(Xs[full], Y[full], Q[full], R[full], False) / d[full][..., :, None]
+    return beta
 
 
 def _cholesky_estimate(G):
@@ -320,7 +335,7 @@ _REFINE_RISK = 1e-13  # ... refined by preconditioned gradient steps when it is 
 def _route_auto(X, Y):
     if X.ndim == 2 and X.size * Y.shape[-1] <= _EXACT_LIMIT:  # one small problem: QR, exactly rounded refinement
         _require_finite(("X", X), ("Y", Y))
-        return _qr_or_svd(X, Y, True)
+        return _qr_or_svd(X[None], Y[None])[0]
     batch = X.shape[:-2]
     X, Y = X.reshape((-1,) + X.shape[-2:]), Y.reshape((-1,) + Y.shape[-2:])  # a stack of problems
     G, XtY = _gram(X, Y)
@@ -339,10 +354,8 @@ def _route_auto(X, Y):
     refine = fast & (risk > _REFINE_RISK)
     if refine.any():
         beta[refine] = _refine_gram(X[refine], Y[refine], beta[refine], C[refine])
-    slow = np.flatnonzero(~fast)  # ill-conditioned or rank-deficient problems, one by one; exactly rounded
-    exact = len(slow) * X[0].size * Y.shape[-1] <= _EXACT_LIMIT  # sums when they hold few products together
-    for i in slow:
-        beta[i] = _qr_or_svd(X[i], Y[i], exact)
+    if not fast.all():  # ill-conditioned or rank-deficient problems, by themselves
+        beta[~fast] = _qr_or_svd(X[~fast], Y[~fast])
     return beta.reshape(batch + beta.shape[-2:])
 
 

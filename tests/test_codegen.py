@@ -113,7 +113,7 @@ def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch, 
     monkeypatch.setattr(oa, "_qr_or_svd", lambda X, *rest: slow.append(X.shape) or qr_or_svd(X, *rest))
     monkeypatch.setattr(oa, "_refine_gram", lambda X, *rest: refined.append(X.shape) or refine_gram(X, *rest))
     got = oa.coefficients(X, Y)
-    assert slow == [(40, 5)] * (len(hard) - 1) and refined == [(1, 40, 5)]
+    assert slow == [(len(hard) - 1, 40, 5)] and refined == [(1, 40, 5)]
     easy = [b for b in range(300) if b not in hard]
     want = np.stack([np.linalg.lstsq(X[b], Y[b], rcond=None)[0] for b in easy])
     np.testing.assert_allclose(got[easy], want, rtol=1e-10, atol=1e-12)
@@ -122,6 +122,27 @@ def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch, 
     for b, rtol in ((7, 1e-14), (9, 1e-12)):  # more accurate than lstsq itself on these
         exact = exact_least_squares(X[b], Y[b])
         assert np.max(np.abs(got[b] - exact)) <= rtol * np.max(np.abs(exact))
+
+
+def test_auto_on_many_hard_prompts_refines_them_together(generated):
+    """Too many hard prompts for exactly rounded sums: QR with refinement in extended precision, as one stack."""
+    _, oa, _ = generated
+    rng = np.random.default_rng(6)
+    X, Y = rng.normal(size=(1000, 64, 8)), rng.normal(size=(1000, 64))
+    X[:, :, 7] = X[:, :, 0] + 1e-9 * rng.normal(size=(1000, 64))  # cond(X) about 1e9 in every prompt
+    got = oa.coefficients(X, Y)
+    for b in range(0, 1000, 250):
+        exact = exact_least_squares(X[b], Y[b])
+        assert np.max(np.abs(got[b] - exact)) <= 1e-9 * np.max(np.abs(exact)), b
+
+
+def test_auto_on_a_tall_narrow_problem_forms_no_n_by_n_matrix(generated):
+    """150,000 × 2 is small enough for exactly rounded refinement, and far too big for an n×n identity."""
+    _, oa, _ = generated
+    rng = np.random.default_rng(7)
+    X = np.column_stack([np.ones(150_000), rng.normal(size=150_000)])
+    y = X @ np.array([1.0, 2.0]) + rng.normal(size=150_000)
+    np.testing.assert_allclose(oa.coefficients(X, y), np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-12)
 
 
 def test_attention_scores_for_teaching(generated):
