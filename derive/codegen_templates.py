@@ -190,13 +190,19 @@ $svd_body
     return beta
 
 
-def _qr_factors(X):
-    """X = QR, or None when R is numerically singular (then the SVD gives the minimum-norm solution)."""
+def _qr_each(X):
+    """X = QR for every problem of a stack, and which of them are rank-deficient (R numerically singular, or
+    fewer rows than columns): for those the SVD gives the minimum-norm solution."""
     Q, R = np.linalg.qr(X)
     d = np.abs(np.diagonal(R, axis1=-2, axis2=-1))
-    if X.shape[-2] < X.shape[-1] or (d <= d.max(axis=-1, keepdims=True) * max(X.shape[-2:]) * _EPS).any():
-        return None
-    return Q, R
+    deficient = (d <= d.max(axis=-1, keepdims=True) * max(X.shape[-2:]) * _EPS).any(axis=-1)
+    return Q, R, deficient | (X.shape[-2] < X.shape[-1])
+
+
+def _qr_factors(X):
+    """X = QR, or None when any problem is rank-deficient."""
+    Q, R, deficient = _qr_each(X)
+    return None if deficient.any() else (Q, R)
 
 
 def _route_qr(X, Y):
@@ -289,11 +295,7 @@ def _qr_or_svd(X, Y):
     Refinement sums are exactly rounded when the refined problems hold few products together."""
     d = _power_of_two(np.sqrt(np.sum(X * X, axis=-2)))
     Xs = X / d[..., None, :]  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
-    Q, R = np.linalg.qr(Xs)
-    pivots = np.abs(np.diagonal(R, axis1=-2, axis2=-1))
-    deficient = (pivots <= pivots.max(axis=-1, keepdims=True) * max(X.shape[-2:]) * _EPS).any(axis=-1)
-    if X.shape[-2] < X.shape[-1]:
-        deficient[...] = True
+    Q, R, deficient = _qr_each(Xs)
     beta = np.empty(X.shape[:-2] + (X.shape[-1], Y.shape[-1]))
     if deficient.any():
         beta[deficient] = _route_svd(X[deficient], Y[deficient])
