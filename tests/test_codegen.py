@@ -117,7 +117,7 @@ def test_auto_routes_each_problem_of_a_batch_on_its_own(generated, monkeypatch, 
     easy = [b for b in range(300) if b not in hard]
     want = np.stack([np.linalg.lstsq(X[b], Y[b], rcond=None)[0] for b in easy])
     np.testing.assert_allclose(got[easy], want, rtol=1e-10, atol=1e-12)
-    for b in hard[:1] + hard[3:]:
+    for b in (b for b in hard if b not in (7, 9)):  # the rank-deficient prompts
         np.testing.assert_allclose(got[b], np.linalg.pinv(X[b]) @ Y[b], rtol=1e-8, atol=1e-12)
     for b, rtol in ((7, 1e-14), (9, 1e-12)):  # more accurate than lstsq itself on these
         exact = exact_least_squares(X[b], Y[b])
