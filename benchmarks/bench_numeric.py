@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the checkout's derive package, also when it is not installed
     sys.path.insert(0, str(ROOT))
 
-from derive.nist import CONSTRUCTIONS, LRE_CAP, design, design_text, exact_least_squares, lre  # noqa: E402
+from derive.experiments.nist import CONSTRUCTIONS, LRE_CAP, design, design_text, exact_least_squares, lre  # noqa: E402
 
 DEFAULT_NIST = ROOT.parent / "shared" / "data" / "nist_strd_lls.json"
 CEILING = "exact LS of the float64 data (rational arithmetic)"
@@ -112,7 +112,7 @@ class SympyOLS:
         if (n, p) not in self.cache:
             from sympy import MatrixSymbol, lambdify
 
-            from derive.constructions import ols_coefficients
+            from derive.authoring.constructions import ols_coefficients
 
             X, y = MatrixSymbol("X", n, p), MatrixSymbol("y", n, 1)
             self.cache[(n, p)] = lambdify([X, y], ols_coefficients(X, y), modules="numpy")

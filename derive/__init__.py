@@ -1,6 +1,22 @@
 """ols-transformer: OLS is a special case of the single-layer linear transformer, machine-checked.
 
-``derive.kernel`` is the trusted core (with ``derive.terms``); everything else builds on it.
+The public authoring API (stable; see ``docs/authoring.md``)::
+
+    from derive import (ProofBuilder, Hypothesis, Definition, Proof, Theorem, ProofError, check, theorem,
+                        dim, predicate, mul, add, inv, transpose, power, block)
+
+``derive.kernel`` is the trusted core; everything else (``derive.authoring``, ``derive.library``,
+``derive.certificates``, ``derive.witness``, ``derive.latex``, ``derive.codegen``, ``derive.experiments``)
+builds on it and only proposes.
 """
 
+from . import latex as _latex  # noqa: F401  (registers how checked theorems display in Jupyter)
+from .authoring import ChainBuilder, ProofBuilder, dim, orthogonal, predicate, theorem
+from .kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check
+from .kernel.terms import add, block, inv, mul, power, transpose
+
 __version__ = "0.1.0"
+
+__all__ = ["Chain", "ChainBuilder", "Definition", "Hypothesis", "Proof", "ProofBuilder", "ProofError", "Step",
+           "Theorem", "__version__", "add", "block", "check", "dim", "inv", "mul", "orthogonal", "power",
+           "predicate", "theorem", "transpose"]

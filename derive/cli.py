@@ -11,11 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from .certificate import CertificateError, certificate_text, read_certificate, verify_certificate, write_atomic
+from .certificates import CertificateError, certificate_text, read_certificate, verify_certificate
 from .codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
+from .files import write_atomic
 from .kernel import ProofError, check
-from .latex import article_latex, theorem_latex
-from .pdf import TexError, compile_pdf, tex_engine
+from .latex import TexError, article_latex, compile_pdf, tex_engine, theorem_latex
 
 __all__ = ["main", "prove"]
 
@@ -27,9 +27,9 @@ class UsageError(Exception):
 
 
 def _library():
-    from proofs import LIBRARY
+    from .authoring.registry import build, entries
 
-    return LIBRARY
+    return {theorem_id: (lambda i=theorem_id: build(i)) for theorem_id in entries()}
 
 
 def _select(ids: list[str]) -> list[str]:

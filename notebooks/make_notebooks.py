@@ -80,11 +80,11 @@ from IPython.display import Markdown, Math, display
 from sympy.matrices.expressions import MatrixSymbol
 
 from derive.codegen import REQUIRED_THEOREMS, numpy_module
-from derive.constructions import dim, linear_attention, ols_predictions, spectral_factor
+from derive.authoring.constructions import dim, linear_attention, ols_predictions, spectral_factor
 from derive.kernel import ProofError, check
 from derive.latex import math, theorem_latex
-from derive.terms import mul
-from proofs import build
+from derive.kernel.terms import mul
+from derive.library import build
 '''),
     ("md", r'''
 ## The two sides, as symbolic terms
@@ -245,7 +245,7 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from derive.kernel import check
 from derive.latex import math
-from proofs import build
+from derive.library import build
 
 
 def show_lemma(theorem, name):
@@ -721,8 +721,8 @@ from IPython.display import Markdown, display
 
 from derive.codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
 from derive.kernel import check
-from derive.nist import design, design_text, lre  # the same helpers as the tests and the benchmark
-from proofs import build
+from derive.experiments.nist import design, design_text, lre  # the same helpers as the tests and the benchmark
+from derive.library import build
 '''),
     ("code", r'''
 if ROOT is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from derive.cli import main
-from proofs import THEOREM_IDS
+from derive.library import THEOREM_IDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,9 +108,10 @@ def test_certificates_into_a_file_is_a_usage_error(tmp_path):
 def test_failing_proof_exits_non_zero_and_names_step_and_rule(monkeypatch, capsys):
     import dataclasses
 
-    import proofs
+    from derive.authoring import registry
 
-    original = proofs.LIBRARY["preconditioned_gd"]
+    entry = registry.entry("preconditioned_gd")
+    original = entry.build
 
     def broken():
         proof = original()
@@ -118,7 +119,7 @@ def test_failing_proof_exits_non_zero_and_names_step_and_rule(monkeypatch, capsy
         steps[1] = dataclasses.replace(steps[1], rule="identity_mul")
         return dataclasses.replace(proof, claim=dataclasses.replace(proof.claim, steps=tuple(steps)))
 
-    monkeypatch.setitem(proofs.LIBRARY, "preconditioned_gd", broken)
+    monkeypatch.setitem(registry._REGISTRY, "preconditioned_gd", dataclasses.replace(entry, build=broken))
     assert main(["prove"]) == 1
     captured = capsys.readouterr()
     assert "preconditioned_gd/main step 2 (rule identity_mul)" in captured.err

@@ -15,9 +15,9 @@ import pytest
 
 from derive.cli import main
 from derive.codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module
+from derive.experiments.nist import design, design_text, exact_least_squares, lre
 from derive.kernel import check
-from derive.nist import design, design_text, exact_least_squares, lre
-from proofs import LIBRARY
+from derive.library import LIBRARY
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist_strd_lls.json"
 

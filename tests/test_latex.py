@@ -15,11 +15,11 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from derive.cli import ARTICLE, main
 from derive.kernel import check
+from derive.kernel.terms import inv, mul, power, transpose
 from derive.latex import article_latex, math, theorem_display, theorem_latex
-from derive.pdf import compile_pdf, tex_engine
-from derive.terms import inv, mul, power, transpose
-from proofs import LIBRARY, THEOREM_IDS
-from proofs.common import Lam, V, X, p
+from derive.latex.pdf import compile_pdf, tex_engine
+from derive.library import LIBRARY, THEOREM_IDS
+from derive.library.base import Lam, V, X, p
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,8 +48,7 @@ def test_styles_and_symbol_names():
 
 
 def test_one_line_per_kernel_step(theorems):
-    theorem = theorems[0]
-    assert theorem.id == "ols_is_linear_attention"
+    theorem = next(t for t in theorems if t.id == "ols_is_linear_attention")
     text = theorem_latex(theorem)
     chains = re.findall(r"\\begin\{align\*\}(.*?)\\end\{align\*\}", text, re.S)
     proof = theorem.proof

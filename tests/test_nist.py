@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from derive.nist import CONSTRUCTIONS, design, design_text, exact_least_squares, lre
+from derive.experiments.nist import CONSTRUCTIONS, design, design_text, exact_least_squares, lre
 
 CUBIC = {"x": [[0.1], [2.0], [-1.5], [3.0]], "y": [1.0, 2.0, 0.5, 4.0], "intercept": True, "polynomial_degree": 3}
 

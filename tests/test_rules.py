@@ -42,7 +42,7 @@ from derive.kernel import (
     symmetric,
     theorem_context,
 )
-from derive.terms import TermError, add, block, blocks_of, canon, factors_of, inv, mul, power, transpose
+from derive.kernel.terms import TermError, add, block, blocks_of, canon, factors_of, inv, mul, power, transpose
 
 # --- symbols (concrete sizes) ---------------------------------------------------------
 

@@ -42,8 +42,19 @@ from derive.kernel import (
     Theorem,
     check,
 )
-from derive.terms import TermError, add, canon, children, exponent_form, factors_of, mul, power, rebuild, transpose
-from proofs import LIBRARY, THEOREM_IDS
+from derive.kernel.terms import (
+    TermError,
+    add,
+    canon,
+    children,
+    exponent_form,
+    factors_of,
+    mul,
+    power,
+    rebuild,
+    transpose,
+)
+from derive.library import LIBRARY, THEOREM_IDS
 
 FULL = os.environ.get("SOUNDNESS_FULL") == "1"
 STEP_MUTANTS_PER_KIND = None if FULL else 1  # per step and mutation kind ...

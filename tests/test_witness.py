@@ -13,9 +13,11 @@ import pytest
 from sympy import QQ, Matrix, Rational, eye
 from sympy.matrices.expressions import BlockMatrix, Identity, MatMul, MatPow, MatrixSymbol, ZeroMatrix
 
-from derive.constructions import dim
+from derive.authoring.constructions import dim
 from derive.kernel import Chain, Definition, Proof, Step
-from derive.terms import add, block, canon, inv, mul, power, transpose
+from derive.kernel.terms import add, block, canon, inv, mul, power, transpose
+from derive.library import LIBRARY, build
+from derive.library.base import Lam, V, X, X_q, Y
 from derive.witness import (
     SAMPLERS,
     SHAPES,
@@ -32,8 +34,6 @@ from derive.witness import (
     witness_all,
 )
 from derive.witness import mul as exact_mul
-from proofs import LIBRARY, build
-from proofs.common import Lam, V, X, X_q, Y
 
 THEOREMS = tuple(LIBRARY)
 n, p, k = dim("n"), dim("p"), dim("k")

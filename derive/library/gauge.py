@@ -5,16 +5,38 @@ from __future__ import annotations
 from sympy import Q
 from sympy.matrices.expressions import MatrixSymbol
 
-from derive.constructions import dim, linear_attention, ols_predictions
+from derive.authoring import ProofBuilder, dim, orthogonal, predicate, theorem
+from derive.authoring.constructions import linear_attention, ols_predictions
+from derive.codegen import Route
 from derive.kernel import Definition, Hypothesis, Proof
-from derive.tactics import ProofBuilder
-from derive.terms import inv, mul, transpose
+from derive.kernel.terms import inv, mul, transpose
 
-from .common import X, X_q, Y, inverse_of_orthogonal, n, orthogonal, p, predicate
+from .base import X, X_q, Y, cite_orthogonal, n, p
 
 GRAM_INVERTIBLE = predicate("X_full_column_rank", Q.positive_definite, mul(transpose(X), X))
+_NAMES = {"X": "X", "Y": "Y", "X_q": "X_query"}
+
+#: The generated "cholesky", "svd" and "qr" routes evaluate the lemmas of the same names.
+ROUTES = [
+    Route("cholesky", "cholesky_route", {**_NAMES, "C": "C"}, lower=("C",), gram=True),
+    Route("svd", "svd_route", {**_NAMES, "U": "U", "S": "s", "V": "V"}, diagonal=("S",)),
+    Route("qr", "qr_route", {**_NAMES, "Q": "Q", "R": "R"}, upper=("R",)),
+]
 
 
+@theorem(routes=ROUTES, glossary={
+    "U": "left singular vectors of $X$",
+    "S": "diagonal matrix of the singular values of $X$",
+    "V": "right singular vectors of $X$",
+    "Q": "orthonormal factor of $X = QR$",
+    "R": "triangular factor of $X = QR$",
+    "C": "Cholesky factor of $X^{\\top}X = CC^{\\top}$",
+    "G": "any factor with $GG^{\\top} = (X^{\\top}X)^{-1}$",
+    "L_svd": "factor $VS^{-1}$ from the SVD",
+    "L_qr": "factor $R^{-1}$ from the QR decomposition",
+    "W_Q": "query weights",
+    "W_K": "key weights",
+})
 def gauge_invariance() -> Proof:
     d = dim("d")
     W_Q, W_K = MatrixSymbol("W_Q", p, d), MatrixSymbol("W_K", p, d)
@@ -62,11 +84,11 @@ def gauge_invariance() -> Proof:
      .rw("hyp:U_orthonormal_columns").rw("identity_mul")
      .rw("transpose_symmetric")
      .qed(mul(V, S, S, transpose(V))))
-    inverse_of_orthogonal(b, V, "V")
     (b.lemma("svd_precision", precision)
      .rw("lemma:svd_gram")
      .rw("inverse_product")
-     .rw("lemma:V_transpose_inverse").rw("lemma:V_inverse")
+     .rw("thm:orthogonal_transpose_inverse", instance=cite_orthogonal(V))
+     .rw("thm:orthogonal_inverse", instance=cite_orthogonal(V))
      .to(mul(V, inv(S), transpose(inv(S)), transpose(V)), "transpose_symmetric")
      .to(mul(V, inv(S), transpose(mul(V, inv(S)))), "transpose_product")
      .rw("def:L_svd", at=mul(V, inv(S))).rw("def:L_svd", at=mul(V, inv(S)))

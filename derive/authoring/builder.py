@@ -11,22 +11,10 @@ from collections.abc import Sequence
 
 from sympy import Basic
 
-from .kernel import (
-    Chain,
-    Definition,
-    Hypothesis,
-    Proof,
-    ProofError,
-    Step,
-    chain_context,
-    check_defined,
-    lemma_rule,
-    one_step,
-    resolve_rule,
-    rewrites,
-    theorem_context,
-)
-from .terms import TermError, canon
+from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem
+from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
+from ..kernel.judgments import check_defined
+from ..kernel.terms import TermError, canon
 
 __all__ = ["ProofBuilder", "ChainBuilder"]
 
@@ -45,15 +33,25 @@ class ChainBuilder:
     def _fail(self, reason: str):
         raise ProofError(self.builder.theorem, self.name, len(self.steps) + 1, None, reason)
 
+    def _cite(self, rule: str) -> None:
+        """A ``thm:ID`` rule: make sure the proof cites the checked theorem ID."""
+        if rule.startswith("thm:") and rule[4:] not in self.ctx.citations:
+            self.ctx.citations[rule[4:]] = self.builder.cite(rule[4:])
+
     def rw(self, rule: str, at: Basic | None = None, nth: int = 0, instance=()) -> ChainBuilder:
         """Apply ``rule`` at the position whose sub-term is ``at`` (the ``nth`` match, in order).
 
-        Without ``at``, an equation (hypothesis, definition, lemma) rewrites its left side.
+        Without ``at``, an equation (hypothesis, definition, lemma, cited theorem) rewrites its left side.
+        ``rule`` is an axiom name, ``hyp:NAME``, ``def:NAME``, ``lemma:NAME`` or ``thm:ID`` (a checked
+        theorem, instantiated by ``instance``: pairs (its symbol, term); other symbols stand for themselves).
         """
+        self._cite(rule)
         step = Step(self.current, rule, tuple(instance))
         fn = resolve_rule(step, self.ctx, self._fail)
         if at is None and rule in self.ctx.rules and not self.ctx.rules[rule][2]:
             at = self.ctx.rules[rule][0]  # equations run left to right unless told where
+        elif at is None and rule.startswith("thm:"):
+            at = fn.lhs
         target = None if at is None else canon(at)
         seen = []
         for matched, result in rewrites(self.current, fn, self.ctx):
@@ -70,6 +68,7 @@ class ChainBuilder:
     def to(self, expr: Basic, rule: str, instance=()) -> ChainBuilder:
         """Step to an explicit expression (for rules used right to left)."""
         expr = canon(expr)
+        self._cite(rule)
         fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx, self._fail)
         if not one_step(self.current, expr, fn, self.ctx):
             self._fail(f"rule {rule} does not lead from {self.current} to {expr}")
@@ -92,17 +91,31 @@ class ChainBuilder:
 class ProofBuilder:
     """Collects a theorem's statement, lemmas and main chain into a :class:`Proof`."""
 
-    def __init__(self, theorem: str, title: str, statement: str,
-                 hypotheses: Sequence[Hypothesis], definitions: Sequence[Definition]):
+    def __init__(self, theorem: str, title: str, statement: str = "",
+                 hypotheses: Sequence[Hypothesis] = (), definitions: Sequence[Definition] = ()):
         self.theorem, self.title, self.statement = theorem, title, statement
         self.hypotheses, self.definitions = tuple(hypotheses), tuple(definitions)
         self.lemmas: list[Chain] = []
         self.lemma_rules: dict = {}
+        self.cites: list[Theorem] = []
         self.ctx = theorem_context(self._proof(Chain("main", _placeholder(), _placeholder(), ())))
 
     def _proof(self, claim: Chain) -> Proof:
         return Proof(self.theorem, self.title, self.statement, self.hypotheses, self.definitions,
-                     tuple(self.lemmas), claim)
+                     tuple(self.lemmas), claim, tuple(self.cites))
+
+    def cite(self, theorem: str | Theorem) -> Theorem:
+        """Cite a checked theorem (an id of the registry, checked on first use, or a :class:`Theorem`)."""
+        if isinstance(theorem, str):
+            from .registry import checked
+
+            if theorem == self.theorem:
+                raise ProofError(self.theorem, "statement", None, None, f"theorem {theorem} cites itself")
+            theorem = checked(theorem)
+        if all(t.id != theorem.id for t in self.cites):
+            self.cites.append(theorem)
+            self.ctx.citations[theorem.id] = theorem
+        return theorem
 
     def lemma(self, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis] = ()) -> ChainBuilder:
         return ChainBuilder(self, name, lhs, hypotheses)

@@ -14,8 +14,8 @@ from sympy import Basic, Rational
 from sympy.matrices.expressions import BlockMatrix, MatrixSymbol
 from sympy.printing.latex import LatexPrinter
 
-from .kernel import AXIOMS, Chain, Hypothesis, Theorem
-from .terms import blocks_of
+from ..kernel import AXIOMS, Chain, Hypothesis, Theorem
+from ..kernel.terms import blocks_of
 
 __all__ = ["PaperLatexPrinter", "math", "theorem_latex", "theorem_display", "article_latex", "RULE_TEXT", "GLOSSARY"]
 
@@ -217,6 +217,8 @@ def _rule_text(step, theorem: Theorem, printer: PaperLatexPrinter) -> str:
         return RULE_TEXT[rule]
     kind, _, name = rule.partition(":")
     proof = theorem.proof
+    if kind == "thm":
+        return f"Theorem~\\ref{{{_label(name)}}}"
     if kind == "lemma":
         return f"Lemma~\\ref{{{_label(theorem.id, name)}}}"
     if kind == "def":

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from sympy.matrices.expressions import MatrixSymbol
 
-from derive.constructions import dim, gd_step_from_zero, linear_attention, ols_predictions
+from derive.authoring import ProofBuilder, dim, theorem
+from derive.authoring.constructions import gd_step_from_zero, linear_attention, ols_predictions
 from derive.kernel import Hypothesis, Proof
-from derive.tactics import ProofBuilder
-from derive.terms import inv, mul, transpose
+from derive.kernel.terms import inv, mul, transpose
 
-from .common import I_p, X, X_q, Y, n, p
+from .base import I_p, X, X_q, Y, n, p
 from .gauge import GRAM_INVERTIBLE
 
 
+@theorem(glossary={
+    "Gamma": "preconditioner $W_Q W_K^{\\top}$",
+    "A": "any query matrix",
+    "T": "any target matrix",
+    "W_Q": "query weights",
+    "W_K": "key weights",
+})
 def preconditioned_gd() -> Proof:
     d, r, s = dim("d"), dim("r"), dim("s")
     W_Q, W_K = MatrixSymbol("W_Q", p, d), MatrixSymbol("W_K", p, d)

@@ -26,7 +26,7 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from .kernel import PREDICATES
+from ..kernel import PREDICATES
 
 __all__ = ["ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS"]
 

@@ -349,7 +349,7 @@ def _figures(out: Path, training: dict, hopfield: dict, shift: dict) -> list[Pat
 
 def reproduce(out: Path, show_progress: bool = True, quick: bool = False) -> dict:
     """Run the experiments of notebooks 03–05, write the figures and ``summary.json``; return the summary."""
-    from .certificate import write_atomic
+    from ..files import write_atomic
 
     out = Path(out)
     training = train(TrainingConfig(), show_progress=show_progress)

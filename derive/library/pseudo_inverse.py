@@ -5,14 +5,22 @@ from __future__ import annotations
 from sympy import Q, Rational
 from sympy.matrices.expressions import Identity, MatrixSymbol
 
-from derive.constructions import dim, spectral_factor
+from derive.authoring import ProofBuilder, dim, orthogonal, predicate, theorem
+from derive.authoring.constructions import spectral_factor
 from derive.kernel import Definition, Hypothesis, Proof
-from derive.tactics import ProofBuilder
-from derive.terms import inv, mul, power, transpose
+from derive.kernel.terms import inv, mul, power, transpose
 
-from .common import X, Y, n, orthogonal, p, predicate
+from .base import X, Y, n, p
 
 
+@theorem(glossary={
+    "U_r": "left singular vectors of $X$ for its $r$ positive singular values",
+    "V_r": "right singular vectors of $X$ for its $r$ positive singular values",
+    "Lambda_r": "diagonal matrix of the positive eigenvalues of $X^{\\top}X$",
+    "L": "factor $V_r\\Lambda_r^{-1/2}$ over the positive eigenvalues",
+    "beta": "the attention-form coefficients $LL^{\\top}X^{\\top}Y$",
+    "W": "weights that write $\\beta = X^{\\top}W$ in the row space of $X$",
+})
 def pseudo_inverse() -> Proof:
     r = dim("r")
     U, V_r, Lam_r = MatrixSymbol("U_r", n, r), MatrixSymbol("V_r", p, r), MatrixSymbol("Lambda_r", r, r)

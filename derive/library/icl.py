@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from sympy.matrices.expressions import MatrixSymbol, ZeroMatrix
 
-from derive.constructions import linear_attention, ols_predictions, query_tokens, token_weights, tokens
+from derive.authoring import ChainBuilder, ProofBuilder, theorem
+from derive.authoring.constructions import linear_attention, ols_predictions, query_tokens, token_weights, tokens
 from derive.kernel import Definition, Proof
-from derive.tactics import ChainBuilder, ProofBuilder
-from derive.terms import block, mul, transpose
+from derive.kernel.terms import block, mul, transpose
 
-from .common import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, m, n, p, spectral_precision
+from .base import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, m, n, p
 
 #: Rules that only ever shrink a term: used to tidy zero and identity blocks.
 TIDY_RULES = ("zero_mul", "transpose_zero", "zero_add", "identity_mul")
@@ -30,6 +30,13 @@ def tidy(chain: ChainBuilder) -> ChainBuilder:
     return chain
 
 
+@theorem(glossary={
+    "Z": "context tokens $z_i^{\\top} = [x_i^{\\top}\\; y_i^{\\top}]$ as rows",
+    "Z_q": "query tokens $[x_q^{\\top}\\; 0]$ as rows",
+    "W_Q": "query weights",
+    "W_K": "key weights",
+    "W_V": "value weights",
+})
 def icl_token_form() -> Proof:
     Z, Z_q = MatrixSymbol("Z", n, p + k), MatrixSymbol("Z_q", m, p + k)
     W_Q, W_K, W_V = (MatrixSymbol(name, p + k, p + k) for name in ("W_Q", "W_K", "W_V"))
@@ -52,7 +59,6 @@ def icl_token_form() -> Proof:
             Definition("W_V", W_V, w_v),
         ],
     )
-    spectral_precision(b)
     chain = b.main(linear_attention(mul(Z_q, W_Q), mul(Z, W_K), mul(Z, W_V)))
     for name in ("Z_q", "W_Q", "Z", "Z", "W_K", "W_V"):
         chain.rw(f"def:{name}")
@@ -69,6 +75,6 @@ def icl_token_form() -> Proof:
     chain.rw("block_multiply", at=mul(scores, block([[ZeroMatrix(n, p), Y]])))
     tidy(chain)
     chain.rw("transpose_product")
-    chain.to(block([[ZeroMatrix(m, p), ols_predictions(X_q, X, Y)]]), "lemma:precision")
+    chain.to(block([[ZeroMatrix(m, p), ols_predictions(X_q, X, Y)]]), "thm:spectral_precision")
     chain.qed()
     return b.proof()

@@ -48,8 +48,8 @@ from sympy.matrices.expressions import (
 from sympy.polys.matrices import DomainMatrix
 from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 
-from .kernel import Chain, Hypothesis, Proof, Step
-from .terms import blocks_of
+from ..kernel import Chain, Hypothesis, Proof, Step
+from ..kernel.terms import blocks_of
 
 __all__ = [
     "SAMPLERS",
@@ -974,7 +974,7 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
     """
     start = time.perf_counter()
     if proof is None:
-        from proofs import build  # the library depends on derive, so import it late
+        from ..library import build  # the library depends on derive, so import it late
 
         proof = build(theorem_id)
     elif proof.theorem != theorem_id:
@@ -1035,7 +1035,7 @@ def check_gradient(p: int, ks: Sequence[int] = (1, 2)) -> GradientReport:
     Xᵀ(Xβ − Y).  Here the loss is differentiated entry by entry in dimensions n = p + 1, k in ``ks``, with
     symbolic X, Y, β, Γ, and the construction's term is evaluated exactly and compared with β₀ − Γ∇ at 0.
     """
-    from .constructions import dim, gd_step_from_zero
+    from ..authoring.constructions import dim, gd_step_from_zero
 
     start = time.perf_counter()
     shapes = []

@@ -19,10 +19,10 @@ from sympy.matrices.expressions import Inverse, MatMul, MatPow, MatrixSymbol, Tr
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import MpmathPrinter
 
-from .kernel import Theorem
-from .terms import exponent_form, factors_of
+from ..kernel import Theorem
+from ..kernel.terms import exponent_form, factors_of
 
-__all__ = ["CodegenError", "ROUTES", "Route", "route_expression", "numpy_module", "mpmath_module",
+__all__ = ["CodegenError", "Route", "registered_routes", "route_expression", "numpy_module", "mpmath_module",
            "REQUIRED_THEOREMS"]
 
 
@@ -32,29 +32,35 @@ class CodegenError(ValueError):
 
 @dataclass(frozen=True)
 class Route:
-    """A route: the checked lemma whose right-hand side is evaluated, and how symbols are named."""
+    """A route: the checked lemma whose right-hand side is evaluated, and how symbols are named.
+
+    Declared by the theorem that proves the lemma (``@theorem(routes=[Route(...)])``); ``theorem`` is
+    filled in from the registry.
+    """
 
     name: str
-    theorem: str
     lemma: str
     names: dict[str, str]  # matrix symbol -> Python variable
-    diagonal: tuple[str, ...]  # symbols held as vectors of their diagonal
+    diagonal: tuple[str, ...] = ()  # symbols held as vectors of their diagonal
     lower: tuple[str, ...] = ()  # lower-triangular symbols (solved by substitution)
     upper: tuple[str, ...] = ()  # upper-triangular symbols
     gram: bool = False  # XᵀY arrives precomputed as ``XtY`` (the fast memory), so X itself is not needed
+    theorem: str = ""
 
 
-ROUTES = {
-    "eigh": Route("eigh", "ols_is_linear_attention", "gram_route",
-                  {"X": "X", "Y": "Y", "X_q": "X_query", "L": "L", "V": "V", "Lambda": "lam"}, ("Lambda",),
-                  gram=True),
-    "cholesky": Route("cholesky", "gauge_invariance", "cholesky_route",
-                      {"X": "X", "Y": "Y", "X_q": "X_query", "C": "C"}, (), lower=("C",), gram=True),
-    "svd": Route("svd", "gauge_invariance", "svd_route",
-                 {"X": "X", "Y": "Y", "X_q": "X_query", "U": "U", "S": "s", "V": "V"}, ("S",)),
-    "qr": Route("qr", "gauge_invariance", "qr_route",
-                {"X": "X", "Y": "Y", "X_q": "X_query", "Q": "Q", "R": "R"}, (), upper=("R",)),
-}
+def registered_routes() -> dict[str, Route]:
+    """Every route the registered theorems declare, by name (each name once)."""
+    from ..authoring.registry import entries
+
+    out: dict[str, Route] = {}
+    for item in entries().values():
+        for route in item.routes:
+            if route.name in out:
+                raise CodegenError(f"route {route.name} is declared by {out[route.name].theorem} and {item.id}")
+            out[route.name] = dataclasses.replace(route, theorem=item.id)
+    return out
+
+
 #: Every theorem the generated modules rest on (routes, the construction, rank deficiency).
 REQUIRED_THEOREMS = ("ols_is_linear_attention", "gauge_invariance", "paper_construction", "pseudo_inverse",
                      "preconditioned_gd")
@@ -284,14 +290,14 @@ def _bodies(theorems: dict[str, Theorem], printer_class) -> dict[str, str]:
     """Printed code for each route (coefficients) and for the paper's construction (P, scores)."""
     _check_inputs(theorems)
     bodies = {}
-    for name, route in ROUTES.items():
+    for name, route in registered_routes().items():
         theorem = theorems[route.theorem]
         expr = route_expression(theorem, route)
         lines = print_assignments({**route_definitions(theorem, expr), "beta": expr}, printer_class(route))
         bodies[f"{name}_body"] = "\n".join("    " + line for line in lines)
     construction = theorems["paper_construction"].proof
     P = next(d.rhs for d in construction.definitions if str(d.symbol.name) == "P")
-    generic = Route("factor", "paper_construction", "", {"X": "X", "Y": "Y", "L": "L", "X_q": "X_query"}, ())
+    generic = Route("factor", "", {"X": "X", "Y": "Y", "L": "L", "X_q": "X_query"}, theorem="paper_construction")
     bodies["P_body"] = "\n".join("    " + line for line in print_assignments({"P": P}, printer_class(generic)))
     attention = theorems["ols_is_linear_attention"].proof.claim.rhs  # (X_q L)(X L)ᵀ Y
     _, factors = factors_of(attention)
@@ -303,7 +309,7 @@ def _bodies(theorems: dict[str, Theorem], printer_class) -> dict[str, str]:
 
 def numpy_module(theorems: dict[str, Theorem]) -> str:
     """The NumPy module's text (deterministic)."""
-    from .codegen_templates import NUMPY_TEMPLATE
+    from .templates import NUMPY_TEMPLATE
 
     bodies = _bodies(theorems, BatchedNumPyPrinter)
     return NUMPY_TEMPLATE.substitute(header=_header(theorems, "OLS as single-layer linear attention: NumPy."),
@@ -312,7 +318,7 @@ def numpy_module(theorems: dict[str, Theorem]) -> str:
 
 def mpmath_module(theorems: dict[str, Theorem]) -> str:
     """The mpmath module's text (deterministic)."""
-    from .codegen_templates import MPMATH_TEMPLATE
+    from .templates import MPMATH_TEMPLATE
 
     bodies = _bodies(theorems, MatrixMpmathPrinter)
     return MPMATH_TEMPLATE.substitute(header=_header(theorems, "OLS as single-layer linear attention: mpmath."),

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from sympy.matrices.expressions import MatrixSymbol
 
-from derive.constructions import ols_predictions
+from derive.authoring import ProofBuilder, theorem
+from derive.authoring.constructions import ols_predictions
 from derive.kernel import Definition, Hypothesis, Proof
-from derive.tactics import ProofBuilder
-from derive.terms import add, block, mul, transpose
+from derive.kernel.terms import add, block, mul, transpose
 
-from .common import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, n, p, spectral_precision
+from .base import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, n, p
 
 
+@theorem(glossary={
+    "M": "slow memory $LL^{\\top}$",
+    "S": "fast memory $X^{\\top}Y$",
+    "X_prev": "the first $n-1$ rows of $X$",
+    "Y_prev": "the first $n-1$ rows of $Y$",
+    "x_t": "the newest example",
+    "y_t": "the newest target",
+})
 def slow_fast_memory() -> Proof:
     M, S = MatrixSymbol("M", p, p), MatrixSymbol("S", p, k)
     X_prev, Y_prev = MatrixSymbol("X_prev", n - 1, p), MatrixSymbol("Y_prev", n - 1, k)
@@ -26,7 +34,6 @@ def slow_fast_memory() -> Proof:
         SPECTRAL_HYPOTHESES,
         [SPECTRAL_DEFINITION, Definition("M", M, mul(L, transpose(L))), Definition("S", S, mul(transpose(X), Y))],
     )
-    spectral_precision(b)
     (b.lemma("rank_one_write", S, [
         Hypothesis("X_appends_row", X, block([[X_prev], [transpose(x_t)]])),
         Hypothesis("Y_appends_row", Y, block([[Y_prev], [transpose(y_t)]])),
@@ -36,7 +43,7 @@ def slow_fast_memory() -> Proof:
      .rw("block_multiply").rw("block_single")
      .qed(add(mul(transpose(X_prev), Y_prev), mul(x_t, transpose(y_t)))))
     (b.main(ols_predictions(X_q, X, Y))
-     .rw("lemma:precision")
+     .rw("thm:spectral_precision")
      .rw("def:M", at=mul(L, transpose(L)))
      .rw("def:S", at=mul(transpose(X), Y))
      .qed(mul(X_q, M, S)))

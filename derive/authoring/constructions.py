@@ -6,10 +6,11 @@ dimensions, so the same objects serve the proofs, the LaTeX printer and the code
 
 from __future__ import annotations
 
-from sympy import Rational, Symbol
+from sympy import Rational
 from sympy.matrices.expressions import Identity, MatrixSymbol, ZeroMatrix
 
-from .terms import add, block, inv, mul, power, transpose
+from ..kernel.terms import add, block, inv, mul, power, transpose
+from .statements import dim
 
 __all__ = [
     "dim",
@@ -24,11 +25,6 @@ __all__ = [
     "token_weights",
     "gd_step_from_zero",
 ]
-
-
-def dim(name: str) -> Symbol:
-    """A dimension: a positive-integer symbol."""
-    return Symbol(name, integer=True, positive=True)
 
 
 def ols_coefficients(X: MatrixSymbol, Y) -> object:

@@ -1,25 +1,27 @@
 """Certificates: a checked theorem written as JSON, and re-checked from scratch when read.
 
 The format is documented in ``docs/certificates.md``.  Reading never evaluates text: every
-expression goes through :func:`derive.srepr_parser.parse_srepr`.  A certificate is accepted
-only if the kernel checks its proof *and* its statement (hypotheses, definitions, claims)
-is the library's statement of the theorem it names, so a proof of an altered claim fails.
+expression goes through :func:`derive.certificates.parse_srepr`.  A certificate stands on its
+own: it carries the theorems it cites (``dependencies``, each a certificate of its own, in
+dependency order), and each is re-checked by the kernel before what cites it.  A certificate whose
+id names a library theorem is accepted only if its statement is the library's, so a proof of an
+altered claim fails.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from .kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, proof_to_data
+from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, proof_to_data
+from ..files import write_atomic
 from .srepr_parser import ParseError, parse_srepr
 
 __all__ = ["FORMAT", "CertificateError", "certificate_text", "read_certificate", "verify_certificate",
            "write_atomic", "statement_of"]
 
-FORMAT = "ols-transformer-certificate/1"
+FORMAT = "ols-transformer-certificate/2"
+READABLE = (FORMAT, "ols-transformer-certificate/1")  # /1 had no citations
 MAX_BYTES = 20_000_000
 
 
@@ -27,23 +29,31 @@ class CertificateError(ValueError):
     """A certificate cannot be read or does not check; the message says what is wrong."""
 
 
+def _certificate_data(theorem: Theorem) -> dict:
+    return {"format": FORMAT, **proof_to_data(theorem.proof), "sha256": theorem.digest}
+
+
+def dependencies(theorem: Theorem) -> list[Theorem]:
+    """The theorems ``theorem`` cites, directly or not, each once, every one after those it cites."""
+    out: dict[str, Theorem] = {}
+
+    def visit(t: Theorem) -> None:
+        for cited in t.proof.cites:
+            if cited.id not in out:
+                visit(cited)
+                out[cited.id] = cited
+
+    visit(theorem)
+    return list(out.values())
+
+
 def certificate_text(theorem: Theorem) -> str:
-    """The certificate of a checked theorem: deterministic JSON, one trailing newline."""
-    data = {"format": FORMAT, **proof_to_data(theorem.proof), "sha256": theorem.digest}
+    """The certificate of a checked theorem, with the theorems it cites: deterministic JSON, one final newline."""
+    data = _certificate_data(theorem)
+    deps = dependencies(theorem)
+    if deps:
+        data["dependencies"] = [_certificate_data(t) for t in deps]
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and a rename: never a half-written file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- reading ------------------------------------------------------------------------
@@ -109,11 +119,34 @@ def _chain(obj, where: str, main: bool = False) -> Chain:
     )
 
 
-def proof_from_data(data: dict) -> Proof:
-    """Rebuild a :class:`Proof` from certificate JSON, parsing every expression safely."""
+def _citations(data: dict, known: dict[str, Theorem]) -> tuple[Theorem, ...]:
+    """The checked theorems the certificate's ``cites`` names, matched by id and sha256."""
+    cites = data.get("cites", [])
+    if not isinstance(cites, list):
+        raise CertificateError("cites must be a list")
+    out = []
+    for i, item in enumerate(cites):
+        theorem_id = _field(item, "theorem", str, f"cites[{i}]")
+        digest = _field(item, "sha256", str, f"cites[{i}]")
+        theorem = known.get(theorem_id)
+        if theorem is None:
+            raise CertificateError(f"cites theorem {theorem_id!r}, which is not checked before it "
+                                   "(not among the certificate's dependencies, nor a library theorem)")
+        if theorem.digest != digest:
+            raise CertificateError(f"cites theorem {theorem_id!r} with sha256 {digest[:12]}…, but the checked "
+                                   f"{theorem_id} has sha256 {theorem.digest[:12]}…")
+        out.append(theorem)
+    return tuple(out)
+
+
+def proof_from_data(data: dict, known: dict[str, Theorem] | None = None) -> Proof:
+    """Rebuild a :class:`Proof` from certificate JSON, parsing every expression safely.
+
+    ``known`` maps ids to checked theorems the proof may cite (matched by sha256).
+    """
     if not isinstance(data, dict):
         raise CertificateError("a certificate must be a JSON object")
-    if data.get("format") != FORMAT:
+    if data.get("format") not in READABLE:
         raise CertificateError(f"unknown certificate format {data.get('format')!r} (expected {FORMAT!r})")
     definitions = []
     for i, d in enumerate(_field(data, "definitions", list, "certificate")):
@@ -130,6 +163,7 @@ def proof_from_data(data: dict) -> Proof:
         tuple(definitions),
         tuple(_chain(c, f"lemmas[{i}]") for i, c in enumerate(_field(data, "lemmas", list, "certificate"))),
         _chain(data, "certificate", main=True),
+        _citations(data, known or {}),
     )
 
 
@@ -157,32 +191,56 @@ def read_certificate(path) -> dict:
 
 
 def statement_of(proof: Proof) -> dict:
-    """What a theorem says (everything but the proof steps), for comparing with the library."""
+    """What a theorem says (everything but the proof steps and citations), for comparing with the library."""
     data = proof_to_data(proof)
     for chain in data["lemmas"]:
         chain.pop("steps")
     data.pop("steps")
+    data.pop("cites", None)
     return data
 
 
-def verify_certificate(data: dict, library: dict | None = None) -> Theorem:
-    """Re-check a certificate from scratch; return the theorem or raise CertificateError.
-
-    ``library`` maps theorem ids to proof builders; the certificate's statement must equal
-    the library's statement of that id.
-    """
-    proof = proof_from_data(data)
+def _check_one(data: dict, known: dict[str, Theorem], library, where: str) -> Theorem:
+    proof = proof_from_data(data, known)
+    if library is not None and proof.theorem in library:  # the cheap comparison first
+        if statement_of(proof) != statement_of(library[proof.theorem]()):
+            raise CertificateError(f"{where}the statement differs from the library's statement of {proof.theorem}")
     try:
         theorem = check(proof)
     except ProofError as exc:
-        raise CertificateError(f"proof rejected: {exc}") from None
+        raise CertificateError(f"{where}proof rejected: {exc}") from None
     except RecursionError:
-        raise CertificateError("proof rejected: expression nested too deeply") from None
+        raise CertificateError(f"{where}proof rejected: expression nested too deeply") from None
     if "sha256" in data and data["sha256"] != theorem.digest:
-        raise CertificateError("the sha256 field does not match the certificate's content")
-    if library is not None:
-        if proof.theorem not in library:
-            raise CertificateError(f"unknown theorem id {proof.theorem!r}")
-        if statement_of(proof) != statement_of(library[proof.theorem]()):
-            raise CertificateError(f"the statement differs from the library's statement of {proof.theorem}")
+        raise CertificateError(f"{where}the sha256 field does not match the certificate's content")
     return theorem
+
+
+def verify_certificate(data: dict, library: dict | None = None, *, expect: str | None = None,
+                       cited: dict[str, Theorem] | None = None) -> Theorem:
+    """Re-check a certificate from scratch; return the theorem or raise CertificateError.
+
+    The certificate's dependencies are checked first, in order, each citing only earlier ones.
+    ``library`` maps theorem ids to proof builders: a certificate (or dependency) whose id is in it
+    must state the library's statement.  ``expect`` requires the certificate to prove that library
+    theorem.  ``cited`` supplies checked theorems a certificate without dependencies may cite (matched
+    by sha256).
+    """
+    if not isinstance(data, dict):
+        raise CertificateError("a certificate must be a JSON object")
+    if expect is not None and (library is None or expect not in library):
+        raise CertificateError(f"--expect {expect}: no library theorem has that id")
+    if expect is not None and data.get("theorem") != expect:
+        raise CertificateError(f"the certificate proves {data.get('theorem')!r}, not {expect!r}")
+    known: dict[str, Theorem] = dict(cited or {})
+    deps = data.get("dependencies", [])
+    if not isinstance(deps, list):
+        raise CertificateError("dependencies must be a list")
+    for i, dep in enumerate(deps):
+        theorem = _check_one(dep, {**known}, library, f"dependencies[{i}]: ")
+        if theorem.id == data.get("theorem"):
+            raise CertificateError(f"dependencies[{i}]: the certificate depends on its own theorem {theorem.id}")
+        if theorem.id in known and known[theorem.id].digest != theorem.digest:
+            raise CertificateError(f"dependencies[{i}]: theorem {theorem.id} is carried twice")
+        known[theorem.id] = theorem
+    return _check_one(data, known, library, "")

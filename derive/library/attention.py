@@ -5,27 +5,20 @@ from __future__ import annotations
 from sympy import Rational
 from sympy.matrices.expressions import MatrixSymbol
 
-from derive.constructions import attention_layer, hat_matrix, linear_attention, ols_predictions
+from derive.authoring import ProofBuilder, theorem
+from derive.authoring.constructions import attention_layer, hat_matrix, linear_attention, ols_predictions
+from derive.codegen import Route
 from derive.kernel import Definition, Proof
-from derive.tactics import ProofBuilder
-from derive.terms import inv, mul, power, transpose
+from derive.kernel.terms import inv, mul, power, transpose
 
-from .common import (
-    SPECTRAL_DEFINITION,
-    SPECTRAL_HYPOTHESES,
-    I_p,
-    L,
-    Lam,
-    X,
-    X_q,
-    Y,
-    k,
-    n,
-    p,
-    spectral_precision,
-)
+from .base import GLOSSARY, SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, I_p, L, Lam, X, X_q, Y, k, n, p
+
+#: The generated "eigh" route evaluates lemma gram_route: X_q L Lᵀ (XᵀY), Λ held as the vector of its diagonal.
+EIGH_ROUTE = Route("eigh", "gram_route", {"X": "X", "Y": "Y", "X_q": "X_query", "L": "L", "V": "V", "Lambda": "lam"},
+                   diagonal=("Lambda",), gram=True)
 
 
+@theorem(glossary=GLOSSARY, routes=[EIGH_ROUTE])
 def ols_is_linear_attention() -> Proof:
     b = ProofBuilder(
         "ols_is_linear_attention",
@@ -36,9 +29,8 @@ def ols_is_linear_attention() -> Proof:
         SPECTRAL_HYPOTHESES,
         [SPECTRAL_DEFINITION],
     )
-    spectral_precision(b)
     (b.lemma("gram_route", ols_predictions(X_q, X, Y))  # what the generated "eigh" route evaluates
-     .rw("lemma:precision")
+     .rw("thm:spectral_precision")
      .qed(mul(X_q, L, transpose(L), transpose(X), Y)))
     (b.main(ols_predictions(X_q, X, Y))
      .rw("lemma:gram_route")
@@ -47,6 +39,14 @@ def ols_is_linear_attention() -> Proof:
     return b.proof()
 
 
+@theorem(glossary={
+    "W_Q": "query weights",
+    "W_K": "key weights",
+    "W_V": "value weights",
+    "W_FFN": "feed-forward weights",
+    "P": "output projection",
+    "H": "hat matrix $X(X^{\\top}X)^{-1}X^{\\top}$",
+})
 def paper_construction() -> Proof:
     W_Q, W_K, W_V = (MatrixSymbol(name, p, p) for name in ("W_Q", "W_K", "W_V"))
     W_FFN, P, H = MatrixSymbol("W_FFN", p, p), MatrixSymbol("P", p, k), MatrixSymbol("H", n, n)
@@ -67,7 +67,6 @@ def paper_construction() -> Proof:
             Definition("H", H, hat_matrix(X)),
         ],
     )
-    spectral_precision(b)
     root = power(Lam, -Rational(1, 2))
     (b.lemma("orthonormal_columns", mul(transpose(mul(X, L)), X, L))
      .rw("transpose_product")
@@ -93,7 +92,7 @@ def paper_construction() -> Proof:
      .rw("def:W_FFN")
      .rw("identity_mul")
      .rw("def:P")
-     .to(mul(X, inv(mul(transpose(X), X)), transpose(X), Y), "lemma:precision")
+     .to(mul(X, inv(mul(transpose(X), X)), transpose(X), Y), "thm:spectral_precision")
      .rw("def:H", at=hat_matrix(X))
      .qed(mul(H, Y)))
     return b.proof()

@@ -1,0 +1,213 @@
+"""The theorem registry: ``@theorem`` functions, user libraries and entry points.
+
+A theorem is a zero-argument function returning a :class:`~derive.kernel.Proof`, registered with
+:func:`theorem`; registration order is presentation order.  The theorem's module carries what
+the outputs need (glossary entries for the article, witness sampling hints, codegen routes), passed
+to the decorator, so adding a theorem touches one file.  Built-in theorems live in
+:mod:`derive.library`; a user's module or ``.py`` file is loaded with :func:`load_library` (the CLI's
+``--library``), and installed packages register through the entry-point group
+``ols_transformer.theorems``.  Nothing here is trusted: :func:`checked` hands the proof to the kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..kernel import Proof, ProofError, Theorem, check
+
+__all__ = ["ENTRY_POINT_GROUP", "LibraryError", "TheoremEntry", "build", "checked", "entries", "entry",
+           "load_entry_points", "load_library", "theorem"]
+
+ENTRY_POINT_GROUP = "ols_transformer.theorems"
+
+
+class LibraryError(ValueError):
+    """A theorem library cannot be loaded or registers something invalid; the message says what."""
+
+
+@dataclass(frozen=True)
+class TheoremEntry:
+    """A registered theorem: how to build its proof and what its outputs need.
+
+    ``glossary`` maps a matrix symbol's name to how the article reads it; ``sampling`` holds hints
+    for the witness's sampler (see :mod:`derive.witness`); ``routes`` are codegen routes whose
+    printed code evaluates one of this theorem's checked lemmas (see :mod:`derive.codegen`).
+    """
+
+    id: str
+    build: Callable[[], Proof]
+    module: str
+    glossary: Mapping[str, str] = field(default_factory=dict)
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    routes: tuple = ()
+
+
+_REGISTRY: dict[str, TheoremEntry] = {}
+_CHECKED: dict[str, Theorem] = {}
+_IN_PROGRESS: list[str] = []
+
+
+def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
+            glossary: Mapping[str, str] | None = None, sampling: Mapping[str, Any] | None = None,
+            routes: Sequence = ()):
+    """Register a zero-argument function that returns a :class:`~derive.kernel.Proof`.
+
+    Use as ``@theorem`` or ``@theorem(glossary={...}, routes=[...])``.  The theorem's id is ``id`` or
+    the function's name, and the proof it builds must carry that id.  The function is returned
+    unchanged.
+    """
+
+    def register(func: Callable[[], Proof]) -> Callable[[], Proof]:
+        if not callable(func):
+            raise LibraryError(f"@theorem expects a function, not {type(func).__name__}")
+        theorem_id = id or func.__name__
+        if not isinstance(theorem_id, str) or not theorem_id.isidentifier():
+            raise LibraryError(f"theorem id {theorem_id!r} must be a Python identifier")
+        new = TheoremEntry(theorem_id, func, getattr(func, "__module__", "?"),
+                           MappingProxyType(dict(glossary or {})), MappingProxyType(dict(sampling or {})),
+                           tuple(routes))
+        old = _REGISTRY.get(theorem_id)
+        if old is not None and _qualname(old.build) != _qualname(func):
+            raise LibraryError(f"theorem id {theorem_id!r} is registered twice ({_qualname(old.build)} and "
+                               f"{_qualname(func)})")
+        if old is not None:
+            _CHECKED.pop(theorem_id, None)  # the same module loaded again: its proof may have changed
+        _REGISTRY[theorem_id] = new
+        return func
+
+    return register(fn) if fn is not None else register
+
+
+def _qualname(func: Callable) -> str:
+    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
+
+
+def _builtin() -> None:
+    importlib.import_module("derive.library")  # registers the built-in theorems, in order
+
+
+def entries() -> dict[str, TheoremEntry]:
+    """Every registered theorem by id, built-in ones first, then user libraries in load order."""
+    _builtin()
+    return dict(_REGISTRY)
+
+
+def entry(theorem_id: str) -> TheoremEntry:
+    """The registered theorem ``theorem_id``; ``KeyError`` if there is none."""
+    _builtin()
+    return _REGISTRY[theorem_id]
+
+
+def build(theorem_id: str) -> Proof:
+    """The (unchecked) proof of a registered theorem."""
+    item = entry(theorem_id)
+    proof = item.build()
+    if not isinstance(proof, Proof):
+        raise ProofError(theorem_id, "statement", None, None,
+                         f"{_qualname(item.build)} returned {type(proof).__name__}, not a Proof")
+    if proof.theorem != theorem_id:
+        raise ProofError(theorem_id, "statement", None, None,
+                         f"{_qualname(item.build)} builds a proof of {proof.theorem!r}, not of {theorem_id!r}")
+    return proof
+
+
+def checked(theorem_id: str) -> Theorem:
+    """The kernel-checked theorem ``theorem_id`` (checked once per process; citations are checked first).
+
+    Raises :class:`~derive.kernel.ProofError` when the proof does not check or the citations form a cycle.
+    """
+    if theorem_id in _CHECKED:
+        return _CHECKED[theorem_id]
+    if theorem_id in _IN_PROGRESS:
+        cycle = " -> ".join([*_IN_PROGRESS[_IN_PROGRESS.index(theorem_id):], theorem_id])
+        raise ProofError(theorem_id, "statement", None, None, f"theorems cite each other in a cycle: {cycle}")
+    _IN_PROGRESS.append(theorem_id)
+    try:
+        result = check(build(theorem_id))
+    finally:
+        _IN_PROGRESS.pop()
+    _CHECKED[theorem_id] = result
+    return result
+
+
+def load_library(spec: str) -> list[str]:
+    """Import a theorem library, a dotted module name or a path to a ``.py`` file; the ids it registered.
+
+    Raises :class:`LibraryError` with a one-line reason when it cannot be loaded.
+    """
+    _builtin()
+    before = set(_REGISTRY)
+    path = Path(spec)
+    if spec.endswith(".py") or path.exists():
+        _load_file(path)
+    else:
+        if not all(part.isidentifier() for part in spec.split(".")):
+            raise LibraryError(f"library {spec!r} is neither a .py file nor a dotted module name")
+        try:
+            importlib.import_module(spec)
+        except ModuleNotFoundError as exc:
+            if exc.name and spec.startswith(exc.name):
+                raise LibraryError(f"library {spec!r}: no module named {exc.name!r}") from None
+            raise LibraryError(f"library {spec!r}: {exc}") from None
+        except LibraryError:
+            raise
+        except Exception as exc:  # the user's module raised while loading: name it, no traceback
+            raise LibraryError(f"library {spec!r} raised {type(exc).__name__}: {exc}") from None
+    added = [i for i in _REGISTRY if i not in before]
+    return added or [e.id for e in _REGISTRY.values() if e.module == _module_name(path, spec)]
+
+
+def _module_name(path: Path, spec: str) -> str:
+    if spec.endswith(".py") or path.exists():
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        return f"_derive_user_library_{path.stem}_{digest}"
+    return spec
+
+
+def _load_file(path: Path) -> None:
+    if not path.is_file():
+        raise LibraryError(f"library {path}: no such file")
+    if path.suffix != ".py":
+        raise LibraryError(f"library {path}: not a .py file")
+    name = _module_name(path, str(path))
+    if name in sys.modules:
+        return
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise LibraryError(f"library {path}: cannot be imported")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except LibraryError:
+        sys.modules.pop(name, None)
+        raise
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        raise LibraryError(f"library {path}: syntax error at line {exc.lineno}: {exc.msg}") from None
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise LibraryError(f"library {path} raised {type(exc).__name__}: {exc}") from None
+
+
+def load_entry_points() -> list[str]:
+    """Load every installed package's theorems (entry-point group ``ols_transformer.theorems``)."""
+    from importlib.metadata import entry_points
+
+    _builtin()
+    before = set(_REGISTRY)
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        try:
+            point.load()
+        except Exception as exc:
+            raise LibraryError(f"entry point {point.name} ({point.value}) raised {type(exc).__name__}: {exc}") \
+                from None
+    return [i for i in _REGISTRY if i not in before]

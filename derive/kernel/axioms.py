@@ -1,0 +1,201 @@
+"""The matrix-algebra axioms: each an identity of real matrices under the side conditions it checks.
+
+Part of the trusted core.  The table in ``docs/kernel.md`` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sympy import Basic
+from sympy.matrices.expressions import BlockMatrix, Identity, Inverse, MatAdd, MatMul, Transpose, ZeroMatrix
+
+from .judgments import Context, _is_integer, _square, invertible, positive_definite, symmetric
+from .terms import add, block, blocks_of, canon, dims_equal, exponent_form, factors_of, inv, mul, power, shape
+
+__all__ = ["AXIOMS", "Rule", "equation_rule"]
+
+# Each axiom maps a term (a node, or a run of two or more adjacent factors of a product)
+# to the terms it may be rewritten to.  Each is an identity of real matrices under the
+# side conditions it checks; definedness of both sides is checked separately.
+
+Rule = Callable[[Basic, Context], list[Basic]]
+
+
+def _transpose_product(t, ctx):
+    if isinstance(t, Transpose) and isinstance(t.args[0], MatMul):
+        coeff, mats = factors_of(t.args[0])
+        return [mul(coeff, [Transpose(m) for m in reversed(mats)])]
+    return []
+
+
+def _transpose_transpose(t, ctx):
+    if isinstance(t, Transpose) and isinstance(t.args[0], Transpose):
+        return [t.args[0].args[0]]
+    return []
+
+
+def _transpose_sum(t, ctx):
+    if isinstance(t, Transpose) and isinstance(t.args[0], MatAdd):
+        return [add([Transpose(a) for a in t.args[0].args])]
+    return []
+
+
+def _transpose_symmetric(t, ctx):
+    if isinstance(t, Transpose) and symmetric(t.args[0], ctx):
+        return [t.args[0]]
+    return []
+
+
+def _transpose_inverse(t, ctx):
+    if isinstance(t, Transpose) and isinstance(t.args[0], Inverse):
+        return [inv(Transpose(t.args[0].args[0]))]
+    return []
+
+
+def _transpose_zero(t, ctx):
+    if isinstance(t, Transpose) and isinstance(t.args[0], ZeroMatrix):
+        rows, cols = shape(t.args[0])
+        return [ZeroMatrix(cols, rows)]
+    return []
+
+
+def _inverse_product(t, ctx):
+    if isinstance(t, Inverse) and isinstance(t.args[0], MatMul):
+        coeff, mats = factors_of(t.args[0])
+        if coeff != 0 and all(_square(m) and invertible(m, ctx) for m in mats):
+            return [mul(1 / coeff, [inv(m) for m in reversed(mats)])]
+    return []
+
+
+def _inverse_inverse(t, ctx):
+    if isinstance(t, Inverse) and isinstance(t.args[0], Inverse):
+        return [t.args[0].args[0]]
+    return []
+
+
+def _inverse_cancel(t, ctx):
+    """A⁻¹ A = I and A A⁻¹ = I, where A may be a run of several factors."""
+    coeff, mats = factors_of(t)
+    if coeff != 1 or len(mats) < 2:
+        return []
+    out = []
+    if isinstance(mats[0], Inverse) and mats[0].args[0] == canon(mul(mats[1:])):
+        out.append(Identity(shape(mats[0])[0]))
+    if isinstance(mats[-1], Inverse) and mats[-1].args[0] == canon(mul(mats[:-1])):
+        out.append(Identity(shape(mats[-1])[0]))
+    return out
+
+
+def _power_combine(t, ctx):
+    """A^a A^b = A^(a+b) for two adjacent factors with the same base (A = A^1, A⁻¹ = A^-1)."""
+    coeff, mats = factors_of(t)
+    if coeff != 1 or len(mats) != 2:
+        return []
+    (base1, a), (base2, b) = exponent_form(mats[0]), exponent_form(mats[1])
+    if base1 != base2 or not _square(base1):
+        return []
+    if not (_is_integer(a) and _is_integer(b)) and not positive_definite(base1, ctx):
+        return []
+    if (a < 0 or b < 0 or a + b < 0) and not invertible(base1, ctx):
+        return []
+    return [power(base1, a + b)]
+
+
+def _identity_mul(t, ctx):
+    coeff, mats = factors_of(t)
+    if not isinstance(t, MatMul) or len(mats) < 2:
+        return []
+    return [mul(coeff, mats[:i], mats[i + 1 :]) for i, m in enumerate(mats) if isinstance(m, Identity)]
+
+
+def _zero_mul(t, ctx):
+    coeff, mats = factors_of(t)
+    if isinstance(t, MatMul) and any(isinstance(m, ZeroMatrix) for m in mats):
+        return [ZeroMatrix(*shape(t))]
+    return []
+
+
+def _zero_add(t, ctx):
+    if not isinstance(t, MatAdd):
+        return []
+    keep = [a for a in t.args if not isinstance(a, ZeroMatrix)]
+    if len(keep) == len(t.args):
+        return []
+    return [add(keep) if keep else ZeroMatrix(*shape(t))]
+
+
+def _distribute(t, ctx):
+    """A (B + C) D = A B D + A C D, for each sum among the factors."""
+    coeff, mats = factors_of(t)
+    if not isinstance(t, MatMul):
+        return []
+    return [
+        add([mul(coeff, mats[:i], term, mats[i + 1 :]) for term in m.args])
+        for i, m in enumerate(mats)
+        if isinstance(m, MatAdd)
+    ]
+
+
+def _block_multiply(t, ctx):
+    """Product of two block matrices with conforming partitions (a plain matrix is one block)."""
+    coeff, mats = factors_of(t)
+    if coeff != 1 or len(mats) != 2 or not any(isinstance(m, BlockMatrix) for m in mats):
+        return []
+    left, right = (blocks_of(m) if isinstance(m, BlockMatrix) else [[m]] for m in mats)
+    inner_left = [shape(b)[1] for b in left[0]]
+    inner_right = [shape(row[0])[0] for row in right]
+    if len(inner_left) != len(inner_right) or not all(map(dims_equal, inner_left, inner_right)):
+        return []
+    product = [
+        [add([mul(left[i][r], right[r][j]) for r in range(len(inner_left))]) for j in range(len(right[0]))]
+        for i in range(len(left))
+    ]
+    return [block(product)]
+
+
+def _block_transpose(t, ctx):
+    if isinstance(t, Transpose) and isinstance(t.args[0], BlockMatrix):
+        grid = blocks_of(t.args[0])
+        return [block([[Transpose(grid[i][j]) for i in range(len(grid))] for j in range(len(grid[0]))])]
+    return []
+
+
+def _block_single(t, ctx):
+    if isinstance(t, BlockMatrix) and t.blockshape == (1, 1):
+        return [blocks_of(t)[0][0]]
+    return []
+
+
+#: The matrix-algebra axioms, by the name a step cites.
+AXIOMS: dict[str, Rule] = {
+    "transpose_product": _transpose_product,  # (A B)ᵀ = Bᵀ Aᵀ
+    "transpose_transpose": _transpose_transpose,  # (Aᵀ)ᵀ = A
+    "transpose_sum": _transpose_sum,  # (A + B)ᵀ = Aᵀ + Bᵀ
+    "transpose_symmetric": _transpose_symmetric,  # Aᵀ = A for symmetric A
+    "transpose_inverse": _transpose_inverse,  # (A⁻¹)ᵀ = (Aᵀ)⁻¹
+    "transpose_zero": _transpose_zero,  # 0ᵀ = 0
+    "inverse_product": _inverse_product,  # (A B)⁻¹ = B⁻¹ A⁻¹, A and B square invertible
+    "inverse_inverse": _inverse_inverse,  # (A⁻¹)⁻¹ = A
+    "inverse_cancel": _inverse_cancel,  # A⁻¹ A = A A⁻¹ = I
+    "power_combine": _power_combine,  # A^a A^b = A^(a+b)
+    "identity_mul": _identity_mul,  # A I = I A = A
+    "zero_mul": _zero_mul,  # A 0 = 0 A = 0
+    "zero_add": _zero_add,  # A + 0 = A
+    "distribute": _distribute,  # A (B + C) = A B + A C
+    "block_multiply": _block_multiply,  # block product of conforming partitions
+    "block_transpose": _block_transpose,  # [A B; C D]ᵀ = [Aᵀ Cᵀ; Bᵀ Dᵀ]
+    "block_single": _block_single,  # [A] = A
+}
+
+
+def equation_rule(lhs: Basic, rhs: Basic) -> Rule:
+    """The rewrite rule of an equation, usable in both directions (``rule.lhs``, ``rule.rhs`` say which)."""
+    lhs, rhs = canon(lhs), canon(rhs)
+
+    def rule(t, ctx):
+        return [rhs] if t == lhs else [lhs] if t == rhs else []
+
+    rule.lhs, rule.rhs = lhs, rhs
+    return rule
+

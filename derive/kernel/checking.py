@@ -1,0 +1,415 @@
+"""The trusted kernel: checks equational proofs about matrix expressions.
+
+A proof is a chain ``claim.lhs = e1 = e2 = ... = claim.rhs``.  Each step names one rule,
+and the kernel checks that the rule, applied at exactly one position of the previous
+expression (a sub-term, or a run of adjacent factors of a product), gives the next one,
+in either direction.  Rules are the matrix-algebra axioms in :data:`AXIOMS`, the
+hypotheses (``hyp:NAME``), the definitions (``def:NAME``) and lemmas proved earlier in the
+same proof (``lemma:NAME``).  Every expression of every chain must be *defined*: shapes
+conform, and every inverse or non-integer power is of a matrix the kernel can show
+invertible or positive definite from the hypotheses.  Only :func:`check` makes a
+:class:`Theorem`.
+
+Semantics: a theorem says that for all values of its symbols (real matrices of any sizes
+the dimension symbols allow) that satisfy the hypotheses and definitions, both sides of
+the claim are defined and equal.  Definitions introduce fresh symbols only, so they never
+constrain the others.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from sympy import Basic, Symbol
+from sympy.logic.boolalg import BooleanTrue
+from sympy.matrices.expressions import Identity, MatMul, MatrixSymbol, ZeroMatrix
+
+from .axioms import AXIOMS, Rule, equation_rule
+from .judgments import Context, _square, defined_canon, invertible, positive_definite, symmetric
+from .proof import _KERNEL_TOKEN, PREDICATES, Chain, Hypothesis, Proof, ProofError, Step, Theorem, digest
+from .terms import MATRIX_NODES, TermError, canon, children, dims_equal, factors_of, mul, rebuild, shape
+
+__all__ = ["chain_context", "check", "lemma_rule", "one_step", "resolve_rule", "rewrites", "theorem_context"]
+
+# --- rewriting at one position ------------------------------------------------------
+
+
+def rewrites(term: Basic, rule: Rule, ctx: Context) -> Iterator[tuple[Basic, Basic]]:
+    """(rewritten sub-term, whole result) for every one-position application of ``rule``."""
+    for result in rule(term, ctx):
+        yield term, canon(result)
+    if isinstance(term, MatMul):  # runs of adjacent factors
+        coeff, mats = factors_of(term)
+        for i in range(len(mats)):
+            for j in range(i + 2, len(mats) + 1):
+                if j - i == len(mats) and coeff == 1:
+                    continue  # the whole product is the node itself
+                run = canon(mul(mats[i:j]))
+                for result in rule(run, ctx):
+                    yield run, canon(mul(coeff, mats[:i], result, mats[j:]))
+    kids = children(term)
+    for index, child in enumerate(kids):
+        for matched, result in rewrites(child, rule, ctx):
+            yield matched, canon(rebuild(term, kids[:index] + [result] + kids[index + 1 :]))
+
+
+def one_step(before: Basic, after: Basic, rule: Rule, ctx: Context) -> bool:
+    """``rule`` rewrites ``before`` into ``after`` at one position, in either direction."""
+    try:
+        if any(r == after for _, r in rewrites(before, rule, ctx)):
+            return True
+        return any(r == before for _, r in rewrites(after, rule, ctx))
+    except TermError:
+        return False
+
+
+# --- checking -----------------------------------------------------------------------
+
+
+def _symbols_consistent(terms: list[Basic]) -> None:
+    """One shape per matrix-symbol name, one set of assumptions per dimension-symbol name."""
+    seen: dict[str, Basic] = {}
+    for term in terms:
+        for node in term.atoms(MatrixSymbol, Symbol):
+            key = ("M:" if isinstance(node, MatrixSymbol) else "d:") + str(node.name)
+            if seen.setdefault(key, node) != node:
+                raise TermError(f"the name {node.name} is used for two different symbols")
+
+
+def _all_terms(proof: Proof) -> list[Basic]:
+    out: list[Basic] = []
+    for h in proof.hypotheses:
+        out += [h.lhs, h.rhs, *h.forall]
+    for d in proof.definitions:
+        out += [d.symbol, d.rhs]
+    for c in (*proof.lemmas, proof.claim):
+        out += [c.lhs, c.rhs]
+        for h in c.hypotheses:
+            out += [h.lhs, h.rhs, *h.forall]
+        for s in c.steps:
+            out.append(s.expr)
+            for var, val in s.instance:  # a cited theorem's symbols live in that theorem, not in this proof
+                out += [val] if s.rule.startswith("thm:") else [var, val]
+    return out
+
+
+def _add_hypothesis(h: Hypothesis, ctx: Context, fail) -> None:
+    if h.is_predicate:
+        if h.forall or not isinstance(h.rhs, BooleanTrue):
+            fail(f"predicate hypothesis {h.name} must read Q.<predicate>(M) = true")
+        name = next((k for k, v in PREDICATES.items() if h.lhs.function == v), None)
+        if name is None or len(h.lhs.arguments) != 1:
+            fail(f"hypothesis {h.name} uses a predicate the kernel does not know")
+        subject = _defined(h.lhs.arguments[0], ctx, fail)
+        if not _square(subject):
+            fail(f"hypothesis {h.name} applies {name} to a non-square matrix")
+        ctx.predicates[name].append(subject)
+    else:
+        lhs, rhs = _defined(h.lhs, ctx, fail), _defined(h.rhs, ctx, fail)
+        _same_shape(lhs, rhs, fail, f"hypothesis {h.name}")
+        if not h.forall:
+            ctx.equations.append((lhs, rhs))
+    _register(f"hyp:{h.name}", (canon(h.lhs) if not h.is_predicate else None, h.rhs, h.forall), ctx, fail)
+
+
+def _register(rule: str, entry, ctx: Context, fail) -> None:
+    if rule in ctx.rules:
+        fail(f"two hypotheses, definitions or lemmas are named {rule.split(':', 1)[1]}")
+    ctx.rules[rule] = entry
+
+
+def _defined(term, ctx, fail):
+    """The normal form of a term checked as written; ``fail`` with the reason otherwise."""
+    try:
+        return defined_canon(term, ctx)
+    except TermError as exc:
+        fail(str(exc))
+
+
+def _same_shape(a, b, fail, what) -> None:
+    (r1, c1), (r2, c2) = shape(a), shape(b)
+    if not (dims_equal(r1, r2) and dims_equal(c1, c2)):
+        fail(f"{what}: the two sides have different shapes")
+
+
+def _instantiate(entry, step: Step, fail) -> Rule:
+    lhs, rhs, forall = entry
+    if lhs is None:
+        fail("a predicate hypothesis is not a rewrite rule")
+    if not forall:
+        if step.instance:
+            fail("this rule binds no variables, but the step instantiates some")
+        return equation_rule(lhs, rhs)
+    given = dict(step.instance)
+    if len(given) != len(step.instance) or set(given) != set(forall):
+        fail("the step must instantiate exactly the variables the hypothesis binds")
+    dim_map = {v: t for v, t in given.items() if isinstance(v, Symbol)}
+    for v, t in dim_map.items():
+        if not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
+            isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
+        ):
+            fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
+    mat_map = {}
+    try:
+        for v, t in given.items():
+            if isinstance(v, MatrixSymbol):
+                if not isinstance(t, MATRIX_NODES):
+                    fail(f"{v.name} instantiated with something that is not a matrix term")
+                target = v.xreplace(dim_map)
+                _same_shape(target, t, fail, f"instance of {v.name}")
+                mat_map[target] = canon(t)
+        lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
+        rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
+    except (TermError, ValueError, TypeError) as exc:
+        fail(f"cannot instantiate the hypothesis: {exc}")
+    return equation_rule(lhs_i, rhs_i)
+
+
+def resolve_rule(step: Step, ctx: Context, fail) -> Rule:
+    """The rule a step cites: an axiom, or an (instantiated) hypothesis, definition or lemma."""
+    if step.rule in AXIOMS:
+        if step.instance:
+            fail("axioms take no instance")
+        return AXIOMS[step.rule]
+    if step.rule in ctx.rules:
+        return _instantiate(ctx.rules[step.rule], step, fail)
+    if step.rule.startswith("thm:"):
+        theorem = ctx.citations.get(step.rule[4:])
+        if theorem is None:
+            fail(f"theorem {step.rule[4:]} is not among the theorems this proof cites")
+        return _cite(theorem, step, ctx, fail)
+    fail("no such rule")
+
+
+def _statement_symbols(proof: Proof) -> set:
+    """Matrix and dimension symbols of a theorem's statement (hypotheses, definitions, claim)."""
+    terms = [proof.claim.lhs, proof.claim.rhs]
+    for h in proof.hypotheses:
+        terms += [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]
+    for d in proof.definitions:
+        terms += [d.symbol, d.rhs]
+    out: set = set()
+    for term in terms:
+        for m in term.atoms(MatrixSymbol):
+            out |= {m} | m.shape[0].free_symbols | m.shape[1].free_symbols
+        out |= {s for s in term.atoms(Symbol)}
+    return out
+
+
+def _holds(lhs: Basic, rhs: Basic, ctx: Context) -> bool:
+    """``lhs = rhs`` is one of the equations the citing chain has (hypothesis, definition, lemma), or trivial."""
+    if lhs == rhs:
+        return True
+    known = list(ctx.equations) + [(canon(a), canon(b)) for a, b, bound in ctx.rules.values()
+                                   if a is not None and not bound]
+    return any((lhs, rhs) in ((a, b), (b, a)) for a, b in known)
+
+
+def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
+    """The claim of a checked theorem, instantiated, once its instantiated hypotheses hold here.
+
+    Sound because a theorem holds for all values of its symbols that satisfy its hypotheses and
+    definitions: symbols the step does not instantiate stand for themselves.
+    """
+    cited = theorem.proof
+    if any(h.forall for h in cited.hypotheses):
+        fail(f"theorem {theorem.id} has a hypothesis that binds variables; it cannot be cited")
+    symbols = _statement_symbols(cited)
+    given = dict(step.instance)
+    if len(given) != len(step.instance):
+        fail("the step instantiates a symbol twice")
+    for v in given:
+        if v not in symbols:
+            fail(f"{v} is not a symbol of theorem {theorem.id}")
+    dims = {v: t for v, t in given.items() if isinstance(v, Symbol)}
+    for v, t in dims.items():
+        if not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
+            isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
+        ):
+            fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
+    mats = {}
+    for v, t in given.items():
+        if isinstance(v, MatrixSymbol):
+            if not isinstance(t, MATRIX_NODES):
+                fail(f"{v.name} instantiated with something that is not a matrix term")
+            target = v.xreplace(dims)
+            _same_shape(target, t, fail, f"instance of {v.name}")
+            mats[target] = _defined(t, ctx, fail)
+
+    def instance(term: Basic) -> Basic:
+        try:
+            return _defined(term.xreplace(dims).xreplace(mats), ctx, fail)
+        except (TermError, ValueError, TypeError) as exc:
+            fail(f"cannot instantiate theorem {theorem.id}: {exc}")
+
+    judgments = {"invertible": invertible, "positive_definite": positive_definite, "symmetric": symmetric,
+                 "diagonal": lambda t, c: c.has("diagonal", t) or isinstance(t, (Identity, ZeroMatrix))}
+    for h in cited.hypotheses:
+        if h.is_predicate:
+            name = next(k for k, v in PREDICATES.items() if h.lhs.function == v)
+            subject = instance(h.lhs.arguments[0])
+            if not judgments[name](subject, ctx):
+                fail(f"hypothesis {h.name} of theorem {theorem.id} does not hold here: "
+                     f"cannot show that {subject} is {name.replace('_', ' ')}")
+        else:
+            lhs, rhs = instance(h.lhs), instance(h.rhs)
+            if not _holds(lhs, rhs, ctx):
+                fail(f"hypothesis {h.name} of theorem {theorem.id} does not hold here: {lhs} = {rhs} "
+                     "is not a hypothesis, definition or lemma of this proof")
+    for d in cited.definitions:
+        lhs, rhs = instance(d.symbol), instance(d.rhs)
+        if not _holds(lhs, rhs, ctx):
+            fail(f"definition {d.name} of theorem {theorem.id} does not hold here: {lhs} = {rhs} "
+                 "is not a hypothesis, definition or lemma of this proof")
+    return equation_rule(instance(cited.claim.lhs), instance(cited.claim.rhs))
+
+
+def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Context:
+    """The context a chain is checked in: the theorem's, its local hypotheses, earlier lemmas."""
+    ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
+                  dict(outer.citations))
+    for h in chain.hypotheses:
+        _add_hypothesis(h, ctx, fail)
+    for name, entry in lemma_rules.items():
+        _register(name, entry, ctx, fail)
+    return ctx
+
+
+def _check_chain(theorem: str, chain: Chain, outer: Context, lemma_rules: dict) -> None:
+    def fail(reason, step=None, rule=None):
+        raise ProofError(theorem, chain.name, step, rule, reason)
+
+    ctx = chain_context(outer, chain, lemma_rules, fail)
+    lhs, rhs = _defined(chain.lhs, ctx, fail), _defined(chain.rhs, ctx, fail)
+    _same_shape(lhs, rhs, fail, "the claim")
+    current = lhs
+    for index, step in enumerate(chain.steps, start=1):
+        try:
+            after = defined_canon(step.expr, ctx)
+        except TermError as exc:
+            fail(str(exc), index, step.rule)
+        rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
+        if not one_step(current, after, rule, ctx):
+            fail("the rule does not rewrite the previous expression into this one", index, step.rule)
+        current = after
+    if current != rhs:
+        fail("the chain does not end at the right-hand side of the claim", len(chain.steps) or None)
+
+
+def _check_definitions(proof: Proof, ctx: Context, fail) -> None:
+    hypothesis_symbols = set()
+    for h in proof.hypotheses:
+        hypothesis_symbols |= h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol)
+    defined: set = set()
+    used: set = set()  # symbols the earlier definitions already speak about
+    for d in proof.definitions:
+        sym = d.symbol
+        if not isinstance(sym, MatrixSymbol):
+            fail(f"definition {d.name} must define a matrix symbol")
+        if sym in hypothesis_symbols or sym in defined or sym in used:
+            fail(f"definition {d.name}: {sym.name} is not fresh")
+        if sym in d.rhs.atoms(MatrixSymbol):
+            fail(f"definition {d.name} is circular")
+        used |= d.rhs.atoms(MatrixSymbol)
+        rhs = _defined(d.rhs, ctx, fail)
+        _same_shape(sym, rhs, fail, f"definition {d.name}")
+        ctx.equations.append((sym, rhs))
+        _register(f"def:{d.name}", (sym, rhs, ()), ctx, fail)
+        defined.add(sym)
+    for c in (*proof.lemmas, proof.claim):  # local hypotheses may not constrain defined symbols
+        for h in c.hypotheses:
+            if (h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol)) & defined:
+                fail(f"local hypothesis {h.name} constrains a defined symbol")
+
+
+def _check_bound_variables(proof: Proof, fail) -> None:
+    """Variables a hypothesis binds occur in that hypothesis only."""
+    hyps = list(proof.hypotheses) + [h for c in (*proof.lemmas, proof.claim) for h in c.hypotheses]
+    for h in hyps:
+        if not h.forall:
+            continue
+        if not all(isinstance(v, (MatrixSymbol, Symbol)) for v in h.forall):
+            fail(f"hypothesis {h.name} binds something that is not a symbol")
+        names = {v.name for v in h.forall}
+        outside = []
+        for other in hyps:
+            if other is not h:
+                outside += [other.lhs, other.rhs]
+        for d in proof.definitions:
+            outside += [d.symbol, d.rhs]
+        for c in (*proof.lemmas, proof.claim):
+            outside += [c.lhs, c.rhs] + [s.expr for s in c.steps]
+        for term in outside:
+            if {a.name for a in term.atoms(MatrixSymbol, Symbol)} & names:
+                fail(f"a variable bound by hypothesis {h.name} occurs outside it")
+        bound_dims = {v for v in h.forall if isinstance(v, Symbol)}
+        for m in h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol):
+            if m not in h.forall and (m.shape[0].free_symbols | m.shape[1].free_symbols) & bound_dims:
+                fail(f"hypothesis {h.name}: {m.name} has a bound dimension but is not bound itself")
+        for v in h.forall:
+            if isinstance(v, Symbol) and not any(v in m.shape[0].free_symbols | m.shape[1].free_symbols
+                                                 for m in h.forall if isinstance(m, MatrixSymbol)):
+                fail(f"hypothesis {h.name} binds the dimension {v}, which no bound matrix uses")
+
+
+def theorem_context(proof: Proof) -> Context:
+    """The context of a theorem's statement: hypotheses and definitions, checked."""
+
+    def fail(reason):
+        raise ProofError(proof.theorem, "statement", None, None, reason)
+
+    if proof.claim.hypotheses:
+        fail("the main claim takes the theorem's hypotheses only")
+    try:
+        _symbols_consistent(_all_terms(proof))
+        _check_bound_variables(proof, fail)
+        ctx = Context()
+        for h in proof.hypotheses:
+            _add_hypothesis(h, ctx, fail)
+        _check_definitions(proof, ctx, fail)
+    except TermError as exc:
+        fail(str(exc))
+    for cited in proof.cites:
+        if type(cited) is not Theorem:
+            fail("a proof cites checked theorems only (made by derive.kernel.check)")
+        if cited.id == proof.theorem:
+            fail(f"theorem {proof.theorem} cites itself")
+        if cited.id in ctx.citations:
+            fail(f"theorem {cited.id} is cited twice")
+        ctx.citations[cited.id] = cited
+    names = [c.name for c in (*proof.lemmas, proof.claim)]
+    if len(set(names)) != len(names):
+        fail("two chains of the proof have the same name")
+    return ctx
+
+
+def lemma_rule(lemma: Chain):
+    """The rewrite rule a checked lemma becomes (None for a lemma with local hypotheses)."""
+    return None if lemma.hypotheses else (canon(lemma.lhs), canon(lemma.rhs), ())
+
+
+def check(proof: Proof) -> Theorem:
+    """Check every chain of ``proof``; return the theorem or raise :class:`ProofError`."""
+    try:
+        return _check(proof)
+    except RecursionError:
+        raise ProofError(proof.theorem, "statement", None, None, "a term is nested too deeply") from None
+    except (ValueError, TypeError) as exc:  # SymPy refusing a malformed term
+        if isinstance(exc, ProofError):
+            raise
+        raise ProofError(proof.theorem, "statement", None, None, f"malformed term: {exc}") from None
+
+
+def _check(proof: Proof) -> Theorem:
+    start = time.perf_counter()
+    ctx = theorem_context(proof)
+    lemma_rules: dict = {}
+    for index, chain in enumerate((*proof.lemmas, proof.claim)):
+        try:
+            _check_chain(proof.theorem, chain, ctx, lemma_rules)
+        except TermError as exc:
+            raise ProofError(proof.theorem, chain.name, None, None, str(exc)) from None
+        if index < len(proof.lemmas) and lemma_rule(chain) is not None:
+            lemma_rules[f"lemma:{chain.name}"] = lemma_rule(chain)
+    return Theorem(_KERNEL_TOKEN, proof, digest(proof), time.perf_counter() - start)

@@ -1,0 +1,186 @@
+"""Proof data (plain, untrusted until checked), the checked :class:`Theorem`, and the canonical text.
+
+Part of the trusted core.  A :class:`Proof` is what any builder proposes; only
+:func:`derive.kernel.check` turns one into a :class:`Theorem`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sympy import Basic, srepr
+from sympy.assumptions import Q
+from sympy.assumptions.assume import AppliedPredicate
+from sympy.matrices.expressions import MatrixSymbol
+
+__all__ = ["PREDICATES", "Chain", "Definition", "Hypothesis", "Proof", "ProofError", "Step", "Theorem",
+           "digest", "proof_to_data", "register_display"]
+
+#: Predicate hypotheses the kernel understands, written ``Q.<name>(M)`` = true.
+PREDICATES = {"positive_definite": Q.positive_definite, "invertible": Q.invertible,
+              "diagonal": Q.diagonal, "symmetric": Q.symmetric}
+
+# --- proofs (plain data, untrusted until checked) ------------------------------------
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """``lhs = rhs``; a predicate hypothesis has lhs ``Q.<pred>(M)`` and rhs ``true``.
+
+    ``forall`` lists symbols (matrix or dimension) bound by this hypothesis alone: a step
+    citing it instantiates them (``Step.instance``).
+    """
+
+    name: str
+    lhs: Basic
+    rhs: Basic
+    forall: tuple[Basic, ...] = ()
+
+    @property
+    def is_predicate(self) -> bool:
+        return isinstance(self.lhs, AppliedPredicate)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """``symbol := rhs`` for a fresh matrix symbol."""
+
+    name: str
+    symbol: MatrixSymbol
+    rhs: Basic
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rewrite: ``expr`` follows from the previous expression by ``rule``."""
+
+    expr: Basic
+    rule: str
+    instance: tuple[tuple[Basic, Basic], ...] = ()
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A claim ``lhs = rhs`` with its chain of steps; ``hypotheses`` are local to it."""
+
+    name: str
+    lhs: Basic
+    rhs: Basic
+    steps: tuple[Step, ...]
+    hypotheses: tuple[Hypothesis, ...] = ()
+
+
+@dataclass(frozen=True)
+class Proof:
+    """A theorem's statement and proof: lemmas first (each may be cited later), then the claim."""
+
+    theorem: str
+    title: str
+    statement: str
+    hypotheses: tuple[Hypothesis, ...]
+    definitions: tuple[Definition, ...]
+    lemmas: tuple[Chain, ...]
+    claim: Chain
+    cites: tuple[Theorem, ...] = ()  # checked theorems that steps cite as ``thm:ID``
+
+
+class ProofError(ValueError):
+    """A proof does not check; names the theorem, the chain, the step and the rule."""
+
+    def __init__(self, theorem: str, chain: str, step: int | None, rule: str | None, reason: str):
+        self.theorem, self.chain, self.step, self.rule, self.reason = theorem, chain, step, rule, reason
+        where = f"{theorem}/{chain}"
+        if step is not None:
+            where += f" step {step}"
+        if rule is not None:
+            where += f" (rule {rule})"
+        super().__init__(f"{where}: {reason}")
+
+
+_KERNEL_TOKEN = object()
+
+
+class Theorem:
+    """A checked theorem.  Only :func:`check` can make one."""
+
+    __slots__ = ("id", "title", "statement", "proof", "digest", "seconds")
+
+    def __init__(self, token: object, proof: Proof, digest: str, seconds: float):
+        if token is not _KERNEL_TOKEN:
+            raise TypeError("theorems are made by derive.kernel.check only")
+        object.__setattr__(self, "id", proof.theorem)
+        object.__setattr__(self, "title", proof.title)
+        object.__setattr__(self, "statement", proof.statement)
+        object.__setattr__(self, "proof", proof)
+        object.__setattr__(self, "digest", digest)
+        object.__setattr__(self, "seconds", seconds)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("theorems are immutable")
+
+    def __delattr__(self, name):
+        raise AttributeError("theorems are immutable")
+
+    @property
+    def steps(self) -> int:
+        return sum(len(c.steps) for c in (*self.proof.lemmas, self.proof.claim))
+
+    def __repr__(self) -> str:
+        return f"Theorem({self.id!r}, steps={self.steps})"
+
+    def _repr_latex_(self) -> str | None:
+        """Jupyter shows checked theorems as mathematics, through a display registered from outside."""
+        return _DISPLAY[0](self) if _DISPLAY else None
+
+
+_DISPLAY: list[Callable[[Theorem], str]] = []
+
+
+def register_display(render: Callable[[Theorem], str]) -> None:
+    """Set how ``Theorem._repr_latex_`` renders (the LaTeX package registers itself; the kernel imports no printer)."""
+    _DISPLAY[:] = [render]
+
+
+def digest(proof: Proof) -> str:
+    """SHA-256 of the proof's canonical text (what certificates are hashed by)."""
+    blob = json.dumps(proof_to_data(proof), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def proof_to_data(proof: Proof) -> dict:
+    """The JSON-ready form of a proof (expressions as ``srepr`` strings)."""
+
+    def hyp(h: Hypothesis) -> dict:
+        out = {"name": h.name, "lhs": srepr(h.lhs), "rhs": srepr(h.rhs)}
+        if h.forall:
+            out["forall"] = [srepr(v) for v in h.forall]
+        return out
+
+    def chain(c: Chain) -> dict:
+        steps = []
+        for s in c.steps:
+            item = {"expr": srepr(s.expr), "rule": s.rule}
+            if s.instance:
+                item["instance"] = [[srepr(v), srepr(t)] for v, t in s.instance]
+            steps.append(item)
+        out = {"name": c.name, "claim": {"lhs": srepr(c.lhs), "rhs": srepr(c.rhs)}, "steps": steps}
+        if c.hypotheses:
+            out["hypotheses"] = [hyp(h) for h in c.hypotheses]
+        return out
+
+    main = chain(proof.claim)
+    return {
+        "theorem": proof.theorem,
+        "title": proof.title,
+        "statement": proof.statement,
+        "hypotheses": [hyp(h) for h in proof.hypotheses],
+        "definitions": [{"name": d.name, "lhs": srepr(d.symbol), "rhs": srepr(d.rhs)} for d in proof.definitions],
+        "lemmas": [chain(c) for c in proof.lemmas],
+        "claim": main["claim"],
+        "steps": main["steps"],
+        **({"cites": [{"theorem": t.id, "sha256": t.digest} for t in proof.cites]} if proof.cites else {}),
+    }
+

@@ -1,0 +1,29 @@
+"""The built-in theorem library: importing it registers every theorem, in presentation order.
+
+Each module registers its theorems with :func:`derive.theorem`, together with what the outputs need
+(glossary entries, witness sampling hints, codegen routes).  Building a proof does not make a theorem;
+only :func:`derive.kernel.check` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from derive.authoring.registry import entries
+from derive.kernel import Proof
+
+# Registration order is presentation order: the shared facts first, then the paper's theorems.
+from . import base  # noqa: F401  isort: skip
+from . import attention, icl, gauge, gradient_descent, memory, pseudo_inverse  # noqa: F401  isort: skip
+
+#: Built-in theorem id -> function building its proof, in the order they are presented.
+LIBRARY: dict[str, Callable[[], Proof]] = {
+    theorem_id: item.build for theorem_id, item in entries().items() if item.module.startswith(__name__)
+}
+
+THEOREM_IDS = tuple(LIBRARY)
+
+
+def build(theorem_id: str) -> Proof:
+    """The proof of a built-in theorem (unchecked)."""
+    return LIBRARY[theorem_id]()

@@ -1,0 +1,105 @@
+"""Symbols, hypotheses and the facts several theorems use, each proved once and cited as ``thm:ID``."""
+
+from __future__ import annotations
+
+from sympy import Q, Rational
+from sympy.matrices.expressions import Identity, MatrixSymbol
+
+from derive.authoring import ProofBuilder, dim, orthogonal, predicate, theorem
+from derive.authoring.constructions import spectral_factor
+from derive.kernel import Definition, Hypothesis, Proof
+from derive.kernel.terms import inv, mul, power, transpose
+
+n, p, m, k = dim("n"), dim("p"), dim("m"), dim("k")
+X = MatrixSymbol("X", n, p)  # design matrix, one example per row
+Y = MatrixSymbol("Y", n, k)  # targets, one example per row
+X_q = MatrixSymbol("X_q", m, p)  # queries, one per row
+V = MatrixSymbol("V", p, p)  # eigenvectors of XᵀX
+Lam = MatrixSymbol("Lambda", p, p)  # eigenvalues of XᵀX
+L = MatrixSymbol("L", p, p)  # the spectral factor V Λ^{-1/2}
+I_p = Identity(p)
+half = Rational(1, 2)
+
+#: How the article reads the symbols the whole library shares.
+GLOSSARY = {
+    "X": "design matrix, one example $x_i^{\\top}$ per row",
+    "Y": "targets, one row $y_i^{\\top}$ per example",
+    "X_q": "queries, one per row",
+    "V": "orthogonal matrix of the eigenvectors of $X^{\\top}X$",
+    "Lambda": "diagonal matrix of the eigenvalues of $X^{\\top}X$",
+    "L": "spectral factor $V\\Lambda^{-1/2}$",
+}
+
+#: XᵀX = V Λ Vᵀ with V orthogonal and Λ diagonal with positive entries.
+SPECTRAL_HYPOTHESES = [
+    Hypothesis("gram_spectral", mul(transpose(X), X), mul(V, Lam, transpose(V))),
+    *orthogonal("V", V),
+    predicate("Lambda_diagonal", Q.diagonal, Lam),
+    predicate("Lambda_positive", Q.positive_definite, Lam),
+]
+
+#: L = V Λ^{-1/2}.
+SPECTRAL_DEFINITION = Definition("L", L, spectral_factor(V, Lam))
+
+_d = dim("d")
+_U = MatrixSymbol("U", _d, _d)
+
+
+def cite_orthogonal(U) -> tuple:
+    """The instance that cites :func:`orthogonal_inverse` or :func:`orthogonal_transpose_inverse` for ``U``."""
+    return ((_d, U.shape[0]), (_U, U))
+
+
+@theorem(glossary={"U": "an orthogonal (or orthonormal-column) matrix"})
+def orthogonal_inverse() -> Proof:
+    (rows,) = orthogonal("U", _U)[1:]
+    b = ProofBuilder("orthogonal_inverse", "The inverse of an orthogonal matrix is its transpose",
+                     "A square matrix U with U Uᵀ = I is invertible and U⁻¹ = Uᵀ.", [rows], [])
+    I = Identity(_d)
+    (b.main(inv(_U))
+     .to(mul(inv(_U), I), "identity_mul")
+     .rw("hyp:U_orthonormal_rows", at=I)
+     .rw("inverse_cancel", at=mul(inv(_U), _U))
+     .rw("identity_mul")
+     .qed(transpose(_U)))
+    return b.proof()
+
+
+@theorem
+def orthogonal_transpose_inverse() -> Proof:
+    (columns,) = orthogonal("U", _U)[:1]
+    b = ProofBuilder("orthogonal_transpose_inverse", "The inverse of the transpose of an orthogonal matrix",
+                     "A square matrix U with Uᵀ U = I has (Uᵀ)⁻¹ = U.", [columns], [])
+    I = Identity(_d)
+    (b.main(inv(transpose(_U)))
+     .to(mul(inv(transpose(_U)), I), "identity_mul")
+     .rw("hyp:U_orthonormal_columns", at=I)
+     .rw("inverse_cancel", at=mul(inv(transpose(_U)), transpose(_U)))
+     .rw("identity_mul")
+     .qed(_U))
+    return b.proof()
+
+
+@theorem(glossary=GLOSSARY)
+def spectral_precision() -> Proof:
+    b = ProofBuilder(
+        "spectral_precision",
+        "The spectral factor factors the precision",
+        "If XᵀX = VΛVᵀ with V orthogonal and Λ diagonal with positive entries, and L = VΛ^{-1/2}, then "
+        "(XᵀX)⁻¹ = L Lᵀ: the slow memory is the precision matrix.",
+        SPECTRAL_HYPOTHESES,
+        [SPECTRAL_DEFINITION],
+    )
+    root = power(Lam, -half)
+    (b.main(inv(mul(transpose(X), X)))
+     .rw("hyp:gram_spectral")
+     .rw("inverse_product")
+     .rw("thm:orthogonal_transpose_inverse", instance=cite_orthogonal(V))
+     .rw("thm:orthogonal_inverse", instance=cite_orthogonal(V))
+     .to(mul(V, root, root, transpose(V)), "power_combine")
+     .to(mul(V, root, transpose(root), transpose(V)), "transpose_symmetric")
+     .to(mul(V, root, transpose(mul(V, root))), "transpose_product")
+     .rw("def:L", at=mul(V, root))
+     .rw("def:L", at=mul(V, root))
+     .qed(mul(L, transpose(L))))
+    return b.proof()
