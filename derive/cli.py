@@ -1,6 +1,11 @@
 """The ``derive`` command: list, prove, check, latex, codegen, reproduce and build.
 
-Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path).
+Every command that works on theorems takes ``--library MODULE_OR_FILE`` (repeatable): the theorems a
+user's module registers with ``@theorem`` are treated exactly like the built-in ones.  Installed
+packages register through the entry-point group ``ols_transformer.theorems``.
+
+Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path, a library
+that cannot be loaded).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from pathlib import Path
 from .certificates import CertificateError, certificate_text, read_certificate, verify_certificate
 from .codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
 from .files import write_atomic
-from .kernel import ProofError, check
+from .kernel import ProofError
 from .latex import TexError, article_latex, compile_pdf, tex_engine, theorem_latex
 
 __all__ = ["main", "prove"]
@@ -27,17 +32,37 @@ class UsageError(Exception):
 
 
 def _library():
+    """Theorem id -> function building its proof, for every registered theorem (built-in and loaded)."""
     from .authoring.registry import build, entries
 
     return {theorem_id: (lambda i=theorem_id: build(i)) for theorem_id in entries()}
 
 
+def _load_libraries(specs: list[str] | None) -> None:
+    """Load installed packages' theorems (entry points), then each ``--library``, in order."""
+    from .authoring.registry import LibraryError, load_entry_points, load_library
+
+    try:
+        load_entry_points()
+        for spec in specs or ():
+            ids = load_library(spec)
+            if not ids:
+                raise UsageError(f"library {spec} registers no theorem (decorate proof functions with @theorem)")
+            _LOADED.extend(i for i in ids if i not in _LOADED)
+    except LibraryError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _select(ids: list[str]) -> list[str]:
+    """The ids asked for; by default the theorems of the ``--library`` modules, or else every theorem."""
     library = _library()
     unknown = [i for i in ids if i not in library]
     if unknown:
         raise UsageError(f"unknown theorem id {unknown[0]!r} (known: {', '.join(library)})")
-    return list(dict.fromkeys(ids)) or list(library)
+    return list(dict.fromkeys(ids)) or list(_LOADED) or list(library)
+
+
+_LOADED: list[str] = []  # ids the --library modules registered, in order
 
 
 def _output_dir(path: str) -> Path:
@@ -56,15 +81,17 @@ def prove(ids: list[str], witness: bool = False) -> list[dict]:
 
     With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
     """
-    library = _library()
+    from .authoring.registry import checked
+
     records = []
     for theorem_id in ids:
         start = time.perf_counter()
         record = {"id": theorem_id, "status": "failed", "steps": 0, "seconds": 0.0}
         try:
-            proof = library[theorem_id]()
-            record["steps"] = sum(len(c.steps) for c in (*proof.lemmas, proof.claim))
-            record["theorem"] = check(proof)
+            theorem = checked(theorem_id)
+            proof = theorem.proof
+            record["steps"] = theorem.steps
+            record["theorem"] = theorem
             record["status"] = "verified"
             if witness:
                 from .witness import WitnessError, witness_all
@@ -77,6 +104,8 @@ def prove(ids: list[str], witness: bool = False) -> list[dict]:
                     del record["theorem"]
         except ProofError as exc:
             record["error"] = str(exc)
+        except Exception as exc:  # a user's proof function that raises: report it, no traceback
+            record["error"] = f"{theorem_id}: building the proof raised {type(exc).__name__}: {exc}"
         record["seconds"] = round(time.perf_counter() - start, 3)
         records.append(record)
     return records
@@ -143,7 +172,7 @@ def _cmd_build(args) -> int:
         (record,) = prove([theorem_id])
         records.append(record)
         status = "verified" if "theorem" in record else "FAILED"
-        print(f"[{index}/{len(ids)}] {theorem_id:26} {status} ({record['steps']} steps, {record['seconds']:.2f} s)",
+        print(f"[{index}/{len(ids)}] {theorem_id:30} {status} ({record['steps']} steps, {record['seconds']:.2f} s)",
               flush=True)
     _failures(records)
     written = _write_certificates(records, certs)
@@ -201,9 +230,15 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_list(args) -> int:
+    failed = 0
     for theorem_id, build in _library().items():
-        print(f"{theorem_id:26} {build().title}")
-    return 0
+        try:
+            title = build().title
+        except Exception as exc:  # a user's proof function that raises: say so, keep listing
+            failed += 1
+            title = f"(cannot build: {type(exc).__name__}: {exc})"
+        print(f"{theorem_id:30} {title}")
+    return 1 if failed else 0
 
 
 def _cmd_prove(args) -> int:
@@ -217,14 +252,14 @@ def _cmd_prove(args) -> int:
                 for r in records]
         print(json.dumps(rows, indent=1))
     else:
-        print(f"{'theorem':26} {'steps':>5}  {'verified':8} {'seconds':>7}")
+        print(f"{'theorem':30} {'steps':>5}  {'verified':8} {'seconds':>7}")
         for r in records:
             extra = ""
             if "witness" in r:
                 w = r["witness"]
                 extra = f"  witness: {w['instances']} instances, identities p = " + ", ".join(
                     str(i["p"]) for i in w["identities"])
-            print(f"{r['id']:26} {r['steps']:5d}  {'yes' if r['status'] == 'verified' else 'NO':8} "
+            print(f"{r['id']:30} {r['steps']:5d}  {'yes' if r['status'] == 'verified' else 'NO':8} "
                   f"{r['seconds']:7.3f}{extra}")
         _failures(records)
         verified = sum(r["status"] == "verified" for r in records)
@@ -232,16 +267,37 @@ def _cmd_prove(args) -> int:
     return 0 if all(r["status"] == "verified" for r in records) else 1
 
 
+def statement_lines(theorem) -> list[str]:
+    """The statement a theorem proves, in plain text: hypotheses, definitions, claim."""
+    from sympy import sstr
+
+    proof = theorem.proof
+    lines = [f"{theorem.title}"]
+    for h in proof.hypotheses:
+        text = (f"{h.lhs.function.name.replace('_', ' ')}({sstr(h.lhs.arguments[0])})" if h.is_predicate
+                else f"{sstr(h.lhs)} = {sstr(h.rhs)}")
+        lines.append(f"  assume  {text}")
+    for d in proof.definitions:
+        lines.append(f"  define  {sstr(d.symbol)} := {sstr(d.rhs)}")
+    lines.append(f"  then    {sstr(proof.claim.lhs)} = {sstr(proof.claim.rhs)}")
+    return lines
+
+
 def _cmd_check(args) -> int:
     failed = 0
+    library = _library()
     for name in args.files:
         try:
-            theorem = verify_certificate(read_certificate(name), _library())
+            theorem = verify_certificate(read_certificate(name), library, expect=args.expect)
         except CertificateError as exc:
             failed += 1
             print(f"{name}: REJECTED: {exc}")
             continue
-        print(f"{name}: verified {theorem.id} ({theorem.steps} steps)")
+        cites = f"; cites {', '.join(t.id for t in theorem.proof.cites)}" if theorem.proof.cites else ""
+        where = "library theorem" if theorem.id in library else "theorem"
+        print(f"{name}: verified {where} {theorem.id} ({theorem.steps} steps{cites})")
+        for line in statement_lines(theorem):
+            print(f"  {line}")
     return 1 if failed else 0
 
 
@@ -249,7 +305,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="derive", description="Machine-checked: OLS is single-layer linear attention.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the theorem ids").set_defaults(run=_cmd_list)
+    listing = sub.add_parser("list", help="list the theorem ids")
+    listing.set_defaults(run=_cmd_list)
     p = sub.add_parser("prove", help="check theorems with the kernel")
     p.add_argument("ids", nargs="*", metavar="ID", help="theorem ids (default: all)")
     p.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
@@ -259,6 +316,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_prove)
     c = sub.add_parser("check", help="re-check certificate files from scratch")
     c.add_argument("files", nargs="+", metavar="FILE")
+    c.add_argument("--expect", metavar="ID", help="require each certificate to prove the library theorem ID")
     c.set_defaults(run=_cmd_check)
     styles = ("plain", "bold", "upright")
     t = sub.add_parser("latex", help="write LaTeX for checked theorems")
@@ -281,12 +339,18 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--no-pdf", action="store_true", help="do not compile the PDF")
     b.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
     b.set_defaults(run=_cmd_build)
+    for command in (listing, p, c, t, g, b):
+        command.add_argument("--library", action="append", metavar="MODULE_OR_FILE",
+                             help="also load the theorems this module or .py file registers with @theorem "
+                                  "(repeatable)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if hasattr(args, "library"):
+            _load_libraries(args.library)
         return args.run(args)
     except UsageError as exc:
         print(f"derive: error: {exc}", file=sys.stderr)

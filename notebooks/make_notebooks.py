@@ -13,8 +13,8 @@ OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "notebooks")
 SETUP = r'''import sys
 from pathlib import Path
 
-# The repository root: the first folder above the working directory that holds derive/kernel.py.
-ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "derive" / "kernel.py").is_file()), None)
+# The repository root: the first folder above the working directory that holds derive/kernel/__init__.py.
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "derive" / "kernel" / "__init__.py").is_file()), None)
 try:
     import derive
 except ImportError:  # not installed: import the package from this checkout
@@ -63,7 +63,7 @@ and values $Y$.
 
 This notebook
 
-1. builds both sides as symbolic matrix terms with `derive.constructions`;
+1. builds both sides as symbolic matrix terms with `derive.authoring.constructions`;
 2. has the proof kernel (`derive.kernel.check`) check the theorem `ols_is_linear_attention`;
 3. shows every checked proof step as LaTeX, with the rule the kernel verified beside it;
 4. generates the NumPy module from the checked theorems (`derive.codegen`) and **measures** it against
@@ -79,11 +79,11 @@ import numpy as np
 from IPython.display import Markdown, Math, display
 from sympy.matrices.expressions import MatrixSymbol
 
-from derive.codegen import REQUIRED_THEOREMS, numpy_module
 from derive.authoring.constructions import dim, linear_attention, ols_predictions, spectral_factor
+from derive.codegen import REQUIRED_THEOREMS, numpy_module
 from derive.kernel import ProofError, check
-from derive.latex import math, theorem_latex
 from derive.kernel.terms import mul
+from derive.latex import math, theorem_latex
 from derive.library import build
 '''),
     ("md", r'''
@@ -697,7 +697,7 @@ Accuracy is the **log relative error** (LRE), the number of correct significant 
 
 $$\mathrm{LRE} = \min_j\Big(-\log_{10}\frac{|\hat\beta_j - \beta_j|}{|\beta_j|}\Big)\ \text{clipped to } [0, 15],$$
 
-($|\hat\beta_j - \beta_j|$ alone when $\beta_j = 0$), computed by `derive.nist.lre`, the same function the tests and the benchmark use.
+($|\hat\beta_j - \beta_j|$ alone when $\beta_j = 0$), computed by `derive.experiments.nist.lre`, the same function the tests and the benchmark use.
 
 **Measured** for: `numpy.linalg.lstsq`; SciPy's `gelsy` and `gelsd`; the normal equations
 $(X^\top X)^{-1}X^\top y$ by `numpy.linalg.solve`; the generated NumPy module's routes `auto`, `eigh`, `svd`, `qr`
@@ -720,8 +720,8 @@ import scipy.linalg
 from IPython.display import Markdown, display
 
 from derive.codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
-from derive.kernel import check
 from derive.experiments.nist import design, design_text, lre  # the same helpers as the tests and the benchmark
+from derive.kernel import check
 from derive.library import build
 '''),
     ("code", r'''

@@ -120,6 +120,7 @@ def test_failing_proof_exits_non_zero_and_names_step_and_rule(monkeypatch, capsy
         return dataclasses.replace(proof, claim=dataclasses.replace(proof.claim, steps=tuple(steps)))
 
     monkeypatch.setitem(registry._REGISTRY, "preconditioned_gd", dataclasses.replace(entry, build=broken))
+    monkeypatch.setattr(registry, "_CHECKED", {})  # check again, not from the cache
     assert main(["prove"]) == 1
     captured = capsys.readouterr()
     assert "preconditioned_gd/main step 2 (rule identity_mul)" in captured.err

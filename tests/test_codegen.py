@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
 from decimal import Decimal
 from fractions import Fraction
@@ -14,7 +18,19 @@ import numpy as np
 import pytest
 
 from derive.cli import main
-from derive.codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module
+from derive.codegen import (
+    REQUIRED_THEOREMS,
+    CodegenError,
+    Term,
+    generate,
+    mpmath_module,
+    numerics_mpmath,
+    numerics_numpy,
+    numpy_module,
+    registered_printed,
+    required_theorems,
+    term_expression,
+)
 from derive.experiments.nist import design, design_text, exact_least_squares, lre
 from derive.kernel import check
 from derive.library import LIBRARY
@@ -59,6 +75,126 @@ def test_generator_refuses_unchecked_input(theorems):
         numpy_module(unchecked)
     with pytest.raises(CodegenError):
         mpmath_module({k: v for k, v in theorems.items() if k != "pseudo_inverse"})
+
+
+def test_header_names_each_printed_function_and_the_fixed_numerics(generated, theorems):
+    out, oa, om = generated
+    declared = registered_printed()
+    for module, numerics in ((oa, numerics_numpy), (om, numerics_mpmath)):
+        header = module.__doc__
+        for name in numerics.PRINTED_PARAMETERS:
+            item = declared[name]
+            assert f"{item.function}" in header and f"{item.theorem}, {item.source}" in header
+            assert theorems[item.theorem].digest in header
+            assert module.PRINTED[name] is getattr(module, item.function)
+        assert numerics.__name__ in header
+        for theorem_id in numerics.RELIES_ON:
+            assert f"{theorem_id}:" in header and theorems[theorem_id].digest in header
+    assert "gram_route" in oa._eigh_beta.__doc__ and "definition P" in oa._P.__doc__
+
+
+def test_declarations_give_the_printed_functions_and_the_required_theorems():
+    declared = registered_printed()
+    assert {name: d.theorem for name, d in declared.items()} == {
+        "eigh": "ols_is_linear_attention", "scores": "ols_is_linear_attention", "P": "paper_construction",
+        "cholesky": "gauge_invariance", "svd": "gauge_invariance", "qr": "gauge_invariance"}
+    assert set(REQUIRED_THEOREMS) == {"ols_is_linear_attention", "gauge_invariance", "paper_construction",
+                                      "pseudo_inverse", "preconditioned_gd"}
+    assert "preconditioned_gd" not in required_theorems(["mpmath"])  # the mpmath numerics do not refine
+    assert tuple(REQUIRED_THEOREMS) == required_theorems() and len(REQUIRED_THEOREMS) == 5
+
+
+@pytest.mark.parametrize("backend, numerics", [("ols_attention", numerics_numpy),
+                                               ("ols_attention_mp", numerics_mpmath)])
+def test_generated_file_is_header_numerics_source_and_printed_functions(generated, backend, numerics):
+    text = (generated[0] / f"{backend}.py").read_text()
+    source = Path(numerics.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    body = "\n".join(source.splitlines()[tree.body[0].end_lineno:]).strip("\n")
+    assert body in text  # the package module's source, verbatim after its docstring
+    fixed, printed = text.split(body)
+    assert printed.lstrip().startswith("# --- printed from checked lemmas")
+    assert '"""' in fixed and not fixed.count("def ")  # the header is the docstring alone
+    generated_tree = ast.parse(text)
+    imported = {a.name.split(".")[0] for n in ast.walk(generated_tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(generated_tree) if isinstance(n, ast.ImportFrom)}
+    allowed = {"numpy" if numerics is numerics_numpy else "mpmath", "__future__"}
+    assert imported - allowed <= set(sys.stdlib_module_names) and "derive" not in imported
+
+
+def test_generated_files_pass_ruff(generated):
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([ruff, "check", "--config", str(root / "pyproject.toml"), "ols_attention.py",
+                             "ols_attention_mp.py"], cwd=generated[0], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_package_numerics_with_the_printed_functions_are_the_generated_module(generated, monkeypatch):
+    _, oa, om = generated
+    monkeypatch.setattr(numerics_numpy, "PRINTED", dict(oa.PRINTED))
+    monkeypatch.setattr(numerics_mpmath, "PRINTED", dict(om.PRINTED))
+    rng = np.random.default_rng(11)
+    X, Y, Q = rng.normal(size=(3, 30, 4)), rng.normal(size=(3, 30)), rng.normal(size=(3, 2, 4))
+    for route in oa.ROUTES:
+        np.testing.assert_array_equal(numerics_numpy.predict(X, Y, Q, route=route), oa.predict(X, Y, Q, route=route))
+        rows = [[str(v) for v in row] for row in X[0]]
+        assert numerics_mpmath.coefficients(rows, list(Y[0]), route=route, dps=30) == \
+            om.coefficients(rows, list(Y[0]), route=route, dps=30)
+
+
+def test_printed_functions_evaluate_their_lemmas(generated):
+    _, oa, om = generated
+    rng = np.random.default_rng(12)
+    X, Y, Xq = rng.normal(size=(2, 20, 3)), rng.normal(size=(2, 20, 2)), rng.normal(size=(2, 4, 3))
+    G, XtY = np.swapaxes(X, -1, -2) @ X, np.swapaxes(X, -1, -2) @ Y
+    want = np.linalg.solve(G, XtY)
+    lam, V = np.linalg.eigh(G)
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
+    Q, R = np.linalg.qr(X)
+    for got in (oa._eigh_beta(V, lam, XtY), oa._cholesky_beta(np.linalg.cholesky(G), XtY),
+                oa._svd_beta(U, s, np.swapaxes(Vt, -1, -2), Y), oa._qr_beta(Q, R, Y)):
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+    L = V / np.sqrt(lam)[..., None, :]
+    np.testing.assert_allclose(oa._P(L, X, Y), np.swapaxes(L, -1, -2) @ XtY, rtol=1e-12)
+    np.testing.assert_allclose(oa._scores(Xq, L, X) @ Y, Xq @ want, rtol=1e-10)
+    with mpmath.mp.workdps(30):
+        Xm, Ym = mpmath.matrix(X[0].tolist()), mpmath.matrix(Y[0].tolist())
+        Lm = mpmath.matrix(L[0].tolist())
+        assert om._P(Lm, Xm, Ym) == Lm.T * (Xm.T * Ym)  # right to left
+
+
+def test_generator_refuses_what_it_cannot_print(theorems, monkeypatch):
+    declared = registered_printed()
+    monkeypatch.setattr(generate, "registered_printed", lambda: {k: v for k, v in declared.items() if k != "qr"})
+    with pytest.raises(CodegenError, match="calls printed functions no registered theorem declares: qr"):
+        numpy_module(theorems)
+    renamed = dataclasses.replace(declared["qr"], names={**declared["qr"].names, "R": "R_factor"})
+    monkeypatch.setattr(generate, "registered_printed", lambda: {**declared, "qr": renamed})
+    with pytest.raises(CodegenError, match="needs R_factor, which derive.codegen.numerics_numpy does not pass"):
+        numpy_module(theorems)
+    monkeypatch.setattr(generate, "registered_printed", lambda: declared)
+    monkeypatch.setitem(numerics_numpy.PRINTED_PARAMETERS, "qr", ("R", "Q", "Y"))
+    with pytest.raises(CodegenError, match="calls printed function 'qr' with"):
+        numpy_module(theorems)
+
+
+def test_terms_are_checked():
+    with pytest.raises(CodegenError, match="either definition="):
+        Term("W", definition="P", lemma="main", values="Y")
+    with pytest.raises(CodegenError, match="either definition="):
+        Term("W", lemma="main")
+    with pytest.raises(CodegenError, match="identifier"):
+        Term("not a name", definition="P")
+    theorem = check(LIBRARY["ols_is_linear_attention"]())
+    with pytest.raises(CodegenError, match="not of the form W X"):
+        term_expression(theorem, Term("scores", lemma="main", values="X"))
+    with pytest.raises(CodegenError, match="no definition Z"):
+        term_expression(theorem, Term("Z", definition="Z"))
+    with pytest.raises(CodegenError, match="checked theorems only"):
+        term_expression(LIBRARY["ols_is_linear_attention"](), Term("P", definition="P"))
 
 
 def test_predictions_are_evaluated_right_to_left(generated):
@@ -259,8 +395,6 @@ def test_codegen_command_errors(tmp_path, capsys):
 
 
 def test_generated_code_runs_in_a_fresh_interpreter(generated):
-    import subprocess
-
     out = generated[0]
     code = "import numpy as np, ols_attention as m; print(m.coefficients(np.eye(2), [1.0, 2.0]).tolist())"
     result = subprocess.run([sys.executable, "-c", code], cwd=out, capture_output=True, text=True, check=True)

@@ -545,20 +545,69 @@ def test_reordered_deleted_and_duplicated_steps_are_rejected(theorem_id: str):
     assert not bad, f"re-ordered steps accepted:\n{describe(bad)}"
 
 
-def test_altered_instances_are_rejected():
+INSTANCE_THEOREMS = [tid for tid in THEOREM_IDS if instance_sites(proof_of(tid))]
+
+
+def test_instances_occur_in_forall_hypotheses_and_citations():
     proof = proof_of("preconditioned_gd")
     assert "ols_only_if" in [chains(proof)[ci].name for ci, _, _ in instance_sites(proof)]
-    mutants = instance_mutants("preconditioned_gd")
+    cited = [s for tid in INSTANCE_THEOREMS for _, _, s in instance_sites(proof_of(tid)) if s.rule.startswith("thm:")]
+    assert len(cited) >= 4  # spectral_precision and gauge_invariance cite the orthogonal-inverse theorems
+
+
+@pytest.mark.parametrize("theorem_id", INSTANCE_THEOREMS)
+def test_altered_instances_are_rejected(theorem_id: str):
+    mutants = instance_mutants(theorem_id)
     assert len(mutants) >= 20
     bad = accepted(mutants)
     assert not bad, f"altered instances accepted:\n{describe(bad)}"
+
+
+def citation_mutants(theorem_id: str) -> list[Mutant]:
+    """Steps citing another (or an unknown, or the same) theorem; citation lists emptied, shortened, repeated."""
+    proof, out = proof_of(theorem_id), []
+    rules = [f"thm:{t.id}" for t in proof.cites]
+    for ci, chain in enumerate(chains(proof)):
+        for si, step in enumerate(chain.steps):
+            if not step.rule.startswith("thm:"):
+                continue
+            for other in [r for r in rules if r != step.rule] + ["thm:no_such_theorem", f"thm:{theorem_id}"]:
+                steps = list(chain.steps)
+                steps[si] = dataclasses.replace(step, rule=other)
+                out.append(Mutant(f"{chain.name} step {si + 1}: cites {other}", with_steps(proof, ci, steps)))
+    if proof.cites:
+        out.append(Mutant("citations emptied", dataclasses.replace(proof, cites=())))
+        for k, cited in enumerate(proof.cites):
+            out.append(Mutant(f"citation of {cited.id} dropped",
+                              dataclasses.replace(proof, cites=proof.cites[:k] + proof.cites[k + 1 :])))
+        out.append(Mutant("citation repeated", dataclasses.replace(proof, cites=proof.cites + proof.cites[:1])))
+        out.append(Mutant("citation of a proof, not a theorem",
+                          dataclasses.replace(proof, cites=(proof.cites[0].proof, *proof.cites[1:]))))
+    return out
+
+
+CITING_THEOREMS = [tid for tid in THEOREM_IDS if proof_of(tid).cites]
+
+
+def test_the_library_cites_its_shared_facts():
+    assert {"spectral_precision", "ols_is_linear_attention", "paper_construction", "icl_token_form",
+            "slow_fast_memory", "gauge_invariance"} <= set(CITING_THEOREMS)
+
+
+@pytest.mark.parametrize("theorem_id", CITING_THEOREMS)
+def test_altered_citations_are_rejected(theorem_id: str):
+    mutants = citation_mutants(theorem_id)
+    assert len(mutants) >= 5
+    bad = accepted(mutants)
+    assert not bad, f"altered citations accepted:\n{describe(bad)}"
 
 
 def test_mutant_classes_are_large():
     """The mutation classes together give thousands of mutants over the library."""
     generators = [step_expression_mutants, rename_mutants, dropped_hypothesis_mutants, altered_hypothesis_mutants,
                   claim_mutants, definition_mutants, step_order_mutants]
-    total = sum(len(g(tid)) for g in generators for tid in THEOREM_IDS) + len(instance_mutants("preconditioned_gd"))
+    generators += [instance_mutants, citation_mutants]
+    total = sum(len(g(tid)) for g in generators for tid in THEOREM_IDS)
     assert total >= 2500 if not FULL else total >= 15000
 
 

@@ -30,8 +30,8 @@ class ChainBuilder:
         probe = Chain(name, lhs, lhs, (), self.hypotheses)
         self.ctx = chain_context(builder.ctx, probe, builder.lemma_rules, self._fail)
 
-    def _fail(self, reason: str):
-        raise ProofError(self.builder.theorem, self.name, len(self.steps) + 1, None, reason)
+    def _fail(self, reason: str, rule: str | None = None):
+        raise ProofError(self.builder.theorem, self.name, len(self.steps) + 1, rule, reason)
 
     def _cite(self, rule: str) -> None:
         """A ``thm:ID`` rule: make sure the proof cites the checked theorem ID."""
@@ -47,7 +47,7 @@ class ChainBuilder:
         """
         self._cite(rule)
         step = Step(self.current, rule, tuple(instance))
-        fn = resolve_rule(step, self.ctx, self._fail)
+        fn = resolve_rule(step, self.ctx, lambda reason: self._fail(reason, rule))
         if at is None and rule in self.ctx.rules and not self.ctx.rules[rule][2]:
             at = self.ctx.rules[rule][0]  # equations run left to right unless told where
         elif at is None and rule.startswith("thm:"):
@@ -62,16 +62,16 @@ class ChainBuilder:
                     continue
                 seen.append(result)
         if len(seen) <= nth:
-            self._fail(f"rule {rule} does not apply{'' if at is None else f' at {at}'} in {self.current}")
+            self._fail(f"does not apply{'' if at is None else f' at {at}'} in {self.current}", rule)
         return self._record(seen[nth], rule, instance)
 
     def to(self, expr: Basic, rule: str, instance=()) -> ChainBuilder:
         """Step to an explicit expression (for rules used right to left)."""
         expr = canon(expr)
         self._cite(rule)
-        fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx, self._fail)
+        fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx, lambda reason: self._fail(reason, rule))
         if not one_step(self.current, expr, fn, self.ctx):
-            self._fail(f"rule {rule} does not lead from {self.current} to {expr}")
+            self._fail(f"does not lead from {self.current} to {expr}", rule)
         return self._record(expr, rule, instance)
 
     def _record(self, expr, rule, instance) -> ChainBuilder:

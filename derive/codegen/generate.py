@@ -1,18 +1,34 @@
 """Numeric code generated from checked theorems: NumPy and mpmath modules.
 
-Each *route* is a lemma the kernel checked, of the form X_q (XᵀX)⁻¹XᵀY = X_q · E, where E
-is built from the factors of a decomposition whose defining properties are the lemma's
-hypotheses (eigh: XᵀX = VΛVᵀ; svd: X = USVᵀ; qr: X = QR).  The generator prints E with a
-subclass of SymPy's code printers, after ``cse``: products fold right to left (so X_q (L (Lᵀ
-(XᵀY))) never forms an n×n or m×n matrix), diagonal factors become vectors scaling rows or
-columns, inverses of triangular factors become solves, and no fractional matrix power is ever
-emitted.  Validation, batching, route choice and refinement are fixed template code.
+A generated module is three parts: a header naming its sources, the fixed numerics (the source of
+:mod:`derive.codegen.numerics_numpy` or :mod:`derive.codegen.numerics_mpmath`, ordinary modules of this
+package: validation, factorizations, condition estimates, refinement, route choice, public functions),
+and small functions printed here from checked lemmas.  The numerics call a printed function by name
+through their ``PRINTED`` registry, with the arguments their ``PRINTED_PARAMETERS`` declares; the printed
+section defines the functions with exactly those parameters and fills ``PRINTED`` at the end of the file.
+
+What is printed is declared by the theorem that proves it, in its decorator
+(``@theorem(routes=[Route(...), Term(...)])``).  A :class:`Route` is a lemma of the form
+X_q (XᵀX)⁻¹XᵀY = X_q · E, where E is built from the factors of a decomposition whose defining
+properties are the lemma's hypotheses (eigh: XᵀX = VΛVᵀ; svd: X = USVᵀ; qr: X = QR); E is printed.  A
+:class:`Term` is another term of a checked theorem: a definition's right side (the construction's P) or
+the weights of a lemma's right side (the score matrix).  The generator prints with subclasses of SymPy's
+code printers, after ``cse``: products fold right to left (so X_q (L (Lᵀ (XᵀY))) never forms an n×n or
+m×n matrix), diagonal factors become vectors scaling rows or columns, inverses of triangular factors
+become solves, and no fractional matrix power is ever emitted.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
 import dataclasses
-from dataclasses import dataclass
+import importlib
+import textwrap
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from types import ModuleType
 
 from sympy import Basic, Rational, cse
 from sympy.matrices.expressions import Inverse, MatMul, MatPow, MatrixSymbol, Transpose
@@ -22,8 +38,9 @@ from sympy.printing.pycode import MpmathPrinter
 from ..kernel import Theorem
 from ..kernel.terms import exponent_form, factors_of
 
-__all__ = ["CodegenError", "Route", "registered_routes", "route_expression", "numpy_module", "mpmath_module",
-           "REQUIRED_THEOREMS"]
+__all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
+           "term_expression", "required_theorems", "generate_module", "numpy_module", "mpmath_module",
+           "REQUIRED_THEOREMS", "NUMERICS"]
 
 
 class CodegenError(ValueError):
@@ -35,7 +52,7 @@ class Route:
     """A route: the checked lemma whose right-hand side is evaluated, and how symbols are named.
 
     Declared by the theorem that proves the lemma (``@theorem(routes=[Route(...)])``); ``theorem`` is
-    filled in from the registry.
+    filled in from the registry.  Printed as ``_<name>_beta``, called by the numerics as ``PRINTED[name]``.
     """
 
     name: str
@@ -47,23 +64,153 @@ class Route:
     gram: bool = False  # XᵀY arrives precomputed as ``XtY`` (the fast memory), so X itself is not needed
     theorem: str = ""
 
+    @property
+    def function(self) -> str:
+        """The printed function's name."""
+        return f"_{self.name}_beta"
 
-def registered_routes() -> dict[str, Route]:
-    """Every route the registered theorems declare, by name (each name once)."""
+    @property
+    def result(self) -> str:
+        return "beta"
+
+    @property
+    def source(self) -> str:
+        """Where in the theorem the printed term comes from, in words."""
+        return f"lemma {self.lemma}"
+
+
+#: How a :class:`Term`'s symbols are named unless it says otherwise.
+TERM_NAMES = {"X": "X", "Y": "Y", "L": "L", "X_q": "X_query"}
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term of a checked theorem printed as a function ``_<name>`` (not a route; no definitions expanded).
+
+    Either the right side of the definition ``definition`` (the construction's ``P``), or the right side of
+    the chain ``lemma`` (``"main"``: the claim) without its last factor, which must be the symbol ``values``:
+    the weights that the right side applies to the values (the score matrix).  Declared like a route
+    (``@theorem(routes=[Term(...)])``); ``theorem`` is filled in from the registry.
+    """
+
+    name: str
+    definition: str = ""
+    lemma: str = ""
+    values: str = ""
+    names: dict[str, str] = field(default_factory=lambda: dict(TERM_NAMES))
+    diagonal: tuple[str, ...] = ()
+    lower: tuple[str, ...] = ()
+    upper: tuple[str, ...] = ()
+    gram: bool = False
+    theorem: str = ""
+
+    def __post_init__(self):
+        if bool(self.definition) == bool(self.lemma) or bool(self.lemma) != bool(self.values):
+            raise CodegenError(f"term {self.name}: give either definition=, or lemma= with values=")
+        if not self.name.isidentifier():
+            raise CodegenError(f"term name {self.name!r} must be a Python identifier")
+
+    @property
+    def function(self) -> str:
+        """The printed function's name."""
+        return f"_{self.name}"
+
+    @property
+    def result(self) -> str:
+        return self.name
+
+    @property
+    def source(self) -> str:
+        """Where in the theorem the printed term comes from, in words."""
+        if self.definition:
+            return f"definition {self.definition}"
+        chain = "the claim" if self.lemma == "main" else f"lemma {self.lemma}"
+        return f"{chain}, weights of {self.values}"
+
+
+Printed = Route | Term
+
+
+def registered_printed() -> dict[str, Printed]:
+    """Every route and term the registered theorems declare, by name (each name once), in registry order."""
     from ..authoring.registry import entries
 
-    out: dict[str, Route] = {}
+    out: dict[str, Printed] = {}
     for item in entries().values():
-        for route in item.routes:
-            if route.name in out:
-                raise CodegenError(f"route {route.name} is declared by {out[route.name].theorem} and {item.id}")
-            out[route.name] = dataclasses.replace(route, theorem=item.id)
+        for declared in item.routes:
+            if not isinstance(declared, (Route, Term)):
+                raise CodegenError(f"{item.id} declares {declared!r}, which is neither a Route nor a Term")
+            if declared.name in out:
+                raise CodegenError(f"printed function {declared.name} is declared by {out[declared.name].theorem} "
+                                   f"and {item.id}")
+            out[declared.name] = dataclasses.replace(declared, theorem=item.id)
     return out
 
 
-#: Every theorem the generated modules rest on (routes, the construction, rank deficiency).
-REQUIRED_THEOREMS = ("ols_is_linear_attention", "gauge_invariance", "paper_construction", "pseudo_inverse",
-                     "preconditioned_gd")
+def registered_routes() -> dict[str, Route]:
+    """Every route the registered theorems declare, by name (each name once)."""
+    return {name: d for name, d in registered_printed().items() if isinstance(d, Route)}
+
+
+# --- backends: the fixed numerics modules ------------------------------------------------
+
+#: Backend -> (the package module holding its fixed numerics, the generated module's title).
+NUMERICS = {
+    "numpy": ("derive.codegen.numerics_numpy", "OLS as single-layer linear attention: NumPy."),
+    "mpmath": ("derive.codegen.numerics_mpmath", "OLS as single-layer linear attention: mpmath."),
+}
+
+
+def _numerics(backend: str) -> ModuleType:
+    return importlib.import_module(NUMERICS[backend][0])
+
+
+def _called(backend: str) -> dict[str, tuple[str, ...]]:
+    """The printed functions a backend's numerics call: name -> parameters."""
+    return dict(_numerics(backend).PRINTED_PARAMETERS)
+
+
+def required_theorems(backends: Sequence[str] = tuple(NUMERICS)) -> tuple[str, ...]:
+    """The theorems the generated modules rest on, in registry order: those declaring the printed functions
+    the numerics call, and those the numerics themselves rely on (``RELIES_ON``: rank deficiency, refinement)."""
+    from ..authoring.registry import entries
+
+    printed = registered_printed()
+    wanted: set[str] = set()
+    for backend in backends:
+        wanted.update(printed[name].theorem for name in _called(backend) if name in printed)
+        wanted.update(_numerics(backend).RELIES_ON)
+    return tuple(theorem_id for theorem_id in entries() if theorem_id in wanted) + tuple(
+        sorted(wanted - set(entries())))
+
+
+class _RequiredTheorems(Sequence):
+    """A live view of :func:`required_theorems` for both backends (the registry may grow as libraries load)."""
+
+    def _ids(self) -> tuple[str, ...]:
+        return required_theorems()
+
+    def __getitem__(self, index):
+        return self._ids()[index]
+
+    def __len__(self) -> int:
+        return len(self._ids())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids())
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, (tuple, list, _RequiredTheorems)) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._ids())
+
+    def __repr__(self) -> str:
+        return repr(self._ids())
+
+
+#: Every theorem the generated modules rest on; follows from the declarations (see :func:`required_theorems`).
+REQUIRED_THEOREMS: Sequence[str] = _RequiredTheorems()
 
 
 def _lemma(theorem: Theorem, name: str):
@@ -92,6 +239,33 @@ def route_expression(theorem: Theorem, route: Route) -> Basic:
         raise CodegenError(f"{theorem.id}/{route.lemma} has local hypotheses")
     return MatMul(*factors[1:], evaluate=False) if len(factors) > 2 else factors[1]
 
+
+
+def term_expression(theorem: Theorem, term: Term) -> Basic:
+    """The term a :class:`Term` declares: a definition's right side, or a chain's right side without its values."""
+    if not isinstance(theorem, Theorem):
+        raise CodegenError("code is generated from checked theorems only")
+    if term.definition:
+        for definition in theorem.proof.definitions:
+            if str(definition.symbol.name) == term.definition:
+                return definition.rhs
+        raise CodegenError(f"{theorem.id} has no definition {term.definition}")
+    chain = _lemma(theorem, term.lemma)
+    if chain.hypotheses:
+        raise CodegenError(f"{theorem.id}/{term.lemma} has local hypotheses")
+    coeff, factors = factors_of(chain.rhs)
+    last = factors[-1] if factors else None
+    if coeff != 1 or len(factors) < 2 or not isinstance(last, MatrixSymbol) or str(last.name) != term.values:
+        raise CodegenError(f"{theorem.id}/{term.lemma} is not of the form W {term.values} (weights times values)")
+    return MatMul(*factors[:-1], evaluate=False) if len(factors) > 2 else factors[0]
+
+
+def printed_assignments(theorem: Theorem, declared: Printed) -> dict[str, Basic]:
+    """What a declaration prints: ``name = term`` in order, the last one the function's result."""
+    if isinstance(declared, Route):
+        expr = route_expression(theorem, declared)
+        return {**route_definitions(theorem, expr), declared.result: expr}
+    return {declared.result: term_expression(theorem, declared)}
 
 # --- printing -----------------------------------------------------------------------
 
@@ -271,55 +445,148 @@ def _cse_names():
         index += 1
 
 
-def _header(theorems: dict[str, Theorem], title: str) -> str:
-    lines = [f'"""{title}', "", "Generated by `derive codegen` from these kernel-checked theorems "
-             "(id, certificate sha256); do not edit:", ""]
-    for theorem_id in REQUIRED_THEOREMS:
-        lines.append(f"    {theorem_id:24} {theorems[theorem_id].digest}")
-    return "\n".join(lines)
 
 
-def _check_inputs(theorems: dict[str, Theorem]) -> None:
-    for theorem_id in REQUIRED_THEOREMS:
+# --- assembling a module -------------------------------------------------------------------
+
+
+def _check_inputs(theorems: dict[str, Theorem], required: Sequence[str]) -> None:
+    for theorem_id in required:
         theorem = theorems.get(theorem_id)
         if not isinstance(theorem, Theorem) or theorem.id != theorem_id:
             raise CodegenError(f"code is generated from checked theorems only; {theorem_id} is missing")
 
 
-def _bodies(theorems: dict[str, Theorem], printer_class) -> dict[str, str]:
-    """Printed code for each route (coefficients) and for the paper's construction (P, scores)."""
-    _check_inputs(theorems)
-    bodies = {}
-    for name, route in registered_routes().items():
-        theorem = theorems[route.theorem]
-        expr = route_expression(theorem, route)
-        lines = print_assignments({**route_definitions(theorem, expr), "beta": expr}, printer_class(route))
-        bodies[f"{name}_body"] = "\n".join("    " + line for line in lines)
-    construction = theorems["paper_construction"].proof
-    P = next(d.rhs for d in construction.definitions if str(d.symbol.name) == "P")
-    generic = Route("factor", "", {"X": "X", "Y": "Y", "L": "L", "X_q": "X_query"}, theorem="paper_construction")
-    bodies["P_body"] = "\n".join("    " + line for line in print_assignments({"P": P}, printer_class(generic)))
-    attention = theorems["ols_is_linear_attention"].proof.claim.rhs  # (X_q L)(X L)ᵀ Y
-    _, factors = factors_of(attention)
-    scores = MatMul(*factors[:-1], evaluate=False)
-    bodies["scores_body"] = "\n".join(
-        "    " + line for line in print_assignments({"scores": scores}, printer_class(generic)))
-    return bodies
+def _split_docstring(source: str, path: str) -> tuple[list[str], str]:
+    """A module's docstring (its lines as written, quotes removed) and the source after it."""
+    tree = ast.parse(source)
+    first = tree.body[0] if tree.body else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        raise CodegenError(f"{path} has no module docstring")
+    lines = source.splitlines()
+    text = "\n".join(lines[first.lineno - 1:first.end_lineno])
+    if not (text.startswith('"""') and text.endswith('"""')):
+        raise CodegenError(f"{path}: the module docstring must be written in triple double quotes")
+    return text[3:-3].strip("\n").splitlines(), "\n".join(lines[first.end_lineno:]).lstrip("\n")
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def _unbound_names(function: str, known: set[str]) -> list[str]:
+    """Names a printed function reads that are neither its parameters, its locals nor ``known`` globals."""
+    node = ast.parse(function).body[0]
+    bound = {a.arg for a in node.args.args} | {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return sorted({n for n in read if n not in bound and n not in known and not hasattr(builtins, n)})
+
+
+def _check_calls(tree: ast.Module, parameters: dict[str, tuple[str, ...]], path: str) -> None:
+    """Every ``_printed("name")(args)`` in the numerics passes exactly the declared parameters, by name."""
+    seen = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and isinstance(node.func.func, ast.Name) \
+                and node.func.func.id == "_printed":
+            name = ast.literal_eval(node.func.args[0])
+            passed = tuple(a.id if isinstance(a, ast.Name) else ast.unparse(a) for a in node.args)
+            if name not in parameters or passed != tuple(parameters[name]) or node.keywords:
+                raise CodegenError(f"{path}:{node.lineno} calls printed function {name!r} with ({', '.join(passed)}), "
+                                   f"not with its PRINTED_PARAMETERS {parameters.get(name)}")
+            seen.add(name)
+    unused = [name for name in parameters if name not in seen]
+    if unused:
+        raise CodegenError(f"{path} declares printed functions it never calls: {', '.join(unused)}")
+
+
+def _printed_function(theorem: Theorem, declared: Printed, parameters: tuple[str, ...], printer_class) -> str:
+    """The printed function's source: ``def _name(parameters): ...; return result``."""
+    assignments = printed_assignments(theorem, declared)
+    lines = print_assignments(assignments, printer_class(declared))
+    last = list(assignments)[-1]
+    where = f"{declared.theorem}, {declared.source}"
+    summary = f"{'β̂' if isinstance(declared, Route) else last} = {assignments[last]}: {where}."
+    if len(summary) > 110:
+        summary = f"Printed from {where}."
+    body = [f"def {declared.function}({', '.join(parameters)}):", f'    """{summary}"""',
+            *("    " + line for line in lines), f"    return {last}"]
+    return "\n".join(body)
+
+
+def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str, Theorem],
+            required: Sequence[str], numerics: ModuleType, docstring: list[str]) -> str:
+    module, _ = NUMERICS[backend]
+    width = max(len(d.function) for d in printed) + 2
+    lines = [f'"""{title}', "",
+             "Generated by `derive codegen`; do not edit.  These functions are printed from kernel-checked lemmas",
+             "(function: theorem, where in it):", ""]
+    lines += [f"    {d.function:{width}}{d.theorem}, {d.source}" for d in printed]
+    unused = [d for name, d in registered_printed().items() if d not in printed]
+    if unused:
+        lines += ["", *textwrap.wrap("Declared by checked theorems but not called by these numerics, so not "
+                                     "printed: " + ", ".join(f"{d.name} ({d.theorem})" for d in unused) + ".", 110)]
+    lines += ["", f"Everything else is fixed numerics, the source of the package module {module}", "(below), which "
+              "relies on these checked theorems:", ""]
+    lines += [f"    {theorem_id}: {why}" for theorem_id, why in numerics.RELIES_ON.items()]
+    lines += ["", "Certificates of the theorems (id, sha256):", ""]
+    lines += [f"    {theorem_id:24} {theorems[theorem_id].digest}" for theorem_id in required]
+    body = docstring[1:]  # the numerics' own summary line names the package module's role, not this file's
+    while body and not body[0].strip():
+        body = body[1:]
+    return "\n".join([*lines, "", *body, '"""'])
+
+
+def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
+    """The standalone module of ``backend`` (``"numpy"`` or ``"mpmath"``): header, fixed numerics, printed
+    functions.  Deterministic; it imports only the backend and the standard library."""
+    module, title = NUMERICS[backend]
+    numerics = _numerics(backend)
+    required = required_theorems([backend])
+    _check_inputs(theorems, required)
+    declared = registered_printed()
+    missing = [name for name in numerics.PRINTED_PARAMETERS if name not in declared]
+    if missing:
+        raise CodegenError(f"{module} calls printed functions no registered theorem declares: {', '.join(missing)}")
+    filename = module.rsplit(".", 1)[1] + ".py"
+    source = resources.files(module.rsplit(".", 1)[0]).joinpath(filename).read_text(encoding="utf-8")
+    docstring, code = _split_docstring(source, filename)
+    tree = ast.parse(source)
+    known = _top_level_names(tree)
+    _check_calls(tree, numerics.PRINTED_PARAMETERS, filename)
+    printer_class = BatchedNumPyPrinter if backend == "numpy" else MatrixMpmathPrinter
+    printed = [declared[name] for name in numerics.PRINTED_PARAMETERS]
+    functions = []
+    for item in printed:
+        parameters = tuple(numerics.PRINTED_PARAMETERS[item.name])
+        function = _printed_function(theorems[item.theorem], item, parameters, printer_class)
+        unbound = _unbound_names(function, known)
+        if unbound:
+            raise CodegenError(f"printed function {item.name} ({item.theorem}, {item.source}) needs "
+                               f"{', '.join(unbound)}, which {module} does not pass it")
+        functions.append(function)
+    registry = ["PRINTED.update({", *(f'    "{d.name}": {d.function},' for d in printed), "})"]
+    section = ["# --- printed from checked lemmas by `derive codegen` (see the header) " + "-" * 20, "", "",
+               "\n\n\n".join(functions), "", "", *registry]
+    header = _header(title, backend, printed, theorems, required, numerics, docstring)
+    return "\n".join([header, "", code.rstrip("\n"), "", "", *section]) + "\n"
 
 
 def numpy_module(theorems: dict[str, Theorem]) -> str:
     """The NumPy module's text (deterministic)."""
-    from .templates import NUMPY_TEMPLATE
-
-    bodies = _bodies(theorems, BatchedNumPyPrinter)
-    return NUMPY_TEMPLATE.substitute(header=_header(theorems, "OLS as single-layer linear attention: NumPy."),
-                                     **bodies)
+    return generate_module(theorems, "numpy")
 
 
 def mpmath_module(theorems: dict[str, Theorem]) -> str:
     """The mpmath module's text (deterministic)."""
-    from .templates import MPMATH_TEMPLATE
-
-    bodies = _bodies(theorems, MatrixMpmathPrinter)
-    return MPMATH_TEMPLATE.substitute(header=_header(theorems, "OLS as single-layer linear attention: mpmath."),
-                                      **bodies)
+    return generate_module(theorems, "mpmath")

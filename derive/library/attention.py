@@ -7,7 +7,7 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from derive.authoring import ProofBuilder, theorem
 from derive.authoring.constructions import attention_layer, hat_matrix, linear_attention, ols_predictions
-from derive.codegen import Route
+from derive.codegen import Route, Term
 from derive.kernel import Definition, Proof
 from derive.kernel.terms import inv, mul, power, transpose
 
@@ -16,9 +16,11 @@ from .base import GLOSSARY, SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, I_p, L, La
 #: The generated "eigh" route evaluates lemma gram_route: X_q L Lᵀ (XᵀY), Λ held as the vector of its diagonal.
 EIGH_ROUTE = Route("eigh", "gram_route", {"X": "X", "Y": "Y", "X_q": "X_query", "L": "L", "V": "V", "Lambda": "lam"},
                    diagonal=("Lambda",), gram=True)
+#: The generated score matrix (X_q L)(X L)ᵀ: the claim's right side without its values Y.
+SCORES = Term("scores", lemma="main", values="Y")
 
 
-@theorem(glossary=GLOSSARY, routes=[EIGH_ROUTE])
+@theorem(glossary=GLOSSARY, routes=[EIGH_ROUTE, SCORES])
 def ols_is_linear_attention() -> Proof:
     b = ProofBuilder(
         "ols_is_linear_attention",
@@ -39,7 +41,7 @@ def ols_is_linear_attention() -> Proof:
     return b.proof()
 
 
-@theorem(glossary={
+@theorem(routes=[Term("P", definition="P")], glossary={
     "W_Q": "query weights",
     "W_K": "key weights",
     "W_V": "value weights",

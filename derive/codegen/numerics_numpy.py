@@ -1,11 +1,10 @@
-"""Fixed parts of the generated modules: validation, factorizations, route choice, refinement.
+"""OLS as single-layer linear attention, NumPy: the fixed numerics.
 
-The ``$..._body`` slots are filled with code printed from checked theorems (derive.codegen).
-"""
-
-from string import Template
-
-NUMPY_TEMPLATE = Template('''$header
+Validation, factorizations, condition estimates, refinement, route choice and the public functions.
+The matrix products themselves are not here: each route calls a function printed by ``derive codegen``
+from a kernel-checked lemma, looked up by name in ``PRINTED`` (arguments as in ``PRINTED_PARAMETERS``).
+The generated module ends with those functions and registers them; without them (this source imported
+on its own) a route raises ``LookupError``.
 
 Shapes (leading batch dimensions "..." are allowed, must agree exactly, and never broadcast):
     X        (..., n, p)          design, one example per row, n >= 1, p >= 1
@@ -32,14 +31,47 @@ and singular values under the rank tolerance are dropped, as numpy.linalg.pinv d
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["ROUTES", "coefficients", "predict", "attention_parameters", "attention_scores"]
 
 ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
 _EPS = np.finfo(np.float64).eps
 _WIDE = np.longdouble  # residuals of the refinement are accumulated in extended precision
+
+#: Checked theorems these fixed numerics rest on (beyond the printed functions' own), and what for.
+RELIES_ON = {
+    "pseudo_inverse": "rank-deficient X: the minimum-norm solution, from the factors with dropped values",
+    "preconditioned_gd": "refinement of the Gram route by preconditioned gradient steps",
+}
+
+
+# --- functions printed from checked lemmas ----------------------------------------------
+
+#: The printed functions this code calls, by name, and the arguments it passes them (in order).
+PRINTED_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "eigh": ("V", "lam", "XtY"),  # β̂ from XᵀX = VΛVᵀ, Λ as the vector lam
+    "cholesky": ("C", "XtY"),  # β̂ from XᵀX = CCᵀ
+    "svd": ("U", "s", "V", "Y"),  # β̂ from X = USVᵀ, S as the vector s
+    "qr": ("Q", "R", "Y"),  # β̂ from X = QR
+    "P": ("L", "X", "Y"),  # the construction's output projection
+    "scores": ("X_query", "L", "X"),  # the attention score matrix
+}
+
+#: Name -> printed function; the generated module fills it at its end.
+PRINTED: dict[str, Callable[..., np.ndarray]] = {}
+
+
+def _printed(name: str) -> Callable[..., np.ndarray]:
+    """The printed function ``name``; ``LookupError`` when the printed section is missing."""
+    try:
+        return PRINTED[name]
+    except KeyError:
+        raise LookupError(f"no printed function {name!r}: this module's printed section is missing (generate "
+                          f"the standalone module with `derive codegen`)") from None
 
 
 # --- validation -----------------------------------------------------------------------
@@ -87,7 +119,7 @@ def _validate(X, Y, X_query=None, route="auto"):
     return X, Y2, Q, vector_y, vector_q
 
 
-# --- routes (bodies printed from checked lemmas) ----------------------------------------
+# --- routes (their products are the printed functions) ----------------------------------
 
 
 def _require_finite(*named):
@@ -146,7 +178,7 @@ def _scaled_gram(G, XtY, size):
 def _eigh_solve(G, XtY, size):
     G, XtY, d = _scaled_gram(G, XtY, size)
     lam, V = _eigh_factors(G, size)
-$eigh_body
+    beta = _printed("eigh")(V, lam, XtY)
     return beta / d[..., :, None]
 
 
@@ -155,8 +187,7 @@ def _route_eigh(X, Y):
 
 
 def _cholesky_solve(C, XtY):
-$cholesky_body
-    return beta
+    return _printed("cholesky")(C, XtY)
 
 
 def _route_cholesky(X, Y):
@@ -186,8 +217,7 @@ def _svd_factors(X):
 def _route_svd(X, Y):
     _require_finite(("X", X), ("Y", Y))
     U, s, V = _svd_factors(X)
-$svd_body
-    return beta
+    return _printed("svd")(U, s, V, Y)
 
 
 def _qr_each(X):
@@ -211,8 +241,7 @@ def _route_qr(X, Y):
     if factors is None:
         return _route_svd(X, Y)
     Q, R = factors
-$qr_body
-    return beta
+    return _printed("qr")(Q, R, Y)
 
 
 # --- auto: condition estimate, exact scaling, refinement ---------------------------------
@@ -368,14 +397,17 @@ _ROUTES = {"auto": _route_auto, "eigh": _route_eigh, "cholesky": _route_cholesky
 # --- public functions -------------------------------------------------------------------
 
 
-def coefficients(X, Y, *, route="auto"):
-    """OLS coefficients β̂ (..., p) or (..., p, k), computed as attention: no n×n or m×n matrix is formed."""
+def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> np.ndarray:
+    """OLS coefficients β̂ (..., p) or (..., p, k), computed as attention: no n×n or m×n matrix is formed.
+
+    ``route`` is one of ``ROUTES``; ``TypeError`` or ``ValueError`` name a bad argument.
+    """
     X, Y, _, vector_y, _ = _validate(X, Y, None, route)
     beta = _ROUTES[route](X, Y)
     return beta[..., 0] if vector_y else beta
 
 
-def predict(X, Y, X_query, *, route="auto"):
+def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "auto") -> np.ndarray:
     """Predictions X_query β̂, evaluated as X_q (L (Lᵀ (XᵀY))) right to left: shape (..., m[, k])."""
     X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, route)
     out = Q @ _ROUTES[route](X, Y)
@@ -404,241 +436,21 @@ def _factor(X, route):
     return _solve_triangular(R, np.broadcast_to(np.eye(R.shape[-1]), R.shape), lower=False, transpose=False)
 
 
-def attention_parameters(X, Y, *, route="eigh"):
+def attention_parameters(X: npt.ArrayLike, Y: npt.ArrayLike, *,
+                         route: str = "eigh") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(W_Q, W_K, W_V, P) of the paper's construction: W_Q = W_K = W_V = L, P = LᵀXᵀY (paper_construction).
 
     X L P is then the fitted values H Y; any route's L satisfies L Lᵀ = (XᵀX)⁻¹ (gauge_invariance).
     """
     X, Y, _, vector_y, _ = _validate(X, Y, None, route)
     L = _factor(X, route)
-$P_body
+    P = _printed("P")(L, X, Y)
     return L, L.copy(), L.copy(), (P[..., 0] if vector_y else P)
 
 
-def attention_scores(X, X_query, *, route="eigh"):
+def attention_scores(X: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "eigh") -> np.ndarray:
     """The m×n score matrix (X_q L)(X L)ᵀ, for teaching: predict never forms it."""
     X, _, X_query, _, vector_q = _validate(X, np.zeros(np.shape(X)[:-1]), X_query, route)
     L = _factor(X, route)
-$scores_body
+    scores = _printed("scores")(X_query, L, X)
     return scores[..., 0, :] if vector_q else scores
-''')
-
-MPMATH_TEMPLATE = Template('''$header
-
-Exact decimal data solved to the working precision: entries may be mpmath numbers, decimal strings,
-decimal.Decimal, fractions.Fraction, int or float; every function takes ``dps`` (decimal digits,
-default 50) and returns an ``mpmath.matrix``. Shapes: X n×p (a list of rows), Y a list of n values or
-n×k rows, X_query m×p rows. Routes as in the NumPy module ("auto" takes "eigh" when cond(X)² is far
-below 10^dps, otherwise "qr"); on rank-deficient X the minimum-norm solution (pseudo_inverse).
-"""
-
-from __future__ import annotations
-
-from decimal import Decimal
-from fractions import Fraction
-from numbers import Integral
-
-import mpmath
-from mpmath import mp
-
-__all__ = ["ROUTES", "coefficients", "predict", "attention_parameters"]
-
-ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
-
-
-def _number(name, value):
-    if isinstance(value, bool):
-        raise TypeError(f"{name} holds a bool, not a number")
-    if isinstance(value, mpmath.mpf):
-        result = mp.mpf(value)
-    elif isinstance(value, str):
-        try:
-            result = mp.mpf(value.strip())
-        except (ValueError, TypeError):
-            raise ValueError(f"{name} holds {value!r}, which is not a decimal number") from None
-    elif isinstance(value, Decimal):
-        result = mp.mpf(str(value))
-    elif isinstance(value, Fraction):
-        result = mp.mpf(value.numerator) / value.denominator
-    elif isinstance(value, (Integral, float)) or type(value).__module__ == "numpy":
-        try:
-            result = mp.mpf(value) if isinstance(value, Integral) else mp.mpf(float(value))
-        except TypeError:
-            raise TypeError(f"{name} holds {type(value).__name__}, not a real number") from None
-    else:
-        raise TypeError(f"{name} holds {type(value).__name__}, not a number")
-    if not mp.isfinite(result):
-        raise ValueError(f"{name} contains NaN or infinity")
-    return result
-
-
-def _rows(name, value):
-    try:
-        rows = [list(row) for row in value]
-    except TypeError:
-        raise TypeError(f"{name} must be a list of rows") from None
-    if not rows or not rows[0]:
-        raise ValueError(f"{name} is empty")
-    if any(len(row) != len(rows[0]) for row in rows):
-        raise ValueError(f"{name} has rows of different lengths")
-    return mp.matrix([[_number(name, v) for v in row] for row in rows])
-
-
-def _validate(X, Y, X_query=None, route="auto"):
-    if route not in ROUTES:
-        raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
-    if isinstance(X, mpmath.matrix):
-        X = X.tolist()
-    X = _rows("X", X)
-    if isinstance(Y, mpmath.matrix):
-        Y = Y.tolist()
-    try:
-        items = list(Y)
-    except TypeError:
-        raise TypeError("Y must be a list of numbers or of rows") from None
-    vector_y = bool(items) and not isinstance(items[0], (list, tuple))
-    Y = _rows("Y", [[v] for v in items] if vector_y else items)
-    if Y.rows != X.rows:
-        raise ValueError(f"X has {X.rows} rows but Y has {Y.rows}")
-    Q = None
-    if X_query is not None:
-        if isinstance(X_query, mpmath.matrix):
-            X_query = X_query.tolist()
-        Q = _rows("X_query", X_query)
-        if Q.cols != X.cols:
-            raise ValueError(f"X_query has {Q.cols} columns but X has {X.cols}")
-    return X, Y, Q
-
-
-def _scale_rows(d, B):
-    return mp.matrix([[d[i] * B[i, j] for j in range(B.cols)] for i in range(B.rows)])
-
-
-def _scale_columns(A, d):
-    return mp.matrix([[A[i, j] * d[j] for j in range(A.cols)] for i in range(A.rows)])
-
-
-def _vector_power(d, num, den):
-    """Entrywise power of a diagonal's entries; dropped (zero-rank) entries stay 0."""
-    return [mp.mpf(0) if v == mp.inf else v ** (mp.mpf(num) / den) for v in d]
-
-
-def _tolerance(largest, shape):
-    return largest * max(shape) * mp.eps * 16
-
-
-def _solve_triangular(T, B, lower, transpose):
-    """op(T)⁻¹ B by substitution (op(T) = Tᵀ if transpose)."""
-    A = T.T if transpose else T
-    p = A.rows
-    out = mp.matrix(p, B.cols)
-    order = range(p) if lower else range(p - 1, -1, -1)
-    for k in range(B.cols):
-        for i in order:
-            known = range(i) if lower else range(i + 1, p)
-            out[i, k] = (B[i, k] - mp.fsum(A[i, j] * out[j, k] for j in known)) / A[i, i]
-    return out
-
-
-def _eigh_factors(X):
-    lam, V = mp.eigsy(X.T * X)
-    lam = [lam[i] for i in range(lam.rows)]
-    tol = _tolerance(max(lam), (X.rows, X.cols))
-    return [v if v > tol else mp.inf for v in lam], V
-
-
-def _route_eigh(X, Y):
-    lam, V = _eigh_factors(X)
-    XtY = X.T * Y
-$eigh_body
-    return beta
-
-
-def _route_cholesky(X, Y):
-    try:
-        C = mp.cholesky(X.T * X)
-    except (ValueError, ZeroDivisionError):
-        return _route_eigh(X, Y)  # not numerically positive definite: rank-deficient
-    XtY = X.T * Y
-$cholesky_body
-    return beta
-
-
-def _svd_factors(X):
-    U, S, Vt = mp.svd_r(X, full_matrices=False)
-    s = [S[i] for i in range(S.rows)]
-    tol = _tolerance(max(s), (X.rows, X.cols))
-    return U, [v if v > tol else mp.inf for v in s], Vt.T
-
-
-def _route_svd(X, Y):
-    U, s, V = _svd_factors(X)
-$svd_body
-    return beta
-
-
-def _route_qr(X, Y):
-    if X.rows < X.cols:
-        return _route_svd(X, Y)
-    Q, R = mp.qr(X, mode="skinny")
-    d = [abs(R[i, i]) for i in range(R.rows)]
-    if min(d) <= _tolerance(max(d), (X.rows, X.cols)):
-        return _route_svd(X, Y)
-$qr_body
-    return beta
-
-
-def _route_auto(X, Y):
-    lam, _ = _eigh_factors(X)
-    finite = [v for v in lam if v != mp.inf]
-    if len(finite) < len(lam):
-        return _route_svd(X, Y)
-    if max(finite) / min(finite) < mp.mpf(10) ** (mp.dps // 2):
-        return _route_eigh(X, Y)
-    return _route_qr(X, Y)
-
-
-_ROUTES = {"auto": _route_auto, "eigh": _route_eigh, "cholesky": _route_cholesky, "svd": _route_svd,
-           "qr": _route_qr}
-
-
-def coefficients(X, Y, *, route="auto", dps=50):
-    """OLS coefficients β̂ as a p×k mpmath matrix, at ``dps`` decimal digits."""
-    with mp.workdps(dps):
-        X, Y, _ = _validate(X, Y, None, route)
-        return _ROUTES[route](X, Y)
-
-
-def predict(X, Y, X_query, *, route="auto", dps=50):
-    """Predictions X_query β̂ as an m×k mpmath matrix, evaluated right to left."""
-    with mp.workdps(dps):
-        X, Y, Q = _validate(X, Y, X_query, route)
-        return Q * _ROUTES[route](X, Y)
-
-
-def _factor(X, route):
-    """A factor L with L Lᵀ = (XᵀX)⁻¹ on the row space of X (gauge_invariance, pseudo_inverse)."""
-    if route in ("auto", "eigh"):
-        lam, V = _eigh_factors(X)
-        return _scale_columns(V, _vector_power(lam, -1, 2))
-    if route == "qr" and X.rows >= X.cols:
-        _, R = mp.qr(X, mode="skinny")
-        d = [abs(R[i, i]) for i in range(R.rows)]
-        if min(d) > _tolerance(max(d), (X.rows, X.cols)):
-            return _solve_triangular(R, mp.eye(R.rows), lower=False, transpose=False)
-    _, s, V = _svd_factors(X)
-    return _scale_columns(V, _vector_power(s, -1, 1))
-
-
-def _attention_parameters(X, Y, route):
-    L = _factor(X, route)
-$P_body
-    return L, L.copy(), L.copy(), P
-
-
-def attention_parameters(X, Y, *, route="eigh", dps=50):
-    """(W_Q, W_K, W_V, P) with W_Q = W_K = W_V = L, L Lᵀ = (XᵀX)⁻¹, and P = LᵀXᵀY (paper_construction)."""
-    with mp.workdps(dps):
-        X, Y, _ = _validate(X, Y, None, route)
-        return _attention_parameters(X, Y, route)
-''')

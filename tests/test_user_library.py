@@ -1,0 +1,121 @@
+"""A user's own theorem file, outside the project, goes through every command like the built-in library."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent / "data"
+USER_IDS = ["ols_through_qr", "hat_idempotent", "ols_coefficients_as_attention"]
+
+
+def run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "derive", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, preexec_fn=lambda: os.umask(0o022))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A directory outside the project holding the user's file, its certificates and its LaTeX."""
+    work = tmp_path_factory.mktemp("user")
+    shutil.copy(DATA / "user_theorems.py", work / "my_theorems.py")
+    result = run(work, "prove", "--library", "my_theorems.py", "--certificates", "certs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return work
+
+
+def test_prove_loads_the_users_theorems(workdir):
+    result = run(workdir, "prove", "--library", "my_theorems.py", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [r["id"] for r in rows] == USER_IDS  # by default the library's own theorems
+    assert all(r["status"] == "verified" for r in rows)
+    listing = run(workdir, "list", "--library", "my_theorems.py").stdout.split()
+    assert "orthogonal_inverse" in listing and "ols_through_qr" in listing
+
+
+def test_certificates_check_without_the_library_and_keep_the_umask(workdir):
+    files = sorted((workdir / "certs").glob("*.json"))
+    assert [f.stem for f in files] == sorted(USER_IDS)
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o644 for f in files)
+    result = run(workdir, "check", *map(str, files))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "verified theorem ols_coefficients_as_attention (2 steps; cites spectral_precision)" in result.stdout
+    assert "then    H*H = H" in result.stdout  # the statement it verified
+
+
+def test_an_altered_user_certificate_is_rejected(workdir, tmp_path):
+    data = json.loads((workdir / "certs" / "hat_idempotent.json").read_text())
+    data["claim"]["rhs"] = data["claim"]["lhs"]  # H H = H H, but the chain ends at H
+    data.pop("sha256")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    result = run(workdir, "check", str(bad))
+    assert result.returncode == 1 and "REJECTED" in result.stdout and "Traceback" not in result.stderr
+    data = json.loads((workdir / "certs" / "ols_coefficients_as_attention.json").read_text())
+    data["dependencies"][0]["steps"][0]["rule"] = "inverse_inverse"  # a dependency's proof broken
+    bad.write_text(json.dumps(data))
+    result = run(workdir, "check", str(bad))
+    assert result.returncode == 1 and "dependencies[0]" in result.stdout
+    expect = run(workdir, "check", "--expect", "ols_is_linear_attention", str(workdir / "certs/hat_idempotent.json"))
+    assert expect.returncode == 1 and "not 'ols_is_linear_attention'" in expect.stdout
+
+
+def test_latex_of_a_user_theorem(workdir):
+    result = run(workdir, "latex", "--library", "my_theorems.py", "ols_coefficients_as_attention", "--out", "tex")
+    assert result.returncode == 0, result.stderr
+    fragment = (workdir / "tex" / "ols_coefficients_as_attention.tex").read_text()
+    assert "\\begin{theorem}" in fragment and "thm:spectral_precision" in fragment
+    article = (workdir / "tex" / "ols_transformer.tex").read_text()
+    assert "\\label{thm:spectral_precision}" in article  # the cited theorem is stated in the article
+
+
+def test_a_user_proof_that_does_not_check_names_theorem_chain_step_and_rule(tmp_path):
+    text = (DATA / "user_theorems.py").read_text().replace(
+        '.rw("transpose_product").rw("hyp:Q_orthonormal_columns")',
+        '.rw("transpose_product").to(mul(transpose(R), transpose(Qf), Qf, R), "transpose_transpose")'
+        '.rw("hyp:Q_orthonormal_columns")')
+    assert "transpose_transpose" in text
+    (tmp_path / "broken.py").write_text(text)
+    result = run(tmp_path, "prove", "--library", "broken.py", "ols_through_qr")
+    assert result.returncode == 1
+    assert "ols_through_qr/gram step 4 (rule transpose_transpose)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "no such file"),
+    ("import no_such_package_anywhere\n", "ModuleNotFoundError"),
+    ("def f(:\n", "syntax error at line 1"),
+    ("x = 1\n", "registers no theorem"),
+])
+def test_a_library_that_cannot_be_loaded_is_a_usage_error(tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "lib.py").write_text(content)
+    result = run(tmp_path, "prove", "--library", "lib.py")
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_dotted_module_and_an_entry_point(tmp_path):
+    package = tmp_path / "site"
+    package.mkdir()
+    shutil.copy(DATA / "user_theorems.py", package / "users_theorems_mod.py")
+    env = {"PYTHONPATH": str(package)}
+    result = run(tmp_path, "prove", "--library", "users_theorems_mod", "hat_idempotent", env=env)
+    assert result.returncode == 0, result.stderr
+    dist = package / "users_theorems-1.0.dist-info"  # an installed distribution registering the module
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: users-theorems\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[ols_transformer.theorems]\nmine = users_theorems_mod\n")
+    listing = run(tmp_path, "list", env=env)
+    assert listing.returncode == 0, listing.stderr
+    assert "hat_idempotent" in listing.stdout.split()
