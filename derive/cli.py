@@ -100,7 +100,8 @@ def prove(ids: list[str], witness: bool = False) -> list[dict]:
                     record["witness"] = witness_all(proof)
                 except WitnessError as exc:
                     record["status"] = "failed"
-                    record["error"] = f"{theorem_id}: the witness refutes the proof: {exc}"
+                    verdict = "cannot check" if "cannot sample" in exc.reason else "refutes"
+                    record["error"] = f"{theorem_id}: the witness {verdict} the proof: {exc}"
                     del record["theorem"]
         except ProofError as exc:
             record["error"] = str(exc)

@@ -179,3 +179,14 @@ def test_predicate_rejects_an_unknown_predicate():
     with pytest.raises(ValueError, match="not a predicate the kernel knows"):
         predicate("bad", Q.nonsingular if hasattr(Q, "nonsingular") else Q.real, A)
     assert predicate("ok", Q.invertible, A).rhs == S.true
+
+
+def test_a_theorem_keeps_its_own_copy_of_the_proof():
+    hypotheses = [ROWS]
+    proof = Proof("copy", "t", "s", hypotheses, (), (),
+                  Chain("main", inv(A), transpose(A), [Step(transpose(A), "thm:orthogonal_inverse", INSTANCE)]),
+                  [checked("orthogonal_inverse")])
+    theorem_ = check(proof)
+    hypotheses.clear()  # the caller's list, emptied after checking
+    assert theorem_.proof.hypotheses == (ROWS,)
+    assert isinstance(theorem_.proof.claim.steps, tuple) and isinstance(theorem_.proof.cites, tuple)

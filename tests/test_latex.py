@@ -10,16 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from sympy import Rational
-from sympy.matrices.expressions import MatrixSymbol
+from sympy import Q, Rational
+from sympy.matrices.expressions import Identity, MatrixSymbol
 
+from derive import Hypothesis, ProofBuilder, check, dim, inv, mul, predicate, transpose
+from derive.authoring.registry import checked, entries
 from derive.cli import ARTICLE, main
-from derive.kernel import check
-from derive.kernel.terms import inv, mul, power, transpose
-from derive.latex import article_latex, math, theorem_display, theorem_latex
+from derive.kernel.terms import power
+from derive.latex import article_latex, article_theorems, math, notation_rows, theorem_display, theorem_latex
 from derive.latex.pdf import compile_pdf, tex_engine
 from derive.library import LIBRARY, THEOREM_IDS
-from derive.library.base import Lam, V, X, p
+from derive.library.base import Lam, V, X, cite_orthogonal, p
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +55,8 @@ def test_one_line_per_kernel_step(theorems):
     proof = theorem.proof
     assert [c.count("&=") for c in chains] == [len(c.steps) for c in (*proof.lemmas, proof.claim)]
     assert text.count(r"\tag*") == theorem.steps
-    assert r"(by $V V^{\top} = I$)" in text and r"(definition of $L$)" in text
+    assert r"(Theorem~\ref{thm:spectral_precision})" in text
+    assert r"(Lemma~\ref{lem:ols_is_linear_attention:gram_route})" in text
 
 
 def test_only_checked_theorems():
@@ -65,7 +67,7 @@ def test_only_checked_theorems():
 
 
 def test_jupyter_display(theorems):
-    shown = theorems[0]._repr_latex_()
+    shown = next(t for t in theorems if t.id == "ols_is_linear_attention")._repr_latex_()
     assert shown.startswith("$$") and shown.endswith("$$")
     assert r"X_{q} (X^{\top} X)^{-1} X^{\top} Y = X_{q} L (X L)^{\top} Y" in shown
 
@@ -76,6 +78,172 @@ def test_article_has_every_label_and_title(theorems):
         assert rf"\label{{thm:{theorem.id}}}" in text
         assert theorem.title in text
     assert text.count(r"\begin{theorem}") == len(theorems)
+
+
+def test_the_shared_facts_come_first(theorems):
+    assert [t.id for t in theorems[:3]] == ["orthogonal_inverse", "orthogonal_transpose_inverse", "spectral_precision"]
+    text = theorem_latex(theorems[2])
+    assert r"(definition of $L$)" in text
+
+
+# --- citations ------------------------------------------------------------------------
+
+
+def test_a_citation_names_the_theorem_and_its_instance(theorems):
+    text = theorem_latex(next(t for t in theorems if t.id == "spectral_precision"))
+    assert r"(Theorem~\ref{thm:orthogonal_inverse} with $U = V$)" in text
+    assert r"(Theorem~\ref{thm:orthogonal_transpose_inverse} with $U = V$)" in text
+    assert "d = p" not in text  # the dimension follows from the matrices
+    plain = theorem_latex(next(t for t in theorems if t.id == "ols_is_linear_attention"))
+    assert r"(Theorem~\ref{thm:spectral_precision})" in plain and " with $" not in plain
+
+
+def _labels(text: str) -> list[str]:
+    return re.findall(r"\\begin\{theorem\}\[[^\]]*\]\\label\{thm:(\w+)\}", text)
+
+
+def test_the_article_states_cited_theorems_first_each_once(theorems):
+    ols = next(t for t in theorems if t.id == "ols_is_linear_attention")
+    gauge = next(t for t in theorems if t.id == "gauge_invariance")
+    text = article_latex([ols, gauge, ols])
+    assert _labels(text) == ["orthogonal_transpose_inverse", "orthogonal_inverse", "spectral_precision",
+                             "ols_is_linear_attention", "gauge_invariance"]
+    # a cited theorem given after its citer moves before it; the full library keeps its order
+    assert [t.id for t in article_theorems([ols, *theorems])][:4] == [
+        "orthogonal_transpose_inverse", "orthogonal_inverse", "spectral_precision", "ols_is_linear_attention"]
+    assert [t.id for t in article_theorems(theorems)] == list(THEOREM_IDS)
+    for label in re.findall(r"\\ref\{(thm:\w+)\}", text):
+        assert f"\\label{{{label}}}" in text  # no reference is undefined
+
+
+def _lemma_statements(text: str) -> list[str]:
+    blocks = re.findall(r"\\begin\{lemma\}(.*?)\\end\{lemma\}", text, re.S)
+    return [re.sub(r"\\label\{[^}]*\}", "", b).strip() for b in blocks]
+
+
+def _theorem_statements(text: str) -> list[str]:
+    blocks = re.findall(r"\\begin\{theorem\}(.*?)\\end\{theorem\}", text, re.S)
+    return [re.sub(r"^\[[^\]]*\]\\label\{[^}]*\}", "", b).strip() for b in blocks]
+
+
+def test_the_article_states_no_lemma_twice(theorems):
+    text = article_latex(theorems)
+    lemmas = _lemma_statements(text)
+    assert len(lemmas) == sum(len(t.proof.lemmas) for t in theorems) > 10
+    assert len(set(lemmas)) == len(lemmas)
+    statements = _theorem_statements(text)
+    assert len(statements) == len(theorems) and len(set(statements)) == len(statements)
+
+
+# --- the notation table ---------------------------------------------------------------
+
+
+def _notation(text: str) -> str:
+    return text[text.index(r"\section*{Notation}"):text.index(r"\end{tabular}")]
+
+
+def test_the_glossary_comes_from_the_theorems(theorems):
+    import derive.latex.printer as printer
+
+    assert not hasattr(printer, "GLOSSARY")
+    glossaries = {theorem_id: item.glossary for theorem_id, item in entries().items()}
+    rows = {name: meanings for name, _, meanings in notation_rows(theorems, glossaries)}
+    assert rows["X"] == [("design matrix, one example $x_i^{\\top}$ per row",
+                          ["spectral_precision", "ols_is_linear_attention", "paper_construction", "icl_token_form",
+                           "slow_fast_memory"])]
+    assert [ids for _, ids in rows["S"]] == [["gauge_invariance"], ["slow_fast_memory"]]
+    assert [ids for _, ids in rows["U"]] == [["orthogonal_inverse", "orthogonal_transpose_inverse"],
+                                             ["gauge_invariance"]]
+    table = _notation(article_latex(theorems))
+    assert (r"$S$ & diagonal matrix of the singular values of $X$ (in Theorem~\ref{thm:gauge_invariance}) \\"
+            "\n" r" & fast memory $X^{\top}Y$ (in Theorem~\ref{thm:slow_fast_memory}) \\") in table
+    assert r"$W_{Q}$ & query weights \\" in table  # described alike everywhere: once, without theorems
+    assert table.count("$V$ & ") == 1 and "right singular vectors of $X$ (in Theorem~" in table
+
+
+# --- a user's theorems ------------------------------------------------------------------
+
+n, k, m = dim("n"), dim("k"), dim("m")
+Y, X_q = MatrixSymbol("Y", n, k), MatrixSymbol("X_q", m, p)
+Qf, R = MatrixSymbol("Q", n, p), MatrixSymbol("R", p, p)
+GRAM = mul(transpose(X), X)
+
+
+def _ols_through_qr(theorem_id: str = "user_ols_through_qr"):
+    """OLS through a QR factor, with the public API only."""
+    b = ProofBuilder(
+        theorem_id, "OLS through a QR factor", "If X = QR with QᵀQ = I and R invertible, then ...",
+        [Hypothesis("qr", X, mul(Qf, R)),
+         Hypothesis("Q_orthonormal_columns", mul(transpose(Qf), Qf), Identity(p)),
+         predicate("R_invertible", Q.invertible, R),
+         predicate("gram_invertible", Q.invertible, GRAM)],
+    )
+    (b.lemma("gram", GRAM)
+     .rw("hyp:qr", nth=0).rw("hyp:qr")
+     .rw("transpose_product").rw("hyp:Q_orthonormal_columns").rw("identity_mul")
+     .qed(mul(transpose(R), R)))
+    (b.main(mul(X_q, inv(GRAM), transpose(X), Y))
+     .rw("lemma:gram").rw("inverse_product")
+     .rw("hyp:qr", at=X).rw("transpose_product")
+     .rw("inverse_cancel").rw("identity_mul")
+     .qed(mul(X_q, inv(R), transpose(Qf), Y)))
+    return check(b.proof())
+
+
+def _citing():
+    """A user's theorem citing a built-in one, with an instance."""
+    b = ProofBuilder("user_inverse_of_V", "The inverse of V", "If V Vᵀ = I then V⁻¹ = Vᵀ.",
+                     [Hypothesis("V_orthonormal_rows", mul(V, transpose(V)), Identity(p))])
+    b.main(inv(V)).rw("thm:orthogonal_inverse", instance=cite_orthogonal(V)).qed(transpose(V))
+    return check(b.proof())
+
+
+USER_GLOSSARY = {"user_ols_through_qr": {"Q": "orthonormal factor of $X = QR$", "R": "invertible factor"}}
+
+
+def test_a_user_theorem_prints_like_a_builtin():
+    theorem = _ols_through_qr()
+    fragment = theorem_latex(theorem)
+    assert fragment.startswith(r"\begin{theorem}[OLS through a QR factor]\label{thm:user_ols_through_qr}")
+    assert r"$R$ is invertible" in fragment and r"(Lemma~\ref{lem:user_ols_through_qr:gram})" in fragment
+    assert fragment.count(r"\tag*") == theorem.steps
+    with_glossary = _notation(article_latex([theorem], glossaries=USER_GLOSSARY))
+    assert r"$Q$ & orthonormal factor of $X = QR$ \\" in with_glossary
+    assert r"$R$ & invertible factor \\" in with_glossary
+    assert r"$X$ &  \\" in with_glossary  # not described by this theorem: an empty description
+    without = article_latex([theorem])
+    assert r"$Q$ &  \\" in _notation(without) and r"$R$ &  \\" in _notation(without)
+    assert fragment in without and _labels(without) == ["user_ols_through_qr"]
+
+
+def test_a_user_theorem_citing_a_builtin_one():
+    theorem = _citing()
+    fragment = theorem_latex(theorem)
+    assert r"(Theorem~\ref{thm:orthogonal_inverse} with $U = V$)" in fragment
+    text = article_latex([theorem])
+    assert _labels(text) == ["orthogonal_inverse", "user_inverse_of_V"]
+    assert r"$U$ & an orthogonal matrix \\" in _notation(text)  # the cited theorem's glossary
+
+
+def test_a_lemma_an_earlier_theorem_stated_is_cited_not_restated():
+    first, second = _ols_through_qr(), _ols_through_qr("user_ols_through_qr_again")
+    text = article_latex([first, second])
+    assert len(_lemma_statements(text)) == 1
+    assert r"We use Lemma~\ref{lem:user_ols_through_qr:gram} again." in text
+    assert r"\ref{lem:user_ols_through_qr_again:gram}" not in text
+    assert r"\ref{lem:user_ols_through_qr_again:gram}" in theorem_latex(second)  # a fragment stands alone
+
+
+def test_two_theorems_with_one_id_cannot_share_an_article():
+    other = _ols_through_qr("orthogonal_inverse")  # a different theorem under a built-in's id
+    with pytest.raises(ValueError, match="two different theorems named 'orthogonal_inverse'"):
+        article_theorems([checked("orthogonal_inverse"), other])
+    with pytest.raises(ValueError, match="two different theorems"):
+        article_latex([other, _citing()])
+
+
+def test_the_article_is_deterministic(theorems):
+    assert article_latex(theorems) == article_latex([checked(t) for t in THEOREM_IDS])
 
 
 def test_latex_command_is_deterministic_and_atomic(tmp_path):
@@ -133,6 +301,17 @@ def test_article_compiles_cleanly(tmp_path, theorems):
     for theorem in theorems:
         assert theorem.title in flat
     assert flat.count("(transpose of a product)") >= len(theorems)
+
+
+@needs_tex
+def test_an_article_with_user_theorems_compiles_cleanly(tmp_path):
+    article = tmp_path / ARTICLE
+    article.write_text(article_latex([_citing(), _ols_through_qr(), _ols_through_qr("user_ols_through_qr_again")],
+                                     glossaries=USER_GLOSSARY))
+    compile_pdf(article)
+    log = article.with_suffix(".log").read_text(errors="replace")
+    assert not [line for line in log.splitlines() if line.startswith("!")]
+    assert "undefined" not in log.lower() and "Overfull" not in log
 
 
 @needs_tex

@@ -648,7 +648,7 @@ def test_theorem_is_immutable():
     with pytest.raises(AttributeError):
         theorem.extra = 1
     assert theorem.id == "ols_is_linear_attention"
-    assert theorem.proof is proof_of("ols_is_linear_attention")
+    assert theorem.proof == proof_of("ols_is_linear_attention")  # equal, but the theorem's own copy
 
 
 def test_proof_data_is_frozen():

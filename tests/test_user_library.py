@@ -41,6 +41,28 @@ def test_prove_loads_the_users_theorems(workdir):
     assert "orthogonal_inverse" in listing and "ols_through_qr" in listing
 
 
+def test_the_witness_samples_the_users_theorems_from_their_hypotheses(workdir):
+    result = run(workdir, "prove", "--library", "my_theorems.py", "--witness", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = json.loads(result.stdout)
+    assert all(r["status"] == "verified" and r["witness"]["instances"] > 0 for r in rows)
+    (workdir / "unsampleable.py").write_text(
+        "from sympy import MatrixSymbol, Q\n"
+        "from derive import Hypothesis, ProofBuilder, dim, mul, predicate, theorem, transpose\n"
+        "n, p = dim('n'), dim('p')\n"
+        "X, S = MatrixSymbol('X', n, p), MatrixSymbol('S', p, p)\n\n\n"
+        "@theorem\n"
+        "def gram_is_s():\n"
+        "    hypotheses = [Hypothesis('gram', mul(transpose(X), X), S), predicate('S_symmetric', Q.symmetric, S)]\n"
+        "    b = ProofBuilder('gram_is_s', 'Gram', '', hypotheses)\n"
+        "    b.main(mul(transpose(X), X)).rw('hyp:gram').qed(S)\n"
+        "    return b.proof()\n")
+    result = run(workdir, "prove", "--library", "unsampleable.py", "--witness")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "the witness cannot check the proof" in line and "cannot sample hypothesis gram" in line
+
+
 def test_certificates_check_without_the_library_and_keep_the_umask(workdir):
     files = sorted((workdir / "certs").glob("*.json"))
     assert [f.stem for f in files] == sorted(USER_IDS)

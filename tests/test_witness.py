@@ -3,6 +3,8 @@
 The witness re-evaluates proofs with exact arithmetic and never consults the kernel, so these tests
 check both directions: every library theorem survives it (on random instances and as identities of
 rational functions), and wrong steps, wrong claims, bad instantiations and bad samplers are caught.
+Samples come from the generic sampler (the hypotheses plus the theorem's sampling hints), which also
+serves theorems written by users with the public API only.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from sympy import QQ, Matrix, Rational, eye
 from sympy.matrices.expressions import BlockMatrix, Identity, MatMul, MatPow, MatrixSymbol, ZeroMatrix
 
 from derive.authoring.constructions import dim
+from derive.authoring.registry import entry
 from derive.kernel import Chain, Definition, Proof, Step
 from derive.kernel.terms import add, block, canon, inv, mul, power, transpose
 from derive.library import LIBRARY, build
 from derive.library.base import Lam, V, X, X_q, Y
 from derive.witness import (
-    SAMPLERS,
     SHAPES,
     Sample,
     Source,
@@ -29,7 +31,10 @@ from derive.witness import (
     check_instances,
     evaluate,
     free,
+    generic_sampler,
+    hints_for,
     orthogonal,
+    sampler_for,
     stiefel,
     witness_all,
 )
@@ -138,8 +143,11 @@ def test_sampler_building_blocks_are_exact():
 # --- the library passes --------------------------------------------------------------------------
 
 
-def test_every_library_theorem_has_a_sampler():
-    assert set(THEOREMS) <= set(SAMPLERS)
+def test_hints_are_few():
+    """The generic sampler infers every built-in theorem's samples from its hypotheses, except where the
+    theorem's module declares hints (gauge: X = U S Vᵀ is also X = Q R, and C, G factor XᵀX and its inverse)."""
+    hinted = {tid for tid in THEOREMS if entry(tid).sampling}
+    assert hinted <= {"gauge_invariance"}
 
 
 @pytest.mark.parametrize("theorem_id", THEOREMS)
@@ -194,7 +202,7 @@ def test_deterministic_in_the_seed(proofs):
     runs = []
     for seed in (0, 0, 1):
         log: list = []
-        check_instances(proof, seed=seed, sampler=recording(SAMPLERS[proof.theorem], log))
+        check_instances(proof, seed=seed, sampler=recording(sampler_for(proof), log))
         runs.append(log)
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
@@ -210,7 +218,7 @@ def refuted(proof: Proof, **kwargs) -> WitnessError:
 
 
 def test_dropped_transpose_is_refuted(proofs):
-    proof = proofs["ols_is_linear_attention"]
+    proof = proofs["spectral_precision"]
     name, index = locate(proof, inv(mul(V, Lam, transpose(V))))
     bad = replace_step(proof, name, index, expr=inv(mul(V, Lam, V)))
     error = refuted(bad)
@@ -231,7 +239,7 @@ def test_swapped_factors_are_refuted(proofs):
 
 
 def test_flipped_exponent_is_refuted(proofs):
-    proof = proofs["slow_fast_memory"]
+    proof = proofs["spectral_precision"]
     root = power(Lam, Rational(-1, 2))
     name, index = locate(proof, mul(V, root, root, transpose(V)))
     bad = replace_step(proof, name, index, expr=mul(V, root, power(Lam, Rational(1, 2)), transpose(V)))
@@ -275,10 +283,20 @@ def test_an_unsound_step_that_type_checks_is_refuted():
     assert (error.theorem, error.chain, error.step, error.rule) == ("made_up", "main", 1, "transpose_product")
 
 
-def test_unknown_theorem_has_no_sampler(proofs):
-    bad = dataclasses.replace(proofs["ols_is_linear_attention"], theorem="no_such_theorem")
-    with pytest.raises(WitnessError, match="no sampler"):
-        check_instances(bad)
+def test_an_unregistered_proof_gets_the_generic_sampler(proofs):
+    proof = dataclasses.replace(proofs["ols_is_linear_attention"], theorem="no_such_theorem")
+    assert hints_for(proof) == {}
+    assert check_instances(proof).instances > 0
+
+
+def test_without_its_hints_gauge_cannot_be_sampled_and_says_why_in_one_line(proofs):
+    """X = U S Vᵀ and X = Q R both fix X: without the hint Q = U, R = S Vᵀ the witness names qr."""
+    proof = dataclasses.replace(proofs["gauge_invariance"], theorem="gauge_without_hints")
+    error = refuted(proof, shapes=SHAPES[:1])
+    assert "\n" not in str(error) and error.theorem == "gauge_without_hints" and error.chain
+    assert "cannot sample hypothesis qr" in str(error) and "sampler bug" not in str(error)
+    hinted = generic_sampler(proof, hints_for(proofs["gauge_invariance"]))
+    assert check_instances(proof, sampler=hinted, shapes=SHAPES[:1]).instances > 0
 
 
 # --- bad samplers are caught, never skipped --------------------------------------------------------
@@ -286,7 +304,7 @@ def test_unknown_theorem_has_no_sampler(proofs):
 
 def test_sampler_breaking_orthogonality_is_detected(proofs):
     def bad(src, shape, chain):
-        sample = SAMPLERS["ols_is_linear_attention"](src, shape, chain)
+        sample = sampler_for(proofs["ols_is_linear_attention"])(src, shape, chain)
         return Sample(sample.dims, {**sample.values, "V": sample.values["V"] * src.domain.convert(2)})
 
     error = refuted(proofs["ols_is_linear_attention"], sampler=bad)
@@ -311,7 +329,7 @@ def test_sampler_breaking_a_local_hypothesis_is_detected(proofs):
     """A random Γ = W_Q W_Kᵀ is not (XᵀX)⁻¹: the lemma ols_if assumes it is."""
 
     def bad(src, shape, chain):
-        return SAMPLERS["preconditioned_gd"](src, shape, "main")
+        return sampler_for(proofs["preconditioned_gd"])(src, shape, "main")
 
     error = refuted(proofs["preconditioned_gd"], sampler=bad)
     assert error.chain == "ols_if" and "Gamma_is_precision" in str(error)
@@ -319,7 +337,7 @@ def test_sampler_breaking_a_local_hypothesis_is_detected(proofs):
 
 def test_sampler_breaking_a_forall_hypothesis_is_detected(proofs):
     def bad(src, shape, chain):
-        return SAMPLERS["preconditioned_gd"](src, shape, "main" if chain == "ols_only_if" else chain)
+        return sampler_for(proofs["preconditioned_gd"])(src, shape, "main" if chain == "ols_only_if" else chain)
 
     error = refuted(proofs["preconditioned_gd"], sampler=bad)
     assert error.chain == "ols_only_if" and "step_is_ols" in str(error)
@@ -329,13 +347,13 @@ def test_sampler_missing_a_value_or_naming_a_defined_symbol_is_detected(proofs):
     proof = proofs["ols_is_linear_attention"]
 
     def missing(src, shape, chain):
-        sample = SAMPLERS[proof.theorem](src, shape, chain)
+        sample = sampler_for(proof)(src, shape, chain)
         return Sample(sample.dims, {k_: v for k_, v in sample.values.items() if k_ != "Y"})
 
     assert "no value for Y" in str(refuted(proof, sampler=missing))
 
     def defines(src, shape, chain):
-        sample = SAMPLERS[proof.theorem](src, shape, chain)
+        sample = sampler_for(proof)(src, shape, chain)
         return Sample(sample.dims, {**sample.values, "L": sample.values["V"]})
 
     assert "defined" in str(refuted(proof, sampler=defines))
@@ -343,7 +361,7 @@ def test_sampler_missing_a_value_or_naming_a_defined_symbol_is_detected(proofs):
 
 def test_symbolic_sampler_breaking_a_hypothesis_is_detected(proofs):
     def bad(src, shape, chain):
-        sample = SAMPLERS["slow_fast_memory"](src, shape, chain)
+        sample = sampler_for(proofs["slow_fast_memory"])(src, shape, chain)
         return Sample(sample.dims, {**sample.values, "Lambda": sample.values["Lambda"] * src.domain.convert(3)})
 
     with pytest.raises(WitnessError, match="gram_spectral"):
@@ -394,3 +412,116 @@ def test_circular_definitions_are_not_evaluated():
     proof = Proof("circular", "", "", (), (Definition("A", A, B), Definition("B", B, add(A, Identity(p)))), (), chain)
     error = refuted(proof, sampler=free_sampler({"p": 2}), shapes=SHAPES[:1])
     assert "definition A" in str(error) and "no value for B" in str(error)
+
+
+# --- theorems written by users, with the public API only -------------------------------------------
+
+import derive  # noqa: E402  (the public authoring API, as a user writes theorems)
+from derive.authoring import orthogonal as orthonormal  # noqa: E402
+
+_un, _up, _uk, _um = derive.dim("n"), derive.dim("p"), derive.dim("k"), derive.dim("m")
+_UX, _UY, _UXq = MatrixSymbol("X", _un, _up), MatrixSymbol("Y", _un, _uk), MatrixSymbol("X_q", _um, _up)
+
+
+def _gram_invertible():
+    from sympy import Q
+
+    return derive.predicate("gram_invertible", Q.invertible, derive.mul(derive.transpose(_UX), _UX))
+
+
+def user_qr_ols() -> derive.Proof:
+    """X = Q R with QᵀQ = I and R invertible: X_q (XᵀX)⁻¹XᵀY = X_q R⁻¹QᵀY."""
+    from sympy import Q as P
+
+    Qf, R = MatrixSymbol("Q", _un, _up), MatrixSymbol("R", _up, _up)
+    t, m_, i_ = derive.transpose, derive.mul, derive.inv
+    b = derive.ProofBuilder("user_qr_ols", "OLS through a QR factor", "", [
+        derive.Hypothesis("qr", _UX, m_(Qf, R)),
+        *orthonormal("Q", Qf),
+        derive.predicate("R_invertible", P.invertible, R),
+        _gram_invertible(),  # the kernel cannot show XᵀX invertible from X = QR alone
+    ])
+    (b.lemma("gram", m_(t(_UX), _UX))
+     .rw("hyp:qr", nth=0).rw("hyp:qr")
+     .rw("transpose_product").rw("hyp:Q_orthonormal_columns").rw("identity_mul")
+     .qed(m_(t(R), R)))
+    (b.main(m_(_UXq, i_(m_(t(_UX), _UX)), t(_UX), _UY))
+     .rw("lemma:gram").rw("hyp:qr").rw("transpose_product")
+     .rw("inverse_product").rw("inverse_cancel").rw("identity_mul")
+     .qed(m_(_UXq, i_(R), t(Qf), _UY)))
+    return b.proof()
+
+
+def user_hat_matrix() -> derive.Proof:
+    """H = X(XᵀX)⁻¹Xᵀ is idempotent: H² = H."""
+    H = MatrixSymbol("H", _un, _un)
+    t, m_, i_ = derive.transpose, derive.mul, derive.inv
+    b = derive.ProofBuilder("user_hat_matrix", "The hat matrix is idempotent", "", [_gram_invertible()],
+                            [derive.Definition("H", H, m_(_UX, i_(m_(t(_UX), _UX)), t(_UX)))])
+    (b.main(derive.power(H, 2))
+     .to(m_(H, H), "power_combine")
+     .rw("def:H").rw("def:H")
+     .rw("inverse_cancel").rw("identity_mul")
+     .to(H, "def:H")
+     .qed(H))
+    return b.proof()
+
+
+def user_gram_is_symmetric() -> derive.Proof:
+    """XᵀX = S for a symmetric S: true of S = XᵀX, but the sampler draws S first and knows no factor of it."""
+    from sympy import Q as P
+
+    S_ = MatrixSymbol("S", _up, _up)
+    b = derive.ProofBuilder("user_gram_is_symmetric", "A Gram matrix", "", [
+        derive.Hypothesis("gram", derive.mul(derive.transpose(_UX), _UX), S_),
+        derive.predicate("S_symmetric", P.symmetric, S_),
+    ])
+    b.main(S_).to(derive.mul(derive.transpose(_UX), _UX), "hyp:gram").qed()
+    return b.proof()
+
+
+@pytest.mark.parametrize("build_user", [user_qr_ols, user_hat_matrix], ids=["qr_ols", "hat_matrix"])
+def test_user_theorems_pass_the_kernel_and_the_witness(build_user):
+    proof = build_user()
+    assert derive.check(proof).id == proof.theorem
+    assert hints_for(proof) == {}  # not registered: the generic sampler alone
+    summary = witness_all(proof)  # instances, and identities for p = 1, 2
+    assert summary["instances"] == len(chains_of(proof)) * len(SHAPES) and summary["steps"] > 0
+    assert [item["p"] for item in summary["identities"]] == [1, 2]
+
+
+def test_user_theorem_refutations():
+    proof = user_qr_ols()
+    Qf, R = MatrixSymbol("Q", _un, _up), MatrixSymbol("R", _up, _up)
+    bad = dataclasses.replace(proof, claim=dataclasses.replace(
+        proof.claim, rhs=mul(_UXq, inv(R), transpose(Qf), Qf, transpose(Qf), _UY, 2)))
+    with pytest.raises(WitnessError, match="right-hand side"):
+        check_instances(bad)
+    hat = user_hat_matrix()
+    name, index = "main", len(hat.claim.steps)
+    error = refuted(replace_step(hat, name, index - 1, expr=mul(MatrixSymbol("X", _un, _up), transpose(_UX))))
+    assert (error.chain, error.step) == ("main", index - 1)
+
+
+def test_a_hypothesis_the_sampler_cannot_satisfy_is_named_in_one_line():
+    proof = user_gram_is_symmetric()
+    derive.check(proof)
+    error = refuted(proof)
+    message = str(error)
+    assert "\n" not in message and message.startswith("user_gram_is_symmetric/main: cannot sample hypothesis gram:")
+    assert "sampler bug" not in message
+    with pytest.raises(WitnessError, match="cannot sample hypothesis gram"):
+        check_identity(proof.theorem, 2, proof=proof)
+
+
+def test_sampling_hints_are_validated():
+    proof = user_qr_ols()
+    with pytest.raises(WitnessError, match="unknown kind"):
+        generic_sampler(proof, {"R": "upper_triangular"})
+    with pytest.raises(WitnessError, match="shape"):
+        generic_sampler(proof, {"R": MatrixSymbol("Q", _un, _up)})
+    # a hint can give a symbol's value in terms of others and introduce auxiliary symbols with a kind:
+    # X = Q R with R = S Wᵀ (S positive diagonal, W orthogonal) is sampled as well
+    S_, W_ = MatrixSymbol("S", _up, _up), MatrixSymbol("W", _up, _up)
+    sampler = generic_sampler(proof, {"R": mul(S_, transpose(W_)), "S": "diagonal_positive", "W": "orthogonal"})
+    assert check_instances(proof, sampler=sampler).instances > 0

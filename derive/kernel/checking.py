@@ -4,10 +4,12 @@ A proof is a chain ``claim.lhs = e1 = e2 = ... = claim.rhs``.  Each step names o
 and the kernel checks that the rule, applied at exactly one position of the previous
 expression (a sub-term, or a run of adjacent factors of a product), gives the next one,
 in either direction.  Rules are the matrix-algebra axioms in :data:`AXIOMS`, the
-hypotheses (``hyp:NAME``), the definitions (``def:NAME``) and lemmas proved earlier in the
-same proof (``lemma:NAME``).  Every expression of every chain must be *defined*: shapes
-conform, and every inverse or non-integer power is of a matrix the kernel can show
-invertible or positive definite from the hypotheses.  Only :func:`check` makes a
+hypotheses (``hyp:NAME``), the definitions (``def:NAME``), lemmas proved earlier in the
+same proof (``lemma:NAME``) and the main claims of checked theorems the proof cites (``thm:ID``,
+instantiated, once their instantiated hypotheses hold in the citing chain).  Every
+expression of every chain must be *defined*: shapes conform, and every inverse or
+non-integer power is of a matrix the kernel can show invertible or positive definite
+from the hypotheses.  Only :func:`check` makes a
 :class:`Theorem`.
 
 Semantics: a theorem says that for all values of its symbols (real matrices of any sizes
@@ -27,7 +29,7 @@ from sympy.matrices.expressions import Identity, MatMul, MatrixSymbol, ZeroMatri
 
 from .axioms import AXIOMS, Rule, equation_rule
 from .judgments import Context, _square, defined_canon, invertible, positive_definite, symmetric
-from .proof import _KERNEL_TOKEN, PREDICATES, Chain, Hypothesis, Proof, ProofError, Step, Theorem, digest
+from .proof import _KERNEL_TOKEN, PREDICATES, Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, digest
 from .terms import MATRIX_NODES, TermError, canon, children, dims_equal, factors_of, mul, rebuild, shape
 
 __all__ = ["chain_context", "check", "lemma_rule", "one_step", "resolve_rule", "rewrites", "theorem_context"]
@@ -401,8 +403,24 @@ def check(proof: Proof) -> Theorem:
         raise ProofError(proof.theorem, "statement", None, None, f"malformed term: {exc}") from None
 
 
+def _frozen(proof: Proof) -> Proof:
+    """A copy of ``proof`` made of tuples only: the theorem never shares the caller's lists."""
+
+    def hyp(h: Hypothesis) -> Hypothesis:
+        return Hypothesis(h.name, h.lhs, h.rhs, tuple(h.forall))
+
+    def chain(c: Chain) -> Chain:
+        steps = tuple(Step(s.expr, s.rule, tuple(tuple(pair) for pair in s.instance)) for s in c.steps)
+        return Chain(c.name, c.lhs, c.rhs, steps, tuple(hyp(h) for h in c.hypotheses))
+
+    return Proof(proof.theorem, proof.title, proof.statement, tuple(hyp(h) for h in proof.hypotheses),
+                 tuple(Definition(d.name, d.symbol, d.rhs) for d in proof.definitions),
+                 tuple(chain(c) for c in proof.lemmas), chain(proof.claim), tuple(proof.cites))
+
+
 def _check(proof: Proof) -> Theorem:
     start = time.perf_counter()
+    proof = _frozen(proof)
     ctx = theorem_context(proof)
     lemma_rules: dict = {}
     for index, chain in enumerate((*proof.lemmas, proof.claim)):

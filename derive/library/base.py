@@ -50,7 +50,7 @@ def cite_orthogonal(U) -> tuple:
     return ((_d, U.shape[0]), (_U, U))
 
 
-@theorem(glossary={"U": "an orthogonal (or orthonormal-column) matrix"})
+@theorem(glossary={"U": "an orthogonal matrix"})
 def orthogonal_inverse() -> Proof:
     (rows,) = orthogonal("U", _U)[1:]
     b = ProofBuilder("orthogonal_inverse", "The inverse of an orthogonal matrix is its transpose",
@@ -65,7 +65,7 @@ def orthogonal_inverse() -> Proof:
     return b.proof()
 
 
-@theorem
+@theorem(glossary={"U": "an orthogonal matrix"})
 def orthogonal_transpose_inverse() -> Proof:
     (columns,) = orthogonal("U", _U)[:1]
     b = ProofBuilder("orthogonal_transpose_inverse", "The inverse of the transpose of an orthogonal matrix",

@@ -24,7 +24,13 @@ ROUTES = [
 ]
 
 
-@theorem(routes=ROUTES, glossary={
+@theorem(routes=ROUTES, sampling={  # X = U S Vᵀ is also a QR factorisation; W is any orthogonal matrix
+    "Q": MatrixSymbol("U", n, p),
+    "R": mul(MatrixSymbol("S", p, p), transpose(MatrixSymbol("V", p, p))),
+    "C": mul(MatrixSymbol("V", p, p), MatrixSymbol("S", p, p), MatrixSymbol("W", p, p)),
+    "G": mul(MatrixSymbol("V", p, p), inv(MatrixSymbol("S", p, p)), MatrixSymbol("W", p, p)),
+    "W": "orthogonal",
+}, glossary={
     "U": "left singular vectors of $X$",
     "S": "diagonal matrix of the singular values of $X$",
     "V": "right singular vectors of $X$",

@@ -241,9 +241,12 @@ class _Ctx:
     env: dict[MatrixSymbol, DomainMatrix]
     dims: dict[Symbol, int]
     cache: dict[Basic, DomainMatrix] = field(default_factory=dict)
+    parent: _Ctx | None = None  # sub-terms free of the symbols bound here are evaluated (and cached) there
+    local: frozenset = frozenset()
 
     def extend(self, env: Mapping[MatrixSymbol, DomainMatrix], dims: Mapping[Symbol, int]) -> _Ctx:
-        return _Ctx(self.arith, {**self.env, **env}, {**self.dims, **dims})
+        return _Ctx(self.arith, {**self.env, **env}, {**self.dims, **dims}, parent=self,
+                    local=frozenset(env) | frozenset(dims))
 
 
 def _dim(expr, dims: Mapping[Symbol, int]) -> int:
@@ -312,6 +315,8 @@ def _eval(term: Basic, ctx: _Ctx) -> DomainMatrix:
     hit = ctx.cache.get(term)
     if hit is not None:
         return hit
+    if ctx.parent is not None and not (term.atoms(MatrixSymbol, Symbol) & ctx.local):
+        return _eval(term, ctx.parent)
     value = _eval_node(term, ctx)
     expected = _shape_of(term, ctx.dims)
     if value.shape != expected:
