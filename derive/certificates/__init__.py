@@ -1,0 +1,7 @@
+"""Certificates: checked theorems as JSON, read back by a whitelist parser and re-checked from scratch."""
+
+from .format import FORMAT, CertificateError, certificate_text, read_certificate, statement_of, verify_certificate
+from .srepr_parser import ParseError, parse_srepr
+
+__all__ = ["FORMAT", "CertificateError", "ParseError", "certificate_text", "parse_srepr", "read_certificate",
+           "statement_of", "verify_certificate"]
