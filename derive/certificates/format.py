@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, proof_to_data
 from ..files import write_atomic
+from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, proof_to_data
 from .srepr_parser import ParseError, parse_srepr
 
 __all__ = ["FORMAT", "CertificateError", "certificate_text", "read_certificate", "verify_certificate",
