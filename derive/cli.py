@@ -285,21 +285,42 @@ def statement_lines(theorem) -> list[str]:
 
 
 def _cmd_check(args) -> int:
-    failed = 0
+    from .certificates import CertificateUnreadable
+
+    rejected = unreadable = 0
     library = _library()
     for name in args.files:
         try:
-            theorem = verify_certificate(read_certificate(name), library, expect=args.expect)
+            theorem = verify_certificate(read_certificate(name), library, expect=args.expect,
+                                         time_limit=args.time_limit)
+        except CertificateUnreadable as exc:
+            unreadable += 1
+            print(f"{name}: CANNOT READ: {exc}")
+            continue
         except CertificateError as exc:
-            failed += 1
-            print(f"{name}: REJECTED: {exc}")
+            rejected += 1
+            print(f"{name}: REJECTED: {_one_line(str(exc))}")
+            continue
+        except (RecursionError, MemoryError) as exc:
+            rejected += 1
+            print(f"{name}: REJECTED: the certificate is too large to check ({type(exc).__name__})")
+            continue
+        except Exception as exc:  # whatever a hostile file provokes: one line, never a traceback
+            rejected += 1
+            print(f"{name}: REJECTED: {type(exc).__name__}: {_one_line(str(exc))}")
             continue
         cites = f"; cites {', '.join(t.id for t in theorem.proof.cites)}" if theorem.proof.cites else ""
         where = "library theorem" if theorem.id in library else "theorem"
         print(f"{name}: verified {where} {theorem.id} ({theorem.steps} steps{cites})")
         for line in statement_lines(theorem):
-            print(f"  {line}")
-    return 1 if failed else 0
+            print(f"  {_one_line(line)}")
+    return 1 if rejected else 2 if unreadable else 0
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    """A message on one line, cut to ``limit`` characters (a hostile term can be very long)."""
+    text = " ".join(text.splitlines())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -318,6 +339,8 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="re-check certificate files from scratch")
     c.add_argument("files", nargs="+", metavar="FILE")
     c.add_argument("--expect", metavar="ID", help="require each certificate to prove the library theorem ID")
+    c.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
+                   help="time budget for each certificate, its dependencies included (default: 10)")
     c.set_defaults(run=_cmd_check)
     styles = ("plain", "bold", "upright")
     t = sub.add_parser("latex", help="write LaTeX for checked theorems")

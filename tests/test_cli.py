@@ -92,9 +92,10 @@ def test_check_rejects_malformed_files_without_traceback(tmp_path, content):
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     result = run("check", str(bad), str(tmp_path / "missing.json"))
-    assert result.returncode == 1
-    assert result.stdout.count("REJECTED") == 2
+    assert result.returncode == 1  # a certificate that does not check wins over one that cannot be read
+    assert result.stdout.count("REJECTED") == 1 and "missing.json: CANNOT READ" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+    assert run("check", str(tmp_path / "missing.json")).returncode == 2  # only unreadable: an I/O error
 
 
 def test_certificates_into_a_file_is_a_usage_error(tmp_path):

@@ -1,7 +1,15 @@
 """Certificates: checked theorems as JSON, read back by a whitelist parser and re-checked from scratch."""
 
-from .format import FORMAT, CertificateError, certificate_text, read_certificate, statement_of, verify_certificate
+from .format import (
+    FORMAT,
+    CertificateError,
+    CertificateUnreadable,
+    certificate_text,
+    read_certificate,
+    statement_of,
+    verify_certificate,
+)
 from .srepr_parser import ParseError, parse_srepr
 
-__all__ = ["FORMAT", "CertificateError", "ParseError", "certificate_text", "parse_srepr", "read_certificate",
-           "statement_of", "verify_certificate"]
+__all__ = ["FORMAT", "CertificateError", "CertificateUnreadable", "ParseError", "certificate_text", "parse_srepr",
+           "read_certificate", "statement_of", "verify_certificate"]

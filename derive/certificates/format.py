@@ -11,14 +11,16 @@ altered claim fails.
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 from ..files import write_atomic
 from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, proof_to_data
 from .srepr_parser import ParseError, parse_srepr
 
-__all__ = ["FORMAT", "CertificateError", "certificate_text", "read_certificate", "verify_certificate",
-           "write_atomic", "statement_of"]
+__all__ = ["FORMAT", "CertificateError", "CertificateUnreadable", "certificate_text", "read_certificate",
+           "verify_certificate", "write_atomic", "statement_of"]
 
 FORMAT = "ols-transformer-certificate/2"
 READABLE = (FORMAT, "ols-transformer-certificate/1")  # /1 had no citations
@@ -167,27 +169,64 @@ def proof_from_data(data: dict, known: dict[str, Theorem] | None = None) -> Proo
     )
 
 
+class CertificateUnreadable(CertificateError):
+    """The file itself cannot be read (missing, a directory, no permission): a usage or I/O problem."""
+
+
+def _read_bounded(path: Path) -> bytes:
+    """At most ``MAX_BYTES`` + 1 bytes of any file: regular, device (``/dev/zero``) or pipe alike."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO with no writer must not block the open
+    fd = os.open(path, flags)
+    try:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _no_big_integers(text: str) -> int:
+    if len(text.lstrip("-")) > 20:
+        raise CertificateError(f"a JSON number of {len(text)} digits (certificates hold their numbers in strings)")
+    return int(text)
+
+
 def read_certificate(path) -> dict:
-    """Load certificate JSON with a size bound; errors name the file and the problem."""
+    """Load certificate JSON, reading at most ``MAX_BYTES`` of any file; errors name the file and the problem."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise CertificateError(f"{path}: larger than {MAX_BYTES} bytes")
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        if path.is_dir():
+            raise CertificateUnreadable(f"{path}: is a directory")
+        data = _read_bounded(path)
     except FileNotFoundError:
-        raise CertificateError(f"{path}: no such file") from None
+        raise CertificateUnreadable(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise CertificateError(f"{path}: is a directory") from None
+        raise CertificateUnreadable(f"{path}: is a directory") from None
     except PermissionError:
-        raise CertificateError(f"{path}: permission denied") from None
+        raise CertificateUnreadable(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise CertificateUnreadable(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_BYTES:
+        raise CertificateError(f"{path}: larger than {MAX_BYTES} bytes")
+    try:
+        return json.loads(data.decode("utf-8"), parse_int=_no_big_integers)
     except UnicodeDecodeError:
         raise CertificateError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise CertificateError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise CertificateError(f"{path}: JSON nested too deeply") from None
+    except CertificateError as exc:
+        raise CertificateError(f"{path}: {exc}") from None
+    except ValueError as exc:
+        raise CertificateError(f"{path}: not valid JSON ({exc})") from None
 
 
 def statement_of(proof: Proof) -> dict:
@@ -200,13 +239,15 @@ def statement_of(proof: Proof) -> dict:
     return data
 
 
-def _check_one(data: dict, known: dict[str, Theorem], library, where: str) -> Theorem:
+def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadline: float | None) -> Theorem:
+    if deadline is not None and time.monotonic() > deadline:
+        raise CertificateError(f"{where}not checked within the time budget")
     proof = proof_from_data(data, known)
     if library is not None and proof.theorem in library:  # the cheap comparison first
         if statement_of(proof) != statement_of(library[proof.theorem]()):
             raise CertificateError(f"{where}the statement differs from the library's statement of {proof.theorem}")
     try:
-        theorem = check(proof)
+        theorem = check(proof, time_limit=None if deadline is None else max(deadline - time.monotonic(), 0.0))
     except ProofError as exc:
         raise CertificateError(f"{where}proof rejected: {exc}") from None
     except RecursionError:
@@ -217,15 +258,16 @@ def _check_one(data: dict, known: dict[str, Theorem], library, where: str) -> Th
 
 
 def verify_certificate(data: dict, library: dict | None = None, *, expect: str | None = None,
-                       cited: dict[str, Theorem] | None = None) -> Theorem:
+                       cited: dict[str, Theorem] | None = None, time_limit: float | None = None) -> Theorem:
     """Re-check a certificate from scratch; return the theorem or raise CertificateError.
 
     The certificate's dependencies are checked first, in order, each citing only earlier ones.
     ``library`` maps theorem ids to proof builders: a certificate (or dependency) whose id is in it
     must state the library's statement.  ``expect`` requires the certificate to prove that library
     theorem.  ``cited`` supplies checked theorems a certificate without dependencies may cite (matched
-    by sha256).
+    by sha256).  ``time_limit`` (seconds) bounds the whole verification, dependencies included.
     """
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     if not isinstance(data, dict):
         raise CertificateError("a certificate must be a JSON object")
     if expect is not None and (library is None or expect not in library):
@@ -237,10 +279,10 @@ def verify_certificate(data: dict, library: dict | None = None, *, expect: str |
     if not isinstance(deps, list):
         raise CertificateError("dependencies must be a list")
     for i, dep in enumerate(deps):
-        theorem = _check_one(dep, {**known}, library, f"dependencies[{i}]: ")
+        theorem = _check_one(dep, {**known}, library, f"dependencies[{i}]: ", deadline)
         if theorem.id == data.get("theorem"):
             raise CertificateError(f"dependencies[{i}]: the certificate depends on its own theorem {theorem.id}")
         if theorem.id in known and known[theorem.id].digest != theorem.digest:
             raise CertificateError(f"dependencies[{i}]: theorem {theorem.id} is carried twice")
         known[theorem.id] = theorem
-    return _check_one(data, known, library, "")
+    return _check_one(data, known, library, "", deadline)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sympy import Add, Basic, ImmutableDenseMatrix, Integer, Mul, Rational, S, Symbol, srepr
+from sympy import Add, Basic, ImmutableDenseMatrix, Integer, Mul, Rational, S, Symbol, preorder_traversal, srepr
 from sympy.core.symbol import Str
 from sympy.matrices.expressions import (
     BlockMatrix,
@@ -28,15 +28,19 @@ from sympy.matrices.expressions import (
 
 from ..kernel import PREDICATES
 
-__all__ = ["ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS"]
+__all__ = ["ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS", "MAX_EXPLICIT_DIM",
+           "MAX_DIM_NODES"]
 
 MAX_DEPTH = 200  # kernel terms nest a few dozen levels deep
 MAX_NODES = 50_000
 MAX_CHARS = 2_000_000
+MAX_DIGITS = 20  # integers and the parts of rationals: exact arithmetic on them stays cheap
+MAX_EXPLICIT_DIM = 1_000_000  # an explicit (integer) dimension of a matrix symbol, identity or zero
+MAX_DIM_NODES = 24  # nodes of one dimension expression such as p + k or n - 1 (expanding stays cheap)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _ASSUMPTIONS = {"integer", "positive", "nonnegative", "real", "commutative", "finite"}
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>-?\d{1,40})|(?P<str>'[^'\\]{0,200}')|(?P<name>[A-Za-z_][A-Za-z0-9_.]{0,80})|(?P<p>[()\[\],=]))"
+    r"\s*(?:(?P<num>-?\d{1,20})|(?P<str>'[^'\\]{0,200}')|(?P<name>[A-Za-z_][A-Za-z0-9_.]{0,80})|(?P<p>[()\[\],=]))"
 )
 
 
@@ -133,6 +137,10 @@ def _bare(name: str):
 def _dim(obj, what: str):
     if not isinstance(obj, Basic) or isinstance(obj, MatrixExpr) or not obj.is_integer:
         raise ParseError(f"{what} must be an integer dimension")
+    if isinstance(obj, Integer) and abs(int(obj)) > MAX_EXPLICIT_DIM:
+        raise ParseError(f"{what}: explicit dimension {obj} exceeds {MAX_EXPLICIT_DIM}")
+    if sum(1 for _ in preorder_traversal(obj)) > MAX_DIM_NODES:
+        raise ParseError(f"{what}: dimension expression has more than {MAX_DIM_NODES} nodes")
     return obj
 
 
@@ -202,12 +210,18 @@ def _rational(c):
 
 
 def _scalar_op(op):
+    """Add and Mul occur in dimensions (p + k) only: few, small arguments, bounded before SymPy combines them."""
+
     def build(c):
-        if c.kwargs or len(c.args) < 2:
-            raise ParseError(f"{c.name} takes two or more scalar arguments")
+        if c.kwargs or not 2 <= len(c.args) <= MAX_DIM_NODES:
+            raise ParseError(f"{c.name} takes two to {MAX_DIM_NODES} scalar arguments")
         for a in c.args:
             if not isinstance(a, Basic) or isinstance(a, MatrixExpr):
                 raise ParseError(f"{c.name} takes scalar arguments")
+            if not isinstance(a, (Integer, Symbol, Add, Mul)):
+                raise ParseError(f"{c.name} takes integers, symbols, sums and products only")
+        if sum(sum(1 for _ in preorder_traversal(a)) for a in c.args) > MAX_DIM_NODES:
+            raise ParseError(f"{c.name}: more than {MAX_DIM_NODES} nodes in a dimension expression")
         return op(*c.args)
 
     return build
@@ -255,7 +269,11 @@ def _dense(c):
         raise ParseError("ImmutableDenseMatrix takes a list of non-empty rows")
     if any(len(r) != len(rows[0]) for r in rows):
         raise ParseError("ImmutableDenseMatrix rows differ in length")
-    return ImmutableDenseMatrix([[_matrix(b, "a block") for b in r] for r in rows])
+    blocks = [[_matrix(b, "a block") for b in r] for r in rows]
+    for block in (b for r in blocks for b in r):
+        if all(isinstance(d, Integer) for d in block.shape):  # SymPy would expand it entry by entry
+            raise ParseError(f"a block of explicit size {block.shape[0]}×{block.shape[1]}: blocks need a symbolic size")
+    return ImmutableDenseMatrix(blocks)
 
 
 def _block(c):
@@ -311,6 +329,10 @@ def parse_srepr(text: str) -> Basic:
         raise ParseError(f"malformed expression: {exc}") from None
     if not isinstance(obj, Basic):
         raise ParseError("the text is not an expression")
-    if srepr(obj) != text.strip():
+    try:
+        printed = srepr(obj)
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise ParseError(f"the expression cannot be printed back ({type(exc).__name__})") from None
+    if printed != text.strip():
         raise ParseError("the text is not in canonical srepr form (SymPy would read it differently)")
     return obj

@@ -13,7 +13,7 @@ from sympy.matrices.expressions import BlockMatrix, Identity, Inverse, MatAdd, M
 from .judgments import Context, _is_integer, _square, invertible, positive_definite, symmetric
 from .terms import add, block, blocks_of, canon, dims_equal, exponent_form, factors_of, inv, mul, power, shape
 
-__all__ = ["AXIOMS", "Rule", "equation_rule"]
+__all__ = ["AXIOMS", "RUNS", "Rule", "equation_rule"]
 
 # Each axiom maps a term (a node, or a run of two or more adjacent factors of a product)
 # to the terms it may be rewritten to.  Each is an identity of real matrices under the
@@ -189,6 +189,37 @@ AXIOMS: dict[str, Rule] = {
 }
 
 
+# --- which runs of adjacent factors a rule can match -----------------------------------
+# A rule that matches a run of two or more factors (a product) declares which runs can match, so a
+# check need not build every run of a long product.  ``None``: the rule matches no product at all.
+# A predicate that says no to a run that would match only costs completeness, never soundness.
+
+
+def _runs_containing(kind: type):
+    def runs(mats, i, j) -> bool:
+        return any(type(m) is kind for m in mats[i:j])
+
+    return runs
+
+
+RUNS: dict[str, Callable | None] = {
+    name: None for name in ("transpose_product", "transpose_transpose", "transpose_sum", "transpose_symmetric",
+                            "transpose_inverse", "transpose_zero", "inverse_product", "inverse_inverse",
+                            "zero_add", "block_transpose", "block_single",
+                            "identity_mul")  # dropping I from a run drops it from the whole product: no new result
+}
+RUNS.update({
+    "inverse_cancel": lambda mats, i, j: type(mats[i]) is Inverse or type(mats[j - 1]) is Inverse,
+    "power_combine": lambda mats, i, j: j - i == 2,
+    "block_multiply": lambda mats, i, j: j - i == 2,
+    "zero_mul": _runs_containing(ZeroMatrix),
+    "distribute": _runs_containing(MatAdd),
+})
+assert set(RUNS) == set(AXIOMS), "every axiom says which runs it can match"
+for _name, _rule in AXIOMS.items():
+    _rule.runs = RUNS[_name]
+
+
 def equation_rule(lhs: Basic, rhs: Basic) -> Rule:
     """The rewrite rule of an equation, usable in both directions (``rule.lhs``, ``rule.rhs`` say which)."""
     lhs, rhs = canon(lhs), canon(rhs)
@@ -197,5 +228,7 @@ def equation_rule(lhs: Basic, rhs: Basic) -> Rule:
         return [rhs] if t == lhs else [lhs] if t == rhs else []
 
     rule.lhs, rule.rhs = lhs, rhs
+    lengths = {len(factors_of(side)[1]) for side in (lhs, rhs) if isinstance(side, MatMul) and factors_of(side)[0] == 1}
+    rule.runs = (lambda mats, i, j: j - i in lengths) if lengths else None  # a run is matched whole, as a side
     return rule
 

@@ -25,43 +25,125 @@ from collections.abc import Iterator
 
 from sympy import Basic, Symbol
 from sympy.logic.boolalg import BooleanTrue
-from sympy.matrices.expressions import Identity, MatMul, MatrixSymbol, ZeroMatrix
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
 
 from .axioms import AXIOMS, Rule, equation_rule
-from .judgments import Context, _square, defined_canon, invertible, positive_definite, symmetric
+from .judgments import (
+    Context,
+    OutOfTime,
+    _square,
+    defined_canon,
+    invertible,
+    positive_definite,
+    symmetric,
+)
 from .proof import _KERNEL_TOKEN, PREDICATES, Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, digest
-from .terms import MATRIX_NODES, TermError, canon, children, dims_equal, factors_of, mul, rebuild, shape
+from .terms import (
+    MATRIX_NODES,
+    TermError,
+    canon,
+    children,
+    dims_equal,
+    factors_of,
+    mul,
+    rebuild,
+    require_exact_types,
+    shape,
+)
 
 __all__ = ["chain_context", "check", "lemma_rule", "one_step", "resolve_rule", "rewrites", "theorem_context"]
 
 # --- rewriting at one position ------------------------------------------------------
 
 
-def rewrites(term: Basic, rule: Rule, ctx: Context) -> Iterator[tuple[Basic, Basic]]:
-    """(rewritten sub-term, whole result) for every one-position application of ``rule``."""
+def _window(mats: list, target: Basic | None) -> tuple[int, int]:
+    """(last start, first end) a run of ``mats`` may have if rewriting it can give ``target``.
+
+    Rewriting the run ``mats[i:j]`` leaves ``mats[:i]`` and ``mats[j:]`` in place, so ``i`` is at most
+    the common prefix of the two factor lists and ``j`` at least the length less the common suffix
+    (coefficients aside).  A target that is not a product can only come from the whole product.
+    """
+    if target is None:
+        return len(mats), 0
+    if not isinstance(target, MatMul):
+        return 0, len(mats)
+    other = factors_of(target)[1]
+    prefix = next((k for k, (a, b) in enumerate(zip(mats, other, strict=False)) if a != b), min(len(mats), len(other)))
+    suffix = next((k for k, (a, b) in enumerate(zip(reversed(mats), reversed(other), strict=False)) if a != b),
+                  min(len(mats), len(other)))
+    return prefix, len(mats) - suffix
+
+
+def _child_targets(term: Basic, kids: list, target: Basic | None) -> list[tuple[int, Basic | None]]:
+    """The children a rewrite may change to reach ``target``, each with the child it must become (if known).
+
+    Only a necessary condition, so it never hides a rewrite; without a usable target, every child.
+    """
+    every = [(index, None) for index in range(len(kids))]
+    if target is None or type(target) is not type(term):
+        return every
+    if isinstance(term, MatMul):
+        other = factors_of(target)[1]
+        last_start, first_end = _window(kids, target)
+        same_length = len(other) == len(kids)
+        return [(k, other[k] if same_length else None) for k in range(len(kids)) if first_end - 1 <= k <= last_start]
+    if isinstance(term, (Transpose, Inverse)) or (isinstance(term, MatPow) and term.args[1] == target.args[1]):
+        return [(0, target.args[0])]
+    if isinstance(term, BlockMatrix) and term.blockshape == target.blockshape:
+        others = children(target)
+        differ = [(k, others[k]) for k in range(len(kids)) if kids[k] != others[k]]
+        return differ or every
+    return every
+
+
+def _ANY_RUN(mats, i, j) -> bool:
+    return True
+
+
+def rewrites(term: Basic, rule: Rule, ctx: Context, target: Basic | None = None) -> Iterator[tuple[Basic, Basic]]:
+    """(rewritten sub-term, whole result) for every one-position application of ``rule``.
+
+    With ``target``, positions whose rewrite cannot give ``target`` are skipped (see :func:`_window`),
+    which keeps checking a step near-linear in the size of the terms.
+    """
+    ctx.tick()
     for result in rule(term, ctx):
         yield term, canon(result)
-    if isinstance(term, MatMul):  # runs of adjacent factors
+    runs = getattr(rule, "runs", _ANY_RUN)  # which runs the rule can match (None: no product)
+    if isinstance(term, MatMul) and runs is not None:  # runs of adjacent factors
         coeff, mats = factors_of(term)
-        for i in range(len(mats)):
-            for j in range(i + 2, len(mats) + 1):
-                if j - i == len(mats) and coeff == 1:
-                    continue  # the whole product is the node itself
-                run = canon(mul(mats[i:j]))
+        last_start, first_end = _window(mats, target)
+        for i in range(min(len(mats), last_start + 1)):
+            for j in range(max(i + 2, first_end), len(mats) + 1):
+                if (j - i == len(mats) and coeff == 1) or not runs(mats, i, j):
+                    continue  # the whole product is the node itself; or a run the rule cannot match
+                ctx.tick()
+                run = mul(mats[i:j])  # the factors of a normal form are in normal form
                 for result in rule(run, ctx):
                     yield run, canon(mul(coeff, mats[:i], result, mats[j:]))
     kids = children(term)
-    for index, child in enumerate(kids):
-        for matched, result in rewrites(child, rule, ctx):
+    for index, child_target in _child_targets(term, kids, target):
+        for matched, result in rewrites(kids[index], rule, ctx, child_target):
             yield matched, canon(rebuild(term, kids[:index] + [result] + kids[index + 1 :]))
 
 
 def one_step(before: Basic, after: Basic, rule: Rule, ctx: Context) -> bool:
     """``rule`` rewrites ``before`` into ``after`` at one position, in either direction."""
     try:
-        if any(r == after for _, r in rewrites(before, rule, ctx)):
+        if any(r == after for _, r in rewrites(before, rule, ctx, after)):
             return True
-        return any(r == before for _, r in rewrites(after, rule, ctx))
+        return any(r == before for _, r in rewrites(after, rule, ctx, before))
+    except OutOfTime:
+        raise
     except TermError:
         return False
 
@@ -160,6 +242,7 @@ def _instantiate(entry, step: Step, fail) -> Rule:
                     fail(f"{v.name} instantiated with something that is not a matrix term")
                 target = v.xreplace(dim_map)
                 _same_shape(target, t, fail, f"instance of {v.name}")
+                require_exact_types(t)  # exact node types; definedness is checked where the result is used
                 mat_map[target] = canon(t)
         lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
         rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
@@ -270,7 +353,7 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
 def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Context:
     """The context a chain is checked in: the theorem's, its local hypotheses, earlier lemmas."""
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
-                  dict(outer.citations))
+                  dict(outer.citations), outer.deadline)
     for h in chain.hypotheses:
         _add_hypothesis(h, ctx, fail)
     for name, entry in lemma_rules.items():
@@ -292,6 +375,8 @@ def _check_chain(theorem: str, chain: Chain, outer: Context, lemma_rules: dict) 
         except TermError as exc:
             fail(str(exc), index, step.rule)
         rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
+        if after == current:
+            fail("the step does not change the expression", index, step.rule)
         if not one_step(current, after, rule, ctx):
             fail("the rule does not rewrite the previous expression into this one", index, step.rule)
         current = after
@@ -355,7 +440,7 @@ def _check_bound_variables(proof: Proof, fail) -> None:
                 fail(f"hypothesis {h.name} binds the dimension {v}, which no bound matrix uses")
 
 
-def theorem_context(proof: Proof) -> Context:
+def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
     """The context of a theorem's statement: hypotheses and definitions, checked."""
 
     def fail(reason):
@@ -366,7 +451,7 @@ def theorem_context(proof: Proof) -> Context:
     try:
         _symbols_consistent(_all_terms(proof))
         _check_bound_variables(proof, fail)
-        ctx = Context()
+        ctx = Context(deadline=deadline)
         for h in proof.hypotheses:
             _add_hypothesis(h, ctx, fail)
         _check_definitions(proof, ctx, fail)
@@ -391,16 +476,30 @@ def lemma_rule(lemma: Chain):
     return None if lemma.hypotheses else (canon(lemma.lhs), canon(lemma.rhs), ())
 
 
-def check(proof: Proof) -> Theorem:
-    """Check every chain of ``proof``; return the theorem or raise :class:`ProofError`."""
+def check(proof: Proof, *, time_limit: float | None = None) -> Theorem:
+    """Check every chain of ``proof``; return the theorem or raise :class:`ProofError`.
+
+    ``time_limit`` (seconds) bounds the whole check; past it the check fails with a ProofError that
+    says so.  Whatever the proof holds, the check ends in a theorem or a ProofError.
+    """
+    theorem_id = proof.theorem if isinstance(getattr(proof, "theorem", None), str) else "?"
     try:
-        return _check(proof)
+        if type(proof) is not Proof:
+            raise ProofError(theorem_id, "statement", None, None, "check takes a derive.kernel.Proof")
+        deadline = None if time_limit is None else time.monotonic() + time_limit
+        return _check(proof, deadline)
     except RecursionError:
-        raise ProofError(proof.theorem, "statement", None, None, "a term is nested too deeply") from None
-    except (ValueError, TypeError) as exc:  # SymPy refusing a malformed term
-        if isinstance(exc, ProofError):
-            raise
-        raise ProofError(proof.theorem, "statement", None, None, f"malformed term: {exc}") from None
+        raise ProofError(theorem_id, "statement", None, None, "a term is nested too deeply") from None
+    except ProofError as exc:
+        if isinstance(exc, ProofError) and "ran past its time budget" in exc.reason and time_limit is not None:
+            raise ProofError(exc.theorem, exc.chain, exc.step, exc.rule,
+                             f"the check ran past its time budget of {time_limit:g} s") from None
+        raise
+    except OutOfTime:
+        raise ProofError(theorem_id, "statement", None, None,
+                         f"the check ran past its time budget of {time_limit:g} s") from None
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # SymPy refusing a malformed term
+        raise ProofError(theorem_id, "statement", None, None, f"malformed term: {exc}") from None
 
 
 def _frozen(proof: Proof) -> Proof:
@@ -418,10 +517,10 @@ def _frozen(proof: Proof) -> Proof:
                  tuple(chain(c) for c in proof.lemmas), chain(proof.claim), tuple(proof.cites))
 
 
-def _check(proof: Proof) -> Theorem:
+def _check(proof: Proof, deadline: float | None) -> Theorem:
     start = time.perf_counter()
     proof = _frozen(proof)
-    ctx = theorem_context(proof)
+    ctx = theorem_context(proof, deadline)
     lemma_rules: dict = {}
     for index, chain in enumerate((*proof.lemmas, proof.claim)):
         try:

@@ -6,6 +6,7 @@ when the hypotheses (or the shape of the term) show the property; any bound on t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -23,30 +24,67 @@ from sympy.matrices.expressions import (
 )
 
 from .proof import PREDICATES
-from .terms import MATRIX_NODES, TermError, blocks_of, canon, children, dims_equal, factors_of, shape
+from .terms import (
+    MATRIX_NODES,
+    TermError,
+    blocks_of,
+    canon,
+    children,
+    dims_equal,
+    factors_of,
+    require_exact_types,
+    shape,
+)
 
-__all__ = ["Context", "check_defined", "defined_canon", "invertible", "positive_definite", "symmetric"]
+__all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "invertible", "positive_definite", "symmetric"]
 
 _SEARCH_DEPTH = 4  # how far judgments follow hypothesis equations (any bound is sound)
 
+
+class OutOfTime(TermError):
+    """The check ran past its time budget."""
+
+
 @dataclass
 class Context:
-    """What a chain may use: equations (hypotheses, definitions), predicate facts and citable rules."""
+    """What a chain may use: equations (hypotheses, definitions), predicate facts and citable rules.
+
+    ``memo`` caches judgments per (judgment, term, depth) for the current equations and predicates (lists
+    only grow, so their lengths identify the state); ``deadline`` (a ``time.monotonic()`` value) bounds
+    the whole check.
+    """
 
     equations: list[tuple[Basic, Basic]] = field(default_factory=list)  # hypotheses and definitions
     predicates: dict[str, list[Basic]] = field(default_factory=lambda: {k: [] for k in PREDICATES})
     rules: dict[str, tuple[Basic, Basic, tuple[Basic, ...]]] = field(default_factory=dict)
     citations: dict = field(default_factory=dict)  # theorem id -> checked Theorem a step may cite as thm:ID
+    deadline: float | None = None
+    memo: dict = field(default_factory=dict)
 
     def has(self, predicate: str, term: Basic) -> bool:
         return any(term == t for t in self.predicates[predicate])
 
     def equal_terms(self, term: Basic) -> Iterator[Basic]:
+        """Terms an equation equates to ``term``, each once."""
+        seen = {term}
         for lhs, rhs in self.equations:
-            if lhs == term:
-                yield rhs
-            elif rhs == term:
-                yield lhs
+            other = rhs if lhs == term else lhs if rhs == term else None
+            if other is not None and other not in seen:
+                seen.add(other)
+                yield other
+
+    def tick(self) -> None:
+        """Raise :class:`OutOfTime` once the deadline has passed."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise OutOfTime("the check ran past its time budget")
+
+    def remembered(self, name: str, term: Basic, depth: int, judge) -> bool:
+        self.tick()
+        key = (name, term, depth, len(self.equations), sum(len(v) for v in self.predicates.values()))
+        if key not in self.memo:
+            self.memo[key] = False  # while in progress (a cycle through equations): not shown, which is sound
+            self.memo[key] = judge()
+        return self.memo[key]
 
 
 def _square(term) -> bool:
@@ -60,6 +98,10 @@ def _is_integer(q: Rational) -> bool:
 
 def positive_definite(term, ctx: Context, depth: int = 0) -> bool:
     """Symmetric positive definite, shown from the hypotheses (sound, not complete)."""
+    return ctx.remembered("positive_definite", term, depth, lambda: _positive_definite(term, ctx, depth))
+
+
+def _positive_definite(term, ctx: Context, depth: int) -> bool:
     if depth > _SEARCH_DEPTH or not _square(term):
         return False
     if isinstance(term, Identity) or ctx.has("positive_definite", term):
@@ -75,6 +117,10 @@ def positive_definite(term, ctx: Context, depth: int = 0) -> bool:
 
 def invertible(term, ctx: Context, depth: int = 0) -> bool:
     """Square and invertible, shown from the hypotheses (sound, not complete)."""
+    return ctx.remembered("invertible", term, depth, lambda: _invertible(term, ctx, depth))
+
+
+def _invertible(term, ctx: Context, depth: int) -> bool:
     if depth > _SEARCH_DEPTH or not _square(term):
         return False
     if isinstance(term, Identity) or ctx.has("invertible", term):
@@ -102,6 +148,10 @@ def symmetric(term, ctx: Context, depth: int = 0) -> bool:
     Symmetry is not inferred from positive definiteness, so a proof that needs Λᵀ = Λ must
     assume it (Λ diagonal or symmetric): every hypothesis a library proof states is needed.
     """
+    return ctx.remembered("symmetric", term, depth, lambda: _symmetric(term, ctx, depth))
+
+
+def _symmetric(term, ctx: Context, depth: int) -> bool:
     if depth > _SEARCH_DEPTH or not _square(term):
         return False
     if isinstance(term, (Identity, ZeroMatrix)) or ctx.has("symmetric", term) or ctx.has("diagonal", term):
@@ -119,8 +169,14 @@ def check_defined(term, ctx: Context) -> None:
     """Raise TermError unless ``term`` — as written, before any normal form — is well formed and defined.
 
     Checking the raw term matters: the normal form drops factors (0·A = 0, A¹ = A), which must not
-    hide an undefined or ill-shaped sub-term.
+    hide an undefined or ill-shaped sub-term.  Every node must have exactly a kernel type.
     """
+    require_exact_types(term)
+    _check_defined(term, ctx)
+
+
+def _check_defined(term, ctx: Context) -> None:
+    ctx.tick()
     if not isinstance(term, MATRIX_NODES):
         raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
     if isinstance(term, MatMul):
@@ -130,7 +186,7 @@ def check_defined(term, ctx: Context) -> None:
     else:
         kids = children(term)
     for child in kids:
-        check_defined(child, ctx)
+        _check_defined(child, ctx)
     if isinstance(term, (MatrixSymbol, Identity, ZeroMatrix)):
         for dim in term.shape:
             if dim.is_integer is not True or dim.is_nonnegative is not True or not all(

@@ -10,6 +10,7 @@ arithmetic on numeric scalar factors.  Everything else is a named rule in the ke
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 
 import sympy
@@ -31,6 +32,8 @@ from sympy.matrices.expressions import (
 __all__ = [
     "TermError",
     "MATRIX_NODES",
+    "MAX_DIMENSION_NODES",
+    "require_exact_types",
     "add",
     "block",
     "blocks_of",
@@ -56,13 +59,70 @@ class TermError(ValueError):
 MATRIX_NODES = (MatrixSymbol, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd, BlockMatrix)
 
 
+#: Exactly these types (no subclasses) may occur: a subclass could redefine equality.
+_MATRIX_TYPES = frozenset(MATRIX_NODES)
+_NUMBER_TYPES = frozenset({sympy.Rational, sympy.Integer, type(sympy.S.One), type(sympy.S.Zero),
+                           type(sympy.S.NegativeOne), type(sympy.S.Half)})
+_DIMENSION_TYPES = _NUMBER_TYPES - {sympy.Rational, type(sympy.S.Half)} | {sympy.Symbol, sympy.Add, sympy.Mul}
+MAX_DIMENSION_NODES = 24  # nodes of one dimension expression (p + k, n - 1): comparing them stays cheap
+
+
+def _require_dimension(dim: Basic) -> None:
+    nodes = 0
+    for node in sympy.preorder_traversal(dim):
+        nodes += 1
+        if type(node) not in _DIMENSION_TYPES:
+            raise TermError(f"{type(node).__name__} is not allowed in a dimension")
+        if nodes > MAX_DIMENSION_NODES:
+            raise TermError(f"a dimension expression has more than {MAX_DIMENSION_NODES} nodes")
+        if type(node) is sympy.Symbol and type(node.name) is not str:
+            raise TermError("a dimension symbol needs a plain name")
+
+
+def require_exact_types(term: Basic) -> None:
+    """Raise TermError unless every node of ``term`` has exactly a kernel type (no subclass, nothing else)."""
+    from sympy.core.symbol import Str
+
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind not in _MATRIX_TYPES:
+            raise TermError(f"{kind.__name__} is not a matrix term the kernel knows")
+        if kind is MatrixSymbol:
+            if type(node.args[0]) is not Str or type(node.args[0].name) is not str:
+                raise TermError("a matrix symbol needs a plain name")
+            dims = node.args[1:]
+        elif kind in (Identity, ZeroMatrix):
+            dims = node.args
+        else:
+            dims = ()
+            if kind is MatPow or kind is Inverse:
+                if type(node.args[1]) not in _NUMBER_TYPES:
+                    raise TermError("matrix powers must have rational exponents")
+                stack.append(node.args[0])
+            elif kind is MatMul:
+                stack += [a for a in node.args if type(a) not in _NUMBER_TYPES]
+            elif kind is BlockMatrix:
+                if type(node.args[0]) is not ImmutableDenseMatrix:
+                    raise TermError("a block matrix holds an ImmutableDenseMatrix of blocks")
+                stack += list(node.args[0])
+            else:
+                stack += list(node.args)
+        for dim in dims:
+            _require_dimension(dim)
+
+
 def is_scalar(obj: Basic) -> bool:
     """Numeric scalar factor (the only scalars terms may carry are rational numbers)."""
     return isinstance(obj, Rational)
 
 
+@functools.lru_cache(maxsize=8192)
 def dims_equal(a: Expr, b: Expr) -> bool:
-    """Two dimension expressions (polynomials in positive-integer symbols) are equal."""
+    """Two dimension expressions (polynomials in positive-integer symbols) are equal (cached: checks repeat them)."""
+    if a == b:
+        return True
     return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
 
 

@@ -1,0 +1,230 @@
+"""``derive check`` on hostile files: bounded time and memory, one line, never a traceback.
+
+Each case runs the real command in a subprocess limited to 2 GB of address space and 15 s. A fuzzer
+mutates certificate fields in-process (``HOSTILE_FUZZ=N`` for N mutants instead of the default).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sympy import Identity, Inverse, MatMul, MatrixSymbol, Symbol, srepr
+
+from derive.authoring import checked
+from derive.certificates import CertificateError, certificate_text, verify_certificate
+from derive.library import LIBRARY
+
+LIMIT_BYTES = 2 * 1024**3
+LIMIT_SECONDS = 15
+p = Symbol("p", integer=True, positive=True)
+A = MatrixSymbol("A", p, p)
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_BYTES, LIMIT_BYTES))
+
+
+def check_file(path: Path) -> subprocess.CompletedProcess:
+    start = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "derive", "check", str(path)], capture_output=True, text=True,
+                            timeout=LIMIT_SECONDS + 5, preexec_fn=_limits)
+    elapsed = time.monotonic() - start
+    assert elapsed < LIMIT_SECONDS, f"{path.name}: {elapsed:.1f} s"
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr[-2000:]
+    assert result.returncode in (1, 2), result.stdout
+    assert len(result.stdout.strip().splitlines()) == 1, result.stdout
+    return result
+
+
+@pytest.fixture(scope="module")
+def base() -> dict:
+    return json.loads(certificate_text(checked("orthogonal_inverse")))
+
+
+def write(tmp_path: Path, data, name: str = "hostile.json") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_devices_and_links_to_them_are_read_with_a_bound(tmp_path):
+    link = tmp_path / "zero.json"
+    link.symlink_to("/dev/zero")
+    for path in (Path("/dev/zero"), link):
+        assert "larger than" in check_file(path).stdout
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # no writer: the read ends at once instead of waiting
+    check_file(fifo)
+
+
+def test_an_explicit_size_block_is_refused_before_sympy_expands_it(tmp_path, base):
+    data = copy.deepcopy(base)
+    block = "MatrixSymbol(Str('A'), Integer(100000), Integer(100000))"
+    data["claim"]["lhs"] = f"BlockMatrix(ImmutableDenseMatrix([[{block}]]))"
+    assert "explicit size" in check_file(write(tmp_path, data)).stdout
+
+
+def test_huge_numbers_and_long_dimension_sums_are_refused(tmp_path, base):
+    big = ", ".join(f"Rational(1, {10**39 + k})" for k in range(2000))
+    data = copy.deepcopy(base)
+    data["claim"]["lhs"] = f"MatrixSymbol(Str('A'), Add({big}), Integer(1))"
+    check_file(write(tmp_path, data, "rationals.json"))
+    terms = " , ".join(f"Symbol('n{k}', integer=True, positive=True)" for k in range(40))
+    dim = f"Mul(Add({terms}), Add({terms}), Add({terms}))"
+    data["claim"]["lhs"] = f"MatrixSymbol(Str('A'), {dim}, {dim})"
+    check_file(write(tmp_path, data, "dims.json"))
+    assert "digits" in check_file(write(tmp_path, '{"format": ' + "7" * 5000 + "}", "int.json")).stdout
+
+
+def test_judgments_that_branch_on_every_equation_stay_cheap(tmp_path, base):
+    data = copy.deepcopy(base)
+    names = [MatrixSymbol(f"A{k}", p, p) for k in range(40)]
+    data["hypotheses"] = [{"name": f"h{k}", "lhs": srepr(A), "rhs": srepr(A)} for k in range(40)]
+    data["hypotheses"] += [{"name": f"e{k}", "lhs": srepr(names[k]), "rhs": srepr(names[(k + 1) % 40])}
+                           for k in range(40)]
+    data["definitions"], data["lemmas"], data["steps"] = [], [], []
+    data["claim"] = {"lhs": srepr(Inverse(A)), "rhs": srepr(Inverse(A))}
+    data["theorem"] = "hostile"  # not a library id: the kernel, not the statement comparison, must refuse it
+    data.pop("sha256")
+    assert "invertible" in check_file(write(tmp_path, data)).stdout
+
+
+def test_a_long_product_with_one_step_is_checked_quickly(tmp_path, base):
+    data = copy.deepcopy(base)
+    long = MatMul(*[A] * 400, evaluate=False)
+    middle = MatMul(*[A] * 200, Identity(p), *[A] * 200, evaluate=False)
+    data["hypotheses"], data["definitions"], data["lemmas"] = [], [], []
+    data["claim"] = {"lhs": srepr(long), "rhs": srepr(middle)}
+    data["steps"] = [{"expr": srepr(middle), "rule": "inverse_cancel"}]
+    data["theorem"] = "hostile"
+    data.pop("sha256")
+    assert "REJECTED" in check_file(write(tmp_path, data)).stdout
+
+
+def test_a_product_too_long_to_print_is_one_line(tmp_path, base):
+    data = copy.deepcopy(base)
+    data["claim"]["lhs"] = "MatMul(" + ", ".join(["MatrixSymbol(Str('A'), Integer(2), Integer(2))"] * 20000) + ")"
+    data["theorem"] = "hostile"
+    check_file(write(tmp_path, data))
+
+
+def test_not_utf8_and_not_json(tmp_path):
+    bad = tmp_path / "bytes.json"
+    bad.write_bytes(b"\xff\xfe\x00garbage")
+    assert "UTF-8" in check_file(bad).stdout
+    check_file(write(tmp_path, "{" * 100000, "deep.json"))
+
+
+# --- a fuzzer over certificate fields ------------------------------------------------------
+
+FUZZ = int(os.environ.get("HOSTILE_FUZZ", "150"))
+_FRAGMENTS = ["Integer(0)", "Integer(-1)", "Rational(1, 2)", "MatrixSymbol(Str('X'), Integer(0), Integer(3))",
+              "Identity(Integer(100000000))", "ZeroMatrix(Integer(2), Integer(3))", "Str('__import__')",
+              "Symbol('p', integer=True, positive=True)", "MatPow(MatrixSymbol(Str('A'), Integer(2), Integer(2)), "
+              "Rational(1, 3))", "Inverse(ZeroMatrix(Integer(2), Integer(2)), Integer(-1))", "true", "Q.invertible",
+              "BlockMatrix(ImmutableDenseMatrix([[Identity(Integer(2))]]))"]
+
+
+def _mutate(rng: random.Random, data):
+    """One random change somewhere in the JSON tree."""
+    if isinstance(data, dict) and data:
+        key = rng.choice(sorted(data))
+        action = rng.random()
+        if action < 0.1:
+            del data[key]
+        elif action < 0.2:
+            data[key] = rng.choice([None, 0, -1, 10**30, [], {}, "", "x" * 1000, True])
+        else:
+            data[key] = _mutate(rng, data[key])
+        return data
+    if isinstance(data, list) and data:
+        index = rng.randrange(len(data))
+        action = rng.random()
+        if action < 0.15:
+            data.pop(index)
+        elif action < 0.3:
+            data.insert(index, copy.deepcopy(data[index]))
+        elif action < 0.4:
+            data.reverse()
+        else:
+            data[index] = _mutate(rng, data[index])
+        return data
+    if isinstance(data, str):
+        action = rng.random()
+        if action < 0.3 and "(" in data:
+            cut = rng.randrange(len(data))
+            return data[:cut] + rng.choice(_FRAGMENTS) + data[cut:]
+        if action < 0.5:
+            return rng.choice(_FRAGMENTS)
+        if action < 0.7:
+            digits = [c for c in data if c.isdigit()]
+            return data.replace(rng.choice(digits), str(rng.randrange(10)), 1) if digits else data + "1"
+        if action < 0.85:
+            return data.replace("Transpose", "Inverse", 1) if "Transpose" in data else data[::-1]
+        return data[: rng.randrange(len(data) + 1)]
+    return rng.choice([None, 1, "", [], {}])
+
+
+def test_fuzzed_certificates_end_in_a_theorem_of_the_same_statement_or_a_certificate_error():
+    rng = random.Random(20261123)
+    sources = {tid: json.loads(certificate_text(checked(tid))) for tid in ("orthogonal_inverse", "spectral_precision",
+                                                                           "preconditioned_gd", "slow_fast_memory")}
+    accepted = 0
+    for trial in range(FUZZ):
+        tid = rng.choice(sorted(sources))
+        mutant = copy.deepcopy(sources[tid])
+        for _ in range(rng.randint(1, 3)):
+            mutant = _mutate(rng, mutant)
+        start = time.monotonic()
+        try:
+            theorem = verify_certificate(mutant, LIBRARY, time_limit=5)
+        except CertificateError:
+            continue
+        finally:
+            assert time.monotonic() - start < 10, f"trial {trial} took too long"
+        accepted += 1
+        if theorem.id in LIBRARY:  # a library id must state the library's theorem
+            assert theorem.digest == checked(theorem.id).digest or theorem.proof.claim == checked(
+                theorem.id).proof.claim, f"trial {trial}: accepted an altered statement of {theorem.id}"
+    assert accepted < FUZZ  # the mutations do change things
+
+
+# --- inside one Python process ------------------------------------------------------------
+
+
+def test_a_subclass_of_a_kernel_node_type_is_refused():
+    from derive import Chain, Proof, ProofError, check, mul
+    from derive.kernel import Step
+
+    class Anything(MatrixSymbol):  # equal to everything: would make AB = BA "follow" from any rule
+        def __eq__(self, other):
+            return True
+
+        __hash__ = MatrixSymbol.__hash__
+
+    B = MatrixSymbol("B", p, p)
+    evil = Anything("E", p, p)
+    for lhs, rhs, expr in ((mul(A, B), mul(B, A), mul(B, A)), (mul(A, evil), mul(evil, A), mul(evil, A))):
+        proof = Proof("commute", "t", "s", (), (), (), Chain("main", lhs, rhs, (Step(expr, "identity_mul"),)))
+        with pytest.raises(ProofError):
+            check(proof)
+    with pytest.raises(ProofError, match="Anything is not a matrix term"):
+        check(Proof("evil", "t", "s", (), (), (), Chain("main", evil, evil, ())))
+
+
+def test_check_takes_a_time_limit():
+    from derive import ProofError, check
+    from derive.library import build
+
+    with pytest.raises(ProofError, match="time budget of 0 s"):
+        check(build("icl_token_form"), time_limit=0)
+    assert check(build("icl_token_form"), time_limit=60).id == "icl_token_form"
