@@ -217,6 +217,26 @@ def _same_shape(a, b, fail, what) -> None:
         fail(f"{what}: the two sides have different shapes")
 
 
+def _instance_maps(given: dict, fail, normal) -> tuple[dict, dict]:
+    """Dimension and matrix substitutions of an instance, checked: positive-integer dimensions, matrices of
+    the instantiated symbol's shape (keyed by that symbol with its dimensions substituted), each ``normal``-ised."""
+    dims = {v: t for v, t in given.items() if isinstance(v, Symbol)}
+    for v, t in dims.items():
+        if not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
+            isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
+        ):
+            fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
+    mats = {}
+    for v, t in given.items():
+        if isinstance(v, MatrixSymbol):
+            if not isinstance(t, MATRIX_NODES):
+                fail(f"{v.name} instantiated with something that is not a matrix term")
+            target = v.xreplace(dims)
+            _same_shape(target, t, fail, f"instance of {v.name}")
+            mats[target] = normal(t)
+    return dims, mats
+
+
 def _instantiate(entry, step: Step, fail) -> Rule:
     lhs, rhs, forall = entry
     if lhs is None:
@@ -228,22 +248,9 @@ def _instantiate(entry, step: Step, fail) -> Rule:
     given = dict(step.instance)
     if len(given) != len(step.instance) or set(given) != set(forall):
         fail("the step must instantiate exactly the variables the hypothesis binds")
-    dim_map = {v: t for v, t in given.items() if isinstance(v, Symbol)}
-    for v, t in dim_map.items():
-        if not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
-            isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
-        ):
-            fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
-    mat_map = {}
     try:
-        for v, t in given.items():
-            if isinstance(v, MatrixSymbol):
-                if not isinstance(t, MATRIX_NODES):
-                    fail(f"{v.name} instantiated with something that is not a matrix term")
-                target = v.xreplace(dim_map)
-                _same_shape(target, t, fail, f"instance of {v.name}")
-                require_exact_types(t)  # exact node types; definedness is checked where the result is used
-                mat_map[target] = canon(t)
+        # exact node types here; definedness is checked where the instantiated rule's result is used
+        dim_map, mat_map = _instance_maps(given, fail, lambda t: (require_exact_types(t), canon(t))[1])
         lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
         rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
     except (TermError, ValueError, TypeError) as exc:
@@ -307,20 +314,7 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
     for v in given:
         if v not in symbols:
             fail(f"{v} is not a symbol of theorem {theorem.id}")
-    dims = {v: t for v, t in given.items() if isinstance(v, Symbol)}
-    for v, t in dims.items():
-        if not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
-            isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
-        ):
-            fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
-    mats = {}
-    for v, t in given.items():
-        if isinstance(v, MatrixSymbol):
-            if not isinstance(t, MATRIX_NODES):
-                fail(f"{v.name} instantiated with something that is not a matrix term")
-            target = v.xreplace(dims)
-            _same_shape(target, t, fail, f"instance of {v.name}")
-            mats[target] = _defined(t, ctx, fail)
+    dims, mats = _instance_maps(given, fail, lambda t: _defined(t, ctx, fail))
 
     def instance(term: Basic) -> Basic:
         try:
