@@ -608,7 +608,9 @@ def test_mutant_classes_are_large():
                   claim_mutants, definition_mutants, step_order_mutants]
     generators += [instance_mutants, citation_mutants]
     total = sum(len(g(tid)) for g in generators for tid in THEOREM_IDS)
-    assert total >= 2500 if not FULL else total >= 15000
+    steps = sum(len(c.steps) for tid in THEOREM_IDS for c in chains(proof_of(tid)))
+    # per checked step: the shared facts are proved once and cited now, so the library has fewer steps
+    assert total >= 2500 if not FULL else total >= 70 * steps
 
 
 # --- forall hypotheses: a few direct checks -----------------------------------------------------
