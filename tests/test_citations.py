@@ -190,3 +190,38 @@ def test_a_theorem_keeps_its_own_copy_of_the_proof():
     hypotheses.clear()  # the caller's list, emptied after checking
     assert theorem_.proof.hypotheses == (ROWS,)
     assert isinstance(theorem_.proof.claim.steps, tuple) and isinstance(theorem_.proof.cites, tuple)
+
+
+# --- earlier lemmas serve the definedness judgments ---------------------------------------------
+
+
+def _qr_proof():
+    from derive.authoring import orthogonal
+
+    n_, k_, m_ = dim("n"), dim("k"), dim("m")
+    X, Y, Xq = MatrixSymbol("X", n_, p), MatrixSymbol("Y", n_, k_), MatrixSymbol("X_q", m_, p)
+    Qf, R = MatrixSymbol("Q", n_, p), MatrixSymbol("R", p, p)
+    gram = mul(transpose(X), X)
+    b = ProofBuilder("qr_ols", "t", "", [Hypothesis("qr", X, mul(Qf, R)), orthogonal("Q", Qf)[0],
+                                        predicate("R_invertible", Q.invertible, R)])
+    (b.lemma("gram", gram).rw("hyp:qr", nth=0).rw("hyp:qr").rw("transpose_product")
+     .rw("hyp:Q_orthonormal_columns").rw("identity_mul").qed(mul(transpose(R), R)))
+    (b.main(mul(Xq, inv(gram), transpose(X), Y)).rw("lemma:gram").rw("inverse_product").rw("hyp:qr", at=X)
+     .rw("transpose_product").rw("inverse_cancel").rw("identity_mul").qed(mul(Xq, inv(R), transpose(Qf), Y)))
+    return b.proof()
+
+
+def test_a_proved_lemma_shows_a_term_invertible_without_an_extra_hypothesis():
+    proof = _qr_proof()
+    theorem_ = check(proof)  # XᵀX = RᵀR (proved) and R invertible: XᵀX invertible
+    assert [h.name for h in theorem_.proof.hypotheses] == ["qr", "Q_orthonormal_columns", "R_invertible"]
+    with pytest.raises(ProofError, match="main: cannot show that X.T\\*X is invertible"):
+        check(dataclasses.replace(proof, lemmas=()))  # without the lemma nothing shows it
+
+
+def test_a_builder_step_whose_result_is_undefined_says_why():
+    x = MatrixSymbol("x", p, p)
+    b = ProofBuilder("why", "t", "", [], [])
+    chain = b.main(mul(x, transpose(x)))
+    with pytest.raises(ProofError, match="is not defined: cannot show that x is invertible"):
+        chain.to(mul(x, inv(x), x, transpose(x)), "inverse_cancel")

@@ -53,16 +53,20 @@ class ChainBuilder:
         elif at is None and rule.startswith("thm:"):
             at = fn.lhs
         target = None if at is None else canon(at)
-        seen = []
+        seen, undefined = [], []
         for matched, result in rewrites(self.current, fn, self.ctx):
             if (target is None or matched == target) and result not in seen and result != self.current:
                 try:
                     check_defined(result, self.ctx)
-                except TermError:
+                except TermError as exc:
+                    undefined.append(str(exc))
                     continue
                 seen.append(result)
         if len(seen) <= nth:
-            self._fail(f"does not apply{'' if at is None else f' at {at}'} in {self.current}", rule)
+            where = "" if at is None else f" at {at}"
+            if undefined:  # the rule applies, but what it gives is not defined: say why
+                self._fail(f"applies{where}, but the result is not defined: {undefined[0]}", rule)
+            self._fail(f"does not apply{where} in {self.current}", rule)
         return self._record(seen[nth], rule, instance)
 
     def to(self, expr: Basic, rule: str, instance=()) -> ChainBuilder:
@@ -70,6 +74,10 @@ class ChainBuilder:
         expr = canon(expr)
         self._cite(rule)
         fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx, lambda reason: self._fail(reason, rule))
+        try:
+            check_defined(expr, self.ctx)
+        except TermError as exc:
+            self._fail(f"{expr} is not defined: {exc}", rule)
         if not one_step(self.current, expr, fn, self.ctx):
             self._fail(f"does not lead from {self.current} to {expr}", rule)
         return self._record(expr, rule, instance)

@@ -345,13 +345,18 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
 
 
 def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Context:
-    """The context a chain is checked in: the theorem's, its local hypotheses, earlier lemmas."""
+    """The context a chain is checked in: the theorem's, its local hypotheses, earlier lemmas.
+
+    Earlier lemmas (proved from the theorem's hypotheses alone) also serve the definedness judgments:
+    a lemma XᵀX = RᵀR shows XᵀX invertible when R is.
+    """
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
                   dict(outer.citations), outer.deadline)
     for h in chain.hypotheses:
         _add_hypothesis(h, ctx, fail)
     for name, entry in lemma_rules.items():
         _register(name, entry, ctx, fail)
+        ctx.equations.append((entry[0], entry[1]))
     return ctx
 
 

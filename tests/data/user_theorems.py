@@ -21,8 +21,7 @@ def ols_through_qr():
         "If X = QR with QᵀQ = I and R invertible, then X_q (XᵀX)⁻¹XᵀY = X_q R⁻¹QᵀY.",
         [Hypothesis("qr", X, mul(Qf, R)),
          Hypothesis("Q_orthonormal_columns", mul(transpose(Qf), Qf), Identity(p)),
-         predicate("R_invertible", Q.invertible, R),
-         predicate("gram_invertible", Q.invertible, gram)],
+         predicate("R_invertible", Q.invertible, R)],
     )
     (b.lemma("gram", gram)
      .rw("hyp:qr", nth=0).rw("hyp:qr")
