@@ -27,6 +27,7 @@ from sympy.matrices.expressions import (
 )
 
 from ..kernel import PREDICATES
+from ..kernel.terms import MAX_DIMENSION_NODES
 
 __all__ = ["ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS", "MAX_EXPLICIT_DIM",
            "MAX_DIM_NODES"]
@@ -36,7 +37,7 @@ MAX_NODES = 50_000
 MAX_CHARS = 2_000_000
 MAX_DIGITS = 20  # integers and the parts of rationals: exact arithmetic on them stays cheap
 MAX_EXPLICIT_DIM = 1_000_000  # an explicit (integer) dimension of a matrix symbol, identity or zero
-MAX_DIM_NODES = 24  # nodes of one dimension expression such as p + k or n - 1 (expanding stays cheap)
+MAX_DIM_NODES = MAX_DIMENSION_NODES  # the kernel's own bound on a dimension expression (p + k, n - 1)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _ASSUMPTIONS = {"integer", "positive", "nonnegative", "real", "commutative", "finite"}
 _TOKEN = re.compile(
