@@ -242,6 +242,12 @@ CASES: dict[str, Case] = {
     "zero_mul_coeff": Case("zero_mul", mul(2, ZeroMatrix(2, 2), C), ZeroMatrix(2, 3)),
     "zero_add": Case("zero_add", add(C, ZeroMatrix(2, 3)), C),
     "zero_add_all_zero": Case("zero_add", add(ZeroMatrix(2, 3), ZeroMatrix(2, 3)), ZeroMatrix(2, 3)),
+    "collect": Case("collect", add(mul(2, C), mul(3, C), H), add(mul(5, C), H)),
+    "collect_to_zero": Case("collect", add(mul(A, B), mul(-1, A, B)), ZeroMatrix(2, 2)),
+    "collect_coefficients": Case(
+        "collect", add(mul(half, C, E), mul(Rational(-3, 2), C, E), mul(C, E)), ZeroMatrix(2, 2)
+    ),
+    "collect_plain_and_scaled": Case("collect", add(A, mul(-2, A), B), add(mul(-1, A), B)),
     "distribute": Case("distribute", mul(C, add(E, G)), add(mul(C, E), mul(C, G))),
     "distribute_coeff": Case(
         "distribute", mul(2, A, add(A, B), C), add(mul(2, A, A, C), mul(2, A, B, C))
@@ -405,6 +411,13 @@ def test_block_of_concrete_blocks_is_flattened_or_refused():
     if blocks_of(term) != [[A, C]]:
         with pytest.raises(TermError):
             check_defined(term, context())
+
+
+def test_collect_refuses_different_matrix_parts():
+    ctx = context()
+    assert results(add(mul(2, A, B), mul(3, B, A)), "collect", ctx) == []
+    assert results(add(C, H), "collect", ctx) == []
+    assert results(add(mul(A, B), mul(A, transpose(B))), "collect", ctx) == []
 
 
 def test_identity_and_zero_rules_do_not_fire_without_identity_or_zero():
@@ -623,7 +636,10 @@ def _random_term(rng: random.Random, depth: int) -> Basic:
     if kind in (3, 4):
         return mul(rng.choice([1, 1, 2, -1]), [sub() for _ in range(rng.randrange(2, 4))])
     if kind == 5:
-        return add(sub(), sub())
+        if rng.random() < 0.5:
+            return add(sub(), sub())
+        x = sub()  # like terms, for collect
+        return add(mul(rng.choice([1, -1, 2, half]), x), mul(rng.choice([1, -1, -2]), x), sub())
     x = sub()
     return mul(x, x) if rng.random() < 0.5 else mul(inv(x), x)
 
@@ -659,6 +675,7 @@ def test_random_sweep_every_axiom_result_is_an_identity():
     assert sum(checked.values()) > 500
     # the sweep exercises most axioms (the block ones are covered by CASES)
     assert sum(1 for n in checked.values() if n) >= 10, checked
+    assert checked["collect"] > 0, checked
 
 
 def test_sweep_values_satisfy_the_hypotheses():

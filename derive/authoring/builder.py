@@ -20,7 +20,13 @@ __all__ = ["ProofBuilder", "ChainBuilder"]
 
 
 class ChainBuilder:
-    """A chain under construction, starting at the claim's left-hand side."""
+    """A chain under construction, starting at the claim's left-hand side.
+
+    Made by :meth:`ProofBuilder.main` or :meth:`ProofBuilder.lemma`, not directly.  Each of :meth:`rw`
+    and :meth:`to` records one step and returns the builder, so steps chain; :meth:`qed` closes the
+    chain and hands it to the proof.  A step that cannot be taken raises :class:`~derive.ProofError`
+    at once, naming the theorem, the chain, the step and the rule.
+    """
 
     def __init__(self, builder: ProofBuilder, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis]):
         self.builder, self.name, self.lhs = builder, name, canon(lhs)
@@ -87,6 +93,20 @@ class ChainBuilder:
         self.current = expr
         return self
 
+    def auto(self, rhs: Basic, timeout: float = 10.0) -> Chain:
+        """Find the steps from the current expression to ``rhs``, record them, and close the chain.
+
+        Proof automation (:mod:`derive.authoring.auto`): a directed normaliser from both sides, then a
+        bounded search.  Every step it records names its rule, as a hand-written :meth:`rw` does, and the
+        kernel re-checks the chain from scratch.  It may prove small lemmas first (an inverse given by a
+        one-sided inverse, or an argument of an inverse that normalises as a whole).  Raises
+        :class:`ProofError` within about ``timeout`` seconds when it finds nothing, showing both normal forms
+        and where they first differ.
+        """
+        from .auto import close
+
+        return close(self, rhs, timeout)
+
     def qed(self, rhs: Basic | None = None) -> Chain:
         """Close the chain; its right-hand side is where it ended (or must be ``rhs``)."""
         if rhs is not None and canon(rhs) != self.current:
@@ -97,7 +117,22 @@ class ChainBuilder:
 
 
 class ProofBuilder:
-    """Collects a theorem's statement, lemmas and main chain into a :class:`Proof`."""
+    """Collects a theorem's statement, lemmas and main chain into a :class:`~derive.Proof`.
+
+    Parameters
+    ----------
+    theorem
+        The theorem's id, a Python identifier (the name of the ``@theorem`` function).
+    title
+        A one-line title (certificates, the article).
+    statement
+        The statement in words.
+    hypotheses
+        Assumed by every chain: equations :class:`~derive.Hypothesis` and predicates made by
+        :func:`~derive.predicate`.
+    definitions
+        :class:`~derive.Definition` entries ``S := rhs`` for fresh matrix symbols.
+    """
 
     def __init__(self, theorem: str, title: str, statement: str = "",
                  hypotheses: Sequence[Hypothesis] = (), definitions: Sequence[Definition] = ()):
@@ -126,9 +161,14 @@ class ProofBuilder:
         return theorem
 
     def lemma(self, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis] = ()) -> ChainBuilder:
+        """Start the lemma ``name`` at ``lhs``; once closed, later chains may cite it as ``lemma:NAME``.
+
+        ``hypotheses`` are local to the lemma; a lemma with local hypotheses cannot be cited.
+        """
         return ChainBuilder(self, name, lhs, hypotheses)
 
     def main(self, lhs: Basic) -> ChainBuilder:
+        """Start the main chain, the theorem's claim, at its left-hand side ``lhs``."""
         return ChainBuilder(self, "main", lhs, ())
 
     def _close(self, chain: Chain) -> None:
@@ -141,6 +181,7 @@ class ProofBuilder:
                 self.lemma_rules[f"lemma:{chain.name}"] = rule
 
     def proof(self) -> Proof:
+        """The :class:`~derive.Proof` built so far (after the main chain is closed), for the kernel to check."""
         return self._proof(self.claim)
 
 

@@ -125,6 +125,23 @@ def _zero_add(t, ctx):
     return [add(keep) if keep else ZeroMatrix(*shape(t))]
 
 
+def _collect(t, ctx):
+    """a A + b A = (a + b) A: the terms of a sum with the same matrix part, collected (0·A is A's zero)."""
+    if not isinstance(t, MatAdd):
+        return []
+    groups: dict = {}
+    for term in t.args:
+        coeff, mats = factors_of(term)
+        groups.setdefault(mul(mats), []).append(coeff)
+    out = []
+    for part, coeffs in groups.items():
+        if len(coeffs) < 2:
+            continue
+        rest = [a for a in t.args if mul(factors_of(a)[1]) != part]
+        out.append(add(rest, mul(sum(coeffs), part)))
+    return out
+
+
 def _distribute(t, ctx):
     """A (B + C) D = A B D + A C D, for each sum among the factors."""
     coeff, mats = factors_of(t)
@@ -182,6 +199,7 @@ AXIOMS: dict[str, Rule] = {
     "identity_mul": _identity_mul,  # A I = I A = A
     "zero_mul": _zero_mul,  # A 0 = 0 A = 0
     "zero_add": _zero_add,  # A + 0 = A
+    "collect": _collect,  # a A + b A = (a + b) A
     "distribute": _distribute,  # A (B + C) = A B + A C
     "block_multiply": _block_multiply,  # block product of conforming partitions
     "block_transpose": _block_transpose,  # [A B; C D]ᵀ = [Aᵀ Cᵀ; Bᵀ Dᵀ]
@@ -205,7 +223,7 @@ def _runs_containing(kind: type):
 RUNS: dict[str, Callable | None] = {
     name: None for name in ("transpose_product", "transpose_transpose", "transpose_sum", "transpose_symmetric",
                             "transpose_inverse", "transpose_zero", "inverse_product", "inverse_inverse",
-                            "zero_add", "block_transpose", "block_single",
+                            "zero_add", "collect", "block_transpose", "block_single",
                             "identity_mul")  # dropping I from a run drops it from the whole product: no new result
 }
 RUNS.update({

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from sympy import Rational
 from sympy.matrices.expressions import MatrixSymbol
 
 from derive.authoring import ProofBuilder, theorem
 from derive.authoring.constructions import attention_layer, hat_matrix, linear_attention, ols_predictions
 from derive.codegen import Route, Term
 from derive.kernel import Definition, Proof
-from derive.kernel.terms import inv, mul, power, transpose
+from derive.kernel.terms import mul, transpose
 
-from .base import GLOSSARY, SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, I_p, L, Lam, X, X_q, Y, k, n, p
+from .base import GLOSSARY, SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, I_p, L, X, X_q, Y, k, n, p
 
 #: The generated "eigh" route evaluates lemma gram_route: X_q L Lᵀ (XᵀY), Λ held as the vector of its diagonal.
 EIGH_ROUTE = Route("eigh", "gram_route", {"X": "X", "Y": "Y", "X_q": "X_query", "L": "L", "V": "V", "Lambda": "lam"},
@@ -31,13 +30,10 @@ def ols_is_linear_attention() -> Proof:
         SPECTRAL_HYPOTHESES,
         [SPECTRAL_DEFINITION],
     )
-    (b.lemma("gram_route", ols_predictions(X_q, X, Y))  # what the generated "eigh" route evaluates
-     .rw("thm:spectral_precision")
-     .qed(mul(X_q, L, transpose(L), transpose(X), Y)))
-    (b.main(ols_predictions(X_q, X, Y))
-     .rw("lemma:gram_route")
-     .to(mul(X_q, L, transpose(mul(X, L)), Y), "transpose_product")
-     .qed(linear_attention(mul(X_q, L), mul(X, L), Y)))
+    b.cite("spectral_precision")
+    # what the generated "eigh" route evaluates
+    b.lemma("gram_route", ols_predictions(X_q, X, Y)).auto(mul(X_q, L, transpose(L), transpose(X), Y))
+    b.main(ols_predictions(X_q, X, Y)).auto(linear_attention(mul(X_q, L), mul(X, L), Y))
     return b.proof()
 
 
@@ -69,32 +65,8 @@ def paper_construction() -> Proof:
             Definition("H", H, hat_matrix(X)),
         ],
     )
-    root = power(Lam, -Rational(1, 2))
-    (b.lemma("orthonormal_columns", mul(transpose(mul(X, L)), X, L))
-     .rw("transpose_product")
-     .rw("def:L", at=L)
-     .rw("def:L", at=L)
-     .rw("hyp:gram_spectral")
-     .rw("transpose_product")
-     .rw("hyp:V_orthonormal_columns", nth=0)
-     .rw("hyp:V_orthonormal_columns", nth=0)
-     .rw("identity_mul", nth=0)
-     .rw("identity_mul", nth=0)
-     .rw("transpose_symmetric", at=transpose(root))
-     .rw("power_combine", at=mul(root, Lam))
-     .rw("power_combine")
-     .qed(I_p))
-    (b.lemma("attention_output", attention_layer(X, X, X, W_Q, W_K, W_V))
-     .rw("def:W_Q").rw("def:W_K").rw("def:W_V")
-     .rw("lemma:orthonormal_columns")
-     .rw("identity_mul")
-     .qed(mul(X, L)))
-    (b.main(attention_layer(X, X, X, W_Q, W_K, W_V, W_FFN, P))
-     .rw("lemma:attention_output")
-     .rw("def:W_FFN")
-     .rw("identity_mul")
-     .rw("def:P")
-     .to(mul(X, inv(mul(transpose(X), X)), transpose(X), Y), "thm:spectral_precision")
-     .rw("def:H", at=hat_matrix(X))
-     .qed(mul(H, Y)))
+    b.cite("spectral_precision")
+    b.lemma("orthonormal_columns", mul(transpose(mul(X, L)), X, L)).auto(I_p)
+    b.lemma("attention_output", attention_layer(X, X, X, W_Q, W_K, W_V)).auto(mul(X, L))
+    b.main(attention_layer(X, X, X, W_Q, W_K, W_V, W_FFN, P)).auto(mul(H, Y))
     return b.proof()

@@ -8,7 +8,7 @@ from sympy.matrices.expressions import Identity, MatrixSymbol
 from derive.authoring import ProofBuilder, dim, orthogonal, predicate, theorem
 from derive.authoring.constructions import spectral_factor
 from derive.kernel import Definition, Hypothesis, Proof
-from derive.kernel.terms import inv, mul, power, transpose
+from derive.kernel.terms import inv, mul, transpose
 
 n, p, m, k = dim("n"), dim("p"), dim("m"), dim("k")
 X = MatrixSymbol("X", n, p)  # design matrix, one example per row
@@ -28,6 +28,10 @@ GLOSSARY = {
     "V": "orthogonal matrix of the eigenvectors of $X^{\\top}X$",
     "Lambda": "diagonal matrix of the eigenvalues of $X^{\\top}X$",
     "L": "spectral factor $V\\Lambda^{-1/2}$",
+    "n": "number of examples (rows of $X$ and $Y$)",
+    "p": "number of features (columns of $X$)",
+    "k": "number of target columns (columns of $Y$)",
+    "m": "number of queries (rows of $X_q$)",
 }
 
 #: XᵀX = V Λ Vᵀ with V orthogonal and Λ diagonal with positive entries.
@@ -50,7 +54,7 @@ def cite_orthogonal(U) -> tuple:
     return ((_d, U.shape[0]), (_U, U))
 
 
-@theorem(glossary={"U": "an orthogonal matrix"})
+@theorem(glossary={"U": "an orthogonal matrix", "d": "size of a square matrix"})
 def orthogonal_inverse() -> Proof:
     (rows,) = orthogonal("U", _U)[1:]
     b = ProofBuilder("orthogonal_inverse", "The inverse of an orthogonal matrix is its transpose",
@@ -65,7 +69,7 @@ def orthogonal_inverse() -> Proof:
     return b.proof()
 
 
-@theorem(glossary={"U": "an orthogonal matrix"})
+@theorem(glossary={"U": "an orthogonal matrix", "d": "size of a square matrix"})
 def orthogonal_transpose_inverse() -> Proof:
     (columns,) = orthogonal("U", _U)[:1]
     b = ProofBuilder("orthogonal_transpose_inverse", "The inverse of the transpose of an orthogonal matrix",
@@ -90,16 +94,7 @@ def spectral_precision() -> Proof:
         SPECTRAL_HYPOTHESES,
         [SPECTRAL_DEFINITION],
     )
-    root = power(Lam, -half)
-    (b.main(inv(mul(transpose(X), X)))
-     .rw("hyp:gram_spectral")
-     .rw("inverse_product")
-     .rw("thm:orthogonal_transpose_inverse", instance=cite_orthogonal(V))
-     .rw("thm:orthogonal_inverse", instance=cite_orthogonal(V))
-     .to(mul(V, root, root, transpose(V)), "power_combine")
-     .to(mul(V, root, transpose(root), transpose(V)), "transpose_symmetric")
-     .to(mul(V, root, transpose(mul(V, root))), "transpose_product")
-     .rw("def:L", at=mul(V, root))
-     .rw("def:L", at=mul(V, root))
-     .qed(mul(L, transpose(L))))
+    b.cite("orthogonal_transpose_inverse")
+    b.cite("orthogonal_inverse")
+    b.main(inv(mul(transpose(X), X))).auto(mul(L, transpose(L)))
     return b.proof()

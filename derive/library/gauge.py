@@ -11,7 +11,7 @@ from derive.codegen import Route
 from derive.kernel import Definition, Hypothesis, Proof
 from derive.kernel.terms import inv, mul, transpose
 
-from .base import X, X_q, Y, cite_orthogonal, n, p
+from .base import X, X_q, Y, n, p
 
 GRAM_INVERTIBLE = predicate("X_full_column_rank", Q.positive_definite, mul(transpose(X), X))
 _NAMES = {"X": "X", "Y": "Y", "X_q": "X_query"}
@@ -42,6 +42,7 @@ ROUTES = [
     "L_qr": "factor $R^{-1}$ from the QR decomposition",
     "W_Q": "query weights",
     "W_K": "key weights",
+    "d": "dimension of the attention scores (columns of $W_Q$ and $W_K$)",
 })
 def gauge_invariance() -> Proof:
     d = dim("d")
@@ -73,75 +74,29 @@ def gauge_invariance() -> Proof:
         ],
         [Definition("L_svd", L_svd, mul(V, inv(S))), Definition("L_qr", L_qr, inv(R))],
     )
-    (b.lemma("any_factor", linear_attention(mul(X_q, G), mul(X, G), Y),
-             [Hypothesis("G_factors_precision", mul(G, transpose(G)), precision)])
-     .rw("transpose_product")
-     .rw("hyp:G_factors_precision")
-     .qed(ols_predictions(X_q, X, Y)))
+    b.lemma("any_factor", linear_attention(mul(X_q, G), mul(X, G), Y),
+            [Hypothesis("G_factors_precision", mul(G, transpose(G)), precision)]).auto(ols_predictions(X_q, X, Y))
+    b.cite("orthogonal_inverse")
+    b.cite("orthogonal_transpose_inverse")
 
     # SVD route
-    (b.lemma("svd_whitens", mul(X, L_svd))
-     .rw("def:L_svd").rw("hyp:svd").rw("hyp:V_orthonormal_columns").rw("identity_mul")
-     .rw("inverse_cancel").rw("identity_mul")
-     .qed(U))
-    (b.lemma("svd_gram", gram)
-     .rw("hyp:svd", nth=0).rw("hyp:svd")
-     .rw("transpose_product").rw("transpose_transpose")
-     .rw("hyp:U_orthonormal_columns").rw("identity_mul")
-     .rw("transpose_symmetric")
-     .qed(mul(V, S, S, transpose(V))))
-    (b.lemma("svd_precision", precision)
-     .rw("lemma:svd_gram")
-     .rw("inverse_product")
-     .rw("thm:orthogonal_transpose_inverse", instance=cite_orthogonal(V))
-     .rw("thm:orthogonal_inverse", instance=cite_orthogonal(V))
-     .to(mul(V, inv(S), transpose(inv(S)), transpose(V)), "transpose_symmetric")
-     .to(mul(V, inv(S), transpose(mul(V, inv(S)))), "transpose_product")
-     .rw("def:L_svd", at=mul(V, inv(S))).rw("def:L_svd", at=mul(V, inv(S)))
-     .qed(mul(L_svd, transpose(L_svd))))
-    (b.lemma("svd_ols", linear_attention(mul(X_q, L_svd), mul(X, L_svd), Y))
-     .rw("transpose_product")
-     .to(ols_predictions(X_q, X, Y), "lemma:svd_precision")
-     .qed())
-    (b.lemma("svd_route", ols_predictions(X_q, X, Y))  # what the generated "svd" route evaluates
-     .rw("lemma:svd_precision")
-     .to(mul(X_q, L_svd, transpose(mul(X, L_svd)), Y), "transpose_product")
-     .rw("lemma:svd_whitens")
-     .rw("def:L_svd")
-     .qed(mul(X_q, V, inv(S), transpose(U), Y)))
+    b.lemma("svd_whitens", mul(X, L_svd)).auto(U)
+    b.lemma("svd_gram", gram).auto(mul(V, S, S, transpose(V)))
+    b.lemma("svd_precision", precision).auto(mul(L_svd, transpose(L_svd)))
+    b.lemma("svd_ols", linear_attention(mul(X_q, L_svd), mul(X, L_svd), Y)).auto(ols_predictions(X_q, X, Y))
+    # what the generated "svd" route evaluates
+    b.lemma("svd_route", ols_predictions(X_q, X, Y)).auto(mul(X_q, V, inv(S), transpose(U), Y))
 
     # QR route
-    (b.lemma("qr_whitens", mul(X, L_qr))
-     .rw("def:L_qr").rw("hyp:qr").rw("inverse_cancel").rw("identity_mul")
-     .qed(Qf))
-    (b.lemma("qr_gram", gram)
-     .rw("hyp:qr", nth=0).rw("hyp:qr")
-     .rw("transpose_product").rw("hyp:Q_orthonormal_columns").rw("identity_mul")
-     .qed(mul(transpose(R), R)))
-    (b.lemma("qr_precision", precision)
-     .rw("lemma:qr_gram")
-     .rw("inverse_product")
-     .to(mul(inv(R), transpose(inv(R))), "transpose_inverse")
-     .rw("def:L_qr", at=inv(R)).rw("def:L_qr", at=inv(R))
-     .qed(mul(L_qr, transpose(L_qr))))
-    (b.lemma("qr_ols", linear_attention(mul(X_q, L_qr), mul(X, L_qr), Y))
-     .rw("transpose_product")
-     .to(ols_predictions(X_q, X, Y), "lemma:qr_precision")
-     .qed())
-    (b.lemma("qr_route", ols_predictions(X_q, X, Y))  # what the generated "qr" route evaluates
-     .rw("lemma:qr_precision")
-     .to(mul(X_q, L_qr, transpose(mul(X, L_qr)), Y), "transpose_product")
-     .rw("lemma:qr_whitens")
-     .rw("def:L_qr")
-     .qed(mul(X_q, inv(R), transpose(Qf), Y)))
+    b.lemma("qr_whitens", mul(X, L_qr)).auto(Qf)
+    b.lemma("qr_gram", gram).auto(mul(transpose(R), R))
+    b.lemma("qr_precision", precision).auto(mul(L_qr, transpose(L_qr)))
+    b.lemma("qr_ols", linear_attention(mul(X_q, L_qr), mul(X, L_qr), Y)).auto(ols_predictions(X_q, X, Y))
+    # what the generated "qr" route evaluates
+    b.lemma("qr_route", ols_predictions(X_q, X, Y)).auto(mul(X_q, inv(R), transpose(Qf), Y))
 
-    # Cholesky route: L = C⁻ᵀ, so L Lᵀ = (C Cᵀ)⁻¹ = (XᵀX)⁻¹
-    (b.lemma("cholesky_route", ols_predictions(X_q, X, Y))  # what the generated "cholesky" route evaluates
-     .rw("hyp:cholesky")
-     .rw("inverse_product")
-     .qed(mul(X_q, inv(transpose(C)), inv(C), transpose(X), Y)))
+    # Cholesky route: L = C⁻ᵀ, so L Lᵀ = (C Cᵀ)⁻¹ = (XᵀX)⁻¹; what the generated "cholesky" route evaluates
+    b.lemma("cholesky_route", ols_predictions(X_q, X, Y)).auto(mul(X_q, inv(transpose(C)), inv(C), transpose(X), Y))
 
-    (b.main(linear_attention(mul(X_q, W_Q), mul(X, W_K), Y))
-     .rw("transpose_product")
-     .qed(mul(X_q, mul(W_Q, transpose(W_K)), transpose(X), Y)))
+    b.main(linear_attention(mul(X_q, W_Q), mul(X, W_K), Y)).auto(mul(X_q, mul(W_Q, transpose(W_K)), transpose(X), Y))
     return b.proof()

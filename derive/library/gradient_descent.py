@@ -19,6 +19,9 @@ from .gauge import GRAM_INVERTIBLE
     "T": "any target matrix",
     "W_Q": "query weights",
     "W_K": "key weights",
+    "d": "dimension of the attention scores (columns of $W_Q$ and $W_K$)",
+    "r": "number of rows of the query matrix $A$",
+    "s": "number of columns of the target matrix $T$",
 })
 def preconditioned_gd() -> Proof:
     d, r, s = dim("d"), dim("r"), dim("s")
@@ -36,10 +39,7 @@ def preconditioned_gd() -> Proof:
         [GRAM_INVERTIBLE, Hypothesis("preconditioner", mul(W_Q, transpose(W_K)), Gamma)],
         [],
     )
-    (b.lemma("ols_if", step, [Hypothesis("Gamma_is_precision", Gamma, precision)])
-     .rw("zero_mul").rw("zero_add").rw("zero_add")
-     .rw("hyp:Gamma_is_precision")
-     .qed(ols_predictions(X_q, X, Y)))
+    b.lemma("ols_if", step, [Hypothesis("Gamma_is_precision", Gamma, precision)]).auto(ols_predictions(X_q, X, Y))
     every_target = Hypothesis("step_is_ols", mul(A, Gamma, transpose(X), T), mul(A, precision, transpose(X), T),
                               forall=(A, T, r, s))
     instance = ((A, I_p), (T, X), (r, p), (s, p))
@@ -51,9 +51,5 @@ def preconditioned_gd() -> Proof:
      .rw("inverse_cancel", at=mul(precision, transpose(X), X))
      .rw("identity_mul").rw("identity_mul")
      .qed(precision))
-    (b.main(step)
-     .rw("zero_mul").rw("zero_add").rw("zero_add")
-     .rw("hyp:preconditioner", at=Gamma)
-     .to(linear_attention(mul(X_q, W_Q), mul(X, W_K), Y), "transpose_product")
-     .qed())
+    b.main(step).auto(linear_attention(mul(X_q, W_Q), mul(X, W_K), Y))
     return b.proof()

@@ -38,13 +38,7 @@ def slow_fast_memory() -> Proof:
         Hypothesis("X_appends_row", X, block([[X_prev], [transpose(x_t)]])),
         Hypothesis("Y_appends_row", Y, block([[Y_prev], [transpose(y_t)]])),
     ])
-     .rw("def:S").rw("hyp:X_appends_row").rw("hyp:Y_appends_row")
-     .rw("block_transpose").rw("transpose_transpose")
-     .rw("block_multiply").rw("block_single")
-     .qed(add(mul(transpose(X_prev), Y_prev), mul(x_t, transpose(y_t)))))
-    (b.main(ols_predictions(X_q, X, Y))
-     .rw("thm:spectral_precision")
-     .rw("def:M", at=mul(L, transpose(L)))
-     .rw("def:S", at=mul(transpose(X), Y))
-     .qed(mul(X_q, M, S)))
+     .auto(add(mul(transpose(X_prev), Y_prev), mul(x_t, transpose(y_t)))))
+    b.cite("spectral_precision")
+    b.main(ols_predictions(X_q, X, Y)).auto(mul(X_q, M, S))
     return b.proof()

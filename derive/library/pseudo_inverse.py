@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sympy import Q, Rational
-from sympy.matrices.expressions import Identity, MatrixSymbol
+from sympy.matrices.expressions import MatrixSymbol
 
 from derive.authoring import ProofBuilder, dim, orthogonal, predicate, theorem
 from derive.authoring.constructions import spectral_factor
@@ -20,6 +20,7 @@ from .base import X, Y, n, p
     "L": "factor $V_r\\Lambda_r^{-1/2}$ over the positive eigenvalues",
     "beta": "the attention-form coefficients $LL^{\\top}X^{\\top}Y$",
     "W": "weights that write $\\beta = X^{\\top}W$ in the row space of $X$",
+    "r": "rank of $X$: the number of positive eigenvalues of $X^{\\top}X$",
 })
 def pseudo_inverse() -> Proof:
     r = dim("r")
@@ -48,43 +49,7 @@ def pseudo_inverse() -> Proof:
             Definition("W", W, mul(U, inv(Lam_r), transpose(U), Y)),
         ],
     )
-    (b.lemma("pinv_formula", beta)
-     .rw("def:beta").rw("def:L", at=L).rw("def:L", at=L)
-     .rw("hyp:thin_svd")
-     .rw("transpose_product", at=transpose(mul(V_r, inv_root)))
-     .rw("transpose_product")
-     .rw("transpose_transpose", at=transpose(transpose(V_r)))
-     .rw("hyp:V_r_orthonormal_columns")
-     .rw("identity_mul")
-     .rw("transpose_symmetric", at=transpose(inv_root))
-     .rw("transpose_symmetric", at=transpose(root))
-     .rw("power_combine", at=mul(inv_root, inv_root))
-     .rw("power_combine", at=mul(inv(Lam_r), root))
-     .qed(mul(V_r, inv_root, transpose(U), Y)))
-    (b.lemma("normal_equations", mul(transpose(X), X, beta))
-     .rw("lemma:pinv_formula")
-     .rw("hyp:thin_svd", nth=0).rw("hyp:thin_svd")
-     .rw("transpose_product", at=transpose(mul(U, root, transpose(V_r))))
-     .rw("transpose_transpose")
-     .rw("hyp:V_r_orthonormal_columns").rw("identity_mul")
-     .rw("transpose_symmetric")
-     .rw("hyp:U_r_orthonormal_columns").rw("identity_mul")
-     .rw("power_combine", at=mul(root, root))
-     .rw("power_combine", at=mul(Lam_r, inv_root))
-     .to(mul(V_r, transpose(root), transpose(U), Y), "transpose_symmetric")
-     .to(mul(transpose(transpose(V_r)), transpose(root), transpose(U), Y), "transpose_transpose")
-     .to(mul(transpose(mul(U, root, transpose(V_r))), Y), "transpose_product")
-     .to(mul(transpose(X), Y), "hyp:thin_svd")
-     .qed())
-    (b.main(beta)
-     .rw("lemma:pinv_formula")
-     .to(mul(V_r, root, inv(Lam_r), transpose(U), Y), "power_combine")
-     .to(mul(V_r, root, Identity(r), inv(Lam_r), transpose(U), Y), "identity_mul")
-     .to(mul(V_r, root, transpose(U), U, inv(Lam_r), transpose(U), Y), "hyp:U_r_orthonormal_columns")
-     .rw("def:W", at=mul(U, inv(Lam_r), transpose(U), Y))
-     .to(mul(V_r, transpose(root), transpose(U), W), "transpose_symmetric")
-     .to(mul(transpose(transpose(V_r)), transpose(root), transpose(U), W), "transpose_transpose")
-     .to(mul(transpose(mul(U, root, transpose(V_r))), W), "transpose_product")
-     .to(mul(transpose(X), W), "hyp:thin_svd")
-     .qed())
+    b.lemma("pinv_formula", beta).auto(mul(V_r, inv_root, transpose(U), Y))
+    b.lemma("normal_equations", mul(transpose(X), X, beta)).auto(mul(transpose(X), Y))
+    b.main(beta).auto(mul(transpose(X), W))
     return b.proof()

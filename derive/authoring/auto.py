@@ -1,0 +1,725 @@
+"""Proof automation: find the chain of rewrites between two expressions; the kernel re-checks it.
+
+Nothing here is trusted.  :func:`close` proposes steps (each an axiom, hypothesis, definition, lemma or
+cited theorem applied at one position, exactly what a hand-written ``rw`` records) and the kernel checks
+them from scratch later like any other chain.  The search:
+
+1. *Directed normalisation* of both sides: unfold definitions, rewrite equations in one orientation
+   (towards I or 0, eliminating a symbol, else as written), push transposes inward, split inverses of
+   products of square invertible factors, cancel A⁻¹A, expand integer powers and combine powers that
+   cancel, distribute, multiply blocks, drop identities and zeros, collect like terms.  Inverses that the
+   equations give a one-sided inverse of (UᵀU = I gives U⁻¹ = Uᵀ for square U) and arguments of inverses
+   that normalise only as a whole (XᵀX = RᵀR) become small lemmas proved first.
+2. If the two normal forms differ: the same with equations that bring in only symbols the other side does
+   not speak about deferred (X = USVᵀ when the other side speaks of Q and R), then with each equation's
+   orientation flipped in turn.
+3. Then a bounded breadth-first search over every rule in both directions, from both normal forms, until
+   the two searches meet or the time runs out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sympy import Basic, Symbol
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
+
+from ..kernel import ProofError, Step
+from ..kernel.axioms import AXIOMS, equation_rule
+from ..kernel.checking import _statement_symbols, resolve_rule, rewrites
+from ..kernel.judgments import OutOfTime, check_defined
+from ..kernel.terms import (
+    TermError,
+    canon,
+    children,
+    exponent_form,
+    factors_of,
+    inv,
+    mul,
+    power,
+    rebuild,
+    subterms,
+)
+
+__all__ = ["close", "normal_form"]
+
+MAX_STEPS = 400  # steps of one normalisation: a safety net, far above what a real chain needs
+SEARCH_SIZE_SLACK = 12  # the fallback search visits terms at most this many nodes larger than its start
+
+
+@dataclass(frozen=True)
+class Move:
+    """One proposed step: the whole expression after it, and the rule (with instance) that gives it."""
+
+    expr: Basic
+    rule: str
+    instance: tuple = ()
+
+
+class _Failed(Exception):
+    """A candidate rule cannot be used here (the kernel's reason is not needed)."""
+
+
+def size(term: Basic) -> int:
+    return sum(1 for _ in subterms(term))
+
+
+# --- rewrite sources ------------------------------------------------------------------------------
+
+
+class Source:
+    """Something that proposes moves from an expression."""
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class RuleSource(Source):
+    """A kernel rule (axiom or equation).  ``side``: only rewrites of this sub-term (an oriented equation);
+    ``accept(matched, result)``: a further filter (a directed use of an axiom)."""
+
+    def __init__(self, name: str, fn, side: Basic | None = None, accept: Callable | None = None, instance=()):
+        self.name, self.fn, self.side, self.accept, self.instance = name, fn, side, accept, tuple(instance)
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        for matched, result in _safe(rewrites(expr, self.fn, engine.ctx)):
+            if self.side is not None and matched != self.side:
+                continue
+            if self.accept is not None and not self.accept(matched, result):
+                continue
+            yield Move(result, self.name, self.instance)
+
+
+class CheckedSource(Source):
+    """Moves built by replacing one node, kept only when the kernel's rule relates the two terms."""
+
+    def __init__(self, name: str, propose: Callable[[Basic], Basic | None]):
+        self.name, self.propose = name, propose
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        from ..kernel.checking import one_step
+
+        for path, node in _positions(expr):
+            new = self.propose(node)
+            if new is None:
+                continue
+            try:
+                candidate = canon(_replace_at(expr, path, new))
+            except TermError:
+                continue
+            if one_step(expr, candidate, AXIOMS[self.name], engine.ctx):
+                yield Move(candidate, self.name)
+
+
+class CitedSource(Source):
+    """A cited theorem's claim, instantiated by matching one side against a sub-term."""
+
+    def __init__(self, theorem, reverse: bool = False):
+        self.theorem, self.reverse = theorem, reverse
+        claim = theorem.proof.claim
+        self.pattern = canon(claim.rhs if reverse else claim.lhs)
+        self.variables = _statement_symbols(theorem.proof)
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        rule = f"thm:{self.theorem.id}"
+        tried = set()
+        for candidate in _subterms_and_runs(expr):
+            binding = _match(self.pattern, candidate, self.variables, {})
+            if binding is None:
+                continue
+            instance = _instance(binding)
+            if instance in tried:
+                continue
+            tried.add(instance)
+            try:
+                fn = resolve_rule(Step(expr, rule, instance), engine.ctx, _refuse)
+            except _Failed:
+                continue
+            side = canon(fn.rhs if self.reverse else fn.lhs)
+            yield from RuleSource(rule, fn, side=side, instance=instance).moves(engine, expr)
+
+
+def _safe(results: Iterator) -> Iterator:
+    """The rewrites until SymPy refuses to build one (say a block of blocks): the rest are not proposed."""
+    try:
+        yield from results
+    except OutOfTime:
+        raise
+    except (TermError, ValueError, TypeError):
+        return
+
+
+def _refuse(reason: str):
+    raise _Failed(reason)
+
+
+def _instance(binding: dict) -> tuple:
+    """A step's instance from a match: dimensions first, then matrices, each in a fixed order."""
+    pairs = [(var, value) for var, value in binding.items() if var != value]
+    pairs.sort(key=lambda pair: (not isinstance(pair[0], Symbol), str(pair[0])))
+    return tuple(pairs)
+
+
+def _match(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict | None:
+    """Bindings of the pattern's variables (matrix and dimension symbols) that make it ``term``, or None.
+
+    Syntactic, on normal forms; the kernel decides whether the instance is allowed.
+    """
+    if isinstance(pattern, MatrixSymbol) and pattern in variables:
+        if not isinstance(term, (MatrixSymbol, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul,
+                                 MatAdd, BlockMatrix)):
+            return None
+        if pattern in binding:
+            return binding if binding[pattern] == term else None
+        out = dict(binding)
+        for dim, value in zip(pattern.shape, term.shape, strict=True):
+            out = _match_dim(dim, value, variables, out)
+            if out is None:
+                return None
+        out[pattern] = term
+        return out
+    if type(pattern) is not type(term):
+        return None
+    if isinstance(pattern, MatrixSymbol):
+        return binding if pattern == term else None
+    if isinstance(pattern, (Identity, ZeroMatrix)):
+        out = binding
+        for dim, value in zip(pattern.shape, term.shape, strict=True):
+            out = _match_dim(dim, value, variables, out)
+            if out is None:
+                return None
+        return out
+    if isinstance(pattern, MatPow) and not isinstance(pattern, Inverse) and pattern.args[1] != term.args[1]:
+        return None
+    if isinstance(pattern, MatMul) and factors_of(pattern)[0] != factors_of(term)[0]:
+        return None
+    if isinstance(pattern, BlockMatrix) and pattern.blockshape != term.blockshape:
+        return None
+    left, right = children(pattern), children(term)
+    if len(left) != len(right):
+        return None
+    out = binding
+    for a, b in zip(left, right, strict=True):
+        out = _match(a, b, variables, out)
+        if out is None:
+            return None
+    return out
+
+
+def _match_dim(dim: Basic, value: Basic, variables: set, binding: dict) -> dict | None:
+    if isinstance(dim, Symbol) and dim in variables:
+        if dim in binding:
+            return binding if binding[dim] == value else None
+        return {**binding, dim: value}
+    return binding if dim.xreplace(binding) == value else None
+
+
+def _positions(term: Basic, path: tuple = ()) -> Iterator[tuple[tuple, Basic]]:
+    yield path, term
+    for index, child in enumerate(children(term)):
+        yield from _positions(child, (*path, index))
+
+
+def _replace_at(term: Basic, path: tuple, new: Basic) -> Basic:
+    if not path:
+        return new
+    kids = children(term)
+    kids[path[0]] = _replace_at(kids[path[0]], path[1:], new)
+    return rebuild(term, kids)
+
+
+def _subterms_and_runs(term: Basic) -> Iterator[Basic]:
+    """Every sub-term and every run of two or more adjacent factors of every product."""
+    for node in subterms(term):
+        yield node
+        if isinstance(node, MatMul):
+            _, mats = factors_of(node)
+            for i, j in itertools.combinations(range(len(mats) + 1), 2):
+                if 2 <= j - i < len(mats):
+                    yield mul(mats[i:j])
+
+
+# --- directed uses of axioms ----------------------------------------------------------------------
+
+
+def _combine_reduces(matched: Basic, result: Basic) -> bool:
+    """power_combine only where it cancels or joins roots (integer powers are kept expanded)."""
+    _, mats = factors_of(matched)
+    (_, a), (_, b) = exponent_form(mats[0]), exponent_form(mats[1])
+    return a.q != 1 or b.q != 1 or (a > 0) != (b > 0)
+
+
+def _expand_power(node: Basic) -> Basic | None:
+    """A^n = A^(n-1) A and A^-n = A^-(n-1) A⁻¹ for integers n ≥ 2 (power_combine read backwards)."""
+    if isinstance(node, MatPow) and not isinstance(node, Inverse):
+        base, q = node.args[0], node.args[1]
+        if q.q == 1 and q >= 2:
+            return mul(power(base, q - 1), base)
+        if q.q == 1 and q <= -2:
+            return mul(power(base, q + 1), inv(base))
+    return None
+
+
+def _directed_axioms() -> list[Source]:
+    """The axioms in the order the normaliser tries them: cancellations first, expansions last."""
+    plain = ["transpose_transpose", "transpose_zero", "transpose_symmetric", "transpose_product",
+             "transpose_sum", "transpose_inverse", "block_transpose", "inverse_inverse", "inverse_cancel",
+             "identity_mul", "zero_mul", "zero_add", "collect", "block_single", "inverse_product"]
+    out: list[Source] = [RuleSource(name, AXIOMS[name]) for name in plain]
+    out.append(RuleSource("power_combine", AXIOMS["power_combine"], accept=_combine_reduces))
+    out.append(CheckedSource("power_combine", _expand_power))
+    out += [RuleSource(name, AXIOMS[name]) for name in ("block_multiply", "distribute")]
+    return out
+
+
+def _all_axioms() -> list[Source]:
+    return [RuleSource(name, fn) for name, fn in AXIOMS.items()] + [CheckedSource("power_combine", _expand_power)]
+
+
+# --- equations and their orientation --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Equation:
+    """A rule that is an equation: ``lhs`` rewrites to ``rhs`` in the chosen orientation."""
+
+    name: str
+    lhs: Basic
+    rhs: Basic
+    definition: bool = False
+
+    def flipped(self) -> Equation:
+        return Equation(self.name, self.rhs, self.lhs, self.definition)
+
+    def source(self) -> RuleSource:
+        return RuleSource(self.name, equation_rule(self.lhs, self.rhs), side=self.lhs)
+
+
+def _oriented(name: str, lhs: Basic, rhs: Basic) -> Equation:
+    """Definitions unfold and lemmas run as proved; other equations go towards I or 0, else eliminate a symbol
+    that the other side does not hold, else run as written."""
+    if name.startswith("def:"):
+        return Equation(name, lhs, rhs, definition=True)
+    if name.startswith("lemma:"):
+        return Equation(name, lhs, rhs)
+    for a, b in ((lhs, rhs), (rhs, lhs)):
+        if isinstance(b, (Identity, ZeroMatrix)) and not isinstance(a, (Identity, ZeroMatrix)):
+            return Equation(name, a, b)
+    for a, b in ((lhs, rhs), (rhs, lhs)):
+        if isinstance(a, MatrixSymbol) and a not in b.atoms(MatrixSymbol):
+            return Equation(name, a, b)
+    return Equation(name, lhs, rhs)
+
+
+# --- the engine -----------------------------------------------------------------------------------
+
+
+class Engine:
+    """Normalises and searches in one chain's context, proving small lemmas on the way when needed."""
+
+    def __init__(self, chain, deadline: float):
+        self.chain, self.ctx, self.deadline = chain, chain.ctx, deadline
+        for theorem in chain.builder.cites:  # cited after this chain was opened
+            self.ctx.citations.setdefault(theorem.id, theorem)
+        self.equations = [
+            _oriented(name, canon(lhs), canon(rhs))
+            for name, (lhs, rhs, bound) in self.ctx.rules.items()
+            if lhs is not None and not bound and canon(lhs) != canon(rhs)
+        ]
+        self.flips: set[str] = set()
+        self.goal: set | None = None  # symbols the other side speaks about (see sources)
+        self.inverse_lemmas: dict[Basic, tuple[str, Basic]] = {}  # M -> (lemma, N) with M⁻¹ = N
+        self.argument_lemma: dict[Basic, tuple[str, Basic] | None] = {}  # A -> (lemma, nf(A)), or None
+        self.refused_inverses: set[Basic] = set()
+        self.defined_memo: dict = {}
+
+    # -- bookkeeping
+    def tick(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise OutOfTime("auto ran past its time budget")
+
+    def defined(self, term: Basic) -> bool:
+        key = (term, len(self.ctx.equations))
+        if key not in self.defined_memo:
+            try:
+                check_defined(term, self.ctx)
+                self.defined_memo[key] = True
+            except OutOfTime:
+                raise
+            except TermError:
+                self.defined_memo[key] = False
+        return self.defined_memo[key]
+
+    def sources(self) -> list[Source]:
+        """In order of preference: cited theorems and lemmas (big steps), hypotheses, the axioms, and only then
+        definitions, the latest first (so a chain meets the other side before unfolding everything).
+
+        Equations that would bring in only symbols the other side does not speak about (``goal``) wait until
+        nothing else applies: with two factorisations of X, the one the other side uses goes first.
+        """
+        eqs = [e.flipped() if e.name in self.flips else e for e in self.equations]
+        deferred = [e for e in eqs if self.goal is not None and _off_goal(e, self.goal)]
+        eqs = [e for e in eqs if e not in deferred]
+        cited = [CitedSource(t) for t in self.ctx.citations.values() if not _binds(t)]
+        lemmas = [e.source() for e in eqs if e.name.startswith("lemma:")]
+        hypotheses = [e.source() for e in eqs if not e.name.startswith(("lemma:", "def:"))]
+        definitions = [e.source() for e in reversed(eqs) if e.name.startswith("def:")]
+        return (cited + lemmas + hypotheses + _directed_axioms() + definitions + [e.source() for e in deferred]
+                + [_InverseTactic()])
+
+    def goal_of(self, term: Basic) -> set:
+        """The matrix symbols of ``term`` and of the definitions of its symbols, transitively."""
+        definitions = {e.lhs: e.rhs for e in self.equations if e.definition}
+        out: set = set()
+        todo = list(term.atoms(MatrixSymbol))
+        while todo:
+            symbol = todo.pop()
+            if symbol not in out:
+                out.add(symbol)
+                if symbol in definitions:
+                    todo += list(definitions[symbol].atoms(MatrixSymbol))
+        return out
+
+    def add_equation(self, name: str, lhs: Basic, rhs: Basic) -> None:
+        """A lemma proved on the way: a rule of this chain, oriented as proved, and an equation for the judgments."""
+        self.ctx.rules[f"lemma:{name}"] = (lhs, rhs, ())
+        self.ctx.equations.append((lhs, rhs))
+        self.ctx.memo.clear()
+        self.equations.append(Equation(f"lemma:{name}", lhs, rhs))
+
+    # -- normalisation
+    def first_move(self, expr: Basic, sources: list[Source], seen: set) -> Move | None:
+        for source in sources:
+            for move in source.moves(self, expr):
+                self.tick()
+                if move.expr != expr and move.expr not in seen and self.defined(move.expr):
+                    return move
+        return None
+
+    def normalise(self, expr: Basic, stop: dict | None = None) -> tuple[Basic, list[Move]]:
+        """Apply directed moves until none applies, or until reaching a term of ``stop``."""
+        steps: list[Move] = []
+        seen = {expr}
+        bound = 4 * size(expr) + 60  # a runaway orientation stops here
+        while len(steps) < MAX_STEPS and size(expr) <= bound and not (stop and expr in stop):
+            move = self.first_move(expr, self.sources(), seen)
+            if move is None:
+                break
+            steps.append(move)
+            expr = move.expr
+            seen.add(expr)
+        return expr, steps
+
+    # -- lemmas proved on the way
+    def argument_lemmas(self, expr: Basic) -> list[Move]:
+        """Inverses and powers whose argument normalises to something else: a lemma arg = nf(arg), and the
+        argument rewritten in one step.  This is what the chain cannot do in place when an intermediate
+        inverse is not defined, say (XᵀX)⁻¹ before the lemma XᵀX = RᵀR shows XᵀX invertible."""
+        moves: list[Move] = []
+        for node in list(subterms(expr)):
+            if not isinstance(node, (Inverse, MatPow)) or isinstance(node.args[0], MatrixSymbol):
+                continue
+            arg = node.args[0]
+            if arg not in self.argument_lemma:
+                self.argument_lemma[arg] = self.prove_lemma(arg)
+            lemma = self.argument_lemma[arg]
+            if lemma is None:
+                continue
+            rule = RuleSource(f"lemma:{lemma[0]}", equation_rule(arg, lemma[1]), side=arg)
+            move = self.first_move(expr, [rule], {expr})
+            if move is not None:
+                moves.append(move)
+                expr = move.expr
+        return moves
+
+    def _known(self, lhs: Basic) -> tuple[str, Basic] | None:
+        """A lemma of this proof (say one an earlier chain's automation proved) rewriting ``lhs``."""
+        for rule, (a, b, bound) in self.ctx.rules.items():
+            if rule.startswith("lemma:") and not bound and a == lhs:
+                return rule[6:], b
+        return None
+
+    def prove_lemma(self, lhs: Basic) -> tuple[str, Basic] | None:
+        known = self._known(lhs)
+        if known is not None:
+            return known
+        chain = self.chain.builder.lemma(self._fresh_name(), lhs)
+        sub = Engine(chain, self.deadline)
+        sub.flips, sub.goal = set(self.flips), self.goal
+        nf, steps = sub.normalise(lhs)
+        if nf == lhs or not steps:
+            return None
+        for move in steps:
+            chain._record(move.expr, move.rule, move.instance)
+        chain.qed()
+        self.add_equation(chain.name, lhs, nf)
+        return chain.name, nf
+
+    def inverse_lemma(self, m: Basic) -> tuple[str, Basic] | None:
+        """A lemma M⁻¹ = N from an equation M N = I or N M = I of the theorem (M square): M⁻¹ = M⁻¹(M N) = N."""
+        if m in self.inverse_lemmas or m in self.refused_inverses:
+            return self.inverse_lemmas.get(m)
+        self.refused_inverses.add(m)
+        known = self._known(inv(m))
+        if known is not None and not known[1].has(inv(m)):
+            self.inverse_lemmas[m] = known
+            self.equations.append(Equation(f"lemma:{known[0]}", inv(m), known[1]))
+            return known
+        for rule, (lhs, rhs, bound) in list(self.ctx.rules.items()):
+            if lhs is None or bound:
+                continue
+            for product, unit in ((canon(lhs), canon(rhs)), (canon(rhs), canon(lhs))):
+                if not isinstance(unit, Identity) or not isinstance(product, MatMul) or factors_of(product)[0] != 1:
+                    continue
+                mats = factors_of(product)[1]
+                for k in range(1, len(mats)):
+                    for mine, other, m_first in ((mats[:k], mats[k:], True), (mats[k:], mats[:k], False)):
+                        if mul(mine) != m:
+                            continue
+                        try:
+                            name = self._prove_inverse(m, mul(other), unit, rule, m_first)
+                        except (ProofError, TermError):
+                            continue
+                        self.inverse_lemmas[m] = (name, mul(other))
+                        self.add_equation(name, inv(m), mul(other))
+                        return self.inverse_lemmas[m]
+        return None
+
+    def _prove_inverse(self, m: Basic, other: Basic, unit: Basic, rule: str, m_first: bool) -> str:
+        chain = self.chain.builder.lemma(self._fresh_name(_inverse_name(m)), inv(m))
+        if rule not in chain.ctx.rules:
+            raise TermError("the equation is local to this chain")
+        if m_first:  # M⁻¹ = M⁻¹ I = M⁻¹ (M N) = I N = N
+            chain.to(mul(inv(m), unit), "identity_mul").rw(rule, at=unit)
+            chain.rw("inverse_cancel", at=mul(inv(m), m)).rw("identity_mul")
+        else:  # M⁻¹ = I M⁻¹ = (N M) M⁻¹ = N I = N
+            chain.to(mul(unit, inv(m)), "identity_mul").rw(rule, at=unit)
+            chain.rw("inverse_cancel", at=mul(m, inv(m))).rw("identity_mul")
+        if chain.current != canon(other):
+            raise TermError("the one-sided inverse did not come out")
+        chain.qed()
+        return chain.name
+
+    def _fresh_name(self, stem: str | None = None) -> str:
+        """``stem`` if free, else the chain's name (or ``stem``) with the first free number."""
+        taken = {c.name for c in self.chain.builder.lemmas} | {self.chain.name}
+        taken |= {name.split(":", 1)[1] for name in self.ctx.rules}
+        if stem is not None and stem not in taken:
+            return stem
+        stem = stem or self.chain.name
+        return next(f"{stem}_{i}" for i in itertools.count(1) if f"{stem}_{i}" not in taken)
+
+    # -- the fallback search
+    def search(self, left: Basic, right: Basic) -> list[Move] | None:
+        """Breadth-first from both ends until they meet: the moves from ``left`` to ``right``."""
+        cited = [t for t in self.ctx.citations.values() if not _binds(t)]
+        sources = ([e.source() for e in self.equations] + [e.flipped().source() for e in self.equations]
+                   + [CitedSource(t) for t in cited] + [CitedSource(t, reverse=True) for t in cited]
+                   + _all_axioms())
+        limit = max(size(left), size(right)) + SEARCH_SIZE_SLACK
+        parents: list[dict] = [{left: None}, {right: None}]
+        frontiers = [[left], [right]]
+        while frontiers[0] or frontiers[1]:
+            side = 0 if frontiers[0] and (len(frontiers[0]) <= len(frontiers[1]) or not frontiers[1]) else 1
+            next_frontier = []
+            for expr in frontiers[side]:
+                for source in sources:
+                    for move in source.moves(self, expr):
+                        self.tick()
+                        if move.expr in parents[side] or size(move.expr) > limit or not self.defined(move.expr):
+                            continue
+                        parents[side][move.expr] = (expr, move)
+                        if move.expr in parents[1 - side]:
+                            return _join(parents, move.expr)
+                        next_frontier.append(move.expr)
+            frontiers[side] = next_frontier
+        return None
+
+
+class _InverseTactic(Source):
+    """Inverses with a one-sided inverse among the equations: M⁻¹ → N by a lemma proved on the spot."""
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        for node in list(subterms(expr)):
+            if isinstance(node, Inverse) and node.args[0] not in engine.inverse_lemmas:
+                lemma = engine.inverse_lemma(node.args[0])
+                if lemma is not None:
+                    yield from RuleSource(f"lemma:{lemma[0]}", equation_rule(node, lemma[1]), side=node).moves(
+                        engine, expr)
+
+
+def _inverse_name(m: Basic) -> str | None:
+    """``V_inverse`` for V⁻¹, ``V_transpose_inverse`` for (Vᵀ)⁻¹; None for anything else."""
+    if isinstance(m, MatrixSymbol):
+        return f"{m.name}_inverse"
+    if isinstance(m, Transpose) and isinstance(m.args[0], MatrixSymbol):
+        return f"{m.args[0].name}_transpose_inverse"
+    return None
+
+
+def _off_goal(equation: Equation, goal: set) -> bool:
+    """The equation brings in symbols, none of which the goal speaks about."""
+    new = equation.rhs.atoms(MatrixSymbol) - equation.lhs.atoms(MatrixSymbol)
+    return bool(new) and not new & goal
+
+
+def _binds(theorem) -> bool:
+    return any(h.forall for h in theorem.proof.hypotheses)
+
+
+def _join(parents: list[dict], meet: Basic) -> list[Move]:
+    """The moves from the left start to ``meet``, then from ``meet`` back to the right start."""
+    forward: list[Move] = []
+    node = meet
+    while parents[0][node] is not None:
+        before, move = parents[0][node]
+        forward.append(move)
+        node = before
+    forward.reverse()
+    node = meet
+    while parents[1][node] is not None:
+        before, move = parents[1][node]
+        forward.append(Move(before, move.rule, move.instance))  # the same rule, read backwards
+        node = before
+    return forward
+
+
+def _reverse(start: Basic, steps: list[Move]) -> list[Move]:
+    """Moves ``start → e1 → … → ek`` read from ``ek`` back to ``start`` (each rule works both ways)."""
+    exprs = [start] + [m.expr for m in steps]
+    return [Move(exprs[i - 1], steps[i - 1].rule, steps[i - 1].instance) for i in range(len(steps), 0, -1)]
+
+
+def first_difference(a: Basic, b: Basic) -> tuple[Basic, Basic]:
+    """The outermost sub-terms where two terms first differ (left to right)."""
+    if type(a) is not type(b) or isinstance(a, (MatrixSymbol, Identity, ZeroMatrix)):
+        return a, b
+    left, right = children(a), children(b)
+    if len(left) != len(right) or (isinstance(a, MatMul) and factors_of(a)[0] != factors_of(b)[0]):
+        return a, b
+    if isinstance(a, MatPow) and not isinstance(a, Inverse) and a.args[1] != b.args[1]:
+        return a, b
+    for x, y in zip(left, right, strict=True):
+        if x != y:
+            return first_difference(x, y)
+    return a, b
+
+
+def normal_form(chain, expr: Basic, timeout: float = 10.0) -> Basic:
+    """The normal form the directed normaliser gives ``expr`` in ``chain``'s context (no lemmas recorded)."""
+    engine = Engine(chain, time.monotonic() + timeout)
+    return engine.normalise(canon(expr))[0]
+
+
+# --- closing a chain --------------------------------------------------------------------------------
+
+
+def close(chain, rhs: Basic, timeout: float = 10.0):
+    """Find steps from ``chain.current`` to ``rhs``, record them, and close the chain (see the module doc)."""
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    try:
+        target = canon(rhs)
+    except TermError as exc:
+        chain._fail(f"auto: the right-hand side is not a matrix term: {exc}", "auto")
+    started = time.monotonic()
+    engine = Engine(chain, started + timeout)
+    saved_deadline = chain.ctx.deadline
+    chain.ctx.deadline = engine.deadline
+    try:
+        moves = _find(engine, chain.current, target)
+    except OutOfTime:
+        chain.ctx.memo.clear()  # judgments cut short are remembered as "not shown"
+        chain._fail(f"auto found no chain to {target} within {timeout:g} s", "auto")
+    finally:
+        chain.ctx.deadline = saved_deadline
+    for move in moves:
+        chain._record(move.expr, move.rule, move.instance)
+    return chain.qed(target)
+
+
+def _prepare(engine: Engine, term: Basic, label: str) -> tuple[Basic, list[Move]]:
+    """``term`` must be defined; arguments of inverses that normalise to something invertible may make it so."""
+    moves = [] if engine.defined(term) else engine.argument_lemmas(term)
+    if not engine.defined(term):
+        try:
+            check_defined(term, engine.ctx)
+        except TermError as exc:
+            engine.chain._fail(f"auto: {label} {term} is not defined: {exc}", "auto")
+    return (moves[-1].expr if moves else term), moves
+
+
+def _normalise_fully(engine: Engine, start: Basic) -> tuple[Basic, list[Move]]:
+    """Normalise, then prove argument lemmas for inverses still in the way, and normalise again (a few rounds)."""
+    nf, steps = engine.normalise(start)
+    for _ in range(3):
+        extra = engine.argument_lemmas(nf)
+        if not extra:
+            break
+        nf, more = engine.normalise(extra[-1].expr)
+        steps += extra + more
+    return nf, steps
+
+
+def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
+    start, prefix = _prepare(engine, start, "the left-hand side")
+    right_start, suffix_moves = _prepare(engine, target, "the right-hand side")
+    suffix = _reverse(target, suffix_moves)
+    best = None
+    for use_goal, flips in _strategies(engine):
+        engine.flips = flips
+        engine.goal = engine.goal_of(start) if use_goal else None
+        right_nf, right_steps = engine.normalise(right_start)
+        path = _path(right_start, right_steps)
+        engine.goal = engine.goal_of(right_start) if use_goal else None
+        left_nf, left_steps = engine.normalise(start, stop=path)  # stops where it meets the right side's path
+        if left_nf not in path:  # inverses whose arguments normalise only as a whole
+            left_nf, more_left = _normalise_fully(engine, left_nf)
+            engine.goal = engine.goal_of(start) if use_goal else None
+            right_nf, more_right = _normalise_fully(engine, right_nf)
+            left_steps, right_steps = left_steps + more_left, right_steps + more_right
+            path = _path(right_start, right_steps)
+        if left_nf in path:
+            return prefix + left_steps + _reverse(right_start, right_steps[: path[left_nf]]) + suffix
+        if best is None:
+            best = (left_nf, right_nf, left_steps, right_steps)
+    left_nf, right_nf, left_steps, right_steps = best
+    engine.flips, engine.goal = set(), None
+    middle = engine.search(left_nf, right_nf)
+    if middle is not None:
+        return prefix + left_steps + middle + _reverse(right_start, right_steps) + suffix
+    a, b = first_difference(left_nf, right_nf)
+    engine.chain._fail(f"auto found no chain: the left side normalises to {left_nf} and the right side to "
+                       f"{right_nf}; they first differ at {a} versus {b}", "auto")
+    raise AssertionError("unreachable")
+
+
+def _path(start: Basic, steps: list[Move]) -> dict:
+    """Each term a normalisation passes through, with the number of steps that reach it (first visit)."""
+    out = {start: 0}
+    for index, move in enumerate(steps, start=1):
+        out.setdefault(move.expr, index)
+    return out
+
+
+def _strategies(engine: Engine) -> Iterator[tuple[bool, set]]:
+    """(use the goal, equations flipped): plain first, then equations off the goal deferred, then each
+    equation that may go either way flipped in turn."""
+    yield False, set()
+    yield True, set()
+    for equation in list(engine.equations):
+        if not equation.definition and not isinstance(equation.rhs, (Identity, ZeroMatrix)):
+            yield True, {equation.name}
