@@ -19,6 +19,7 @@ them from scratch later like any other chain.  The search:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Iterator
@@ -57,6 +58,7 @@ from ..kernel.terms import (
 __all__ = ["close", "normal_form"]
 
 MAX_STEPS = 400  # steps of one normalisation: a safety net, far above what a real chain needs
+MAX_SEARCH_TERMS = 3000  # terms the fallback search visits before it gives up
 SEARCH_SIZE_SLACK = 12  # the fallback search visits terms at most this many nodes larger than its start
 
 
@@ -87,14 +89,30 @@ class Source:
         raise NotImplementedError
 
 
+#: Node types an axiom needs somewhere in a term to apply at all (a cheap filter before trying it).
+NEEDS: dict[str, tuple[type, ...]] = {
+    "transpose_product": (Transpose,), "transpose_transpose": (Transpose,), "transpose_sum": (Transpose,),
+    "transpose_symmetric": (Transpose,), "transpose_inverse": (Transpose,), "transpose_zero": (Transpose,),
+    "inverse_product": (Inverse,), "inverse_inverse": (Inverse,), "inverse_cancel": (Inverse,),
+    "identity_mul": (Identity,), "zero_mul": (ZeroMatrix,), "zero_add": (ZeroMatrix,),
+    "collect": (MatAdd,), "distribute": (MatAdd,), "block_multiply": (BlockMatrix,),
+    "block_transpose": (BlockMatrix,), "block_single": (BlockMatrix,),
+}
+
+
 class RuleSource(Source):
     """A kernel rule (axiom or equation).  ``side``: only rewrites of this sub-term (an oriented equation);
     ``accept(matched, result)``: a further filter (a directed use of an axiom)."""
 
     def __init__(self, name: str, fn, side: Basic | None = None, accept: Callable | None = None, instance=()):
         self.name, self.fn, self.side, self.accept, self.instance = name, fn, side, accept, tuple(instance)
+        self.symbols = frozenset() if side is None else frozenset(side.atoms(MatrixSymbol))
 
     def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        if self.name in NEEDS and not _has_node(expr, NEEDS[self.name]):
+            return
+        if not self.symbols <= _symbols(expr):
+            return
         for matched, result in _safe(rewrites(expr, self.fn, engine.ctx)):
             if self.side is not None and matched != self.side:
                 continue
@@ -144,12 +162,32 @@ class CitedSource(Source):
             if instance in tried:
                 continue
             tried.add(instance)
-            try:
-                fn = resolve_rule(Step(expr, rule, instance), engine.ctx, _refuse)
-            except _Failed:
+            key = (rule, instance, len(engine.ctx.equations))
+            if key not in engine.cite_cache:  # the kernel's verdict on this instance, asked once
+                try:
+                    engine.cite_cache[key] = resolve_rule(Step(expr, rule, instance), engine.ctx, _refuse)
+                except _Failed:
+                    engine.cite_cache[key] = None
+            fn = engine.cite_cache[key]
+            if fn is None:
                 continue
             side = canon(fn.rhs if self.reverse else fn.lhs)
             yield from RuleSource(rule, fn, side=side, instance=instance).moves(engine, expr)
+
+
+@functools.lru_cache(maxsize=4096)
+def _symbols(term: Basic) -> frozenset:
+    return frozenset(term.atoms(MatrixSymbol))
+
+
+@functools.lru_cache(maxsize=4096)
+def _node_types(term: Basic) -> frozenset:
+    return frozenset(type(node) for node in subterms(term))
+
+
+def _has_node(term: Basic, kinds: tuple[type, ...]) -> bool:
+    """``term`` has a node of one of ``kinds`` (Inverse counts as a power: it subclasses MatPow)."""
+    return any(issubclass(kind, wanted) for kind in _node_types(term) for wanted in kinds)
 
 
 def _safe(results: Iterator) -> Iterator:
@@ -345,6 +383,8 @@ class Engine:
         self.argument_lemma: dict[Basic, tuple[str, Basic] | None] = {}  # A -> (lemma, nf(A)), or None
         self.refused_inverses: set[Basic] = set()
         self.defined_memo: dict = {}
+        self.best: tuple | None = None  # the first pair of normal forms, for the error message
+        self.cite_cache: dict = {}
 
     # -- bookkeeping
     def tick(self) -> None:
@@ -542,6 +582,8 @@ class Engine:
                         if move.expr in parents[side] or size(move.expr) > limit or not self.defined(move.expr):
                             continue
                         parents[side][move.expr] = (expr, move)
+                        if len(parents[0]) + len(parents[1]) > MAX_SEARCH_TERMS:
+                            return None
                         if move.expr in parents[1 - side]:
                             return _join(parents, move.expr)
                         next_frontier.append(move.expr)
@@ -643,7 +685,8 @@ def close(chain, rhs: Basic, timeout: float = 10.0):
         moves = _find(engine, chain.current, target)
     except OutOfTime:
         chain.ctx.memo.clear()  # judgments cut short are remembered as "not shown"
-        chain._fail(f"auto found no chain to {target} within {timeout:g} s", "auto")
+        known = "" if engine.best is None else f": {_differ(engine.best[0], engine.best[1])}"
+        chain._fail(f"auto found no chain to {_show(target)} within {timeout:g} s{known}", "auto")
     finally:
         chain.ctx.deadline = saved_deadline
     for move in moves:
@@ -658,7 +701,7 @@ def _prepare(engine: Engine, term: Basic, label: str) -> tuple[Basic, list[Move]
         try:
             check_defined(term, engine.ctx)
         except TermError as exc:
-            engine.chain._fail(f"auto: {label} {term} is not defined: {exc}", "auto")
+            engine.chain._fail(f"auto: {label} {_show(term)} is not defined: {exc}", "auto")
     return (moves[-1].expr if moves else term), moves
 
 
@@ -695,16 +738,25 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
         if left_nf in path:
             return prefix + left_steps + _reverse(right_start, right_steps[: path[left_nf]]) + suffix
         if best is None:
-            best = (left_nf, right_nf, left_steps, right_steps)
+            best = engine.best = (left_nf, right_nf, left_steps, right_steps)
     left_nf, right_nf, left_steps, right_steps = best
     engine.flips, engine.goal = set(), None
     middle = engine.search(left_nf, right_nf)
     if middle is not None:
         return prefix + left_steps + middle + _reverse(right_start, right_steps) + suffix
-    a, b = first_difference(left_nf, right_nf)
-    engine.chain._fail(f"auto found no chain: the left side normalises to {left_nf} and the right side to "
-                       f"{right_nf}; they first differ at {a} versus {b}", "auto")
+    engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}", "auto")
     raise AssertionError("unreachable")
+
+
+def _differ(left_nf: Basic, right_nf: Basic) -> str:
+    a, b = first_difference(left_nf, right_nf)
+    return (f"the left side normalises to {_show(left_nf)} and the right side to {_show(right_nf)}; "
+            f"they first differ at {_show(a)} versus {_show(b)}")
+
+
+def _show(term: Basic) -> str:
+    """A term on one line (SymPy prints block matrices over several)."""
+    return " ".join(str(term).split())
 
 
 def _path(start: Basic, steps: list[Move]) -> dict:

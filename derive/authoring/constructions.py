@@ -78,9 +78,12 @@ def token_weights(A, p, k, *, read_labels: bool = False) -> object:
     return block([[A, ZeroMatrix(p, k)], [ZeroMatrix(k, p), ZeroMatrix(k, k)]])
 
 
-def gd_step_from_zero(X, Y, Gamma) -> object:
-    """β₁ = β₀ − Γ Xᵀ(X β₀ − Y) at β₀ = 0: one preconditioned gradient step on ½‖Y − Xβ‖²."""
+def gd_step_from_zero(X, Y, Gamma, start=None) -> object:
+    """β₁ = β₀ − Γ Xᵀ(X β₀ − Y) at β₀ = 0: one preconditioned gradient step on ½‖Y − Xβ‖².
+
+    ``start`` is a symbol a definition sets to 0 (the theorem then reads β₀, not a zero block); default 0.
+    """
     p, k = X.shape[1], Y.shape[1]
-    beta0 = ZeroMatrix(p, k)
+    beta0 = ZeroMatrix(p, k) if start is None else start
     residual = add(mul(X, beta0), mul(-1, Y))
     return add(beta0, mul(-1, Gamma, transpose(X), residual))

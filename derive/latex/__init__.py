@@ -1,16 +1,31 @@
-"""LaTeX for checked theorems: the paper-notation printer, theorem fragments, the article and the PDF.
+"""LaTeX for checked theorems: the paper-notation printer, theorem fragments, their package, the article, the PDF.
 
-:mod:`.printer` prints kernel terms in paper notation; :mod:`.article` turns checked theorems into
-theorem fragments (which cite other theorems by ``\\ref{thm:ID}``), the Jupyter display and the
-standalone article; :mod:`.pdf` compiles the article.
+:mod:`.printer` prints kernel terms in paper notation; :mod:`.grouping` decides which kernel steps share a
+displayed proof line; :mod:`.article` turns checked theorems into theorem fragments (which cite other
+theorems by ``\\ref{thm:ID}``), the Jupyter display and the standalone article; :mod:`.package` writes the
+``olstransformer.sty`` the fragments need in a user's paper, and :mod:`.symbols` its symbol macros and the
+``--symbols`` file; :mod:`.pdf` compiles the article.
 """
 
 from ..kernel.proof import register_display
-from .article import RULE_TEXT, article_latex, article_theorems, notation_rows, theorem_display, theorem_latex
+from .article import (
+                      RULE_TEXT,
+                      article_latex,
+                      article_theorems,
+                      describe,
+                      notation_rows,
+                      rule_text,
+                      theorem_display,
+                      theorem_latex,
+)
+from .grouping import display_groups
+from .package import PACKAGE, package_latex
 from .pdf import TexError, compile_pdf, tex_engine
 from .printer import PaperLatexPrinter, math
+from .symbols import SymbolsError, macro_table, read_symbols
 
 register_display(theorem_display)
 
-__all__ = ["RULE_TEXT", "PaperLatexPrinter", "TexError", "article_latex", "article_theorems", "compile_pdf", "math",
-           "notation_rows", "tex_engine", "theorem_display", "theorem_latex"]
+__all__ = ["PACKAGE", "RULE_TEXT", "PaperLatexPrinter", "SymbolsError", "TexError", "article_latex",
+           "article_theorems", "compile_pdf", "describe", "display_groups", "macro_table", "math", "notation_rows",
+           "package_latex", "read_symbols", "rule_text", "tex_engine", "theorem_display", "theorem_latex"]

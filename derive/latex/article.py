@@ -20,35 +20,51 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sympy import Basic
-from sympy.matrices.expressions import MatrixSymbol
+from sympy import Basic, Symbol
+from sympy.matrices.expressions import BlockMatrix, MatrixSymbol
 
-from ..kernel import AXIOMS, Chain, Hypothesis, Theorem
+from ..kernel import Chain, Hypothesis, Theorem
+from .grouping import display_groups
 from .printer import PaperLatexPrinter
+from .symbols import macro_table, theorem_dimensions, theorem_symbols
 
-__all__ = ["RULE_TEXT", "article_latex", "article_theorems", "notation_rows", "theorem_display", "theorem_latex"]
+__all__ = ["RULE_TEXT", "article_latex", "article_theorems", "describe", "notation_rows", "rule_text",
+           "theorem_display", "theorem_latex"]
 
-#: How each axiom is named beside a proof line.
+#: How each axiom is named beside a proof line: in words, never in letters a reader's matrices use.
 RULE_TEXT = {
     "transpose_product": "transpose of a product",
-    "transpose_transpose": r"$(A^{\top})^{\top} = A$",
+    "transpose_transpose": "transpose of a transpose",
     "transpose_sum": "transpose of a sum",
     "transpose_symmetric": "symmetric matrix",
-    "transpose_inverse": r"$(A^{-1})^{\top} = (A^{\top})^{-1}$",
+    "transpose_inverse": "transpose of an inverse",
     "transpose_zero": "transpose of zero",
     "inverse_product": "inverse of a product",
-    "inverse_inverse": r"$(A^{-1})^{-1} = A$",
-    "inverse_cancel": r"$A^{-1} A = A A^{-1} = I$",
-    "power_combine": r"$A^{a} A^{b} = A^{a+b}$",
-    "identity_mul": r"$A I = I A = A$",
+    "inverse_inverse": "inverse of an inverse",
+    "inverse_cancel": "a matrix times its inverse",
+    "power_combine": "product of powers",
+    "identity_mul": "product with the identity",
     "zero_mul": "product with zero",
-    "zero_add": r"$A + 0 = A$",
+    "zero_add": "sum with zero",
+    "collect": "collecting like terms",
     "distribute": "distributivity",
     "block_multiply": "block multiplication",
     "block_transpose": "block transpose",
     "block_single": "a single block",
 }
-assert set(RULE_TEXT) == set(AXIOMS), "every axiom needs a description"
+
+_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+            "%": r"\%", "_": " ", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}"}
+
+
+def _text(name: str) -> str:
+    """A name as plain LaTeX text: underscores read as spaces, specials escaped."""
+    return "".join(_SPECIAL.get(ch, ch) for ch in " ".join(str(name).split()))
+
+
+def rule_text(rule: str) -> str:
+    """How an axiom reads beside a proof line; an axiom without a description reads as its name in words."""
+    return RULE_TEXT.get(rule) or f"rule {_text(rule)}"
 
 
 def _label(theorem_id: str, lemma: str | None = None) -> str:
@@ -68,6 +84,26 @@ class _Context:
     printer: PaperLatexPrinter
     stated: dict = field(default_factory=dict)  # lemma statement key -> its label, shared by the article
     aliases: dict = field(default_factory=dict)  # this theorem's lemma name -> label of the same statement
+
+
+BREAK = "\\olsbreak"  # where a long display may break: between the factors of an outermost product
+
+
+def _printer(theorems: Sequence[Theorem], macros: bool, settings: Mapping) -> PaperLatexPrinter:
+    """The printer of a fragment or the article: symbols as the package's macros, breakable displays."""
+    settings = dict(settings)
+    if macros:
+        settings["symbol_names"] = {**macro_table(theorems), **(settings.get("symbol_names") or {})}
+        settings.setdefault("breaks", BREAK)
+    return PaperLatexPrinter(settings)
+
+
+def _display(printer: PaperLatexPrinter, *terms: Basic, end: str = "") -> str:
+    """A displayed statement ``a = b`` (breakable when the printer has breaks)."""
+    text = " = ".join(printer.doprint_breakable(t) for t in terms) + end
+    if printer._settings["breaks"] is None:
+        return f"\\[ {text} \\]"
+    return f"\\olsdisplay{{{text}}}"
 
 
 # --- statements ---------------------------------------------------------------------
@@ -97,70 +133,78 @@ def _instance(instance: Sequence[tuple[Basic, Basic]], printer: PaperLatexPrinte
 
 
 def _rule_text(step, ctx: _Context) -> str:
+    """The rule of one step in words (an unknown rule or name still prints, as its name)."""
     rule, printer, proof = step.rule, ctx.printer, ctx.theorem.proof
-    if rule in RULE_TEXT:
-        return RULE_TEXT[rule]
-    kind, _, name = rule.partition(":")
+    kind, sep, name = rule.partition(":")
+    if not sep:
+        return rule_text(rule)
     if kind == "thm":
         pairs = _instance(step.instance, printer)
         return f"Theorem~\\ref{{{_label(name)}}}" + (f" with ${pairs}$" if pairs else "")
     if kind == "lemma":
         return f"Lemma~\\ref{{{ctx.aliases.get(name, _label(ctx.theorem.id, name))}}}"
     if kind == "def":
-        definition = next(d for d in proof.definitions if d.name == name)
-        return f"definition of ${printer.doprint(definition.symbol)}$"
-    hyps = list(proof.hypotheses) + [h for c in proof.lemmas for h in c.hypotheses]
-    h = next(h for h in hyps if h.name == name)
-    pairs = _instance(step.instance, printer)
-    return f"by the hypothesis, with ${pairs}$" if pairs else f"by {_equation(h, printer)}"
+        definition = next((d for d in proof.definitions if d.name == name), None)
+        return f"definition of ${printer.doprint(definition.symbol)}$" if definition else f"definition {_text(name)}"
+    if kind == "hyp":
+        hyps = list(proof.hypotheses) + [h for c in proof.lemmas for h in c.hypotheses]
+        h = next((h for h in hyps if h.name == name), None)
+        if h is None:
+            return f"hypothesis {_text(name)}"
+        pairs = _instance(step.instance, printer)
+        return f"by the hypothesis, with ${pairs}$" if pairs else f"by {_equation(h, printer)}"
+    return f"rule {_text(rule)}"
 
 
-_WIDE_LINE = 260  # characters of LaTeX beyond which a chain line would overflow the page
+_TIMES = {2: "twice", 3: "three times"}
+
+
+def _group_tag(steps, ctx: _Context) -> str:
+    """The rules of a displayed line's steps in order, each once, with how often it was applied."""
+    counts: dict[str, int] = {}
+    for step in steps:
+        text = _rule_text(step, ctx)
+        counts[text] = counts.get(text, 0) + 1
+    return "; ".join(text if n == 1 else f"{text}, {_TIMES.get(n, f'{n} times')}" for text, n in counts.items())
 
 
 def _chain_latex(chain: Chain, ctx: _Context) -> str:
+    """A proof chain: one displayed line per meaningful rewrite, its bookkeeping named on the same line."""
     printer = ctx.printer
     if not chain.steps:
-        return f"\\[ {printer.doprint(chain.lhs)} = {printer.doprint(chain.rhs)} \\]"
-    exprs = [printer.doprint(step.expr) for step in chain.steps]
-    lhs = printer.doprint(chain.lhs)
-    wide = max(len(e) for e in exprs) + len(lhs) > _WIDE_LINE  # then the left side gets a line of its own
-    lines = [f"  & {lhs}"] if wide else []
-    for index, (step, expr) in enumerate(zip(chain.steps, exprs, strict=True)):
-        left = lhs if index == 0 and not wide else ""
-        tag = _rule_text(step, ctx)
-        lines.append(f"  {left} &{'{}' if wide else ''}= {expr} \\tag*{{\\small({tag})}}")
-    return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
-
-
-def _statement_terms(theorem: Theorem) -> list[Basic]:
-    proof = theorem.proof
-    terms = [proof.claim.lhs, proof.claim.rhs] + [t for h in proof.hypotheses for t in (h.lhs, h.rhs)]
-    terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
-    terms += [t for c in proof.lemmas for t in (c.lhs, c.rhs)]
-    return terms
-
-
-def _symbols(theorem: Theorem, bound_too: bool = False) -> dict[str, MatrixSymbol]:
-    """The matrix symbols of a theorem's statement and lemmas by name, in order of appearance."""
-    proof = theorem.proof
-    hyps = [*proof.hypotheses, *(h for c in proof.lemmas for h in c.hypotheses)]
-    bound = set() if bound_too else {v for h in hyps for v in h.forall}
-    terms = _statement_terms(theorem)
-    if bound_too:
-        terms += [t for h in hyps for t in (h.lhs, h.rhs)]
-    seen: dict[str, MatrixSymbol] = {}
-    for term in terms:
-        for sym in sorted(term.atoms(MatrixSymbol), key=lambda s: str(s.name)):
-            if sym not in bound:
-                seen.setdefault(str(sym.name), sym)
-    return seen
+        return _display(printer, chain.lhs, chain.rhs)
+    groups = display_groups(chain)
+    if printer._settings["breaks"] is None:  # plain LaTeX (no package): align*, one line per displayed group
+        lines = [f"  {printer.doprint(chain.lhs) if i == 0 else ''} &= {printer.doprint(g.expr)} "
+                 f"\\tag*{{\\small({_group_tag(g.steps, ctx)})}}" for i, g in enumerate(groups)]
+        return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
+    lines = [f"\\begin{{olschain}}{{{printer.doprint_breakable(chain.lhs)}}}"]
+    for group in groups:
+        lines.append(f"\\olsstep{{{printer.doprint_breakable(group.expr)}}}{{{_group_tag(group.steps, ctx)}}}")
+    lines.append("\\end{olschain}")
+    return "\n".join(lines)
 
 
 def _shapes(theorem: Theorem, printer: PaperLatexPrinter) -> str:
-    items = [f"${printer.doprint(s)} \\in \\mathbb{{R}}^{{{printer.doprint(s.rows)} \\times "
-             f"{printer.doprint(s.cols)}}}$" for s in _symbols(theorem).values()]
+    items = [f"${printer.doprint(s)} \\in \\mathbb{{R}}^{{{printer.dimension(s.rows)} \\times "
+             f"{printer.dimension(s.cols)}}}$" for s in theorem_symbols(theorem).values()]
     return ", ".join(items)
+
+
+def _tall(*terms: Basic) -> bool:
+    """Whether a term holds a block matrix (too tall for a line of text)."""
+    return any(t.atoms(BlockMatrix) or isinstance(t, BlockMatrix) for t in terms)
+
+
+def _items(verb: str, sep: str, items: list, printer: PaperLatexPrinter) -> str:
+    """``Assume a; b.`` in the text; equations holding block matrices displayed after the others."""
+    inline = [text for text, tall, _ in items if not tall]
+    tall = [terms for _, is_tall, terms in items if is_tall]
+    if not tall or printer._settings["breaks"] is None:
+        return f"{verb} " + sep.join(text for text, _, _ in items) + "."
+    shown = " \\olssep ".join(f"{printer.doprint(a)} = {printer.doprint(b)}" for a, b in tall)
+    head = f"{verb} " + sep.join(inline) + (sep.strip() + " and" if inline else "")
+    return head + f"\n\\olsdisplay{{{shown}.}}"
 
 
 def _lemma_key(lemma: Chain) -> tuple:
@@ -169,48 +213,64 @@ def _lemma_key(lemma: Chain) -> tuple:
 
 
 def _theorem_latex(ctx: _Context) -> str:
+    """The theorem, each new lemma with its proof, then the theorem's proof (each proof opens with "Proof")."""
     theorem, printer = ctx.theorem, ctx.printer
     proof = theorem.proof
     out = [f"\\begin{{theorem}}[{theorem.title}]\\label{{{_label(theorem.id)}}}"]
     out.append(f"Let {_shapes(theorem, printer)}.")
     if proof.hypotheses:
-        out.append("Assume " + "; ".join(_equation(h, printer) for h in proof.hypotheses) + ".")
+        out.append(_items("Assume", "; ", [(_equation(h, printer), not h.is_predicate and _tall(h.lhs, h.rhs),
+                                           (h.lhs, h.rhs)) for h in proof.hypotheses], printer))
     if proof.definitions:
-        defs = ", ".join(f"${printer.doprint(d.symbol)} = {printer.doprint(d.rhs)}$" for d in proof.definitions)
-        out.append(f"Define {defs}.")
-    out.append(f"Then\n\\[ {printer.doprint(proof.claim.lhs)} = {printer.doprint(proof.claim.rhs)}. \\]")
+        out.append(_items("Define", ", ", [(f"${printer.doprint(d.symbol)} = {printer.doprint(d.rhs)}$",
+                                           _tall(d.rhs), (d.symbol, d.rhs)) for d in proof.definitions], printer))
+    out.append("Then")
+    out.append(_display(printer, proof.claim.lhs, proof.claim.rhs, end="."))
     out.append("\\end{theorem}\n")
-    out.append("\\begin{proof}")
+    again = []
     for lemma in proof.lemmas:
         key = _lemma_key(lemma)
         if key in ctx.stated:  # stated (and proved) earlier in the article: cite it, do not state it again
             ctx.aliases[lemma.name] = ctx.stated[key]
-            out.append(f"We use Lemma~\\ref{{{ctx.stated[key]}}} again.")
+            again.append(ctx.stated[key])
             continue
         ctx.stated[key] = _label(theorem.id, lemma.name)
         header = f"\\begin{{lemma}}\\label{{{_label(theorem.id, lemma.name)}}}"
-        if lemma.hypotheses:
-            header += " If " + " and ".join(_equation(h, printer) for h in lemma.hypotheses) + ", then"
+        header += (" If " + " and ".join(_equation(h, printer) for h in lemma.hypotheses) + ", then"
+                   if lemma.hypotheses else "\\leavevmode")
         out.append(header)
-        out.append(f"\\[ {printer.doprint(lemma.lhs)} = {printer.doprint(lemma.rhs)}. \\]")
+        out.append(_display(printer, lemma.lhs, lemma.rhs, end="."))
         out.append("\\end{lemma}")
+        out.append("\\begin{proof}")
         out.append(_chain_latex(lemma, ctx))
-    out.append("For the claim:" if proof.lemmas else "")
+        out.append("\\end{proof}\n")
+    fresh = len(proof.lemmas) > len(again)
+    out.append(f"\\begin{{proof}}[Proof of Theorem~\\ref{{{_label(theorem.id)}}}]" if fresh else "\\begin{proof}")
+    for label in dict.fromkeys(again):
+        out.append(f"We use Lemma~\\ref{{{label}}} again.")
     out.append(_chain_latex(proof.claim, ctx))
     out.append("\\end{proof}\n")
     return "\n".join(line for line in out if line)
 
 
-def theorem_latex(theorem: Theorem, **settings) -> str:
-    """A theorem environment (statement from the checked data) and its proof, one line per kernel step.
+def _closure(theorem: Theorem) -> list[Theorem]:
+    return article_theorems([theorem])
 
-    This is the fragment ``derive latex`` writes as ``<id>.tex``.  It labels itself ``thm:<id>`` (its
-    lemmas ``lem:<id>:<name>``) and refers to each theorem it cites by ``\\ref{thm:<cited id>}``: those
-    labels resolve only in a document that states the cited theorems too, as :func:`article_latex` does.
-    ``settings`` are :class:`PaperLatexPrinter` settings.
+
+def theorem_latex(theorem: Theorem, macros: bool = True, **settings) -> str:
+    """A theorem environment (statement from the checked data), each lemma with its proof, then the proof.
+
+    This is the fragment ``derive latex`` writes as ``<id>.tex``; it needs the package
+    (:func:`derive.latex.package_latex`, ``\\usepackage{olstransformer}``): its symbols are the package's
+    macros (``\\olsX``) and its displays break to the text width.  With ``macros=False`` it prints plain
+    symbols and ``align*`` chains, for a document without the package.  Each proof line is a meaningful
+    rewrite with the bookkeeping steps it needs (products and sums with zero, identities), every rule named
+    beside it.  The fragment labels itself ``thm:<id>`` (its lemmas ``lem:<id>:<name>``) and refers to each
+    theorem it cites by ``\\ref{thm:<cited id>}``: those labels resolve only in a document that states the
+    cited theorems too, as :func:`article_latex` does.  ``settings`` are :class:`PaperLatexPrinter` settings.
     """
     _checked(theorem)
-    return _theorem_latex(_Context(theorem, PaperLatexPrinter(settings)))
+    return _theorem_latex(_Context(theorem, _printer(_closure(theorem), macros, settings)))
 
 
 def theorem_display(theorem: Theorem, **settings) -> str:
@@ -264,6 +324,11 @@ def _registered_glossaries() -> dict[str, Mapping[str, str]]:
     return {theorem_id: item.glossary for theorem_id, item in entries().items()}
 
 
+def resolved_glossaries(glossaries: Mapping[str, Mapping[str, str]] | None = None) -> dict:
+    """The registered theorems' glossaries, overridden per theorem by ``glossaries``."""
+    return {**_registered_glossaries(), **(glossaries or {})}
+
+
 def _cited_as(theorem: Theorem) -> dict[str, set]:
     """For each theorem ``theorem`` cites, the symbols of it that some citing step renames."""
     renamed: dict[str, set] = {}
@@ -274,11 +339,11 @@ def _cited_as(theorem: Theorem) -> dict[str, set]:
     return renamed
 
 
-def _meaning(theorem: Theorem, sym: MatrixSymbol, glossaries: Mapping[str, Mapping[str, str]],
-             memo: dict) -> str | None:
+def _meaning(theorem: Theorem, sym: Basic, glossaries: Mapping[str, Mapping[str, str]], memo: dict) -> str | None:
     """What ``sym`` means in ``theorem``: its own glossary entry, else that of a cited theorem sharing the symbol.
 
-    A cited theorem shares ``sym`` when it has the same symbol (name and shape) and no citing step renames it.
+    A cited theorem shares ``sym`` when it has the same symbol (name and shape; a dimension by name) and no
+    citing step renames it.
     """
     key = (theorem.id, sym)
     if key not in memo:
@@ -289,7 +354,9 @@ def _meaning(theorem: Theorem, sym: MatrixSymbol, glossaries: Mapping[str, Mappi
         else:
             renamed = _cited_as(theorem)
             for cited in theorem.proof.cites:
-                if sym in _symbols(cited, bound_too=True).values() and sym not in renamed.get(cited.id, ()):
+                pool = (theorem_symbols(cited, bound_too=True) if isinstance(sym, MatrixSymbol)
+                        else theorem_dimensions(cited))
+                if sym in pool.values() and sym not in renamed.get(cited.id, ()):
                     meaning = _meaning(cited, sym, glossaries, memo)
                     if meaning:
                         memo[key] = meaning
@@ -297,26 +364,69 @@ def _meaning(theorem: Theorem, sym: MatrixSymbol, glossaries: Mapping[str, Mappi
     return memo[key]
 
 
-def notation_rows(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]]
-                  ) -> list[tuple[str, MatrixSymbol, list[tuple[str, list[str]]]]]:
+def describe(theorem: Theorem, sym: Basic, printer: PaperLatexPrinter | None = None) -> str:
+    """A description of a symbol no glossary describes, from what the theorem says of it.
+
+    A defined symbol reads as its definition, a symbol a hypothesis binds as "any matrix ..." of its size, a
+    dimension as a size of the theorem's matrices, any other matrix by its size.
+    """
+    printer = printer or PaperLatexPrinter()
+    proof = theorem.proof
+    if isinstance(sym, Symbol) and not isinstance(sym, MatrixSymbol):
+        return "a dimension (a positive integer)"
+    size = f"${printer.dimension(sym.rows)} \\times {printer.dimension(sym.cols)}$"
+    for d in proof.definitions:
+        if d.symbol == sym:
+            return f"the {size} matrix ${printer.doprint(sym)} = {printer.doprint(d.rhs)}$"
+    hyps = [*proof.hypotheses, *(h for c in proof.lemmas for h in c.hypotheses)]
+    if any(sym in h.forall for h in hyps):
+        return f"any {size} matrix (bound by a hypothesis)"
+    if sym.cols == 1:
+        return f"a vector in $\\mathbb{{R}}^{{{printer.doprint(sym.rows)}}}$"
+    return f"a given {size} matrix"
+
+
+def notation_rows(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]],
+                  printer: PaperLatexPrinter | None = None, dimensions: bool = False,
+                  ) -> list[tuple[str, Basic, list[tuple[str, list[str]]]]]:
     """(name, symbol, [(description, ids of the theorems it applies in), ...]) for every symbol, by name.
 
-    A symbol no theorem describes has no descriptions; one described alike everywhere has one.
+    Every symbol has at least one description: the glossaries' (a theorem's own, or that of a cited theorem
+    sharing the symbol); a symbol no glossary describes anywhere gets the one :func:`describe` derives from
+    the theorems.  A symbol described alike everywhere has one.
+    ``dimensions`` adds the dimension symbols (``n``, ``p``), before the matrices.
     """
-    symbols: dict[str, MatrixSymbol] = {}
+    printer = printer or PaperLatexPrinter()
+    symbols: dict[str, Basic] = {}
     meanings: dict[str, dict[str, list[str]]] = {}
+    derived: dict[str, dict[str, list[str]]] = {}
     memo: dict = {}
-    for theorem in theorems:
-        for name, sym in _symbols(theorem, bound_too=True).items():
-            symbols.setdefault(name, sym)
-            found = meanings.setdefault(name, {})
-            meaning = _meaning(theorem, sym, glossaries, memo)
-            if meaning:
-                ids = found.setdefault(meaning, [])
-                if theorem.id not in ids:
-                    ids.append(theorem.id)
-    order = sorted(symbols, key=lambda n: (n.lower(), n))
+    for kind in ("dimensions", "matrices") if dimensions else ("matrices",):
+        for theorem in theorems:
+            pool = theorem_dimensions(theorem) if kind == "dimensions" else theorem_symbols(theorem, bound_too=True)
+            for name, sym in pool.items():
+                symbols.setdefault(name, sym)
+                found = meanings.setdefault(name, {})
+                meaning = _meaning(theorem, sym, glossaries, memo)
+                if meaning:
+                    ids = found.setdefault(meaning, [])
+                    if theorem.id not in ids:
+                        ids.append(theorem.id)
+                else:
+                    derived.setdefault(name, {}).setdefault(describe(theorem, sym, printer), []).append(theorem.id)
+    for name, found in meanings.items():
+        if not found:  # no glossary describes the symbol anywhere: what the theorems say of it
+            found.update(derived[name])
+    dims = [n for n in symbols if not isinstance(symbols[n], MatrixSymbol)]
+    mats = [n for n in symbols if isinstance(symbols[n], MatrixSymbol)]
+    order = sorted(dims) + sorted(mats, key=lambda n: (n.lower(), n))
     return [(name, symbols[name], list(meanings[name].items())) for name in order]
+
+
+def descriptions(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """Symbol name -> its description(s) in one line (for the package's comments)."""
+    rows = notation_rows(theorems, glossaries, dimensions=True)
+    return {name: "; ".join(text for text, _ in meanings) for name, _, meanings in rows}
 
 
 def _refs(ids: Sequence[str]) -> str:
@@ -329,9 +439,6 @@ def _refs(ids: Sequence[str]) -> str:
 PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage[a4paper,margin=2cm]{geometry}
 \usepackage{amsmath,amssymb,amsthm}
-\allowdisplaybreaks
-\newtheorem{theorem}{Theorem}
-\newtheorem{lemma}{Lemma}[theorem]
 \title{Ordinary least squares is single-layer linear attention\\\large machine-checked theorems}
 \author{generated by \texttt{derive} from kernel-checked proofs}
 \date{}
@@ -341,10 +448,10 @@ PREAMBLE = r"""\documentclass[11pt]{article}
 def _notation(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]],
               printer: PaperLatexPrinter) -> str:
     rows = []
-    for _name, sym, meanings in notation_rows(theorems, glossaries):
+    for _name, sym, meanings in notation_rows(theorems, glossaries, printer, dimensions=True):
         symbol = f"${printer.doprint(sym)}$"
-        if len(meanings) <= 1:
-            rows.append(f"{symbol} & {meanings[0][0] if meanings else ''} \\\\")
+        if len(meanings) == 1:
+            rows.append(f"{symbol} & {meanings[0][0]} \\\\")
             continue
         for index, (text, ids) in enumerate(meanings):
             rows.append(f"{symbol if index == 0 else ''} & {text} (in {_refs(ids)}) \\\\")
@@ -353,9 +460,11 @@ def _notation(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str,
         "Products are matrix products; $A^{\\top}$ is the transpose, $I$ an identity and $0$ a zero matrix "
         "of the size the context needs. The OLS estimator is $\\hat{\\beta} = (X^{\\top}X)^{-1}X^{\\top}Y$, "
         "its predictions at queries $X_{q}$ are $X_{q}\\hat{\\beta}$, and $\\hat{Y} = HY$. "
-        "Each proof line names the rule the kernel checked for that step; a line citing an earlier theorem "
-        "says which of its symbols are renamed. A symbol that means different things in different theorems "
-        "is listed once per meaning, with the theorems that meaning applies in.",
+        "Each proof line is one rewrite, named beside it; the bookkeeping it needs (products and sums with "
+        "zero, products with the identity, transposes of zero, single blocks) is named on the same line, "
+        "with how often it was applied. A line citing an earlier theorem says which of its symbols are "
+        "renamed. A symbol that means different things in different theorems is listed once per meaning, "
+        "with the theorems that meaning applies in.",
         "\\begin{center}\\begin{tabular}{lp{0.8\\textwidth}}",
         *rows,
         "\\end{tabular}\\end{center}",
@@ -363,22 +472,32 @@ def _notation(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str,
 
 
 def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]] | None = None,
-                  **settings) -> str:
+                  macros: bool = True, **settings) -> str:
     """A standalone article: notation, then every theorem with its proof.
 
     Every theorem cited is stated before the first theorem citing it (added when missing, each once,
     see :func:`article_theorems`), so every ``\\ref`` resolves; a lemma whose statement an earlier
     theorem already stated is cited, not stated again.  ``glossaries`` maps a theorem id to its
     symbols' descriptions; it defaults to, and overrides per theorem, the registered theorems' glossaries.
-    ``settings`` are :class:`PaperLatexPrinter` settings.
+    The preamble carries the package's definitions (:mod:`derive.latex.package`), so the file compiles on
+    its own.  ``settings`` are :class:`PaperLatexPrinter` settings (``matrix_style`` styles the symbols).
     """
+    from .package import package_body
+
     ordered = article_theorems(theorems)
-    resolved = {**_registered_glossaries(), **(glossaries or {})}
-    printer = PaperLatexPrinter(settings)
-    body = [PREAMBLE, "\\begin{document}", "\\maketitle", _notation(ordered, resolved, printer)]
+    resolved = resolved_glossaries(glossaries)
+    style = settings.get("matrix_style", "plain")
+    printer = _printer(ordered, macros, settings)
+    preamble = PREAMBLE
+    if macros:
+        body = package_body(ordered, style, descriptions=descriptions(ordered, resolved))
+        preamble += "\\makeatletter\n" + body + "\\makeatother\n"
+    else:
+        preamble += "\\newtheorem{theorem}{Theorem}\n\\newtheorem{lemma}{Lemma}[theorem]\n"
+    body = [preamble, "\\begin{document}", "\\maketitle", _notation(ordered, resolved, printer)]
     stated: dict = {}
     for theorem in ordered:
         body.append(f"\\section{{{theorem.title}}}")
-        body.append(_theorem_latex(_Context(theorem, PaperLatexPrinter(settings), stated)))
+        body.append(_theorem_latex(_Context(theorem, _printer(ordered, macros, settings), stated)))
     body.append("\\end{document}")
     return "\n\n".join(body) + "\n"

@@ -25,15 +25,20 @@ class PaperLatexPrinter(LatexPrinter):
     Settings beyond SymPy's: ``matrix_style`` — ``"plain"`` (X), ``"bold"`` (\\mathbf{X},
     \\boldsymbol{\\Lambda}) or ``"upright"`` (\\mathrm{X}); ``symbol_names`` maps a symbol's name
     to the LaTeX to print (SymPy's own setting, keyed by name here); names ending in ``_hat``
-    get a hat (``beta_hat`` -> \\hat{\\beta}); ``dimensions`` adds sizes to I and 0.
+    get a hat (``beta_hat`` -> \\hat{\\beta}); ``dimensions`` adds sizes to I and 0; ``breaks`` — LaTeX put
+    between the factors of the outermost products (of the term, or of the terms of an outermost sum), where
+    a long display may break (``\\olsbreak`` in the fragments), or ``None``.
+    ``symbol_names`` also applies to dimension symbols (``n``, ``p``).
     """
 
-    _default_settings = {**LatexPrinter._default_settings, "matrix_style": "plain", "dimensions": False}
+    _default_settings = {**LatexPrinter._default_settings, "matrix_style": "plain", "dimensions": False,
+                         "breaks": None}
 
     def __init__(self, settings: dict | None = None):
         settings = dict(settings or {})
         self._names = dict(settings.pop("symbol_names", {}) or {})
         super().__init__(settings)
+        self._outer = False
         if self._settings["matrix_style"] not in ("plain", "bold", "upright"):
             raise ValueError("matrix_style must be 'plain', 'bold' or 'upright'")
 
@@ -58,6 +63,33 @@ class PaperLatexPrinter(LatexPrinter):
 
     def _print_MatrixSymbol(self, expr):
         return self.symbol_latex(str(expr.name))
+
+    def _print_Symbol(self, expr, style="plain"):
+        if str(expr.name) in self._names:
+            return self._names[str(expr.name)]
+        return super()._print_Symbol(expr, style=style)
+
+    def dimension(self, dim) -> str:
+        """A dimension as a factor of ``n \\times p``: a sum or difference in parentheses."""
+        text = self._print(dim)
+        return f"({text})" if dim.is_Add else text
+
+    def _print(self, expr, **kwargs):
+        if self._outer and not (getattr(expr, "is_MatAdd", False) or getattr(expr, "is_MatMul", False)):
+            self._outer = False  # no breaks inside parentheses, transposes, blocks
+            try:
+                return super()._print(expr, **kwargs)
+            finally:
+                self._outer = True
+        return super()._print(expr, **kwargs)
+
+    def doprint_breakable(self, expr) -> str:
+        """Like ``doprint``, with the ``breaks`` setting between the outermost factors."""
+        self._outer = self._settings["breaks"] is not None
+        try:
+            return self.doprint(expr)
+        finally:
+            self._outer = False
 
     # structure ------------------------------------------------------------------------
     def _wrap(self, expr) -> str:
@@ -96,6 +128,13 @@ class PaperLatexPrinter(LatexPrinter):
         return "\\begin{bmatrix}" + " \\\\ ".join(rows) + "\\end{bmatrix}"
 
     def _print_MatMul(self, expr):
+        outer, self._outer = self._outer, False
+        try:
+            return self._mat_mul(expr, outer)
+        finally:
+            self._outer = outer
+
+    def _mat_mul(self, expr, outer: bool) -> str:
         coeff = Rational(1)
         parts: list[str] = []
         previous_zero = False
@@ -106,6 +145,8 @@ class PaperLatexPrinter(LatexPrinter):
             text = self._wrap(arg) if arg.is_MatAdd else self._print(arg)
             if parts and (arg.is_ZeroMatrix or previous_zero):
                 parts.append("\\cdot")  # 0 0 would read as the number 00
+            elif parts and outer:
+                parts.append(self._settings["breaks"])
             parts.append(text)
             previous_zero = bool(arg.is_ZeroMatrix)
         body = " ".join(parts)
@@ -116,7 +157,7 @@ class PaperLatexPrinter(LatexPrinter):
         return f"{self._print(coeff)} {body}"
 
     def _print_MatAdd(self, expr):
-        texts = [self._print(term) for term in expr.args]
+        texts = [self._print(term) for term in expr.args]  # terms of an outermost sum stay outermost
         texts.sort(key=lambda t: t.startswith("-"))  # as written by hand: A - B, not -B + A
         out = ""
         for index, text in enumerate(texts):

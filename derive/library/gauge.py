@@ -19,26 +19,26 @@ _NAMES = {"X": "X", "Y": "Y", "X_q": "X_query"}
 #: The generated "cholesky", "svd" and "qr" routes evaluate the lemmas of the same names.
 ROUTES = [
     Route("cholesky", "cholesky_route", {**_NAMES, "C": "C"}, lower=("C",), gram=True),
-    Route("svd", "svd_route", {**_NAMES, "U": "U", "S": "s", "V": "V"}, diagonal=("S",)),
+    Route("svd", "svd_route", {**_NAMES, "U": "U", "Sigma": "s", "V": "V"}, diagonal=("Sigma",)),
     Route("qr", "qr_route", {**_NAMES, "Q": "Q", "R": "R"}, upper=("R",)),
 ]
 
 
 @theorem(routes=ROUTES, sampling={  # X = U S Vᵀ is also a QR factorisation; W is any orthogonal matrix
     "Q": MatrixSymbol("U", n, p),
-    "R": mul(MatrixSymbol("S", p, p), transpose(MatrixSymbol("V", p, p))),
-    "C": mul(MatrixSymbol("V", p, p), MatrixSymbol("S", p, p), MatrixSymbol("W", p, p)),
-    "G": mul(MatrixSymbol("V", p, p), inv(MatrixSymbol("S", p, p)), MatrixSymbol("W", p, p)),
+    "R": mul(MatrixSymbol("Sigma", p, p), transpose(MatrixSymbol("V", p, p))),
+    "C": mul(MatrixSymbol("V", p, p), MatrixSymbol("Sigma", p, p), MatrixSymbol("W", p, p)),
+    "G": mul(MatrixSymbol("V", p, p), inv(MatrixSymbol("Sigma", p, p)), MatrixSymbol("W", p, p)),
     "W": "orthogonal",
 }, glossary={
     "U": "left singular vectors of $X$",
-    "S": "diagonal matrix of the singular values of $X$",
+    "Sigma": "diagonal matrix of the singular values of $X$",
     "V": "right singular vectors of $X$",
     "Q": "orthonormal factor of $X = QR$",
     "R": "triangular factor of $X = QR$",
     "C": "Cholesky factor of $X^{\\top}X = CC^{\\top}$",
     "G": "any factor with $GG^{\\top} = (X^{\\top}X)^{-1}$",
-    "L_svd": "factor $VS^{-1}$ from the SVD",
+    "L_svd": "factor $V\\Sigma^{-1}$ from the SVD",
     "L_qr": "factor $R^{-1}$ from the QR decomposition",
     "W_Q": "query weights",
     "W_K": "key weights",
@@ -47,7 +47,7 @@ ROUTES = [
 def gauge_invariance() -> Proof:
     d = dim("d")
     W_Q, W_K = MatrixSymbol("W_Q", p, d), MatrixSymbol("W_K", p, d)
-    U, S, V = MatrixSymbol("U", n, p), MatrixSymbol("S", p, p), MatrixSymbol("V", p, p)
+    U, S, V = MatrixSymbol("U", n, p), MatrixSymbol("Sigma", p, p), MatrixSymbol("V", p, p)
     Qf, R = MatrixSymbol("Q", n, p), MatrixSymbol("R", p, p)
     G = MatrixSymbol("G", p, p)  # an arbitrary factor of the precision
     C = MatrixSymbol("C", p, p)  # Cholesky factor of XᵀX
@@ -58,14 +58,14 @@ def gauge_invariance() -> Proof:
         "Gauge invariance of the query-key product",
         "Linear attention depends on W_Q and W_K only through W_Q W_Kᵀ: (X_q W_Q)(X W_K)ᵀ Y = "
         "X_q (W_Q W_Kᵀ) Xᵀ Y.  Hence any G with G Gᵀ = (XᵀX)⁻¹ gives OLS, in particular "
-        "L = V S⁻¹ from the SVD X = U S Vᵀ (where X L = U), L = R⁻¹ from X = Q R (where X L = Q) and "
+        "L = V Σ⁻¹ from the SVD X = U Σ Vᵀ (where X L = U), L = R⁻¹ from X = Q R (where X L = Q) and "
         "L = C⁻ᵀ from the Cholesky factorisation XᵀX = C Cᵀ.",
         [
             Hypothesis("svd", X, mul(U, S, transpose(V))),
             *orthogonal("U", U),
             *orthogonal("V", V),
-            predicate("S_diagonal", Q.diagonal, S),
-            predicate("S_positive", Q.positive_definite, S),
+            predicate("Sigma_diagonal", Q.diagonal, S),
+            predicate("Sigma_positive", Q.positive_definite, S),
             Hypothesis("qr", X, mul(Qf, R)),
             *orthogonal("Q", Qf),
             predicate("R_invertible", Q.invertible, R),

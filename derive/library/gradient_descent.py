@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from sympy.matrices.expressions import MatrixSymbol
+from sympy.matrices.expressions import MatrixSymbol, ZeroMatrix
 
 from derive.authoring import ProofBuilder, dim, theorem
 from derive.authoring.constructions import gd_step_from_zero, linear_attention, ols_predictions
-from derive.kernel import Hypothesis, Proof
+from derive.kernel import Definition, Hypothesis, Proof
 from derive.kernel.terms import inv, mul, transpose
 
-from .base import I_p, X, X_q, Y, n, p
+from .base import I_p, X, X_q, Y, k, n, p
 from .gauge import GRAM_INVERTIBLE
 
 
 @theorem(glossary={
     "Gamma": "preconditioner $W_Q W_K^{\\top}$",
+    "beta_0": "starting point of gradient descent, $\\beta_0 = 0$",
     "A": "any query matrix",
     "T": "any target matrix",
     "W_Q": "query weights",
@@ -29,7 +30,8 @@ def preconditioned_gd() -> Proof:
     Gamma = MatrixSymbol("Gamma", p, p)
     A, T = MatrixSymbol("A", r, p), MatrixSymbol("T", n, s)  # any queries, any targets
     precision = inv(mul(transpose(X), X))
-    step = mul(X_q, gd_step_from_zero(X, Y, Gamma))
+    beta_0 = MatrixSymbol("beta_0", p, k)
+    step = mul(X_q, gd_step_from_zero(X, Y, Gamma, start=beta_0))
     b = ProofBuilder(
         "preconditioned_gd",
         "Linear attention is one step of preconditioned gradient descent",
@@ -37,7 +39,7 @@ def preconditioned_gd() -> Proof:
         "β₀ = 0: one step of gradient descent on ½‖Y − Xβ‖² preconditioned by Γ.  The step equals OLS "
         "when Γ = (XᵀX)⁻¹; conversely, if it equals OLS for every Y (at every query), then Γ = (XᵀX)⁻¹.",
         [GRAM_INVERTIBLE, Hypothesis("preconditioner", mul(W_Q, transpose(W_K)), Gamma)],
-        [],
+        [Definition("beta_0", beta_0, ZeroMatrix(p, k))],
     )
     b.lemma("ols_if", step, [Hypothesis("Gamma_is_precision", Gamma, precision)]).auto(ols_predictions(X_q, X, Y))
     every_target = Hypothesis("step_is_ols", mul(A, Gamma, transpose(X), T), mul(A, precision, transpose(X), T),
