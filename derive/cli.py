@@ -5,17 +5,21 @@ user's module registers with ``@theorem`` are treated exactly like the built-in 
 packages register through the entry-point group ``ols_transformer.theorems``.
 
 Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path, a library
-that cannot be loaded).
+that cannot be loaded, a missing optional dependency), 3 an output that cannot be written (the message
+names the file or directory), 141 the reader of the output went away (``derive list | head -1``; quiet).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 import time
 from pathlib import Path
 
+from . import __version__
 from .certificates import CertificateError, certificate_text, read_certificate, verify_certificate
 from .codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
 from .files import write_atomic
@@ -29,6 +33,14 @@ ARTICLE = "ols_transformer.tex"
 
 class UsageError(Exception):
     """A mistake in how the command was called: reported in one line, exit code 2."""
+
+
+class CannotWrite(Exception):
+    """An output that cannot be written: reported in one line naming the target, exit code 3."""
+
+
+EXIT_CANNOT_WRITE = 3
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
 def _library():
@@ -72,7 +84,7 @@ def _output_dir(path: str) -> Path:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot create directory {out}: {exc.strerror}") from None
+        raise CannotWrite(f"cannot create directory {out}: {exc.strerror}") from None
     return out
 
 
@@ -121,10 +133,25 @@ def _write_certificates(records: list[dict], out: Path) -> int:
     return written
 
 
-def _write_latex(theorems: list, out: Path, style: str) -> Path:
-    """One fragment per theorem and the standalone article; returns the article's path."""
-    for theorem in theorems:
-        write_atomic(out / f"{theorem.id}.tex", theorem_latex(theorem, matrix_style=style) + "\n")
+def _write_latex(theorems: list, out: Path, style: str, symbols: str | None = None) -> Path:
+    """The package, one fragment per theorem (and per theorem they cite) and the article; returns its path.
+
+    ``symbols`` is a ``--symbols`` file mapping the package's symbols to the paper's own LaTeX: read and
+    checked before anything is written (a bad file is a usage error).
+    """
+    from .latex import PACKAGE, SymbolsError, article_theorems, macro_table, package_latex, read_symbols
+    from .latex.article import descriptions, resolved_glossaries
+
+    ordered = article_theorems(theorems)  # the cited theorems too: their labels resolve in a paper
+    table = macro_table(ordered)
+    try:
+        mapping = read_symbols(symbols, table) if symbols else {}
+    except SymbolsError as exc:
+        raise UsageError(str(exc)) from None
+    glossaries = resolved_glossaries()
+    write_atomic(out / f"{PACKAGE}.sty", package_latex(ordered, style, mapping, descriptions(ordered, glossaries)))
+    for theorem in ordered:
+        write_atomic(out / f"{theorem.id}.tex", theorem_latex(theorem, symbol_names=table) + "\n")
     article = out / ARTICLE
     write_atomic(article, article_latex(theorems, matrix_style=style))
     return article
@@ -157,8 +184,8 @@ def _cmd_latex(args) -> int:
     _failures(records)
     theorems = [r["theorem"] for r in records if "theorem" in r]
     if theorems:
-        article = _write_latex(theorems, out, args.style)
-        print(f"wrote {len(theorems)} theorem fragments and {article}")
+        article = _write_latex(theorems, out, args.style, args.symbols)
+        print(f"wrote {out / 'olstransformer.sty'}, the theorem fragments and {article}")
         if args.pdf:
             print(_pdf(article))
     return 0 if len(theorems) == len(records) else 1
@@ -178,7 +205,7 @@ def _cmd_build(args) -> int:
     _failures(records)
     written = _write_certificates(records, certs)
     theorems = [r["theorem"] for r in records if "theorem" in r]
-    article = _write_latex(theorems, tex, args.style)
+    article = _write_latex(theorems, tex, args.style, args.symbols)
     code = _write_code(records, _output_dir(str(out / "code")), list(BACKENDS))
     pdf = _pdf(article) if not args.no_pdf else "PDF skipped (--no-pdf)"
     verified = len(theorems)
@@ -215,17 +242,29 @@ def _cmd_codegen(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
-    from .experiments import reproduce
+    from .experiments.paper import MissingDependency, reproduce, require_matplotlib
 
+    try:
+        require_matplotlib()  # before anything is computed
+    except MissingDependency as exc:
+        raise UsageError(str(exc)) from None
     out = _output_dir(args.out)
     start = time.perf_counter()
     summary = reproduce(out, show_progress=not args.quiet, quick=args.quick)
-    t = summary["training"]
-    h = summary["hopfield"]
+    t, h = summary["training"], summary["hopfield"]
     print(f"training: gap <= {t['config']['tolerance']:g} at epoch {t['epochs_to_tolerance']}, "
           f"final gap {t['final_relative_gap']:.2e}")
-    print(f"hopfield: capacity at d = {max(h['dims'])}: linear {h['linear_capacity']}, "
-          f"softmax {h['softmax_capacity']}{'+' if h['softmax_capacity_is_lower_bound'] else ''}")
+    for kind, unit in (("linear", "patterns"), ("softmax", "doublings")):
+        part, fit = h[kind], h[kind]["fit"]
+        line = (f"hopfield, {kind} attention: capacity {', '.join(f'{m:g}' for m in part['mean'].values())} "
+                f"(means) for d = {', '.join(map(str, part['dims']))}")
+        if fit is not None:
+            lo, hi = fit["slope_ci"]
+            line += (f"; {'slope' if kind == 'linear' else 'log2 slope'} {fit['slope']:.4g} {unit} per dimension "
+                     f"(95% CI {lo:.4g} to {hi:.4g})")
+        if part["lower_bounds"]:
+            line += f"; {part['lower_bounds']} lower bounds (the grid ended) left out of the fit"
+        print(line)
     print(f"wrote {len(summary['figures'])} figures and {out / 'summary.json'} in {time.perf_counter() - start:.1f} s")
     return 0
 
@@ -326,6 +365,7 @@ def _one_line(text: str, limit: int = 500) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="derive", description="Machine-checked: OLS is single-layer linear attention.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     listing = sub.add_parser("list", help="list the theorem ids")
     listing.set_defaults(run=_cmd_list)
@@ -348,6 +388,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, metavar="DIR", help="directory for <id>.tex and " + ARTICLE)
     t.add_argument("--pdf", action="store_true", help="compile the article when a TeX engine is present")
     t.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
+    t.add_argument("--symbols", metavar="FILE",
+                   help="NAME = LATEX lines mapping the package's symbols to your own macros (docs/latex.md)")
     t.set_defaults(run=_cmd_latex)
     g = sub.add_parser("codegen", help="write NumPy and mpmath modules generated from checked theorems")
     g.add_argument("--backend", choices=("numpy", "mpmath", "all"), default="all")
@@ -362,6 +404,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="build", metavar="DIR", help="output directory (default: build)")
     b.add_argument("--no-pdf", action="store_true", help="do not compile the PDF")
     b.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
+    b.add_argument("--symbols", metavar="FILE", help="as for latex: your macros for the package's symbols")
     b.set_defaults(run=_cmd_build)
     for command in (listing, p, c, t, g, b):
         command.add_argument("--library", action="append", metavar="MODULE_OR_FILE",
@@ -370,7 +413,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[^.]+\.tmp$")  # write_atomic's temporary file beside its target
+
+
+def _target(exc: OSError) -> str:
+    """The file an output error is about: the target of an atomic write, never its temporary file."""
+    name = exc.filename2 if exc.filename2 is not None else exc.filename
+    if name is None:
+        return "an output"
+    path = Path(os.fsdecode(name))
+    match = _TEMPORARY.match(path.name)
+    return str(path.with_name(match["name"]) if match else path)
+
+
+def _run(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if hasattr(args, "library"):
@@ -382,9 +438,36 @@ def main(argv: list[str] | None = None) -> int:
     except _Failed as exc:
         print(f"derive: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
-        print(f"derive: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
-        return 1
+    except CannotWrite as exc:
+        print(f"derive: error: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_WRITE
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # an output that cannot be written (inputs report their own errors)
+        print(f"derive: error: cannot write {_target(exc)}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_CANNOT_WRITE
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not report the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file (captured): nothing to flush at exit
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; the exit status (see the module's docstring)."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # here, not at exit: a reader that went away is seen while it can be handled
+    except BrokenPipeError:  # derive list | head -1: stop quietly, like any Unix tool
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

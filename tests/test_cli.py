@@ -137,3 +137,64 @@ def test_prove_with_the_witness(capsys):
     assert main(["prove", "--json", "--witness", "preconditioned_gd"]) == 0
     (record,) = json.loads(capsys.readouterr().out)
     assert record["witness"]["instances"] > 0 and record["witness"]["gradient"]
+
+
+def test_version():
+    import derive
+
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout == f"derive {derive.__version__}\n"
+
+
+def test_a_reader_that_goes_away_is_no_error():
+    """derive list | head -1: the pipe closes before the output is written; no message, status 141 (SIGPIPE)."""
+    process = subprocess.Popen([sys.executable, "-m", "derive", "list"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT)
+    process.stdout.close()  # the reader is gone before derive writes anything
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait() == 141
+    assert stderr == ""
+
+
+def test_an_output_that_cannot_be_written_names_it(tmp_path):
+    (tmp_path / "ols_attention.py").mkdir()  # in the way of the generated module, even for root
+    result = run("codegen", "--backend", "numpy", "--out", str(tmp_path))
+    assert result.returncode == 3
+    assert result.stderr == f"derive: error: cannot write {tmp_path / 'ols_attention.py'}: Is a directory\n"
+    assert not list(tmp_path.glob(".*"))  # the temporary file is gone too
+
+
+def test_an_output_directory_that_cannot_be_created_is_a_write_error(tmp_path):
+    (tmp_path / "file").write_text("keep me")
+    result = run("prove", "--certificates", str(tmp_path / "file" / "certs"), "orthogonal_inverse")
+    assert result.returncode == 3
+    assert f"cannot create directory {tmp_path / 'file' / 'certs'}" in result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_reproduce_without_matplotlib_says_so_first(tmp_path):
+    out = tmp_path / "results"
+    code = ("import sys; sys.modules['matplotlib'] = None; from derive.cli import main; "
+            f"sys.exit(main(['reproduce', '--out', {str(out)!r}]))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "matplotlib" in result.stderr and "Traceback" not in result.stderr
+    assert "python -m pip install 'matplotlib>=3.7'" in result.stderr
+    assert result.stdout == "" and not out.exists()  # before computing (or creating) anything
+
+
+def test_install_hints_work_from_a_checkout():
+    """A message that suggests an install names `python -m pip install` and a target that exists from a checkout:
+    a package from the index or the checkout itself (`.`), never a distribution name the index may not have."""
+    import re
+
+    hints = []
+    for path in [*(ROOT / "derive").rglob("*.py"), *(ROOT / "notebooks").glob("*.py")]:
+        for match in re.finditer(r"pip install[^\"\n]*", path.read_text(encoding="utf-8")):
+            hints.append((path.name, match.group(0)))
+    assert hints
+    for name, hint in hints:
+        assert "ols-transformer[" not in hint, (name, hint)
+    text = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "derive").rglob("*.py"))
+    assert not re.search(r"(?<!-m )\bpip install", text)

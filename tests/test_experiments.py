@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
 
+import derive
 from derive.cli import main
 from derive.experiments import (
+    QUICK_CAPACITY,
+    CapacityConfig,
     TrainingConfig,
     distribution_shift,
     hopfield_capacity,
     hopfield_updates,
+    linear_fit,
     train,
     training_gradients,
 )
+from derive.experiments.paper import _t_quantile
 
 
 def test_symbolic_gradients_match_finite_differences():
@@ -63,13 +70,48 @@ def test_hopfield_update_rules_are_derived():
     assert updates["modern_update"].shape == (2, 1)
 
 
-def test_capacity_linear_vs_exponential():
-    result = hopfield_capacity(dims=(8, 16, 24), max_patterns=4096, trials=200)
-    linear, softmax = result["capacity"]["linear"], result["capacity"]["softmax"]
-    assert all(linear[d] <= 0.25 * d for d in (8, 16, 24))  # classical: a small multiple of d at most
-    assert softmax[24] >= 50 * linear[24]
-    assert softmax[24] >= 16 * softmax[16] >= 16  # growth faster than linear in d
-    assert result["linear_capacity"] == linear[24] and result["softmax_capacity"] == softmax[24]
+@pytest.fixture(scope="module")
+def capacity():
+    return hopfield_capacity(QUICK_CAPACITY)  # linear d = 8…128, softmax d = 8…32, 3 repeats: about 2 s
+
+
+def test_linear_capacity_grows_with_d(capacity):
+    linear = capacity["linear"]
+    assert max(linear["dims"]) >= 128
+    assert linear["fit"]["slope_ci"][0] > 0  # growth, with 95% confidence
+    assert linear["mean"][128] >= 2.5 * linear["mean"][8]
+    assert all(m <= 0.25 * d + 1 for d, m in linear["mean"].items())  # a small multiple of d at most
+    assert len(linear["capacity"][128]) == QUICK_CAPACITY.repeats
+
+
+def test_softmax_capacity_grows_exponentially(capacity):
+    softmax, linear = capacity["softmax"], capacity["linear"]
+    assert softmax["fit"]["model"].startswith("log2")
+    assert softmax["fit"]["slope_ci"][0] > 0.1  # doublings per dimension
+    assert softmax["mean"][32] >= 50 * linear["mean"][32]
+    assert softmax["lower_bounds"] == 0
+
+
+def test_capacity_is_deterministic():
+    config = CapacityConfig(linear_dims=(8, 16, 32), softmax_dims=(8, 16), repeats=2, trials=50, max_patterns=256)
+    assert hopfield_capacity(config) == hopfield_capacity(config)
+
+
+def test_linear_fit_slope_and_confidence():
+    exact = linear_fit([1, 2, 3, 4], [3, 5, 7, 9])
+    assert exact["slope"] == pytest.approx(2) and exact["intercept"] == pytest.approx(1)
+    assert exact["slope_ci"] == pytest.approx([2, 2]) and exact["r_squared"] == pytest.approx(1)
+    rng = np.random.default_rng(0)
+    x = np.repeat(np.arange(1.0, 6.0), 3)
+    y = 0.5 * x + rng.normal(size=x.size)
+    fit = linear_fit(x, y)
+    slope, intercept = np.polyfit(x, y, 1)
+    assert fit["slope"] == pytest.approx(slope) and fit["intercept"] == pytest.approx(intercept)
+    t = 2.1603686564610127  # Student's t, 97.5% quantile, 13 degrees of freedom
+    assert fit["slope_ci"] == pytest.approx([slope - t * fit["slope_stderr"], slope + t * fit["slope_stderr"]])
+    assert _t_quantile(0.975, 10) == pytest.approx(2.2281388519649385, rel=1e-9)
+    with pytest.raises(ValueError, match="at least 3 points"):
+        linear_fit([1, 1, 1], [1, 2, 3])
 
 
 def test_distribution_shift_hurts_frozen_weights_not_refitting():
@@ -83,14 +125,52 @@ def test_distribution_shift_hurts_frozen_weights_not_refitting():
 
 def test_reproduce_writes_figures_and_summary(tmp_path):
     pytest.importorskip("matplotlib")
-    assert main(["reproduce", "--out", str(tmp_path), "--quick", "--quiet"]) == 0
+    old = os.umask(0o022)
+    try:
+        assert main(["reproduce", "--out", str(tmp_path), "--quick", "--quiet"]) == 0
+    finally:
+        os.umask(old)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["training"]["epochs_to_tolerance"] <= 1000
     assert summary["training"]["final_relative_gap"] <= 1e-3
-    assert summary["hopfield"]["softmax_capacity"] > summary["hopfield"]["linear_capacity"]
+    linear, softmax = summary["hopfield"]["linear"], summary["hopfield"]["softmax"]
+    assert max(linear["dims"]) >= 128 and linear["fit"]["slope_ci"][0] > 0
+    assert softmax["fit"]["slope_ci"][0] > 0
     assert len(summary["shift"]["shifts"]) == len(summary["shift"]["fixed_mse"])
+    provenance = summary["provenance"]
+    assert provenance["versions"]["ols-transformer"] == derive.__version__
+    assert provenance["versions"]["numpy"] == np.__version__
+    assert set(provenance["versions"]) >= {"python", "sympy", "matplotlib"}
+    assert provenance["seeds"] == {"training": 0, "hopfield": 0, "shift": 0} and provenance["quick"] is True
+    assert summary["figures"] == ["training.png", "hopfield_success.png", "hopfield_capacity.png",
+                                  "distribution_shift.png"]
+    for name in [*summary["figures"], "summary.json"]:
+        path = tmp_path / name
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, name  # world-readable, as open() would make it
     for name in summary["figures"]:
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".*"))  # no temporary files left
     again = tmp_path / "again"
     assert main(["reproduce", "--out", str(again), "--quick", "--quiet"]) == 0
-    assert (again / "summary.json").read_text() == (tmp_path / "summary.json").read_text()
+    for name in [*summary["figures"], "summary.json"]:  # byte-identical
+        assert (again / name).read_bytes() == (tmp_path / name).read_bytes(), name
+
+
+def test_training_figure_shows_the_excess_loss_on_a_log_scale():
+    pytest.importorskip("matplotlib")
+    from derive.experiments.figures import training_figure
+
+    result = train(TrainingConfig(epochs=50))
+    loss_axes = training_figure(result).axes[0]
+    assert loss_axes.get_yscale() == "log" and "OLS" in loss_axes.get_ylabel()
+    (line,) = loss_axes.get_lines()
+    np.testing.assert_allclose(line.get_ydata(), np.array(result["history"]["loss"]) - result["ols_loss"])
+
+
+def test_reproduce_names_the_output_it_cannot_write(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "summary.json").mkdir()  # in the way of the summary, even for root
+    assert main(["reproduce", "--out", str(tmp_path), "--quick", "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write {tmp_path / 'summary.json'}:" in err and ".tmp" not in err
+    assert not list(tmp_path.glob(".*"))

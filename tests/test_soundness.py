@@ -796,3 +796,23 @@ def test_sanity_kernel_rejects_plain_false_claims():
     predicate_only = Hypothesis("A_pd", Q.positive_definite(_A), S.true)
     with pytest.raises(ProofError):
         check(_small_proof(transpose(_A), _A, [Step(_A, "transpose_symmetric")], [predicate_only]))
+
+
+def test_collect_mutants_are_rejected():
+    """Collecting like terms: the right coefficient is accepted, every other result of one collect step is not."""
+    C, D = MatrixSymbol("C", 2, 3), MatrixSymbol("D", 2, 3)
+    two_terms = add(mul(2, C), mul(3, C), D)
+    assert isinstance(check(_small_proof(two_terms, add(mul(5, C), D), [Step(add(mul(5, C), D), "collect")])), Theorem)
+    cancel = add(C, mul(-1, C))
+    assert isinstance(check(_small_proof(cancel, ZeroMatrix(2, 3), [Step(ZeroMatrix(2, 3), "collect")])), Theorem)
+    wrong = [add(mul(6, C), D), add(mul(4, C), D), mul(5, C), add(mul(5, D), C), add(mul(5, C), mul(-1, D)),
+             add(mul(5, C), transpose(transpose(D)))]
+    for value in wrong:
+        with pytest.raises(ProofError):
+            check(_small_proof(two_terms, value, [Step(value, "collect")]))
+    for value in (C, mul(-1, C), mul(2, C), ZeroMatrix(3, 2)):
+        with pytest.raises(ProofError):
+            check(_small_proof(cancel, value, [Step(value, "collect")]))
+    unlike = add(mul(2, C), mul(3, D))  # different matrix parts never collect
+    with pytest.raises(ProofError):
+        check(_small_proof(unlike, mul(5, C), [Step(mul(5, C), "collect")]))

@@ -1,15 +1,20 @@
-"""NIST StRD linear least-squares sets: design matrices, the log relative error, and the exact ceiling.
+"""NIST StRD linear least-squares sets: the data, design matrices, the log relative error, the exact ceiling.
 
-One place for what the tests, ``benchmarks/bench_numeric.py`` and notebook 06 all need. A data file
-follows ``shared/data/nist_strd_lls.json``: ``{"datasets": [...]}``, each set with ``x`` (one list of
-predictors per observation), ``y``, ``intercept``, an optional ``polynomial_degree`` (then the design
-holds the powers x, x², …, of the single predictor) and ``certified["beta"]``.
+One place for what the tests, ``benchmarks/bench_numeric.py`` and notebook 06 all need. The seven
+public-domain sets ship with the package (``derive/data/nist_strd_lls.json``); :func:`load_datasets`
+reads them, or another file in the same format: ``{"source": ..., "datasets": [...]}``, each set with
+``name``, ``x`` (one list of predictors per observation), ``y``, ``intercept``, an optional
+``polynomial_degree`` (then the design holds the powers x, x², …, of the single predictor) and
+``certified["beta"]``.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from importlib import resources
 
 import numpy as np
 
@@ -20,6 +25,25 @@ CONSTRUCTIONS = {  # ways to round the powers x^k of a polynomial design to floa
     "rounded": "the exact decimal power, rounded to float64 once",
 }
 _PRECISION = 400  # decimal digits: every power in the NIST sets is exact at this precision
+DATA_FILE = "nist_strd_lls.json"  # in the package derive.data
+
+
+def load_document(path: str | os.PathLike | None = None) -> dict:
+    """The whole data file as a dict (``source`` and ``datasets``): the packaged file, or ``path``."""
+    if path is None:
+        text = resources.files("derive.data").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    else:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    document = json.loads(text)
+    if not isinstance(document, dict) or not isinstance(document.get("datasets"), list):
+        raise ValueError(f"{path or DATA_FILE}: not a NIST StRD file (expected an object with a 'datasets' list)")
+    return document
+
+
+def load_datasets(path: str | os.PathLike | None = None) -> list[dict]:
+    """The NIST StRD sets (each a dict as described above), from the packaged file or from ``path``."""
+    return load_document(path)["datasets"]
 
 
 def _predictors(x: object) -> list[float]:

@@ -1,7 +1,8 @@
 """The paper's experiments, reproduced headless: training reaches OLS, Hopfield capacity, distribution shift.
 
 Every experiment takes a seed and returns plain numbers; ``reproduce`` runs them all, draws the
-figures with matplotlib's Agg backend and writes ``summary.json`` (deterministic for a seed).
+figures with :mod:`derive.experiments.figures` (the notebooks draw theirs with it too) and writes
+``summary.json`` with its provenance (deterministic for a seed). Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -22,9 +23,15 @@ __all__ = [
     "training_gradients",
     "training_loss_expression",
     "hopfield_updates",
+    "CapacityConfig",
+    "QUICK_CAPACITY",
     "hopfield_capacity",
+    "linear_fit",
     "distribution_shift",
+    "MissingDependency",
+    "provenance",
     "reproduce",
+    "require_matplotlib",
 ]
 
 
@@ -190,45 +197,122 @@ def _retrieval_rate(dim: int, count: int, kind: str, trials: int, flip: float, b
     flips = max(1, int(round(flip * dim)))
     for row in queries:
         row[rng.choice(dim, flips, replace=False)] *= -1
-    scores = queries @ X.T
-    if kind == "linear":  # sign(Xᵀ(Xξ)): linear attention
-        out = scores @ X
-    else:  # sign(Xᵀ softmax(βXξ)): softmax attention
-        scores = beta * (scores - scores.max(axis=1, keepdims=True))
-        weights = np.exp(scores)
-        out = (weights / weights.sum(axis=1, keepdims=True)) @ X
-    return float(np.mean(np.all(np.sign(out) == X[target], axis=1)))
+    hits = 0
+    chunk = max(1, 2**22 // count)  # queries per block: the trials × count scores stay below 32 MiB
+    for start in range(0, trials, chunk):
+        scores = queries[start : start + chunk] @ X.T
+        if kind == "linear":  # sign(Xᵀ(Xξ)): linear attention
+            out = scores @ X
+        else:  # sign(Xᵀ softmax(βXξ)): softmax attention
+            weights = np.exp(beta * (scores - scores.max(axis=1, keepdims=True)))
+            out = (weights / weights.sum(axis=1, keepdims=True)) @ X
+        hits += int(np.sum(np.all(np.sign(out) == X[target[start : start + chunk]], axis=1)))
+    return hits / trials
 
 
-def hopfield_capacity(dims=(8, 16, 24, 32), max_patterns: int = 65536, trials: int = 200, flip: float = 0.1,
-                      beta: float = 1.0, threshold: float = 0.99, seed: int = 0, show_progress: bool = False) -> dict:
+def _t_quantile(probability: float, df: int) -> float:
+    """Student's t quantile (for confidence intervals without SciPy): bisection on mpmath's incomplete beta."""
+    from mpmath import betainc, mpf
+
+    def cdf(t: float):  # P(T <= t) for t >= 0
+        x = df / (df + t * t)
+        return 1 - betainc(mpf(df) / 2, mpf(1) / 2, 0, x, regularized=True) / 2
+
+    lo, hi = 0.0, 1000.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < probability else (lo, mid)
+    return (lo + hi) / 2
+
+
+def linear_fit(x, y, confidence: float = 0.95) -> dict:
+    """Least-squares line y ≈ intercept + slope·x with the slope's standard error and confidence interval."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(x)
+    if n < 3 or np.ptp(x) == 0:
+        raise ValueError("a line with a confidence interval needs at least 3 points at 2 or more x values")
+    xm, ym = x.mean(), y.mean()
+    sxx = float(np.sum((x - xm) ** 2))
+    slope = float(np.sum((x - xm) * (y - ym)) / sxx)
+    intercept = float(ym - slope * xm)
+    residual = y - intercept - slope * x
+    se = float(np.sqrt(np.sum(residual**2) / (n - 2) / sxx))
+    t = _t_quantile(0.5 + confidence / 2, n - 2)
+    total = float(np.sum((y - ym) ** 2))
+    return {"slope": slope, "intercept": intercept, "slope_stderr": se,
+            "slope_ci": [slope - t * se, slope + t * se], "confidence": confidence, "points": n,
+            "r_squared": 1 - float(np.sum(residual**2)) / total if total > 0 else 1.0}
+
+
+@dataclass(frozen=True)
+class CapacityConfig:
+    """The Hopfield capacity experiment: dimensions per rule, repeats, queries per count, the criterion."""
+
+    linear_dims: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512)
+    softmax_dims: tuple[int, ...] = (8, 16, 24, 32, 40)
+    repeats: int = 5
+    trials: int = 1000
+    max_patterns: int = 65536
+    flip: float = 0.125  # d/8 signs flipped: the same share for every d on the grids above
+    beta: float = 1.0
+    threshold: float = 0.99
+    seed: int = 0
+
+
+QUICK_CAPACITY = CapacityConfig(linear_dims=(8, 16, 32, 64, 128), softmax_dims=(8, 16, 24, 32), repeats=3,
+                                trials=300, max_patterns=4096)
+
+
+def hopfield_capacity(config: CapacityConfig = CapacityConfig(), show_progress: bool = False) -> dict:
     """Retrieval success against the number of stored random ±1 patterns, linear vs softmax attention.
 
-    A capacity is the largest count on the grid (powers of √2) up to which every count is retrieved with
-    success ≥ threshold; a capacity equal to ``max_patterns`` is a lower bound.
+    A capacity is the largest count on the grid (every integer up to 13, then steps of 2^(1/8) ≈ 9%) up to
+    which every count is retrieved exactly (all d signs) for at least ``threshold`` of the noisy queries;
+    one equal to ``max_patterns`` is a lower bound. Each dimension is measured ``repeats`` times with
+    independent patterns. Fits: linear capacity = a + b·d (b in patterns per dimension), and
+    log2(softmax capacity) = a + b·d (b in doublings per dimension; lower bounds left out), each with a
+    confidence interval for b (``fit`` is None with fewer than 3 points or a single d). The success curves
+    are those of the first repeat.
     """
-    grid = sorted({int(round(2 ** (i / 2))) for i in range(0, 2 * int(np.log2(max_patterns)) + 1)})
-    curves: dict[str, dict[int, list]] = {"linear": {}, "softmax": {}}
-    capacity: dict[str, dict[int, int]] = {"linear": {}, "softmax": {}}
-    jobs = [(kind, d) for kind in curves for d in dims]
-    for kind, d in progress(jobs, "hopfield capacity", len(jobs), show_progress):
-        rng = np.random.default_rng([seed, d, kind == "softmax"])
+    c = config
+    grid = sorted({int(round(2 ** (i / 8))) for i in range(0, 8 * int(np.log2(c.max_patterns)) + 1)})
+    result: dict = {"grid_max": grid[-1], "config": asdict(c)}
+    jobs = [(kind, d, r) for kind, dims in (("linear", c.linear_dims), ("softmax", c.softmax_dims))
+            for d in dims for r in range(c.repeats)]
+    measured: dict[str, dict] = {"linear": {}, "softmax": {}}
+    for kind, d, repeat in progress(jobs, "hopfield capacity", len(jobs), show_progress):
+        rng = np.random.default_rng([c.seed, d, kind == "softmax", repeat])
         rates, best, failed = [], 0, False
         for count in grid:
-            rate = _retrieval_rate(d, count, kind, trials, flip, beta, rng)
+            rate = _retrieval_rate(d, count, kind, c.trials, c.flip, c.beta, rng)
             rates.append(rate)
-            if rate >= threshold and not failed:
+            if rate >= c.threshold and not failed:
                 best = count
-            failed = failed or rate < threshold
-            if failed and rate == 0.0:
-                break
-        curves[kind][d] = [grid[: len(rates)], rates]
-        capacity[kind][d] = best
-    largest = max(dims)
-    return {"grid": grid, "dims": list(dims), "curves": curves, "capacity": capacity,
-            "linear_capacity": capacity["linear"][largest], "softmax_capacity": capacity["softmax"][largest],
-            "softmax_capacity_is_lower_bound": capacity["softmax"][largest] == grid[-1],
-            "trials": trials, "flip_fraction": flip, "beta": beta, "threshold": threshold}
+            failed = failed or rate < c.threshold
+            if failed and (repeat > 0 or rate == 0.0 or count >= 4 * max(best, 1)):
+                break  # the first repeat goes on to draw the success curve (down to 0 or 4× the capacity)
+        entry = measured[kind].setdefault(d, {"capacity": [], "curve": None})
+        entry["capacity"].append(best)
+        if repeat == 0:
+            entry["curve"] = [grid[: len(rates)], rates]
+    for kind in ("linear", "softmax"):
+        dims = list(measured[kind])
+        caps = {d: measured[kind][d]["capacity"] for d in dims}
+        points = [(d, v) for d in dims for v in caps[d] if v < grid[-1]]  # lower bounds left out
+        xs = [d for d, _ in points]
+        ys = [v if kind == "linear" else float(np.log2(v)) for _, v in points]
+        result[kind] = {
+            "dims": dims,
+            "capacity": caps,
+            "mean": {d: float(np.mean(caps[d])) for d in dims},
+            "lower_bounds": sum(v >= grid[-1] for d in dims for v in caps[d]),
+            "curves": {d: measured[kind][d]["curve"] for d in dims},
+            "fit": None,  # fewer than 3 points or a single dimension: no line
+        }
+        if len(xs) >= 3 and len(set(xs)) >= 2:
+            model = "capacity = intercept + slope * d" if kind == "linear" else "log2(capacity) = intercept + slope * d"
+            result[kind]["fit"] = linear_fit(xs, ys) | {"model": model}
+    return result
 
 
 # --- 05: distribution shift -------------------------------------------------------------
@@ -267,106 +351,96 @@ def distribution_shift(shifts=(0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0), p: int = 4, 
             "two_step_mse": gd_refit_mse, "p": p, "n": n, "prompts": prompts, "noise": noise}
 
 
-# --- figures and the reproduce command -----------------------------------------------------
+# --- the reproduce command -------------------------------------------------------------------
 
 
-def _save(fig, path: Path) -> Path:
-    """Lay out, write without a timestamp (byte-stable PNGs) and close."""
-    import matplotlib.pyplot as plt
+MATPLOTLIB_MISSING = ("reproduce draws its figures with matplotlib, which is not installed: python -m pip install "
+                      "'matplotlib>=3.7' (or, in the checkout: python -m pip install '.[notebooks]')")
 
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)
+
+class MissingDependency(RuntimeError):
+    """An optional package the experiment needs is not installed (the message says how to install it)."""
+
+
+def require_matplotlib() -> None:
+    """Raise :class:`MissingDependency` (one line, with an install command) when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingDependency(MATPLOTLIB_MISSING) from None
+
+
+def provenance(seeds: dict[str, int], quick: bool) -> dict:
+    """What produced a summary: package, interpreter and library versions, seeds, mode (no clock time)."""
+    import platform
+
+    import sympy
+
+    from .. import __version__
+
+    versions = {"ols-transformer": __version__, "python": platform.python_version(), "numpy": np.__version__,
+                "sympy": sympy.__version__}
+    for name in ("mpmath", "matplotlib"):
+        try:
+            versions[name] = __import__(name).__version__
+        except ImportError:
+            versions[name] = None
+    return {"versions": versions, "implementation": platform.python_implementation(), "machine": platform.machine(),
+            "seeds": seeds, "quick": quick}
+
+
+def _write(path: Path, data: str | bytes) -> Path:
+    """Write atomically; an error names ``path`` itself (not the temporary file beside it)."""
+    from ..files import write_atomic
+
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     return path
 
 
-def _figures(out: Path, training: dict, hopfield: dict, shift: dict) -> list[Path]:
-    try:
-        import matplotlib
-    except ImportError:
-        raise RuntimeError("the figures need matplotlib: pip install 'ols-transformer[notebooks]'") from None
+def _hopfield_summary(hopfield: dict) -> dict:
+    def part(kind: str) -> dict:
+        p = hopfield[kind]
+        return {"dims": p["dims"], "capacity": {str(d): c for d, c in p["capacity"].items()},
+                "mean": {str(d): m for d, m in p["mean"].items()}, "lower_bounds": p["lower_bounds"],
+                "fit": p["fit"]}
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"figure.dpi": 110, "font.size": 10, "svg.hashsalt": "ols-transformer"})
-    paths = []
-
-    h = training["history"]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    axes[0].semilogy(h["epoch"], h["loss"], label="linear transformer")
-    axes[0].axhline(training["ols_loss"], color="k", ls="--", label="OLS loss")
-    axes[0].set(xlabel="epoch", ylabel="training loss (mean squared error / 2)", title="Loss")
-    axes[1].semilogy(h["epoch"], h["precision_error"], color="C1")
-    axes[1].set(xlabel="epoch", ylabel=r"$\|w_vP\,W_QW_K^\top-(X^\top X)^{-1}\|_F\,/\,\|(X^\top X)^{-1}\|_F$",
-                title="Slow memory vs precision")
-    axes[2].semilogy(h["epoch"], h["prediction_gap"], color="C2", label="relative gap to OLS")
-    axes[2].axhline(training["config"]["tolerance"], color="k", ls=":", label="tolerance 1e-3")
-    if training["epochs_to_tolerance"]:
-        axes[2].axvline(training["epochs_to_tolerance"], color="C3", ls="--",
-                        label=f"reached at epoch {training['epochs_to_tolerance']}")
-    axes[2].set(xlabel="epoch", ylabel=r"$\|\hat Y-HY\|/\|HY\|$", title="Prediction gap")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    axes[0].legend()
-    axes[2].legend()
-    paths.append(_save(fig, out / "training.png"))
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    titles = {"linear": "Linear attention (classical energy)", "softmax": "Softmax attention (modern energy)"}
-    for kind, ax in zip(("linear", "softmax"), axes, strict=True):
-        for d in hopfield["dims"]:
-            counts, rates = hopfield["curves"][kind][d]
-            ax.semilogx(counts, rates, marker=".", label=f"d = {d}")
-        ax.axhline(hopfield["threshold"], color="k", ls=":", lw=0.8)
-        ax.set(xlabel="stored patterns N", ylabel="retrieval success (share of queries)",
-               title=titles[kind])
-        ax.grid(alpha=0.3)
-        ax.legend()
-    paths.append(_save(fig, out / "hopfield_success.png"))
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    dims = hopfield["dims"]
-    ax.semilogy(dims, [hopfield["capacity"]["linear"][d] for d in dims], marker="o", label="linear attention")
-    ax.semilogy(dims, [hopfield["capacity"]["softmax"][d] for d in dims], marker="s", label="softmax attention")
-    ax.set(xlabel="pattern dimension d", ylabel="capacity (patterns at ≥ 99% success)",
-           title="Capacity: linear vs exponential growth")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    paths.append(_save(fig, out / "hopfield_capacity.png"))
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.semilogy(shift["shifts"], shift["fixed_mse"], marker="o", label="frozen weights (one pass)")
-    ax.semilogy(shift["shifts"], shift["two_step_mse"], marker="^", label="frozen weights, two GD steps")
-    ax.semilogy(shift["shifts"], shift["refit_mse"], marker="s", label="refit (OLS per prompt)")
-    ax.set(xlabel="covariance shift s (log-eigenvalue spread)", ylabel="prediction MSE vs noise-free truth",
-           title="Distribution shift")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    paths.append(_save(fig, out / "distribution_shift.png"))
-    return paths
+    return {"config": hopfield["config"], "grid_max": hopfield["grid_max"], "linear": part("linear"),
+            "softmax": part("softmax")}
 
 
 def reproduce(out: Path, show_progress: bool = True, quick: bool = False) -> dict:
-    """Run the experiments of notebooks 03–05, write the figures and ``summary.json``; return the summary."""
-    from ..files import write_atomic
+    """Run the experiments of notebooks 03–05, write the figures and ``summary.json``; return the summary.
+
+    Needs matplotlib (checked before anything is computed). Every file is written atomically.
+    """
+    require_matplotlib()
+    from . import figures
 
     out = Path(out)
-    training = train(TrainingConfig(), show_progress=show_progress)
-    hopfield = hopfield_capacity(dims=(8, 16, 24) if quick else (8, 16, 24, 32),
-                                 max_patterns=4096 if quick else 65536, show_progress=show_progress)
-    shift = distribution_shift(prompts=300 if quick else 2000, show_progress=show_progress)
-    figures = _figures(out, training, hopfield, shift)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(out)) from None
+    config = TrainingConfig()
+    capacity = QUICK_CAPACITY if quick else CapacityConfig()
+    shift_seed = 0
+    training = train(config, show_progress=show_progress)
+    hopfield = hopfield_capacity(capacity, show_progress=show_progress)
+    shift = distribution_shift(prompts=300 if quick else 2000, seed=shift_seed, show_progress=show_progress)
+    drawn = {"training.png": figures.training_figure(training),
+             "hopfield_success.png": figures.hopfield_figure(hopfield),
+             "hopfield_capacity.png": figures.capacity_figure(hopfield),
+             "distribution_shift.png": figures.shift_figure(shift)}
+    paths = [_write(out / name, figures.png(fig)) for name, fig in drawn.items()]
     summary = {
         "training": {k: v for k, v in training.items() if k != "history"},
-        "hopfield": {k: hopfield[k] for k in ("linear_capacity", "softmax_capacity", "softmax_capacity_is_lower_bound",
-                                              "dims", "trials", "flip_fraction", "beta", "threshold")}
-        | {"capacity": {kind: {str(d): c for d, c in caps.items()} for kind, caps in hopfield["capacity"].items()}},
+        "hopfield": _hopfield_summary(hopfield),
         "shift": shift,
-        "figures": [p.name for p in figures],
+        "figures": [p.name for p in paths],
+        "provenance": provenance({"training": config.seed, "hopfield": capacity.seed, "shift": shift_seed}, quick),
     }
-    write_atomic(out / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    _write(out / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
-
-
-

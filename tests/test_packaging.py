@@ -1,0 +1,59 @@
+"""What ships: the license, the NIST StRD data as package data, read through the one loader."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from derive.experiments.nist import DATA_FILE, load_datasets, load_document
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_license_is_the_mit_license_pyproject_names():
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n") and "Permission is hereby granted, free of charge" in text
+    assert 'license = { text = "MIT" }' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_nist_data_ship_with_the_package():
+    packaged = resources.files("derive.data").joinpath(DATA_FILE)
+    assert packaged.is_file()
+    names = [d["name"] for d in load_datasets()]
+    assert names == ["Norris", "Pontius", "NoInt1", "NoInt2", "Longley", "Wampler1", "Wampler2"]
+    assert "public-domain" in load_document()["source"]
+    for dataset in load_datasets():
+        assert len(dataset["x"]) == len(dataset["y"]) and dataset["certified"]["beta"]
+
+
+def test_the_loader_reads_other_files_in_the_format(tmp_path):
+    path = tmp_path / "extra.json"
+    path.write_text(json.dumps({"source": "test", "datasets": [{"name": "T", "x": [[1.0]], "y": [2.0],
+                                                                 "intercept": False, "certified": {"beta": [2.0]}}]}))
+    assert [d["name"] for d in load_datasets(path)] == ["T"]
+    path.write_text("[]")
+    with pytest.raises(ValueError, match="not a NIST StRD file"):
+        load_datasets(path)
+
+
+def test_setuptools_installs_the_data_with_the_package(tmp_path):
+    """setuptools' build_py (what a wheel and ``pip install .`` hold) on a copy of the project: no network."""
+    pytest.importorskip("setuptools")
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "derive", project / "derive", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, project / name)
+    lib = tmp_path / "lib"
+    code = "import setuptools; setuptools.setup()"
+    result = subprocess.run([sys.executable, "-c", code, "build_py", "--build-lib", str(lib)], capture_output=True,
+                            text=True, cwd=project)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = lib / "derive" / "data" / DATA_FILE
+    assert data.read_bytes() == (ROOT / "derive" / "data" / DATA_FILE).read_bytes()
+    assert (lib / "derive" / "experiments" / "figures.py").is_file()
