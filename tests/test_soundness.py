@@ -364,6 +364,8 @@ def definition_mutants(theorem_id: str) -> list[Mutant]:
                 put(f"exponent sign @{path}", replace_at(rhs, path, power(base, -q)))
             if isinstance(node, (MatrixSymbol, Identity)):
                 put(f"factor transposed @{path}", replace_at(rhs, path, transpose(node)))
+            if isinstance(node, ZeroMatrix):  # a zero that is not zero (β₀ := 0 becomes any matrix)
+                put(f"zero replaced @{path}", replace_at(rhs, path, MatrixSymbol("Mutant", *node.shape)))
     return out
 
 

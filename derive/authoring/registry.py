@@ -62,7 +62,29 @@ def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
 
     Use as ``@theorem`` or ``@theorem(glossary={...}, routes=[...])``.  The theorem's id is ``id`` or
     the function's name, and the proof it builds must carry that id.  The function is returned
-    unchanged.
+    unchanged.  Registration order is presentation order (the article, ``derive list``).
+
+    Parameters
+    ----------
+    fn
+        The function, when the decorator is used bare (``@theorem``).
+    id
+        The theorem's id, when it is not the function's name; a Python identifier.
+    glossary
+        How each matrix symbol reads in the article's notation table, by symbol name (LaTeX text):
+        ``{"Q": "orthonormal factor of $X = QR$"}``.
+    sampling
+        Hints for the independent witness's sampler, only for what it cannot infer from the hypotheses:
+        a symbol's value as a term in other symbols, its kind (``"orthogonal"``, ``"diagonal_positive"``,
+        ...), or a dimension's value.
+    routes
+        Code-generation declarations, :class:`derive.codegen.Route` or :class:`derive.codegen.Term`: a
+        checked lemma or definition of this theorem that the generated modules print.
+
+    Raises
+    ------
+    LibraryError
+        The id is not an identifier, or another function already registered it.
     """
 
     def register(func: Callable[[], Proof]) -> Callable[[], Proof]:

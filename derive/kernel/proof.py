@@ -30,8 +30,9 @@ PREDICATES = {"positive_definite": Q.positive_definite, "invertible": Q.invertib
 class Hypothesis:
     """``lhs = rhs``; a predicate hypothesis has lhs ``Q.<pred>(M)`` and rhs ``true``.
 
-    ``forall`` lists symbols (matrix or dimension) bound by this hypothesis alone: a step
-    citing it instantiates them (``Step.instance``).
+    Steps cite it as ``hyp:NAME``, in either direction.  ``forall`` lists symbols (matrix or
+    dimension) bound by this hypothesis alone: a step citing it instantiates them
+    (``Step.instance``).  Make predicate hypotheses with :func:`derive.predicate`.
     """
 
     name: str
@@ -46,7 +47,11 @@ class Hypothesis:
 
 @dataclass(frozen=True)
 class Definition:
-    """``symbol := rhs`` for a fresh matrix symbol."""
+    """``symbol := rhs`` for a fresh matrix symbol; steps cite it as ``def:NAME``, in either direction.
+
+    The symbol must occur in no hypothesis and not in its own right-hand side, so a definition never
+    constrains the other symbols.
+    """
 
     name: str
     symbol: MatrixSymbol
@@ -88,7 +93,23 @@ class Proof:
 
 
 class ProofError(ValueError):
-    """A proof does not check; names the theorem, the chain, the step and the rule."""
+    """A proof does not check; names the theorem, the chain, the step and the rule.
+
+    The message reads ``THEOREM/CHAIN step N (rule RULE): REASON``; the parts are attributes.
+
+    Attributes
+    ----------
+    theorem : str
+        The theorem's id.
+    chain : str
+        ``"main"``, a lemma's name, or ``"statement"`` for a fault outside the chains.
+    step : int or None
+        The failing step, counted from 1.
+    rule : str or None
+        The rule the failing step names.
+    reason : str
+        What is wrong, in words.
+    """
 
     def __init__(self, theorem: str, chain: str, step: int | None, rule: str | None, reason: str):
         self.theorem, self.chain, self.step, self.rule, self.reason = theorem, chain, step, rule, reason
@@ -104,7 +125,23 @@ _KERNEL_TOKEN = object()
 
 
 class Theorem:
-    """A checked theorem.  Only :func:`check` can make one."""
+    """A checked theorem.  Only :func:`check` can make one, and its attributes cannot be changed.
+
+    Attributes
+    ----------
+    id : str
+        The theorem's id.
+    title : str
+        Its one-line title.
+    statement : str
+        Its statement in words.
+    proof : Proof
+        The proof that was checked (tuples only, so it shares nothing with the caller's lists).
+    digest : str
+        SHA-256 of the proof's canonical text, the certificate's ``sha256``.
+    seconds : float
+        How long the check took.
+    """
 
     __slots__ = ("id", "title", "statement", "proof", "digest", "seconds")
 
@@ -126,6 +163,7 @@ class Theorem:
 
     @property
     def steps(self) -> int:
+        """The number of checked steps, lemmas included."""
         return sum(len(c.steps) for c in (*self.proof.lemmas, self.proof.claim))
 
     def __repr__(self) -> str:
