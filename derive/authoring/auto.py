@@ -59,6 +59,7 @@ __all__ = ["close", "normal_form"]
 
 MAX_STEPS = 400  # steps of one normalisation: a safety net, far above what a real chain needs
 MAX_SEARCH_TERMS = 3000  # terms the fallback search visits before it gives up
+SHORT_SEARCH_TERMS = 40  # the first, short search: finds chains of two or three steps directly
 SEARCH_SIZE_SLACK = 12  # the fallback search visits terms at most this many nodes larger than its start
 
 
@@ -107,12 +108,14 @@ class RuleSource(Source):
     def __init__(self, name: str, fn, side: Basic | None = None, accept: Callable | None = None, instance=()):
         self.name, self.fn, self.side, self.accept, self.instance = name, fn, side, accept, tuple(instance)
         self.symbols = frozenset() if side is None else frozenset(side.atoms(MatrixSymbol))
+        self.parts = frozenset() if side is None else frozenset(children(side) if isinstance(side, MatMul)
+                                                                else [side])
 
     def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
         if self.name in NEEDS and not _has_node(expr, NEEDS[self.name]):
             return
-        if not self.symbols <= _symbols(expr):
-            return
+        if not self.symbols <= _symbols(expr) or not self.parts <= _subterm_set(expr):
+            return  # the side (or a factor of it) occurs nowhere in the term
         for matched, result in _safe(rewrites(expr, self.fn, engine.ctx)):
             if self.side is not None and matched != self.side:
                 continue
@@ -163,6 +166,8 @@ class CitedSource(Source):
                 continue
             tried.add(instance)
             key = (rule, instance, len(engine.ctx.equations))
+            if key not in engine.cite_cache and not _equations_hold(self.theorem, binding, engine.ctx):
+                engine.cite_cache[key] = None  # a quick look first: the kernel's refusal costs more to word
             if key not in engine.cite_cache:  # the kernel's verdict on this instance, asked once
                 try:
                     engine.cite_cache[key] = resolve_rule(Step(expr, rule, instance), engine.ctx, _refuse)
@@ -178,6 +183,11 @@ class CitedSource(Source):
 @functools.lru_cache(maxsize=4096)
 def _symbols(term: Basic) -> frozenset:
     return frozenset(term.atoms(MatrixSymbol))
+
+
+@functools.lru_cache(maxsize=4096)
+def _subterm_set(term: Basic) -> frozenset:
+    return frozenset(subterms(term))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -198,6 +208,26 @@ def _safe(results: Iterator) -> Iterator:
         raise
     except (TermError, ValueError, TypeError):
         return
+
+
+def _equations_hold(theorem, binding: dict, ctx) -> bool:
+    """The cited theorem's equation hypotheses, instantiated, are among the chain's equations (or trivial).
+
+    Only a filter before asking the kernel, which decides (and also checks the predicate hypotheses).
+    """
+    dims = {v: t for v, t in binding.items() if isinstance(v, Symbol)}
+    mats = {v.xreplace(dims): t for v, t in binding.items() if isinstance(v, MatrixSymbol)}
+    known = {(a, b) for a, b in ctx.equations} | {(b, a) for a, b in ctx.equations}
+    for h in theorem.proof.hypotheses:
+        if h.is_predicate:
+            continue
+        try:
+            lhs, rhs = (canon(side.xreplace(dims).xreplace(mats)) for side in (h.lhs, h.rhs))
+        except (TermError, ValueError, TypeError):
+            return False
+        if lhs != rhs and (lhs, rhs) not in known:
+            return False
+    return True
 
 
 def _refuse(reason: str):
@@ -379,6 +409,7 @@ class Engine:
         ]
         self.flips: set[str] = set()
         self.goal: set | None = None  # symbols the other side speaks about (see sources)
+        self.goal_all = False  # defer lemmas off the goal too, not only hypotheses
         self.inverse_lemmas: dict[Basic, tuple[str, Basic]] = {}  # M -> (lemma, N) with M⁻¹ = N
         self.argument_lemma: dict[Basic, tuple[str, Basic] | None] = {}  # A -> (lemma, nf(A)), or None
         self.refused_inverses: set[Basic] = set()
@@ -411,12 +442,15 @@ class Engine:
         nothing else applies: with two factorisations of X, the one the other side uses goes first.
         """
         eqs = [e.flipped() if e.name in self.flips else e for e in self.equations]
-        deferred = [e for e in eqs if self.goal is not None and _off_goal(e, self.goal)]
+        deferred = [e for e in eqs if self.goal is not None and _off_goal(e, self.goal)
+                    and (self.goal_all or not e.name.startswith(("lemma:", "def:")))]
         eqs = [e for e in eqs if e not in deferred]
         cited = [CitedSource(t) for t in self.ctx.citations.values() if not _binds(t)]
         lemmas = [e.source() for e in eqs if e.name.startswith("lemma:")]
-        hypotheses = [e.source() for e in eqs if not e.name.startswith(("lemma:", "def:"))]
-        definitions = [e.source() for e in reversed(eqs) if e.name.startswith("def:")]
+        constant = [e for e in eqs if e.definition and isinstance(e.rhs, (Identity, ZeroMatrix))]  # β₀ := 0
+        hypotheses = [e.source() for e in eqs if not e.name.startswith(("lemma:", "def:"))] + [
+            e.source() for e in constant]
+        definitions = [e.source() for e in reversed(eqs) if e.name.startswith("def:") and e not in constant]
         return (cited + lemmas + hypotheses + _directed_axioms() + definitions + [e.source() for e in deferred]
                 + [_InverseTactic()])
 
@@ -563,8 +597,9 @@ class Engine:
         return next(f"{stem}_{i}" for i in itertools.count(1) if f"{stem}_{i}" not in taken)
 
     # -- the fallback search
-    def search(self, left: Basic, right: Basic) -> list[Move] | None:
-        """Breadth-first from both ends until they meet: the moves from ``left`` to ``right``."""
+    def search(self, left: Basic, right: Basic, max_terms: int = MAX_SEARCH_TERMS) -> list[Move] | None:
+        """Breadth-first from both ends until they meet: the moves from ``left`` to ``right`` (a shortest
+        chain), or None once ``max_terms`` terms are visited."""
         cited = [t for t in self.ctx.citations.values() if not _binds(t)]
         sources = ([e.source() for e in self.equations] + [e.flipped().source() for e in self.equations]
                    + [CitedSource(t) for t in cited] + [CitedSource(t, reverse=True) for t in cited]
@@ -582,7 +617,7 @@ class Engine:
                         if move.expr in parents[side] or size(move.expr) > limit or not self.defined(move.expr):
                             continue
                         parents[side][move.expr] = (expr, move)
-                        if len(parents[0]) + len(parents[1]) > MAX_SEARCH_TERMS:
+                        if len(parents[0]) + len(parents[1]) > max_terms:
                             return None
                         if move.expr in parents[1 - side]:
                             return _join(parents, move.expr)
@@ -722,8 +757,11 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
     right_start, suffix_moves = _prepare(engine, target, "the right-hand side")
     suffix = _reverse(target, suffix_moves)
     best = None
+    short = engine.search(start, right_start, SHORT_SEARCH_TERMS)  # a direct chain of a few steps
+    if short is not None:
+        return prefix + short + suffix
     for use_goal, flips in _strategies(engine):
-        engine.flips = flips
+        engine.flips, engine.goal_all = flips, use_goal == "all"
         engine.goal = engine.goal_of(start) if use_goal else None
         right_nf, right_steps = engine.normalise(right_start)
         path = _path(right_start, right_steps)
@@ -740,7 +778,7 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
         if best is None:
             best = engine.best = (left_nf, right_nf, left_steps, right_steps)
     left_nf, right_nf, left_steps, right_steps = best
-    engine.flips, engine.goal = set(), None
+    engine.flips, engine.goal, engine.goal_all = set(), None, False
     middle = engine.search(left_nf, right_nf)
     if middle is not None:
         return prefix + left_steps + middle + _reverse(right_start, right_steps) + suffix
@@ -767,11 +805,13 @@ def _path(start: Basic, steps: list[Move]) -> dict:
     return out
 
 
-def _strategies(engine: Engine) -> Iterator[tuple[bool, set]]:
-    """(use the goal, equations flipped): plain first, then equations off the goal deferred, then each
-    equation that may go either way flipped in turn."""
-    yield False, set()
-    yield True, set()
+def _strategies(engine: Engine) -> Iterator[tuple[str | None, set]]:
+    """(which equations off the goal wait, equations flipped): hypotheses off the goal wait (with X = UΣVᵀ
+    and X = QR, the factorisation the other side speaks about goes first); then nothing waits; then lemmas
+    off the goal wait too; then each equation that may go either way is flipped in turn."""
+    yield "hypotheses", set()
+    yield None, set()
+    yield "all", set()
     for equation in list(engine.equations):
         if not equation.definition and not isinstance(equation.rhs, (Identity, ZeroMatrix)):
-            yield True, {equation.name}
+            yield "all", {equation.name}
