@@ -1,4 +1,4 @@
-"""Numeric benchmarks of the generated code (issue 4): NIST accuracy, tall data, batched prompts.
+"""Numeric benchmarks of the generated code (issues 4 and 12): NIST accuracy, tall data, batches, data classes.
 
 The NumPy and mpmath modules are regenerated with ``derive codegen`` into a temporary directory
 on every run, imported, and compared in the same process with named baselines.  Timings
@@ -7,6 +7,7 @@ baseline, so machine noise hits both alike; the tables give the median of the pa
 the ratio of the minimums.  On a loaded machine, ``--threads 1`` avoids oversubscribed BLAS threads.
 
     python benchmarks/bench_numeric.py [--quick] [--nist PATH ...] [--repeats N] [--batch B] [--threads T]
+                                       [--parts abcdef]
 
 (a) NIST StRD linear sets: log relative error (LRE, digits) of the coefficients, with the exact least-squares
     solution of the float64 data (rational arithmetic) as the ceiling for any solver of that data, and the
@@ -14,6 +15,13 @@ the ratio of the minimums.  On a loaded machine, ``--threads 1`` avoids oversubs
 (b) Tall data: time of predict as a ratio to a bare ``X.T @ X``, and the difference to lstsq.
 (c) Batched in-context regression: speed-up over a Python loop of numpy.linalg.lstsq, next to the speed-up
     of the stacked products alone (a floor for any Gram-based method) and a batch with one hard prompt.
+(d) Small single problems, Gaussian, across the 400,000-product threshold of ``auto``: time as a ratio to
+    numpy.linalg.lstsq, next to gelsy and a bare ``X.T @ X``.
+(e) Tall data classes users have (Gaussian; uncentred features of mean 100 with an intercept; one
+    near-collinear pair): time as a ratio to ``X.T @ X``, the optimality error |Xᵀ(y − Xβ)| computed in
+    extended precision relative to lstsq's, and the extra peak memory of one call in a fresh process.
+(f) Realistic batches: prompts with an intercept and uncentred features, with one rank-deficient prompt,
+    with one prompt of cond 1e8: speed-up over a loop of lstsq.
 
 Baselines come from scipy, scikit-learn and statsmodels (``pip install ".[bench]"``); a missing
 one is reported as skipped.
@@ -269,6 +277,11 @@ def nist_accuracy(paths: list[Path], oa: ModuleType, om: ModuleType, solvers: di
                       if ours is None or (ref is not None and ours < ref)]
             answer = "yes" if not behind else "no, not on " + ", ".join(behind)
             lines.append(f"- {name} >= gelsy on every set: {answer}")
+    same = [dataset["name"] for dataset in datasets
+            if np.array_equal(oa.coefficients(*design(dataset)), exact_least_squares(*design(dataset)))]
+    lines.append(f"- generated coefficients, route=auto equals the exact LS of the float64 data bit for bit on "
+                 f"{len(same)} of {len(datasets)} sets" + ("" if len(same) == len(datasets) else
+                                                          f" (not on {', '.join(sorted(set(names) - set(same)))})"))
     lines += [f"- failed: {f}" for f in failures]
     return "\n".join(lines + ["", construction_study(datasets, oa, solvers)])
 
@@ -415,6 +428,226 @@ def batched(sizes: Sizes, oa: ModuleType) -> str:
     return "\n".join(lines)
 
 
+# --- (d) small single problems ----------------------------------------------------------
+
+
+SMALL_SHAPES = ((20, 3), (100, 5), (1_000, 10), (10_000, 8), (50_000, 8), (50_001, 8))
+THRESHOLD = 400_000  # auto's limit for exactly rounded refinement of one problem (n·p·k products)
+
+
+def _gaussian_problem(rng: np.random.Generator, n: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    X = rng.standard_normal((n, p))
+    return X, X @ rng.standard_normal(p) + rng.standard_normal(n)
+
+
+def small_problems(sizes: Sizes, oa: ModuleType, solvers: dict[str, Solver]) -> str:
+    """auto on single Gaussian problems of growing size, as ratios to lstsq timed next to it."""
+    rng = np.random.default_rng(SEED + 3)
+    baseline = "numpy.linalg.lstsq"
+    peers = {name: solvers[name] for name in ("scipy lstsq gelsy",) if name in solvers}
+    rows, small_ok = [], []
+    for n, p in SMALL_SHAPES[: 4 if sizes.tall_n < 400_000 else None]:
+        X, y = _gaussian_problem(rng, n, p)
+        repeats = max(sizes.repeats * 4, int(2e7 / (n * p * 50 + 1e4)))  # more rounds for the noisy tiny ones
+        tasks: dict[str, Callable[[], object]] = {baseline: lambda X=X, y=y: solvers[baseline](X, y),
+                                                  "X.T @ X": lambda X=X: X.T @ X,
+                                                  "auto": lambda X=X, y=y: oa.coefficients(X, y)}
+        for name, solve in peers.items():
+            tasks[name] = lambda X=X, y=y, solve=solve: solve(X, y)
+        for task in tasks.values():
+            task()  # warm-up
+        timings = paired(tasks, baseline, min(repeats, 400))
+        auto = timings["auto"]
+        side = "≤" if n * p <= THRESHOLD else ">"
+        rows.append([f"{n:,} × {p} ({side} {THRESHOLD:,} products)", f"{timings[baseline].median() * 1e6:.0f}",
+                     f"{auto.median() * 1e6:.0f}", f"{auto.ratio():.2f}", f"{auto.ratio_of_minimums():.2f}",
+                     *(f"{timings[name].ratio():.2f}" for name in peers), f"{timings['X.T @ X'].ratio():.2f}"])
+        if n * p <= 10_000:
+            small_ok.append(auto.ratio() <= 2)
+    lines = ["### (d) Small single problems (Gaussian, well-conditioned)", "",
+             f"X Gaussian n × p, y = Xβ + noise (seed {SEED + 3}); each shape timed in paired rounds (up to 400 for "
+             f"the tiny ones), every method next to numpy.linalg.lstsq. Ratios are time / lstsq time "
+             f"(median of pairs; for auto also the ratio of the minimums).", "",
+             table(["n × p", "lstsq µs (median)", "auto µs (median)", "auto / lstsq", "auto / lstsq (minimums)",
+                    *(f"{name} / lstsq" for name in peers), "X.T@X / lstsq"], rows), "",
+             f"- auto ≤ 2x lstsq from 20 × 3 to 1,000 × 10: {verdict(all(small_ok))}"]
+    return "\n".join(lines)
+
+
+# --- (e) tall data classes --------------------------------------------------------------
+
+
+def tall_class(kind: str, n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tall data of one class, built in place (no temporary copies of X): "gaussian"; "uncentred": an
+    intercept column and features of mean 100; "collinear": the last column the first plus 7e-7 noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    if kind == "uncentred":
+        X[:, 1:] += 100.0
+        X[:, 0] = 1.0
+    elif kind == "collinear":
+        X[:, -1] = X[:, 0] + 7e-7 * rng.standard_normal(n)
+    y = X @ rng.standard_normal(p)
+    y += rng.standard_normal(n)
+    return X, y
+
+
+TALL_CLASSES = {"gaussian": "Gaussian", "uncentred": "uncentred, mean 100, with an intercept",
+                "collinear": "one near-collinear pair"}
+
+
+def optimality_error(X: np.ndarray, y: np.ndarray, beta: np.ndarray) -> float:
+    """|Xᵀ(y − Xβ)|∞ / (|X|_F (|X|_F |β|₂ + |y|₂)), the products in extended precision (np.longdouble), by row
+    blocks: how far β is from satisfying the normal equations of the data as given."""
+    wide = np.longdouble
+    b = np.asarray(beta, dtype=np.float64).astype(wide)
+    g = np.zeros(X.shape[1], dtype=wide)
+    for start in range(0, X.shape[0], 65_536):
+        block = X[start : start + 65_536].astype(wide)
+        g += block.T @ (y[start : start + 65_536].astype(wide) - block @ b)
+    norm = float(np.linalg.norm(X))
+    return float(np.max(np.abs(g))) / (norm * (norm * float(np.linalg.norm(beta)) + float(np.linalg.norm(y))))
+
+
+_MEMORY_SCRIPT = """
+import resource, sys, importlib.util
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from bench_numeric import tall_class
+import numpy as np
+X, y = tall_class(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
+if sys.argv[6] == "auto":
+    spec = importlib.util.spec_from_file_location("ols_attention", sys.argv[7])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    task = lambda: module.coefficients(X, y)
+elif sys.argv[6] == "lstsq":
+    task = lambda: np.linalg.lstsq(X, y, rcond=None)
+else:
+    task = lambda: X.T @ X
+status = Path("/proc/self/status")
+def kib(field):
+    return next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith(field))
+try:  # reset the high-water mark, so the peak is the call's own
+    Path("/proc/self/clear_refs").write_text("5")
+    before = kib("VmRSS:")
+    task()
+    peak = kib("VmHWM:")
+except OSError:  # no /proc: the process-wide peak (counts what building the data needed too)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    task()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((peak - before) * 1024 / X.nbytes)
+"""
+
+
+def extra_memory(kind: str, n: int, p: int, method: str, module_path: Path, threads: int | None) -> float:
+    """Peak memory of one call beyond what the process held before it (Linux: the resident high-water mark,
+    reset just before the call, minus the resident size then), in units of X's size, measured in a fresh
+    interpreter so nothing earlier in this run counts."""
+    env = dict(os.environ)
+    if threads is not None:
+        env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    out = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT, str(Path(__file__).resolve().parent), kind, str(n),
+                          str(p), str(SEED + 4), method, str(module_path)], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def tall_classes(sizes: Sizes, oa: ModuleType, solvers: dict[str, Solver], memory_n: int, module_path: Path,
+                 threads: int | None) -> str:
+    """auto on the tall data classes, as ratios to X.T @ X timed next to it, with its optimality error."""
+    n, p = sizes.tall_n, sizes.tall_p
+    baseline = "X.T @ X (baseline)"
+    peers = {name: solvers[name] for name in ("numpy.linalg.lstsq", "scipy lstsq gelsy") if name in solvers}
+    rows, verdicts = [], []
+    for kind, label in TALL_CLASSES.items():
+        X, y = tall_class(kind, n, p, SEED + 4)
+        cond = float(np.linalg.cond(X / np.linalg.norm(X, axis=0)))
+        tasks: dict[str, Callable[[], object]] = {baseline: lambda X=X: X.T @ X,
+                                                  "auto": lambda X=X, y=y: oa.coefficients(X, y)}
+        for name, solve in peers.items():
+            tasks[name] = lambda X=X, y=y, solve=solve: solve(X, y)
+        results = {name: task() for name, task in tasks.items()}  # also the warm-up round
+        timings = paired(tasks, baseline, sizes.repeats)
+        opt = {name: optimality_error(X, y, results[name]) for name in ("auto", *peers)}
+        reference = opt.get("numpy.linalg.lstsq", float("nan"))
+        auto = timings["auto"]
+        rows.append([label, f"{cond:.1e}", f"{timings[baseline].median() * 1e3:.0f}", f"{auto.median() * 1e3:.0f}",
+                     f"{auto.ratio():.2f}", f"{auto.ratio_of_minimums():.2f}",
+                     *(f"{timings[name].ratio():.1f}" for name in peers), f"{opt['auto']:.1e}",
+                     *(f"{opt[name]:.1e}" for name in peers), f"{opt['auto'] / reference:.2f}"])
+        limit = 1.5 if kind == "gaussian" else 3.0
+        verdicts.append(f"- {label}: auto ≤ {limit}x X.T@X: {verdict(auto.ratio() <= limit)} ({auto.ratio():.2f}x); "
+                        f"optimality error ≤ 10x lstsq's: {verdict(opt['auto'] <= 10 * reference)} "
+                        f"({opt['auto'] / reference:.2f}x)")
+        del X, y, results
+    memory_rows = []
+    for method in ("auto", "numpy.linalg.lstsq", "X.T @ X"):
+        key = {"numpy.linalg.lstsq": "lstsq", "X.T @ X": "gram"}.get(method, method)
+        memory_rows.append([method, f"{extra_memory('uncentred', memory_n, p, key, module_path, threads):.3f}"])
+    auto_memory = float(memory_rows[0][1])
+    lines = ["### (e) Tall data classes", "",
+             f"n = {n:,}, p = {p}, k = 1 (seed {SEED + 4}); cond = condition number of X with unit column norms. "
+             f"One warm-up round, then {sizes.repeats} rounds in rotating order, each method next to the baseline. "
+             f"Optimality error = |Xᵀ(y − Xβ)|∞ / (|X|_F (|X|_F |β|₂ + |y|₂)) with the products in extended "
+             f"precision.", "",
+             table(["data", "cond", "X.T@X ms", "auto ms", "auto / X.T@X", "auto / X.T@X (minimums)",
+                    *(f"{name} / X.T@X" for name in peers), "optimality error, auto",
+                    *(f"optimality error, {name}" for name in peers), "auto / lstsq optimality error"], rows), "",
+             *verdicts, "",
+             f"Extra peak memory of one call on the uncentred class at n = {memory_n:,}, p = {p} (data "
+             f"{memory_n * p * 8 / 2**20:,.0f} MiB): the resident high-water mark during the call minus the resident "
+             f"size before it, in a fresh interpreter, in units of the data's size:",
+             "", table(["method", "extra peak / data"], memory_rows), "",
+             f"- auto's extra peak memory ≤ 0.25x the data: {verdict(auto_memory <= 0.25)} ({auto_memory:.3f}x)"]
+    return "\n".join(lines)
+
+
+# --- (f) realistic batches -----------------------------------------------------------------
+
+
+def realistic_batches(sizes: Sizes, oa: ModuleType) -> str:
+    """auto on batches of prompts with an intercept and uncentred features, against a loop of lstsq."""
+    B, n, p = sizes.batch, sizes.batch_n, sizes.batch_p
+    rng = np.random.default_rng(SEED + 5)
+    gaussian = rng.standard_normal((B, n, p))
+    uncentred = gaussian.copy()
+    uncentred[..., 1:] += 50.0
+    uncentred[..., 0] = 1.0
+    Y = np.einsum("bnp,bp->bn", uncentred, rng.standard_normal((B, p))) + 0.1 * rng.standard_normal((B, n))
+    deficient = uncentred.copy()
+    deficient[B // 3, :, -1] = deficient[B // 3, :, 1]  # rank p − 1: no Cholesky factor of the whole stack
+    hard = uncentred.copy()
+    hard[B // 2, :, -1] = hard[B // 2, :, 1] + 1e-8 * rng.standard_normal(n)
+    batches = {"Gaussian features, no intercept": gaussian, "uncentred (mean 50) with an intercept": uncentred,
+               "uncentred, one rank-deficient prompt": deficient, "uncentred, one prompt with cond 1e8": hard}
+    rows, verdicts = [], []
+    for label, X in batches.items():
+        baseline = "loop"
+        tasks: dict[str, Callable[[], object]] = {
+            baseline: lambda X=X: np.stack([np.linalg.lstsq(X[b], Y[b], rcond=None)[0] for b in range(B)]),
+            "auto": lambda X=X: oa.coefficients(X, Y)}
+        results = {name: task() for name, task in tasks.items()}
+        timings = paired(tasks, baseline, sizes.repeats)
+        auto = timings["auto"]
+        scale = np.maximum(np.abs(results[baseline]).max(axis=-1, keepdims=True), 1e-300)
+        delta = float(np.median(np.abs(results["auto"] - results[baseline]) / scale))
+        rows.append([label, f"{timings[baseline].median() * 1e3:.1f}", f"{auto.median() * 1e3:.1f}",
+                     _factor(1 / auto.ratio()), _factor(1 / auto.ratio_of_minimums()), f"{delta:.1e}"])
+        if label.startswith("uncentred") and "cond" not in label:
+            verdicts.append(f"- {label}: ≥ 10x the loop: {verdict(1 / auto.ratio() >= 10)} "
+                            f"({_factor(1 / auto.ratio())}x)")
+    lines = ["### (f) Realistic batches", "",
+             f"B = {B:,} prompts of n = {n}, p = {p}, k = 1 (seed {SEED + 5}); the uncentred prompts have an intercept "
+             f"column and features of mean 50. One warm-up round, then {sizes.repeats} rounds in rotating order. "
+             f"Speed-up = loop time / auto time; the last column is the median over coefficients of "
+             f"|Δβ| / max|β| against the loop.", "",
+             table(["batch", "loop of lstsq ms", "auto ms", "speed-up (median of pairs)", "speed-up (minimums)",
+                    "median rel. diff."], rows), "", *verdicts]
+    return "\n".join(lines)
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -453,6 +686,8 @@ def machine() -> str:
     if threadpoolctl is not None:
         info = [i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
         blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i['num_threads']} threads)" for i in info) or blas
+    elif os.environ.get("OPENBLAS_NUM_THREADS"):
+        blas = f"numpy's BLAS with OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}"
     return "\n".join([
         f"- date (UTC): {datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
         f"- nproc: {os.cpu_count()}; CPU: {model}; Python {platform.python_version()} on {platform.system()}",
@@ -471,28 +706,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=None, help="number of prompts in (c) (default 4096, quick 1024)")
     parser.add_argument("--threads", type=int, default=None,
                         help="limit BLAS threads (needs threadpoolctl); default: leave the libraries' own setting")
+    parser.add_argument("--parts", default="abcdef", help="which parts to run (letters a-f, default all)")
+    parser.add_argument("--memory-n", type=int, default=None,
+                        help="rows of the memory measurement in (e) (default 1,000,000, quick 100,000)")
     args = parser.parse_args(argv)
+    if not set(args.parts) <= set("abcdef"):
+        parser.error("--parts takes letters among abcdef")
     sizes = QUICK if args.quick else Sizes()
     if args.repeats is not None:
         sizes = dataclasses.replace(sizes, repeats=max(1, args.repeats))
     if args.batch is not None:
         sizes = dataclasses.replace(sizes, batch=max(1, args.batch))
     threadpoolctl = _optional("threadpoolctl")
-    if args.threads is not None and threadpoolctl is None:
-        parser.error("--threads needs threadpoolctl (pip install threadpoolctl)")
+    variables = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    if args.threads is not None and threadpoolctl is None and os.environ.get(variables[0]) != str(args.threads):
+        # no threadpoolctl: start again with the BLAS thread count in the environment, read when numpy loads
+        os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *(sys.argv[1:] if argv is None
+                                                                                   else argv)],
+                  {**os.environ, **dict.fromkeys(variables, str(args.threads))})
     paths = ([DEFAULT_NIST] if DEFAULT_NIST.exists() else []) + list(args.nist)
     notes: list[str] = [] if DEFAULT_NIST.exists() else [f"{DEFAULT_NIST} not found: only --nist files are used"]
     start = time.perf_counter()
     solvers = baselines(notes)
     limits: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if args.threads is not None:  # after the imports above, so every BLAS library loaded by then is limited
+    if args.threads is not None and threadpoolctl is not None:  # after the imports above: every BLAS loaded
         limits = threadpoolctl.threadpool_limits(limits=args.threads, user_api="blas")
     load = _loadavg()
     with tempfile.TemporaryDirectory(prefix="bench_numeric_") as tmp, limits:
         oa, om = generate(Path(tmp))
         facts = machine()
-        parts = [nist_accuracy(paths, oa, om, solvers) if paths else "### (a) skipped: no NIST file",
-                 tall_data(sizes, oa, solvers), batched(sizes, oa)]
+        memory_n = args.memory_n or (100_000 if args.quick else 1_000_000)
+        runs = {"a": lambda: nist_accuracy(paths, oa, om, solvers) if paths else "### (a) skipped: no NIST file",
+                "b": lambda: tall_data(sizes, oa, solvers), "c": lambda: batched(sizes, oa),
+                "d": lambda: small_problems(sizes, oa, solvers),
+                "e": lambda: tall_classes(sizes, oa, solvers, memory_n, Path(tmp) / "ols_attention.py", args.threads),
+                "f": lambda: realistic_batches(sizes, oa)}
+        parts = [run() for letter, run in runs.items() if letter in args.parts]
     given = sys.argv[1:] if argv is None else argv
     command = "python benchmarks/bench_numeric.py" + "".join(f" {shlex.quote(a)}" for a in given)
     print(f"Command: `{command}` (modules regenerated by `derive codegen` into a temporary directory)\n")

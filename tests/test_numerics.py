@@ -28,6 +28,20 @@ def swap(A):
     return np.swapaxes(A, -1, -2)
 
 
+def optimality_error(X, Y, beta):
+    """max |Xᵀ(Y − Xβ)| computed exactly (rational arithmetic): how far β is from satisfying the normal equations."""
+    X, Y, beta = (np.asarray(a, dtype=np.float64) for a in (X, Y, beta))
+    Y, beta = Y.reshape(len(Y), -1), beta.reshape(X.shape[1], -1)
+    Xf = [[Fraction(v) for v in row] for row in X]
+    worst = Fraction(0)
+    for j in range(Y.shape[1]):
+        bj = [Fraction(v) for v in beta[:, j]]
+        r = [Fraction(Y[i, j]) - sum(a * b for a, b in zip(Xf[i], bj, strict=True)) for i in range(len(Xf))]
+        for c in range(X.shape[1]):
+            worst = max(worst, abs(sum(Xf[i][c] * r[i] for i in range(len(Xf)))))
+    return float(worst)
+
+
 #: What the checked lemmas say, written plainly (NumPy).
 NUMPY_REFERENCE = {
     "eigh": lambda V, lam, XtY: V @ ((1 / lam)[..., :, None] * (swap(V) @ XtY)),  # V Λ⁻¹ Vᵀ XᵀY
@@ -132,9 +146,12 @@ def test_numpy_gram_overflow_is_named(route):
 
 
 def test_numpy_validate_shapes():
-    X, Y, Q, vector_y, vector_q = nn._validate(np.ones((2, 5, 3)), np.ones((2, 5)), np.ones((2, 3)))
+    X, Y, Q, vector_y, vector_q, dtype = nn._validate(np.ones((2, 5, 3)), np.ones((2, 5)), np.ones((2, 3)))
     assert (X.shape, Y.shape, Q.shape, vector_y, vector_q) == ((2, 5, 3), (2, 5, 1), (2, 1, 3), True, True)
-    assert X.dtype == np.float64
+    assert X.dtype == np.float64 and dtype == np.float64
+    single = nn._validate(np.ones((5, 3), np.float32), np.ones(5, np.float32))
+    assert single[0].dtype == np.float64 and single[-1] == np.float32  # float64 arithmetic, float32 results
+    assert nn._validate(np.ones((5, 3), np.float32), np.ones(5))[-1] == np.float64
     with pytest.raises(ValueError, match="X_query must have shape"):
         nn._validate(np.ones((2, 5, 3)), np.ones((2, 5)), np.ones((3, 1, 3)))  # no broadcasting of batches
     assert nn._validate([[True, False], [False, True]], [1, 2])[0].dtype == np.float64
@@ -243,8 +260,13 @@ def test_refinement_by_preconditioned_gradient_steps(numpy_printed):
     exact = exact_least_squares(X, Y[:, 0])[:, None]
     C = np.linalg.cholesky(X.T @ X)
     start = exact * (1 + 1e-6)  # a rough solution
-    refined = nn._refine_gram(X[None], Y[None], start[None], C[None])[0]
-    assert np.max(np.abs(refined - exact)) <= 1e-11 * np.max(np.abs(exact)) < np.max(np.abs(start - exact))
+    lstsq = np.linalg.lstsq(X, Y, rcond=None)[0]
+    for stack in (True, False):  # a batch, and one problem (in row blocks when it is tall)
+        refined = nn._refine_gram(X[None], Y[None], start[None], C[None])[0] if stack else \
+            nn._refine_gram(X, Y, start, C)
+        # float64 residuals: the accuracy class of a backward stable solver such as lstsq, from 1e-6 off
+        assert np.max(np.abs(refined - exact)) <= 10 * np.max(np.abs(lstsq - exact))
+        assert optimality_error(X, Y, refined) <= 10 * optimality_error(X, Y, lstsq)
 
 
 @pytest.mark.parametrize("exact_sums", [True, False])

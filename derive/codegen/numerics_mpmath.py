@@ -10,7 +10,8 @@ Exact decimal data solved to the working precision: entries may be mpmath number
 decimal.Decimal, fractions.Fraction, int or float; every function takes ``dps`` (decimal digits,
 default 50) and returns an ``mpmath.matrix``. Shapes: X n×p (a list of rows), Y a list of n values or
 n×k rows, X_query m×p rows. Routes as in the NumPy module ("auto" takes "eigh" when cond(X)² is far
-below 10^dps, otherwise "qr"); on rank-deficient X the minimum-norm solution (pseudo_inverse).
+below 10^dps, otherwise "qr"); on rank-deficient X the minimum-norm solution (pseudo_inverse). The
+default route of every function is "auto".
 """
 
 from __future__ import annotations
@@ -217,21 +218,80 @@ _ROUTES = {"auto": _route_auto, "eigh": _route_eigh, "cholesky": _route_cholesky
            "qr": _route_qr}
 
 
-def coefficients(X: Sequence[Sequence[object]] | mpmath.matrix, Y: Sequence[object] | mpmath.matrix, *,
-                 route: str = "auto", dps: int = 50) -> mpmath.matrix:
-    """OLS coefficients β̂ as a p×k mpmath matrix, at ``dps`` decimal digits.
+Matrix = Sequence[Sequence[object]] | mpmath.matrix
+Vector = Sequence[object] | mpmath.matrix
 
-    ``route`` is one of ``ROUTES``; ``TypeError`` or ``ValueError`` name a bad argument.
+
+def coefficients(X: Matrix, Y: Vector | Matrix, *, route: str = "auto", dps: int = 50) -> mpmath.matrix:
+    """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY at ``dps`` decimal digits.
+
+    Parameters
+    ----------
+    X : list of n rows of p numbers, or mpmath.matrix
+        The design. Entries may be mpmath numbers, decimal strings, ``Decimal``, ``Fraction``, int or float;
+        decimal strings are read exactly to the working precision.
+    Y : list of n numbers, list of n rows of k numbers, or mpmath.matrix
+        The targets.
+    route : {"auto", "eigh", "cholesky", "svd", "qr"}, keyword-only
+        Which checked identity evaluates β̂ (``"auto"``: "eigh" when cond(X)² is far below 10^dps, else "qr";
+        "svd" when X is rank-deficient).
+    dps : int, keyword-only
+        Decimal digits of the working precision (default 50).
+
+    Returns
+    -------
+    mpmath.matrix, p × k (k = 1 for a list of numbers)
+        β̂; the minimum-norm solution where ``X`` is rank-deficient (pseudo_inverse).
+
+    Raises
+    ------
+    TypeError
+        An entry is not a number (or a bool), or an argument is not a list of rows.
+    ValueError
+        An entry is not a decimal number, NaN or infinite; rows of different lengths; mismatched shapes; an
+        empty argument; an unknown route.
+
+    Examples
+    --------
+    >>> beta = coefficients([["1", "0"], ["1", "1"], ["1", "2"]], ["1", "2", "4"], dps=30)
+    >>> [mpmath.nstr(v, 10) for v in beta]
+    ['0.8333333333', '1.5']
     """
     with mp.workdps(dps):
         X, Y, _ = _validate(X, Y, None, route)
         return _ROUTES[route](X, Y)
 
 
-def predict(X: Sequence[Sequence[object]] | mpmath.matrix, Y: Sequence[object] | mpmath.matrix,
-            X_query: Sequence[Sequence[object]] | mpmath.matrix, *, route: str = "auto",
-            dps: int = 50) -> mpmath.matrix:
-    """Predictions X_query β̂ as an m×k mpmath matrix, evaluated right to left."""
+def predict(X: Matrix, Y: Vector | Matrix, X_query: Matrix, *, route: str = "auto", dps: int = 50) -> mpmath.matrix:
+    """Predictions X_q β̂, evaluated right to left, at ``dps`` decimal digits.
+
+    Parameters
+    ----------
+    X, Y : as in :func:`coefficients`
+        The design and the targets.
+    X_query : list of m rows of p numbers, or mpmath.matrix
+        The queries.
+    route : {"auto", "eigh", "cholesky", "svd", "qr"}, keyword-only
+        As in :func:`coefficients`.
+    dps : int, keyword-only
+        Decimal digits of the working precision (default 50).
+
+    Returns
+    -------
+    mpmath.matrix, m × k
+        The predictions.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As in :func:`coefficients`, or queries with a number of columns other than X's.
+
+    Examples
+    --------
+    >>> yhat = predict([["1", "0"], ["1", "1"], ["1", "2"]], ["1", "2", "4"], [["1", "3"]], dps=30)
+    >>> mpmath.nstr(yhat[0, 0], 12)
+    '5.33333333333'
+    """
     with mp.workdps(dps):
         X, Y, Q = _validate(X, Y, X_query, route)
         return Q * _ROUTES[route](X, Y)
@@ -257,10 +317,40 @@ def _attention_parameters(X, Y, route):
     return L, L.copy(), L.copy(), P
 
 
-def attention_parameters(X: Sequence[Sequence[object]] | mpmath.matrix, Y: Sequence[object] | mpmath.matrix, *,
-                         route: str = "eigh",
+def attention_parameters(X: Matrix, Y: Vector | Matrix, *, route: str = "auto",
                          dps: int = 50) -> tuple[mpmath.matrix, mpmath.matrix, mpmath.matrix, mpmath.matrix]:
-    """(W_Q, W_K, W_V, P) with W_Q = W_K = W_V = L, L Lᵀ = (XᵀX)⁻¹, and P = LᵀXᵀY (paper_construction)."""
+    """(W_Q, W_K, W_V, P) with W_Q = W_K = W_V = L, L Lᵀ = (XᵀX)⁻¹, and P = LᵀXᵀY (paper_construction).
+
+    Parameters
+    ----------
+    X, Y : as in :func:`coefficients`
+        The design and the targets.
+    route : {"auto", "eigh", "cholesky", "svd", "qr"}, keyword-only
+        Which factor L: ``"auto"`` and ``"eigh"`` VΛ^{-1/2}, ``"qr"`` R⁻¹, ``"cholesky"`` and ``"svd"`` VS⁻¹ (the
+        same gauge class: gauge_invariance). On a rank-deficient X every route gives the minimum-norm factor
+        with L Lᵀ = (XᵀX)⁺ (pseudo_inverse).
+    dps : int, keyword-only
+        Decimal digits of the working precision (default 50).
+
+    Returns
+    -------
+    W_Q, W_K, W_V : mpmath.matrix, p × p
+        Three copies of L.
+    P : mpmath.matrix, p × k
+        The output projection.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As in :func:`coefficients`.
+
+    Examples
+    --------
+    >>> W_Q, W_K, W_V, P = attention_parameters([["1", "0"], ["1", "1"], ["1", "2"]], ["1", "2", "4"], dps=30)
+    >>> X = mpmath.matrix([[1, 0], [1, 1], [1, 2]])
+    >>> bool(mpmath.mnorm(W_Q * W_K.T - mpmath.inverse(X.T * X), 1) < 1e-12)
+    True
+    """
     with mp.workdps(dps):
         X, Y, _ = _validate(X, Y, None, route)
         return _attention_parameters(X, Y, route)
