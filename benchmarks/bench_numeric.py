@@ -34,7 +34,6 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
-import json
 import os
 import platform
 import shlex
@@ -56,9 +55,18 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the checkout's derive package, also when it is not installed
     sys.path.insert(0, str(ROOT))
 
-from derive.experiments.nist import CONSTRUCTIONS, LRE_CAP, design, design_text, exact_least_squares, lre  # noqa: E402
+from derive.experiments.nist import (  # noqa: E402
+    CONSTRUCTIONS,
+    DATA_FILE,
+    LRE_CAP,
+    design,
+    design_text,
+    exact_least_squares,
+    load_datasets,
+    lre,
+)
 
-DEFAULT_NIST = ROOT.parent / "shared" / "data" / "nist_strd_lls.json"
+PACKAGED = "derive/data/" + DATA_FILE  # the NIST StRD sets shipped with the package (public domain)
 CEILING = "exact LS of the float64 data (rational arithmetic)"
 ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
 
@@ -226,11 +234,11 @@ def verdict(ok: bool) -> str:
 # --- (a) NIST accuracy ------------------------------------------------------------------
 
 
-def nist_accuracy(paths: list[Path], oa: ModuleType, om: ModuleType, solvers: dict[str, Solver]) -> str:
+def nist_accuracy(paths: list[Path | str], oa: ModuleType, om: ModuleType, solvers: dict[str, Solver]) -> str:
     """LRE of every method's coefficients on every NIST set in ``paths``."""
     datasets = []
     for path in paths:
-        datasets += json.loads(path.read_text())["datasets"]
+        datasets += load_datasets() if path == PACKAGED else load_datasets(path)
     methods: dict[str, Callable[[dict], np.ndarray]] = {}
     for name, solve in solvers.items():
         methods[name] = lambda d, solve=solve: solve(d["X"], d["y"])
@@ -701,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller (b) and (c): well under a minute")
     parser.add_argument("--nist", type=Path, action="append", default=[],
-                        help="another NIST file in the format of shared/data/nist_strd_lls.json (repeatable)")
+                        help="another NIST file in the format of derive/data/nist_strd_lls.json (repeatable)")
     parser.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 5, quick 3)")
     parser.add_argument("--batch", type=int, default=None, help="number of prompts in (c) (default 4096, quick 1024)")
     parser.add_argument("--threads", type=int, default=None,
@@ -724,8 +732,8 @@ def main(argv: list[str] | None = None) -> int:
         os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *(sys.argv[1:] if argv is None
                                                                                    else argv)],
                   {**os.environ, **dict.fromkeys(variables, str(args.threads))})
-    paths = ([DEFAULT_NIST] if DEFAULT_NIST.exists() else []) + list(args.nist)
-    notes: list[str] = [] if DEFAULT_NIST.exists() else [f"{DEFAULT_NIST} not found: only --nist files are used"]
+    paths = [PACKAGED, *args.nist]
+    notes: list[str] = []
     start = time.perf_counter()
     solvers = baselines(notes)
     limits: contextlib.AbstractContextManager = contextlib.nullcontext()

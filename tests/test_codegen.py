@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.util
-import json
 import shutil
 import subprocess
 import sys
@@ -31,11 +30,9 @@ from derive.codegen import (
     required_theorems,
     term_expression,
 )
-from derive.experiments.nist import CONSTRUCTIONS, design, design_text, exact_least_squares, lre
+from derive.experiments.nist import CONSTRUCTIONS, design, design_text, exact_least_squares, load_datasets, lre
 from derive.kernel import check
 from derive.library import LIBRARY
-
-NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist_strd_lls.json"
 
 
 @pytest.fixture(scope="module")
@@ -342,9 +339,7 @@ def test_queries_must_match(generated):
 
 @pytest.fixture(scope="module")
 def nist():
-    if not NIST.exists():
-        pytest.skip("shared/data/nist_strd_lls.json is not beside the checkout")
-    return json.loads(NIST.read_text())["datasets"]
+    return load_datasets()  # the NIST StRD sets shipped with the package
 
 
 def test_nist_accuracy_at_least_gelsy(generated, nist):
