@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import __version__
 from .certificates import CertificateError, certificate_text, read_certificate, verify_certificate
-from .codegen import REQUIRED_THEOREMS, mpmath_module, numpy_module
+from .codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module, registered_routes
 from .files import write_atomic
 from .kernel import ProofError
 from .latex import TexError, article_latex, compile_pdf, tex_engine, theorem_latex
@@ -226,14 +226,20 @@ def _write_code(records: list[dict], out: Path, backends: list[str]) -> list[Pat
     written = []
     for backend in backends:
         name, generate = BACKENDS[backend]
-        write_atomic(out / name, generate(theorems))
+        try:
+            text = generate(theorems)
+        except CodegenError as exc:  # a route a theorem file declares cannot be printed: the user's to fix
+            raise UsageError(str(exc)) from None
+        write_atomic(out / name, text)
         written.append(out / name)
     return written
 
 
 def _cmd_codegen(args) -> int:
     out = _output_dir(args.out)
-    records = prove(list(REQUIRED_THEOREMS))
+    ids = list(REQUIRED_THEOREMS)  # and the theorems declaring the other routes (printed as public functions)
+    ids += [d.theorem for d in registered_routes().values() if d.theorem not in ids]
+    records = prove(list(dict.fromkeys(ids)))
     _failures(records)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     for path in _write_code(records, out, backends):

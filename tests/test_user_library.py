@@ -141,3 +141,52 @@ def test_a_dotted_module_and_an_entry_point(tmp_path):
     listing = run(tmp_path, "list", env=env)
     assert listing.returncode == 0, listing.stderr
     assert "hat_idempotent" in listing.stdout.split()
+
+
+ROUTE_FILE = '''
+from sympy import Identity, MatrixSymbol, Q
+
+from derive import Hypothesis, ProofBuilder, dim, inv, mul, predicate, theorem, transpose
+from derive.codegen import Route
+
+n, p, k, m = dim("n"), dim("p"), dim("k"), dim("m")
+X, Y, X_q = MatrixSymbol("X", n, p), MatrixSymbol("Y", n, k), MatrixSymbol("X_q", m, p)
+Qf, R = MatrixSymbol("Q", n, p), MatrixSymbol("R", p, p)
+
+
+@theorem(routes=[Route("NAME", "main", {"X_q": "X_query", "Q": "Q", "R": "R", "Y": "Y"}, upper=("R",))])
+def qr_predictions():
+    b = ProofBuilder("qr_predictions", "OLS through QR", "X = QR, QᵀQ = I, R invertible.",
+                     [Hypothesis("qr", X, mul(Qf, R)), Hypothesis("Q_cols", mul(transpose(Qf), Qf), Identity(p)),
+                      predicate("R_invertible", Q.invertible, R)])
+    b.main(mul(X_q, inv(mul(transpose(X), X)), transpose(X), Y)).auto(mul(X_q, inv(R), transpose(Qf), Y))
+    return b.proof()
+'''
+
+
+def test_a_route_of_a_users_theorem_becomes_a_public_function_of_the_generated_modules(tmp_path):
+    (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "qr_coefficients"))
+    result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
+    assert result.returncode == 0, result.stderr
+    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, mpmath, ols_attention as oa, "
+             "ols_attention_mp as om\n"
+             "rng = np.random.default_rng(1); X = rng.standard_normal((30, 3)); Y = rng.standard_normal((30, 2))\n"
+             "Q, R = np.linalg.qr(X)\n"
+             "beta = oa.qr_coefficients(Q, R, Y)\n"
+             "assert np.allclose(beta, np.linalg.lstsq(X, Y, rcond=None)[0], rtol=1e-12, atol=1e-13), beta\n"
+             "assert 'qr_coefficients' in oa.__all__ and 'qr_coefficients' in om.__all__\n"
+             "mp = om.qr_coefficients(*(mpmath.matrix(a.tolist()) for a in (Q, R, Y)))\n"
+             "assert abs(float(mp[0, 0]) - beta[0, 0]) < 1e-12\n"
+             "print(oa.qr_coefficients.__doc__.splitlines()[0])")
+    used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=tmp_path)
+    assert used.returncode == 0, used.stderr
+    assert "printed from qr_predictions, lemma main (route qr_coefficients)" in used.stdout
+    header = (tmp_path / "code" / "ols_attention.py").read_text()
+    assert "qr_coefficients" in header.split('"""')[1]  # the header names the function and its theorem
+
+
+def test_a_route_that_would_shadow_a_function_of_the_module_is_a_usage_error(tmp_path):
+    (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "predict"))
+    result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
+    assert result.returncode == 2 and "route predict (qr_predictions)" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "code" / "ols_attention.py").exists()
