@@ -2,19 +2,20 @@
 
 Nothing here is trusted.  :func:`close` proposes steps (each an axiom, hypothesis, definition, lemma or
 cited theorem applied at one position, exactly what a hand-written ``rw`` records) and the kernel checks
-them from scratch later like any other chain.  The search:
+them from scratch later like any other chain.  The search, in order:
 
-1. *Directed normalisation* of both sides: unfold definitions, rewrite equations in one orientation
-   (towards I or 0, eliminating a symbol, else as written), push transposes inward, split inverses of
-   products of square invertible factors, cancel A⁻¹A, expand integer powers and combine powers that
-   cancel, distribute, multiply blocks, drop identities and zeros, collect like terms.  Inverses that the
-   equations give a one-sided inverse of (UᵀU = I gives U⁻¹ = Uᵀ for square U) and arguments of inverses
-   that normalise only as a whole (XᵀX = RᵀR) become small lemmas proved first.
-2. If the two normal forms differ: the same with equations that bring in only symbols the other side does
-   not speak about deferred (X = USVᵀ when the other side speaks of Q and R), then with each equation's
-   orientation flipped in turn.
-3. Then a bounded breadth-first search over every rule in both directions, from both normal forms, until
-   the two searches meet or the time runs out.
+1. A short breadth-first search over every rule in both directions, from both sides, bounded to a few
+   dozen terms: it finds the chains of two or three steps, shortest first.
+2. *Directed normalisation* of both sides, the left one stopping where it meets the right one's path:
+   cited theorems and lemmas first, then hypotheses (towards I or 0, eliminating a symbol, else as
+   written), then the simplifying axioms (transposes pushed inward, inverses of products of square
+   invertible factors split, A⁻¹A cancelled, integer powers expanded and cancelling powers combined,
+   identities and zeros dropped, like terms collected, distribution, block products), then definitions.
+   Inverses that the equations give a one-sided inverse of (UᵀU = I gives U⁻¹ = Uᵀ for square U) and
+   arguments of inverses that normalise only as a whole (XᵀX = RᵀR) become small lemmas proved first.
+   It runs under several strategies (see :func:`_strategies`): equations that bring in only symbols the
+   other side does not speak about waiting, or not, and each equation's orientation flipped in turn.
+3. A bounded breadth-first search from the two normal forms until they meet or the time runs out.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from sympy.matrices.expressions import (
 
 from ..kernel import ProofError, Step
 from ..kernel.axioms import AXIOMS, equation_rule
-from ..kernel.checking import _statement_symbols, resolve_rule, rewrites
+from ..kernel.checking import _statement_symbols, one_step, resolve_rule, rewrites
 from ..kernel.judgments import OutOfTime, check_defined
 from ..kernel.terms import (
+    MATRIX_NODES,
     TermError,
     canon,
     children,
@@ -131,8 +133,6 @@ class CheckedSource(Source):
         self.name, self.propose = name, propose
 
     def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
-        from ..kernel.checking import one_step
-
         for path, node in _positions(expr):
             new = self.propose(node)
             if new is None:
@@ -247,29 +247,18 @@ def _match(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict |
     Syntactic, on normal forms; the kernel decides whether the instance is allowed.
     """
     if isinstance(pattern, MatrixSymbol) and pattern in variables:
-        if not isinstance(term, (MatrixSymbol, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul,
-                                 MatAdd, BlockMatrix)):
+        if not isinstance(term, MATRIX_NODES):
             return None
         if pattern in binding:
             return binding if binding[pattern] == term else None
-        out = dict(binding)
-        for dim, value in zip(pattern.shape, term.shape, strict=True):
-            out = _match_dim(dim, value, variables, out)
-            if out is None:
-                return None
-        out[pattern] = term
-        return out
+        out = _match_shape(pattern, term, variables, binding)
+        return None if out is None else {**out, pattern: term}
     if type(pattern) is not type(term):
         return None
     if isinstance(pattern, MatrixSymbol):
         return binding if pattern == term else None
     if isinstance(pattern, (Identity, ZeroMatrix)):
-        out = binding
-        for dim, value in zip(pattern.shape, term.shape, strict=True):
-            out = _match_dim(dim, value, variables, out)
-            if out is None:
-                return None
-        return out
+        return _match_shape(pattern, term, variables, binding)
     if isinstance(pattern, MatPow) and not isinstance(pattern, Inverse) and pattern.args[1] != term.args[1]:
         return None
     if isinstance(pattern, MatMul) and factors_of(pattern)[0] != factors_of(term)[0]:
@@ -282,6 +271,16 @@ def _match(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict |
     out = binding
     for a, b in zip(left, right, strict=True):
         out = _match(a, b, variables, out)
+        if out is None:
+            return None
+    return out
+
+
+def _match_shape(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict | None:
+    """Bindings that make the pattern's dimensions the term's."""
+    out: dict | None = binding
+    for dim, value in zip(pattern.shape, term.shape, strict=True):
+        out = _match_dim(dim, value, variables, out)
         if out is None:
             return None
     return out
