@@ -234,8 +234,9 @@ def test_rank_deficiency_detectors():
     assert np.isinf(s[-1]) and np.isfinite(s[:-1]).all()
 
 
+@pytest.mark.parametrize("packed", [False, True])  # LAPACK's factors, or the factorization across the stack
 @pytest.mark.parametrize("singular", [False, True])  # True: the stacked Cholesky fails, the spectrum decides
-def test_condition_estimate(singular):
+def test_condition_estimate(singular, packed):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(4, 50, 4))
     X[1, :, 3] = X[1, :, 0] + 1e-3 * rng.normal(size=50)  # cond(X)² about 1e6
@@ -243,7 +244,9 @@ def test_condition_estimate(singular):
     X[3, :, 3] = X[3, :, 0] + 1e-7 * rng.normal(size=50)  # cond(X)² about 1e14
     if singular:
         X[3, :, 2] = 0.0  # a zero column: not positive definite
-    C, cond2 = nn._cholesky_estimate(swap(X) @ X)
+    G = swap(X) @ X
+    C, cond2 = nn._cholesky_estimate(nn._pack(G) if packed else G)
+    C = C.dense() if packed else C
     for b in (0, 1, 2):
         Xs = X[b] / np.linalg.norm(X[b], axis=0)
         exact = np.linalg.cond(Xs) ** 2

@@ -48,7 +48,7 @@ def tall(kind, n, p, seed=0):
 def spy(monkeypatch, name):
     calls = []
     original = getattr(nn, name)
-    monkeypatch.setattr(nn, name, lambda *a, **k: calls.append(a[0].shape) or original(*a, **k))
+    monkeypatch.setattr(nn, name, lambda *a, **k: calls.append(getattr(a[0], "shape", None)) or original(*a, **k))
     return calls
 
 
@@ -73,18 +73,54 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
     X = np.column_stack([np.ones(36), x])
     y = -0.25 + 1.002 * x + np.sin(x)
     assert np.array_equal(nn.coefficients(X, y), exact_least_squares(X, y))  # bit for bit
+    assert len(exact_path) == 1
+
+
+def test_one_column_is_the_exactly_rounded_quotient(monkeypatch):
+    quotient = spy(monkeypatch, "_one_column")
     one = np.array([[4.0], [5.0], [6.0]])
-    assert np.array_equal(nn.coefficients(one, [3.0, 4.0, 4.0]), [56 / 77])  # one column: xᵀy / xᵀx, rounded once
-    assert len(exact_path) == 2
+    assert np.array_equal(nn.coefficients(one, [3.0, 4.0, 4.0]), [56 / 77])  # xᵀy / xᵀx, rounded once
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        n, k = int(rng.integers(1, 33)), int(rng.integers(1, 3))
+        x = rng.standard_normal((n, 1)) * 10.0 ** rng.integers(-150, 150)
+        if trial % 3 == 0:
+            x = np.abs(x) + np.abs(x).max() * rng.integers(1, 1000)  # uncentred: xᵀy and xᵀx cancel nothing
+        Y = rng.standard_normal((n, k)) * 10.0 ** rng.integers(-150, 150)
+        want = np.column_stack([exact_least_squares(x, Y[:, j]) for j in range(k)])
+        assert np.array_equal(nn.coefficients(x, Y), want), trial  # bit for bit, at any scale
+    big = one * 2.0**700  # xᵀx overflows float64; the scaled quotient does not
+    assert np.array_equal(nn.coefficients(big, [3.0, 4.0, 4.0]), [56 / 77 / 2.0**700])
+    assert np.array_equal(nn.coefficients(np.zeros((3, 1)), [1.0, 2.0, 3.0]), [0.0])  # minimum norm
+    with pytest.raises(ValueError, match="Y contains NaN"):
+        nn.coefficients(one, [3.0, np.nan, 4.0])
+    with pytest.raises(ValueError, match="X contains NaN"):
+        nn.coefficients(one * [[np.inf]], [3.0, 4.0, 4.0])
+    assert len(quotient) == 205
+    assert nn.coefficients(np.ones((200, 1)), np.arange(200.0)) == pytest.approx(99.5, rel=1e-15)  # past 64: Gram
+
+
+@pytest.mark.parametrize("p", [2, 3, 7])  # the tiny path in Python floats
+def test_tiny_path_names_bad_values(p):
+    rng = np.random.default_rng(12)
+    X, y = rng.standard_normal((20, p)), rng.standard_normal(20)
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match="Y contains NaN or infinity"):
+            nn.coefficients(X, np.where(np.arange(20) == 7, bad, y))
+        with pytest.raises(ValueError, match="X contains NaN or infinity"):
+            nn.coefficients(np.where(np.arange(20)[:, None] == 3, bad, X), y)
 
 
 def test_trust_rule():
-    beta = np.array([[1.0], [1e-3]])
+    beta = [[1.0, 1e-3]]  # the columns of β
     assert nn._trusted(beta, [1.0, 1.0], 1e-16)
     assert not nn._trusted(beta, [1.0, 1.0], 1e-14)  # 1e-14 · 1 > 1e-12 · 1e-3
     assert nn._trusted(beta, [1.0, 1e6], 1e-14)  # scaled: |Dβ| = (1, 1)
-    assert not nn._trusted(np.array([[1.0], [0.0]]), [1.0, 1.0], 1e-16)  # an exact zero: refine
-    assert not nn._trusted(np.array([[np.inf], [1.0]]), [1.0, 1.0], 1e-16)
+    assert not nn._trusted([[1.0, 0.0]], [1.0, 1.0], 1e-16)  # an exact zero: refine
+    for bad in (np.inf, -np.inf, np.nan):
+        assert not nn._trusted([[1.0, bad]], [1.0, 1.0], 1e-16)
+        assert not nn._trusted([[bad, 1.0]], [1.0, 1.0], 1e-16)  # in either position (max/min ignore NaN order)
+    assert not nn._trusted([[1.0, 1.0], [1.0, 1e-9]], [1.0, 1.0], 1e-16)  # every column must pass
 
 
 def test_huge_solution_is_correct_or_an_error_never_nan():
@@ -189,21 +225,74 @@ def test_a_failing_stacked_cholesky_costs_the_batch_no_eigenvalue_pass(monkeypat
         assert np.max(np.abs(got[b] - exact)) <= max(10 * np.max(np.abs(lstsq - exact)), 1e-14 * np.abs(exact).max())
 
 
-def test_cholesky_each_finds_the_failing_problems(monkeypatch):
+def test_cholesky_each_finds_the_failing_problems():
     rng = np.random.default_rng(6)
     X = rng.standard_normal((37, 10, 3))
     X[[4, 30], :, 2] = X[[4, 30], :, 0]  # exactly equal columns: a zero pivot
     X[11, :, 1] = 0.0
     G = np.swapaxes(X, -1, -2) @ X
-    C, ok = nn._cholesky_each(G)
-    failing = set(np.flatnonzero(~ok).tolist())
-    assert 11 in failing and failing <= {4, 11, 30}  # a zero column always fails; rounding may leave a tiny pivot
-    np.testing.assert_allclose(C[ok] @ np.swapaxes(C[ok], -1, -2), G[ok], rtol=1e-10, atol=1e-12)
-    np.testing.assert_array_equal(C[~ok], np.broadcast_to(np.eye(3), (len(failing), 3, 3)))
+    for C, relative in (nn._cholesky_each(G), nn._cholesky_each(nn._pack(G))):  # LAPACK fails: across the stack
+        C = C.dense() if isinstance(C, nn._Across) else C
+        ok = (relative > 0).all(axis=0)
+        failing = set(np.flatnonzero(~ok).tolist())
+        assert 11 in failing and failing <= {4, 11, 30}  # a zero column always fails; rounding may leave a tiny pivot
+        np.testing.assert_allclose(C[ok] @ np.swapaxes(C[ok], -1, -2), G[ok], rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(C[~ok], np.broadcast_to(np.eye(3), (len(failing), 3, 3)))
+        np.testing.assert_allclose(relative[:, ok], np.diagonal(C[ok], axis1=1, axis2=2).T ** 2
+                                   / np.diagonal(G[ok], axis1=1, axis2=2).T, rtol=1e-12)
     keep = np.setdiff1d(np.arange(37), [4, 11, 30])
-    across, fine = nn._cholesky_across(G[keep])  # the vectorised factorization agrees with LAPACK's
-    assert fine.all()
-    np.testing.assert_allclose(across, np.linalg.cholesky(G[keep]), rtol=1e-12, atol=1e-12)
+    across, relative = nn._cholesky_across(nn._pack(G[keep]))  # the factorization across agrees with LAPACK's
+    assert (relative > 0).all()
+    np.testing.assert_allclose(across.dense(), np.linalg.cholesky(G[keep]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("p, k", [(1, 1), (2, 3), (8, 1), (13, 2)])
+def test_factors_across_the_stack(p, k):
+    rng = np.random.default_rng(13)
+    X, Y = rng.standard_normal((50, 3 * p, p)), rng.standard_normal((50, 3 * p, k))
+    G = np.swapaxes(X, -1, -2) @ X
+    packed, XtY = nn._packed_gram(X, Y)  # from blocks of X: the same sums as one product
+    np.testing.assert_allclose(packed.dense(), np.tril(G), rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(XtY, np.swapaxes(X, -1, -2) @ Y, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(packed.diagonal().T, np.diagonal(G, axis1=1, axis2=2), rtol=1e-14)
+    C, _ = nn._cholesky_across(packed)
+    L = np.linalg.cholesky(G)
+    np.testing.assert_allclose(C.dense(), L, rtol=1e-12, atol=1e-12)
+    for i in range(p):
+        np.testing.assert_array_equal(C.row(i).T, C.dense()[:, i, :i])
+        np.testing.assert_array_equal(C.column(i).T, C.dense()[:, i:, i])
+    np.testing.assert_allclose(nn._solve_triangular(C, Y[:, :p], lower=True, transpose=False),
+                               np.linalg.solve(L, Y[:, :p]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(nn._solve_triangular(C, Y[:, :p], lower=False, transpose=True),
+                               np.linalg.solve(np.swapaxes(L, -1, -2), Y[:, :p]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(C[[3, 1]].dense(), C.dense()[[3, 1]])
+    with pytest.raises(ValueError, match="lower triangular"):
+        nn._solve_triangular(C, Y[:, :p], lower=True, transpose=True)
+
+
+def test_stacks_factored_across_agree_with_lapack(monkeypatch):
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((300, 40, 6))
+    X[..., 1:] += 30.0
+    X[..., 0] = 1.0  # uncentred with an intercept: refined
+    X[7, :, 5] = X[7, :, 1]  # rank-deficient
+    X[8, :, 5] = X[8, :, 1] + 1e-9 * rng.standard_normal(40)  # beyond the Gram route
+    Y = rng.standard_normal((300, 40, 2))
+    across = spy(monkeypatch, "_cholesky_across")
+    got = nn.coefficients(X, Y)
+    assert len(across) == 1
+    monkeypatch.setattr(nn, "_across", lambda batch, p: False)
+    lapack = nn.coefficients(X, Y)
+    assert len(across) == 2  # LAPACK failed on the rank-deficient problem: factored across to mark it
+    np.testing.assert_allclose(got, lapack, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[7], np.linalg.pinv(X[7]) @ Y[7], rtol=1e-8, atol=1e-10)
+    for b in (0, 8, 299):
+        exact = np.column_stack([exact_least_squares(X[b], Y[b, :, j]) for j in range(2)])
+        lstsq = np.linalg.lstsq(X[b], Y[b], rcond=None)[0]
+        assert np.max(np.abs(got[b] - exact)) <= max(10 * np.max(np.abs(lstsq - exact)), 1e-14 * np.abs(exact).max())
+    Y[200, 3, 1] = np.nan
+    with pytest.raises(ValueError, match="Y contains NaN"):
+        nn.coefficients(X, Y)
 
 
 # --- building blocks --------------------------------------------------------------------------
@@ -217,8 +306,16 @@ def test_solve_triangular_single(p, k, lower, transpose):
     T = rng.normal(size=(p, p)) + 4 * np.eye(p)
     T = np.tril(T) if lower != transpose else np.triu(T)
     B = rng.normal(size=(p, k))
-    got = nn._solve_triangular(T, B, lower=lower, transpose=transpose)
-    np.testing.assert_allclose(got, np.linalg.solve(T.T if transpose else T, B), rtol=1e-12)
+    want = np.linalg.solve(T.T if transpose else T, B)
+    np.testing.assert_allclose(nn._solve_triangular(T, B, lower=lower, transpose=transpose), want, rtol=1e-12)
+    rows = T.tolist()  # lists of rows, as the tiny path passes them
+    np.testing.assert_allclose(nn._solve_triangular(rows, B.tolist(), lower, transpose), want, rtol=1e-12)
+    if k == 1:  # one column as a flat list
+        np.testing.assert_allclose(nn._solve_triangular(rows, B[:, 0].tolist(), lower, transpose), want[:, 0],
+                                   rtol=1e-12)
+    if not transpose and lower or transpose and not lower:  # a lower factor given as ragged rows
+        ragged = [row[: i + 1] for i, row in enumerate(T.tolist())]
+        np.testing.assert_allclose(nn._solve_triangular(ragged, B.tolist(), lower, transpose), want, rtol=1e-12)
 
 
 # --- the public API ---------------------------------------------------------------------------

@@ -24,10 +24,13 @@ Routes (each evaluates a kernel-checked identity):
             it. Columns are scaled by powers of two (exactly); XᵀX and XᵀY are formed once (BLAS) and
             their Cholesky factor gives a condition estimate κ² of the scaled X.
             - One small problem (n·p·k <= 400,000): the "cholesky" route when the estimate bounds the
-              error of every coefficient by 1e-12 of its size (and p > 1 or n·k > 4096); otherwise "qr"
-              with Björck's refinement of the augmented system, every sum exactly rounded, which
-              converges to the least-squares solution of the data as given (bit for bit on the NIST
-              StRD sets).
+              error that conditioning causes (κ² eps times the largest scaled coefficient) by 1e-12 of
+              every coefficient's size; the rounding of the sums in XᵀY, which every solver shares, is
+              not counted. For tiny p the factor and solves run in Python floats (cheaper than LAPACK
+              calls through NumPy). Otherwise "qr" with Björck's refinement of the augmented system,
+              every sum exactly rounded, which converges to the least-squares solution of the data as
+              given (bit for bit on the NIST StRD sets). One column with n·k <= 64: xᵀY / xᵀx from
+              exactly summed products, the quotient corrected once by its exact remainder.
             - One large problem: κ² from the eigenvalues of the scaled p×p Gram matrix. κ² eps < 1e-2:
               "cholesky", refined where κ² eps > 1e-13 by preconditioned gradient steps (preconditioned_gd)
               whose residuals are float64 BLAS products over row blocks, until the next correction would
@@ -37,8 +40,13 @@ Routes (each evaluates a kernel-checked identity):
               solution from the SVD of R (pseudo_inverse). Extra memory: one row block.
             - A batch: each problem on its own, from its Cholesky pivots: "cholesky" (refined in
               float64 where κ² eps > 1e-13), or, for the few problems with κ² eps >= 1e-6 or no
-              Cholesky factor, "qr" with refinement, or "svd" when rank-deficient. When the stacked
-              LAPACK Cholesky fails, a Cholesky vectorised across the problems marks the failing ones.
+              Cholesky factor, "qr" with refinement, or "svd" when rank-deficient. X is read a block
+              of problems (about 1 MiB) at a time, every product over a block made while it is in
+              cache. Many small problems (p <= 32, at least 128 of them) are factored and solved across
+              the stack: a few vector operations per column for all problems at once, instead of one
+              LAPACK call per problem; a failing pivot marks only its own problem. Otherwise LAPACK
+              factors the stack, and when it fails the factorization across the stack marks the
+              failing problems.
 On rank-deficient X every route returns the minimum-norm solution (pseudo_inverse): eigenvalues
 and singular values under the rank tolerance are dropped, as numpy.linalg.pinv does.
 """
@@ -113,7 +121,10 @@ def _array(name, value, min_ndim):
 
 def _single(*arrays):
     """Whether every array is float32 or float16: the results are then float32."""
-    return all(a.dtype.kind == "f" and a.dtype.itemsize <= 4 for a in arrays)
+    for array in arrays:
+        if array.dtype.kind != "f" or array.dtype.itemsize > 4:
+            return False
+    return True
 
 
 def _validate(X, Y, X_query=None, route="auto"):
@@ -148,9 +159,9 @@ def _validate(X, Y, X_query=None, route="auto"):
 
 def _result(array, dtype):
     """The result in ``dtype``; a ValueError, not NaN or infinity, when it does not fit."""
-    if not np.isfinite(array).all():
+    if not (all(map(math.isfinite, array.ravel().tolist())) if array.size <= 64 else np.isfinite(array).all()):
         raise ValueError("the least-squares solution does not fit in float64 (overflow); rescale X or Y")
-    if dtype == np.float64:
+    if dtype is np.float64:
         return array
     if np.abs(array).max() > np.finfo(np.float32).max:
         raise ValueError("the result does not fit in float32 (overflow); pass float64 data")
@@ -169,16 +180,48 @@ def _require_finite(*named):
 _GRAM_LIMIT = np.finfo(np.float64).max / 4  # diagonal entries under this: no sum in XᵀX can overflow
 
 
-def _gram(X, Y):
-    """G = XᵀX and the fast memory XᵀY. X is read once: a NaN or infinity in X always reaches the diagonal of G."""
-    if not np.isfinite(Y).all():
-        raise ValueError("Y contains NaN or infinity")
-    G = X.swapaxes(-1, -2) @ X
-    XtY = _fast_memory(X, Y)
-    if not ((G.diagonal(0, -2, -1) <= _GRAM_LIMIT).all() and np.isfinite(XtY).all()):
-        _require_finite(("X", X))
+def _gram(X, Y, packed=False):
+    """G = XᵀX and the fast memory XᵀY. X is read once: a NaN or infinity in X always reaches the diagonal of G,
+    and one in Y reaches XᵀY. ``packed`` (a stack factored across it, see ``_across``): G as its packed lower
+    triangles (``_Across``, not yet factored), the layout the factorization across the stack works in."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is named below
+        if packed:
+            G, XtY = _packed_gram(X, Y)
+        else:
+            G, XtY = X.swapaxes(-1, -2) @ X, _fast_memory(X, Y)
+    diagonal = G.diagonal() if packed else G.diagonal(0, -2, -1)
+    if not ((diagonal <= _GRAM_LIMIT).all() and np.isfinite(XtY).all()):  # NaN and infinity in Y reach XᵀY
+        _require_finite(("X", X), ("Y", Y))
         raise ValueError("X or Y is too large: XᵀX or XᵀY overflows float64")
     return G, XtY
+
+
+_STACK_BLOCK_BYTES = 1 << 20  # a stack is read this many bytes of X at a time: every product over a block is
+# made while the block is in cache, and the blocks' temporaries are small enough for the allocator to reuse
+
+
+def _stack_blocks(X):
+    """Slices of a stack of X, each about _STACK_BLOCK_BYTES of data."""
+    step = max(1, _STACK_BLOCK_BYTES // max(1, X[0].nbytes))
+    return [slice(start, start + step) for start in range(0, len(X), step)]
+
+
+def _packed_gram(X, Y):
+    """For a stack: the lower triangles of XᵀX packed entry-major (``_Across``, not yet factored) and XᵀY, both
+    from one read of X, a block of problems at a time."""
+    batch, p = len(X), X.shape[-1]
+    G = _Across(np.empty((p * (p + 1) // 2, batch)), p)
+    YtX = np.empty(Y.shape[:1] + Y.shape[2:] + X.shape[2:])  # (batch, k, p): (YᵀX)ᵀ, one product not two
+    # the lower triangle column after column, from Xᵀ(X with its columns reversed): entry (i, j) of XᵀX is entry
+    # (i, p-1-j) of that product, the same sums, but NumPy then calls BLAS gemm rather than syrk plus a copy of
+    # the other triangle, which for many tiny products costs about a third more
+    index = [i * p + p - 1 - j for j in range(p) for i in range(j, p)]
+    for block in _stack_blocks(X):
+        part = X[block]
+        product = part.swapaxes(-1, -2) @ part[:, :, ::-1]
+        np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
+        np.matmul(Y[block].swapaxes(-1, -2), part, out=YtX[block])
+    return G, YtX.swapaxes(-1, -2)
 
 
 def _fast_memory(X, Y):
@@ -186,16 +229,24 @@ def _fast_memory(X, Y):
     largest error of the Gram route on well-conditioned data) about ten times smaller than one BLAS call's."""
     step = _block_rows(X.shape[-1] + Y.shape[-1])
     if X.ndim > 2 or X.shape[0] <= 2 * step:
-        return (Y.swapaxes(-1, -2) @ X).swapaxes(-1, -2)  # (YᵀX)ᵀ: one small product per problem, not two
+        return _cross(X, Y)
     parts = [X[i : i + step].T @ Y[i : i + step] for i in range(0, X.shape[0], step)]
     return np.sum(parts, axis=0)
 
 
+def _cross(X, R):
+    """XᵀR computed as (RᵀX)ᵀ: one small product per problem of a stack, not two."""
+    return (R.swapaxes(-1, -2) @ X).swapaxes(-1, -2)
+
+
 def _solve_triangular(T, B, lower, transpose):
     """op(T)⁻¹ B by substitution, vectorised over the batch (op(T) = Tᵀ if transpose); one LAPACK solve for a
-    single problem. Tiny single problems may come as lists of rows (Python floats) and then stay lists."""
+    single problem. Tiny single problems may come as lists of rows (Python floats) and then stay lists; a stack
+    of small factors may come entry-major (``_Across``)."""
     if isinstance(T, list):
-        return _substitute([list(row) for row in zip(*T, strict=True)] if transpose else T, B, lower)
+        return _substitute(T, B, lower, transpose)
+    if isinstance(T, _Across):
+        return _substitute_across(T, B, lower, transpose)
     A = T.swapaxes(-1, -2) if transpose else T
     p = A.shape[-1]
     if A.ndim == 2 and B.ndim == 2:
@@ -213,17 +264,35 @@ def _solve_triangular(T, B, lower, transpose):
     return out
 
 
-def _substitute(a, b, lower):
-    """a⁻¹ b for a triangular a, on lists of rows (Python floats: for tiny systems, faster than a LAPACK call)."""
-    p, k = len(a), len(b[0])
-    out = [[0.0] * k for _ in range(p)]
-    for i in range(p) if lower else range(p - 1, -1, -1):
-        row, known = a[i], range(i) if lower else range(i + 1, p)
-        for j in range(k):
-            acc = b[i][j]
-            for t in known:
-                acc -= row[t] * out[t][j]
-            out[i][j] = acc / row[i]
+def _substitute(a, b, lower, transpose=False):
+    """op(a)⁻¹ b for a triangular a (op(a) = aᵀ if transpose), on lists of Python floats: for tiny systems,
+    faster than a LAPACK call through NumPy. b is a list of rows, or one column as a flat list (the result then
+    too). Only the triangle op(a) uses is read, so a lower factor may come as ragged rows (row i holding its
+    first i + 1 entries)."""
+    p = len(a)
+    order = range(p) if lower else range(p - 1, -1, -1)
+    if not isinstance(b[0], list):  # one column: plain floats, no loop over columns
+        x = list(b)
+        for i in order:
+            acc = x[i]
+            if transpose:
+                for t in range(i) if lower else range(i + 1, p):
+                    acc -= a[t][i] * x[t]
+            else:
+                row = a[i]
+                for t in range(i) if lower else range(i + 1, p):
+                    acc -= row[t] * x[t]
+            x[i] = acc / a[i][i]
+        return x
+    out = [list(row) for row in b]  # solved in place, one row at a time
+    for i in order:
+        target, pivot = out[i], a[i][i]
+        for t in range(i) if lower else range(i + 1, p):
+            coefficient, known = (a[t][i] if transpose else a[i][t]), out[t]
+            for j, value in enumerate(known):
+                target[j] -= coefficient * value
+        for j, value in enumerate(target):
+            target[j] = value / pivot
     return out
 
 
@@ -359,11 +428,15 @@ def _block_rows(width):
 
 
 def _gradient(X, Y, beta):
-    """Xᵀ(Y − Xβ) in float64 BLAS products; a single tall X in row blocks, so the extra memory is one block."""
+    """Xᵀ(Y − Xβ) in float64 BLAS products, a block of rows (one tall X) or of problems (a stack) at a time: the
+    extra memory is one block, and both products over a block are made while it is in cache."""
     if X.ndim > 2:
-        residual = X @ beta
-        np.subtract(Y, residual, out=residual)  # in place: one allocation fewer (it shows on stacks of small X)
-        return X.swapaxes(-1, -2) @ residual
+        out = np.empty(Y.shape[:1] + Y.shape[2:] + X.shape[2:])  # (batch, k, p): (RᵀX)ᵀ, one product not two
+        for block in _stack_blocks(X):
+            residual = X[block] @ beta[block]
+            np.subtract(Y[block], residual, out=residual)
+            np.matmul(residual.swapaxes(-1, -2), X[block], out=out[block])
+        return out.swapaxes(-1, -2)
     step = _block_rows(X.shape[-1] + Y.shape[-1])
     if X.shape[0] <= step:
         return X.T @ (Y - X @ beta)
@@ -437,8 +510,11 @@ def _target_scale(Y):
     """A power of two e per problem and column bringing Y near 1 when its entries are huge or tiny (so no
     product in the exactly rounded refinement overflows); 1 otherwise, leaving the data untouched."""
     top = np.max(np.abs(Y), axis=-2, keepdims=True)
-    extreme = (top > 2.0**400) | ((top < 2.0**-400) & (top > 0))
+    extreme = (top > _HUGE) | ((top < _TINY) & (top > 0))
     return np.where(extreme, _power_of_two(top), 1.0)
+
+
+_HUGE, _TINY = 2.0**400, 2.0**-400  # targets beyond these are scaled (exactly) before exact products
 
 
 def _qr_or_svd(X, Y):
@@ -464,61 +540,138 @@ def _qr_or_svd(X, Y):
     return beta
 
 
-def _cholesky_each(G):
-    """Cholesky factors of a stack, and which problems have one (elsewhere the factor is the identity).
+class _Across:
+    """Lower triangular factors of a stack of problems, packed entry-major: row ``start(j) + i - j`` of
+    ``packed`` (i >= j) is entry (i, j) of every problem's factor, one vector over the stack, and each column's
+    entries are consecutive rows. Factoring and solving then cost a few vector operations per column across
+    the whole stack, where LAPACK costs one call per problem: for small p the calls cost more than the
+    arithmetic. ``_solve_triangular`` accepts it wherever it accepts a stack of factors."""
 
-    LAPACK factors the whole stack in one call; when any problem has no factor that call fails as a whole,
-    and the stack is factored again by a Cholesky vectorised across the problems (one pass, about twice the
-    LAPACK call's time), which marks the failing problems instead of failing: one failing problem never
-    sends the stack down a slower route.
+    __slots__ = ("packed", "p")
+
+    def __init__(self, packed, p):
+        self.packed, self.p = packed, p
+
+    def start(self, j):
+        """The row of ``packed`` holding entry (j, j)."""
+        return j * self.p - j * (j - 1) // 2
+
+    def column(self, j, first=None):
+        """Entries (first.., j) of every factor (first defaults to j), as a view (rows, batch)."""
+        offset = self.start(j) - j
+        return self.packed[offset + (j if first is None else first) : offset + self.p]
+
+    def row(self, i):
+        """Entries (i, 0..i-1) of every factor, as a copy (i, batch)."""
+        return self.packed[[self.start(t) + i - t for t in range(i)]]
+
+    def diagonal(self):
+        """Entries (j, j) of every factor, (p, batch)."""
+        return self.packed[[self.start(j) for j in range(self.p)]]
+
+    def __getitem__(self, index):
+        return _Across(self.packed[:, index], self.p)
+
+    def dense(self):
+        """The factors as a stack (batch, p, p)."""
+        out = np.zeros((self.packed.shape[1], self.p, self.p))
+        for j in range(self.p):
+            out[:, j:, j] = self.column(j).T
+        return out
+
+
+_ACROSS_COLUMNS = 32  # stacks of problems with up to this many columns are factored across the stack ...
+_ACROSS_BATCH = 128  # ... when they hold at least this many problems (measured: fewer favour LAPACK's calls)
+
+
+def _across(batch, p):
+    """Whether a stack of ``batch`` problems with p columns is factored across the stack."""
+    return p <= _ACROSS_COLUMNS and batch >= _ACROSS_BATCH
+
+
+def _cholesky_each(G):
+    """Cholesky factors of a stack, and per problem and column the squared pivot relative to the diagonal of G,
+    (p, batch): not positive (or NaN) where that problem has no factor, which is then the identity and must not
+    be used.
+
+    Packed lower triangles (``_Across``, from ``_gram`` for small problems) are factored across the stack, in
+    place. Otherwise LAPACK factors the whole stack in one call; when any problem has no factor that call fails
+    as a whole, and the stack is factored across instead, which marks the failing problems: one failing problem
+    never sends the stack down a slower route.
     """
-    ok = np.all(np.diagonal(G, axis1=-2, axis2=-1) > 0, axis=-1)
-    if ok.all():
+    if isinstance(G, _Across):
+        return _cholesky_across(G)
+    diagonal = np.diagonal(G, axis1=-2, axis2=-1).T
+    if (diagonal > 0).all():
         try:
-            return np.linalg.cholesky(G), ok
+            C = np.linalg.cholesky(G)
         except np.linalg.LinAlgError:
             pass
-    eye = np.eye(G.shape[-1])
-    C, factored = _cholesky_across(np.where(ok[:, None, None], G, eye))
-    ok &= factored
-    C[~ok] = eye
-    return C, ok
+        else:
+            return C, np.diagonal(C, axis1=-2, axis2=-1).T ** 2 / diagonal
+    C, relative = _cholesky_across(_pack(G))
+    return C.dense(), relative
+
+
+def _pack(G):
+    """The lower triangles of a stack (batch, p, p), packed entry-major (``_Across``)."""
+    batch, p = len(G), G.shape[-1]
+    index = [i * p + j for j in range(p) for i in range(j, p)]
+    return _Across(np.ascontiguousarray(np.take(G.reshape(batch, p * p), index, axis=1).T), p)
 
 
 def _cholesky_across(G):
-    """Lower Cholesky factors of a stack of small matrices, one column at a time for all problems at once; a
-    problem whose pivot is not positive is marked (its factor continues with pivot 1 and is not used)."""
-    C = np.zeros_like(G)
-    ok = np.ones(len(G), bool)
-    for j in range(G.shape[-1]):
-        row = C[:, j, :j]
-        pivot = G[:, j, j] - np.einsum("bk,bk->b", row, row)
-        positive = pivot > 0
-        ok &= positive
-        d = np.sqrt(np.where(positive, pivot, 1.0))
-        C[:, j, j] = d
-        if j + 1 < G.shape[-1]:
-            C[:, j + 1 :, j] = (G[:, j + 1 :, j] - np.einsum("bik,bk->bi", C[:, j + 1 :, :j], row)) / d[:, None]
-    return C, ok
+    """Lower Cholesky factors of the packed lower triangles G (``_Across``), in place, one column at a time for
+    all problems at once; and per problem and column the squared pivot relative to the diagonal of G,
+    (p, batch): not positive (or NaN) where that problem has no factor. A failing pivot spoils only its own
+    problem, which is given the identity as its factor (harmless where it is not used)."""
+    p = G.p
+    relative = np.empty((p, G.packed.shape[1]))
+    with np.errstate(invalid="ignore", divide="ignore"):  # a failing problem's NaN stays in its own entries
+        for j in range(p):
+            column = G.column(j)
+            diagonal = column[0].copy()
+            for t in range(j):  # left-looking: subtract the known columns' contributions
+                known = G.column(t, j)
+                column -= known * known[0]
+            np.divide(column[0], diagonal, out=relative[j])
+            np.sqrt(column[0], out=column[0])
+            column[1:] /= column[0]
+        failing = ~(relative > 0).all(axis=0)
+    if failing.any():  # the identity, packed column after column
+        G.packed[:, failing] = np.array([1.0 if i == j else 0.0 for j in range(p) for i in range(j, p)])[:, None]
+    return G, relative
 
 
-def _pivot_estimate(C, G):
+def _substitute_across(C, B, lower, transpose):
+    """op(C)⁻¹ B for packed lower factors C (``_Across``) and B (batch, p, k), op(C) = Cᵀ if transpose; a few
+    vector operations per row across the stack."""
+    if lower == transpose:
+        raise ValueError("an entry-major factor is lower triangular: solve with C (lower) or Cᵀ (upper)")
+    p = C.p
+    x = np.array(np.moveaxis(B, 0, -1), order="C")  # (p, k, batch), a copy solved in place one row at a time
+    for i in range(p) if lower else range(p - 1, -1, -1):
+        if lower and i:
+            x[i] -= np.einsum("tb,tkb->kb", C.row(i), x[:i])
+        elif not lower and i < p - 1:
+            x[i] -= np.einsum("tb,tkb->kb", C.column(i, i + 1), x[i + 1 :])  # Cᵀ's row i is C's column i
+        x[i] /= C.column(i)[0]
+    return np.moveaxis(x, -1, 0)  # (batch, p, k), entry-major underneath: the next solve copies it cheaply
+
+
+def _pivot_estimate(relative):
     """An estimate of cond(X D⁻¹)² per problem (D the column norms) from the squared Cholesky pivots of XᵀX
-    relative to its diagonal, times p to err on the safe side."""
-    pivots = np.diagonal(C, axis1=-2, axis2=-1) ** 2 / np.diagonal(G, axis1=-2, axis2=-1)
-    pivots = np.ascontiguousarray(np.moveaxis(pivots, -1, 0))  # reduce across rows: fast for many small problems
-    return G.shape[-1] * pivots.max(axis=0) / pivots.min(axis=0)
+    relative to its diagonal, (p, batch), times p to err on the safe side; +inf where a pivot is not positive."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cond2 = len(relative) * relative.max(axis=0) / relative.min(axis=0)
+    return np.where((relative > 0).all(axis=0) & np.isfinite(cond2), cond2, np.inf)
 
 
 def _cholesky_estimate(G):
     """Cholesky factors of every G in a stack, per problem an estimate of cond(X D⁻¹)² (+inf where G has no
     numerical Cholesky factor: that problem's factor is then the identity and must not be used)."""
-    C, ok = _cholesky_each(G)
-    if ok.all():
-        return C, _pivot_estimate(C, G)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cond2 = _pivot_estimate(C, np.where(ok[:, None, None], G, np.eye(G.shape[-1])))
-    return C, np.where(ok & np.isfinite(cond2), cond2, np.inf)
+    C, relative = _cholesky_each(G)
+    return C, _pivot_estimate(relative)
 
 
 _TRUST = 1e-12  # a small problem keeps the Cholesky answer when every coefficient's estimated error is under this
@@ -527,67 +680,125 @@ _REFINE_RISK = 1e-13  # ... refined by preconditioned gradient steps when it is 
 _LARGE_GRAM_RISK = 1e-2  # one large problem: its exact cond(X D⁻¹)² eps under this takes the refined Gram route
 
 
-def _trusted(beta, squares, risk):
-    """Whether every coefficient's estimated error, risk·max|Dβ| (D the column norms), is under _TRUST·|Dβ|."""
+def _trusted(columns, squares, risk):
+    """Whether every coefficient's estimated error, risk·max|Dβ| (D the column norms), is under _TRUST·|Dβ|;
+    ``columns`` are those of β (an iterable of sequences of floats)."""
     norms = [math.sqrt(v) for v in squares]
-    for column in zip(*beta, strict=True) if isinstance(beta, list) else beta.T.tolist():
+    for column in columns:
         scaled = [abs(b) * d for b, d in zip(column, norms, strict=True)]
-        top = max(scaled)
-        if not (math.isfinite(top) and risk * top <= _TRUST * min(scaled)):
+        # the sum of these non-negative numbers is finite only when every one is (NaN and infinity propagate)
+        if not (math.isfinite(sum(scaled)) and risk * max(scaled) <= _TRUST * min(scaled)):
             return False
     return True
 
 
-def _cholesky_lists(G):
-    """The lower Cholesky factor of a tiny G given as lists of rows, in Python floats; None when a pivot is not
-    positive. (For p <= 4 this is cheaper than the overhead of one LAPACK call through NumPy.)"""
-    p = len(G)
-    C = [[0.0] * p for _ in range(p)]
-    for j in range(p):
-        row = C[j]
-        pivot = G[j][j]
-        for t in range(j):
-            pivot -= row[t] * row[t]
-        if not pivot > 0:
-            return None
-        row[j] = d = math.sqrt(pivot)
-        for i in range(j + 1, p):
-            other = C[i]
-            acc = G[i][j]
-            for t in range(j):
-                acc -= other[t] * row[t]
-            other[j] = acc / d
-    return C
-
-
 def _auto_small(X, Y):
-    """One small problem: the Cholesky answer if the estimate trusts every coefficient, else exact refinement."""
+    """One small problem: the Cholesky answer if the estimate trusts every coefficient, else exact refinement.
+
+    NaN or infinity in X reaches the diagonal of XᵀX, in Y (or an overflow) XᵀY and so β: the cheap checks run
+    on those, and any failure goes to the exact path, which names the problem.
+    """
     n, p = X.shape
-    _require_finite(("Y", Y))
-    G = X.T @ X  # NaN or infinity in X reaches its diagonal
+    k = Y.shape[1]
+    if p == 1 and n * k <= _ONE_COLUMN_EXACT:
+        return _one_column(X, Y)
+    G = X.T @ X
     XtY = X.T @ Y
-    squares = G.diagonal().tolist()
-    cheap = p == 1 and n * Y.shape[1] <= 4096  # one column: C⁻ᵀC⁻¹ divides twice by √(xᵀx); exact costs little
-    if n >= p and not cheap and min(squares) > 0 and max(squares) <= _GRAM_LIMIT:
-        tiny = p * p * Y.shape[1] <= 64  # then Python floats, start to end
-        if tiny:
-            C = _cholesky_lists(G.tolist())
-        else:
-            try:
-                C = np.linalg.cholesky(G)  # the factor of X D⁻¹ is D⁻¹C exactly: the scaling need not be applied
-            except np.linalg.LinAlgError:
-                C = None
-        if C is not None:
-            diagonal = [C[i][i] for i in range(p)] if tiny else C.diagonal().tolist()
-            pivots = [c * c / v for c, v in zip(diagonal, squares, strict=True)]
-            risk = p * _EPS * max(pivots) / min(pivots)  # about cond(X D⁻¹)² eps
-            if risk < _GRAM_RISK:
-                beta = _cholesky_solve(C, XtY.tolist() if tiny else XtY)
-                if _trusted(beta, squares, risk):
-                    return np.array(beta) if tiny else beta
+    if n >= p:
+        beta = (_cholesky_tiny if p * p * k <= 64 else _cholesky_small)(G, XtY)
+        if beta is not None:
+            return beta
     _gram(X, Y)  # names NaN, infinity or overflow in the data
     _require_finite(("X", X))
     return _qr_or_svd(X[None], Y[None])[0]
+
+
+_ONE_COLUMN_EXACT = 64  # one column, up to this many rows·targets: the exactly rounded quotient (a few lstsq calls)
+
+
+def _one_column(X, Y):
+    """One column x: β = xᵀY / xᵀx (the definition, with a 1×1 XᵀX) as the least-squares solution of the data as
+    given: both sums exact (Dekker products summed by math.fsum) and each quotient corrected once by its exactly
+    summed remainder. x and Y are first scaled by powers of two (exactly), so no product overflows; an x of
+    zeros gives β = 0 (pseudo_inverse)."""
+    x = X[:, 0]
+    top = float(np.max(np.abs(x)))  # NaN and infinity reach these maxima
+    tops = np.max(np.abs(Y), axis=0).tolist()
+    if not (math.isfinite(top) and math.isfinite(sum(tops))):
+        _require_finite(("X", X), ("Y", Y))
+    if top == 0:
+        return np.zeros((1, Y.shape[1]))
+    sx = 2.0 ** math.frexp(top)[1]  # |x / sx| <= 1
+    e = np.array([2.0 ** math.frexp(t)[1] if t > _HUGE or 0 < t < _TINY else 1.0 for t in tops])  # as _target_scale
+    xs = x / sx
+    high, low = _two_prod(xs[:, None], np.column_stack([xs, Y / e]))  # column 0: xᵀx, then xᵀy for each y
+    square = np.concatenate([high[:, 0], low[:, 0]])
+    denominator = math.fsum(square)
+    numerators = [np.concatenate([high[:, j], low[:, j]]) for j in range(1, high.shape[1])]
+    q = np.array([math.fsum(numerator) for numerator in numerators]) / denominator
+    high, low = _two_prod(square[:, None], q[None, :])  # q xᵀx exactly
+    for j, numerator in enumerate(numerators):
+        q[j] += math.fsum(np.concatenate([numerator, -high[:, j], -low[:, j]])) / denominator
+    with np.errstate(over="ignore"):  # a solution outside the float range is named by _result
+        return (q * e / sx)[None, :]
+
+
+def _cholesky_tiny(G, XtY):
+    """β from the Cholesky factor of G = XᵀX in Python floats when the pivot estimate trusts every coefficient;
+    else None (also for a diagonal entry of G that is not positive and finite; NaN or infinity in XᵀY reaches
+    β, which is then not trusted). For tiny p, Python floats beat the overhead of LAPACK calls through NumPy; the
+    factor is kept as ragged rows (row i holds its first i + 1 entries), which the printed solve reads.
+    """
+    C: list[list[float]] = []
+    squares = []
+    low, high = math.inf, 0.0  # the extreme squared pivots relative to the diagonal
+    for j, given in enumerate(G.tolist()):
+        square = given[j]
+        if not 0.0 < square <= _GRAM_LIMIT:  # also false for NaN
+            return None
+        row: list[float] = []
+        for t, other in enumerate(C):
+            acc = given[t]
+            for s in range(t):
+                acc -= row[s] * other[s]
+            row.append(acc / other[t])
+        pivot = square
+        for v in row:
+            pivot -= v * v
+        if not pivot > 0:
+            return None
+        row.append(math.sqrt(pivot))
+        C.append(row)
+        squares.append(square)
+        relative = pivot / square
+        low, high = min(low, relative), max(high, relative)
+    risk = len(C) * _EPS * high / low  # about cond(X D⁻¹)² eps
+    if risk >= _GRAM_RISK:
+        return None
+    if XtY.shape[1] == 1:  # one target: the solves run on a flat list
+        beta = _cholesky_solve(C, XtY.ravel().tolist())
+        return np.array(beta)[:, None] if _trusted([beta], squares, risk) else None
+    beta = _cholesky_solve(C, XtY.tolist())
+    return np.array(beta) if _trusted(zip(*beta, strict=True), squares, risk) else None
+
+
+def _cholesky_small(G, XtY):
+    """As _cholesky_tiny, with LAPACK's Cholesky factor and solves."""
+    squares = G.diagonal().tolist()
+    # the sum of these positive numbers is finite only when every one is: NaN and infinity propagate
+    if not (min(squares) > 0 and math.isfinite(sum(squares)) and max(squares) <= _GRAM_LIMIT
+            and np.isfinite(XtY).all()):
+        return None
+    try:
+        C = np.linalg.cholesky(G)  # the factor of X D⁻¹ is D⁻¹C exactly: the scaling need not be applied
+    except np.linalg.LinAlgError:
+        return None
+    pivots = [c * c / v for c, v in zip(C.diagonal().tolist(), squares, strict=True)]
+    risk = len(C) * _EPS * max(pivots) / min(pivots)
+    if risk >= _GRAM_RISK:
+        return None
+    beta = _cholesky_solve(C, XtY)
+    return beta if _trusted(beta.T.tolist(), squares, risk) else None
 
 
 def _tsqr(X):
@@ -632,7 +843,7 @@ def _auto_large(X, Y):
 def _auto_stack(X, Y):
     """A stack of problems, each on its own route. The Cholesky factor of XᵀX is that of the column-scaled X
     times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by the diagonal."""
-    G, XtY = _gram(X, Y)
+    G, XtY = _gram(X, Y, packed=_across(len(X), X.shape[-1]))
     C, cond2 = _cholesky_estimate(G)
     risk = cond2 * _EPS
     fast = risk < _GRAM_RISK
