@@ -23,14 +23,15 @@ Routes (each evaluates a kernel-checked identity):
     "auto"  the least-squares solution of the data as given, paying for accuracy only where the data need
             it. Columns are scaled by powers of two (exactly); XᵀX and XᵀY are formed once (BLAS) and
             their Cholesky factor gives a condition estimate κ² of the scaled X.
-            - One small problem (n·p·k <= 400,000): the "cholesky" route when the estimate bounds the
-              error that conditioning causes (κ² eps times the largest scaled coefficient) by 1e-12 of
-              every coefficient's size; the rounding of the sums in XᵀY, which every solver shares, is
-              not counted. For tiny p the factor and solves run in Python floats (cheaper than LAPACK
-              calls through NumPy). Otherwise "qr" with Björck's refinement of the augmented system,
-              every sum exactly rounded, which converges to the least-squares solution of the data as
-              given (bit for bit on the NIST StRD sets). One column with n·k <= 64: xᵀY / xᵀx from
-              exactly summed products, the quotient corrected once by its exact remainder.
+            - One small problem (n·p·k <= 400,000): the "cholesky" route when the estimate puts the
+              error that conditioning causes (κ² eps times the largest scaled coefficient, to first
+              order) under 1e-12 of every coefficient's size; the rounding of the sums in XᵀY, which
+              every solver shares, is not counted. For tiny p the factor and solves run in Python
+              floats (cheaper than LAPACK calls through NumPy). Otherwise "qr" with Björck's
+              refinement of the augmented system, every sum exactly rounded, which converges to the
+              least-squares solution of the data as given (bit for bit on the NIST StRD sets). One
+              column with n·k <= 64: xᵀY / xᵀx with both sums exact (in Python integers) and the
+              quotient correctly rounded.
             - One large problem: κ² from the eigenvalues of the scaled p×p Gram matrix. κ² eps < 1e-2:
               "cholesky", refined where κ² eps > 1e-13 by preconditioned gradient steps (preconditioned_gd)
               whose residuals are float64 BLAS products over row blocks, until the next correction would
@@ -510,11 +511,8 @@ def _target_scale(Y):
     """A power of two e per problem and column bringing Y near 1 when its entries are huge or tiny (so no
     product in the exactly rounded refinement overflows); 1 otherwise, leaving the data untouched."""
     top = np.max(np.abs(Y), axis=-2, keepdims=True)
-    extreme = (top > _HUGE) | ((top < _TINY) & (top > 0))
+    extreme = (top > 2.0**400) | ((top < 2.0**-400) & (top > 0))
     return np.where(extreme, _power_of_two(top), 1.0)
-
-
-_HUGE, _TINY = 2.0**400, 2.0**-400  # targets beyond these are scaled (exactly) before exact products
 
 
 def _qr_or_svd(X, Y):
@@ -718,29 +716,31 @@ _ONE_COLUMN_EXACT = 64  # one column, up to this many rows·targets: the exactly
 
 def _one_column(X, Y):
     """One column x: β = xᵀY / xᵀx (the definition, with a 1×1 XᵀX) as the least-squares solution of the data as
-    given: both sums exact (Dekker products summed by math.fsum) and each quotient corrected once by its exactly
-    summed remainder. x and Y are first scaled by powers of two (exactly), so no product overflows; an x of
-    zeros gives β = 0 (pseudo_inverse)."""
-    x = X[:, 0]
-    top = float(np.max(np.abs(x)))  # NaN and infinity reach these maxima
-    tops = np.max(np.abs(Y), axis=0).tolist()
-    if not (math.isfinite(top) and math.isfinite(sum(tops))):
+    given: every float is an integer times a power of two, so both sums are exact in Python integers, and
+    Python's division of integers rounds the quotient correctly. An x of zeros gives β = 0 (pseudo_inverse)."""
+    x, columns = X[:, 0].tolist(), Y.T.tolist()
+    if not (all(map(math.isfinite, x)) and all(math.isfinite(v) for column in columns for v in column)):
         _require_finite(("X", X), ("Y", Y))
-    if top == 0:
+    x, x_scale = _integers(x)
+    square = sum(v * v for v in x)
+    if square == 0:
         return np.zeros((1, Y.shape[1]))
-    sx = 2.0 ** math.frexp(top)[1]  # |x / sx| <= 1
-    e = np.array([2.0 ** math.frexp(t)[1] if t > _HUGE or 0 < t < _TINY else 1.0 for t in tops])  # as _target_scale
-    xs = x / sx
-    high, low = _two_prod(xs[:, None], np.column_stack([xs, Y / e]))  # column 0: xᵀx, then xᵀy for each y
-    square = np.concatenate([high[:, 0], low[:, 0]])
-    denominator = math.fsum(square)
-    numerators = [np.concatenate([high[:, j], low[:, j]]) for j in range(1, high.shape[1])]
-    q = np.array([math.fsum(numerator) for numerator in numerators]) / denominator
-    high, low = _two_prod(square[:, None], q[None, :])  # q xᵀx exactly
-    for j, numerator in enumerate(numerators):
-        q[j] += math.fsum(np.concatenate([numerator, -high[:, j], -low[:, j]])) / denominator
-    with np.errstate(over="ignore"):  # a solution outside the float range is named by _result
-        return (q * e / sx)[None, :]
+    beta = []
+    for column in columns:
+        y, y_scale = _integers(column)
+        # β = (xᵀy / (x_scale y_scale)) / (xᵀx / x_scale²): one division of exact integers, correctly rounded
+        try:
+            beta.append(sum(a * b for a, b in zip(x, y, strict=True)) * x_scale / (square * y_scale))
+        except OverflowError:
+            raise ValueError("the least-squares solution does not fit in float64 (overflow); rescale X or Y") from None
+    return np.array([beta])
+
+
+def _integers(values):
+    """Floats as integers over one common power of two: (integers, that power)."""
+    ratios = [v.as_integer_ratio() for v in values]
+    scale = max(denominator for _, denominator in ratios)
+    return [numerator * (scale // denominator) for numerator, denominator in ratios], scale
 
 
 def _cholesky_tiny(G, XtY):
