@@ -76,6 +76,21 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
     assert len(exact_path) == 1
 
 
+def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
+    rng = np.random.default_rng(15)
+    X = rng.standard_normal((1000, 10))
+    y = X @ np.r_[np.ones(9), 1e-6] + 1e-9 * rng.standard_normal(1000)  # one coefficient far smaller than the others
+    exact = exact_least_squares(X, y)
+    sums = []
+    original = nn._minus_products
+    monkeypatch.setattr(nn, "_minus_products", lambda *a, **k: sums.append(a[3]) or original(*a, **k))
+    beta = nn.coefficients(X, y)
+    assert sums and not any(sums)  # 10,000 products: past _FSUM_LIMIT, extended precision, not math.fsum per row
+    assert np.max(np.abs(beta - exact) / np.abs(exact)) <= 1e-13
+    lstsq = np.linalg.lstsq(X, y, rcond=None)[0]
+    assert np.max(np.abs(beta - exact)) <= np.max(np.abs(lstsq - exact))
+
+
 def test_one_column_is_the_exactly_rounded_quotient(monkeypatch):
     quotient = spy(monkeypatch, "_one_column")
     one = np.array([[4.0], [5.0], [6.0]])

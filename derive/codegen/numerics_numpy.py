@@ -28,8 +28,9 @@ Routes (each evaluates a kernel-checked identity):
               order) under 1e-12 of every coefficient's size; the rounding of the sums in XᵀY, which
               every solver shares, is not counted. For tiny p the factor and solves run in Python
               floats (cheaper than LAPACK calls through NumPy). Otherwise "qr" with Björck's
-              refinement of the augmented system, every sum exactly rounded, which converges to the
-              least-squares solution of the data as given (bit for bit on the NIST StRD sets). One
+              refinement of the augmented system, every sum exactly rounded up to 4,096 products (in
+              extended precision above), which converges to the least-squares solution of the data as
+              given (bit for bit on the NIST StRD sets). One
               column with n·k <= 64: xᵀY / xᵀx with both sums exact (in Python integers) and the
               quotient correctly rounded.
             - One large problem: κ² from the eigenvalues of the scaled p×p Gram matrix. κ² eps < 1e-2:
@@ -389,7 +390,10 @@ def _route_qr(X, Y):
 # --- auto: exact scaling, condition estimates, refinement ----------------------------------
 
 _SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitter
-_EXACT_LIMIT = 400_000  # up to this many products, refinement sums are exactly rounded (math.fsum)
+_EXACT_LIMIT = 400_000  # one problem with up to this many products is small (its refinement is affordable)
+_FSUM_LIMIT = 4_096  # up to this many products, refinement sums are exactly rounded (math.fsum); above, in
+# extended precision (long double): exactly rounded sums cost a Python call per row, 30 to 120 times lstsq at
+# 1,000 × 10, and the NIST StRD sets (at most 902 products) stay bit for bit
 _BLOCK_BYTES = 1 << 22  # row blocks of about 4 MiB: a block's residual is reused while it is in cache
 
 
@@ -407,8 +411,7 @@ def _two_prod(a, b):
 
 def _row_sums(*parts):
     """Exactly rounded sums along the last axis of the concatenated parts."""
-    terms = np.concatenate(parts, axis=-1)
-    return np.fromiter((math.fsum(row) for row in terms), np.float64, len(terms))
+    return np.array(list(map(math.fsum, np.concatenate(parts, axis=-1).tolist())))
 
 
 def _minus_products(X, B, C, exact, D=None):
@@ -518,7 +521,8 @@ def _target_scale(Y):
 def _qr_or_svd(X, Y):
     """A stack of problems the Gram route cannot take: exactly scaled QR with refinement, or, where X is
     rank-deficient, the minimum-norm solution of X itself (pseudo_inverse; it is not scale-invariant).
-    Refinement sums are exactly rounded when the refined problems hold few products together."""
+    Refinement sums are exactly rounded when the refined problems hold few products together (_FSUM_LIMIT), else
+    in extended precision."""
     d = _power_of_two(np.sqrt(np.sum(X * X, axis=-2)))
     Xs = X / d[..., None, :]  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
     e = _target_scale(Y)
@@ -529,7 +533,7 @@ def _qr_or_svd(X, Y):
         beta[deficient] = _route_svd(X[deficient], Y[deficient])
     full = np.flatnonzero(~deficient)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflowing solution is reported by _result
-        if X[0].size * Y.shape[-1] * len(full) <= _EXACT_LIMIT:
+        if X[0].size * Y.shape[-1] * len(full) <= _FSUM_LIMIT:
             for i in full:
                 beta[i] = _solve_qr_refined(Xs[i], Ys[i], Q[i], R[i], True) / d[i][:, None] * e[i]
         elif len(full):
@@ -744,10 +748,11 @@ def _integers(values):
 
 
 def _cholesky_tiny(G, XtY):
-    """β from the Cholesky factor of G = XᵀX in Python floats when the pivot estimate trusts every coefficient;
-    else None (also for a diagonal entry of G that is not positive and finite; NaN or infinity in XᵀY reaches
-    β, which is then not trusted). For tiny p, Python floats beat the overhead of LAPACK calls through NumPy; the
-    factor is kept as ragged rows (row i holds its first i + 1 entries), which the printed solve reads.
+    """β from the Cholesky factor of G = XᵀX in Python floats, or None where the pivot estimate does not trust
+    every coefficient, a diagonal entry of G is not positive and finite, or a pivot is not positive. NaN or
+    infinity in XᵀY reaches β, which is then not trusted. For tiny p, Python floats beat the overhead of LAPACK
+    calls through NumPy; the factor is kept as ragged rows (row i holds its first i + 1 entries), which the
+    printed solve reads.
     """
     C: list[list[float]] = []
     squares = []
