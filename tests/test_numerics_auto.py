@@ -68,12 +68,28 @@ def test_small_well_conditioned_problems_take_the_cholesky_answer(monkeypatch):
 
 
 def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
-    exact_path = spy(monkeypatch, "_qr_or_svd")
+    exact_path, integer_steps = spy(monkeypatch, "_qr_or_svd"), spy(monkeypatch, "_refine_exactly")
     x = np.arange(36.0) * 20 + 0.25  # uncentred, with an intercept: a small coefficient next to a large one
     X = np.column_stack([np.ones(36), x])
     y = -0.25 + 1.002 * x + np.sin(x)
     assert np.array_equal(nn.coefficients(X, y), exact_least_squares(X, y))  # bit for bit
-    assert len(exact_path) == 1
+    assert len(integer_steps) == 1 and exact_path == []  # exact gradients in integers sufficed
+    rng = np.random.default_rng(16)
+    for trial in range(60):  # uncentred problems, many of which the trust test rejects
+        n, p, k = int(rng.integers(4, 60)), int(rng.integers(2, 6)), int(rng.integers(1, 3))
+        X = rng.standard_normal((n, p))
+        X[:, 1:] += rng.integers(0, 200)
+        X[:, 0] = 1.0
+        Y = X @ rng.standard_normal((p, k)) * 10.0 ** rng.integers(-3, 3) + rng.standard_normal((n, k))
+        want = np.column_stack([exact_least_squares(X, Y[:, j]) for j in range(k)])
+        before = len(integer_steps)
+        error = np.max(np.abs(nn.coefficients(X, Y) - want) / np.abs(want))
+        refined = len(integer_steps) > before
+        assert error <= (4 * np.finfo(float).eps if refined else 1e-11), (trial, refined)  # refined: the last bit or so
+    assert len(integer_steps) >= 20  # the integer steps carried many of them
+    monkeypatch.setattr(nn, "_refine_exactly", lambda *a: None)  # steps that do not converge: the QR path
+    X = np.column_stack([np.ones(36), x])
+    assert np.array_equal(nn.coefficients(X, y), exact_least_squares(X, y)) and len(exact_path) >= 1
 
 
 def test_larger_small_problems_refine_in_extended_precision(monkeypatch):

@@ -27,12 +27,13 @@ Routes (each evaluates a kernel-checked identity):
               error that conditioning causes (κ² eps times the largest scaled coefficient, to first
               order) under 1e-12 of every coefficient's size; the rounding of the sums in XᵀY, which
               every solver shares, is not counted. For tiny p the factor and solves run in Python
-              floats (cheaper than LAPACK calls through NumPy). Otherwise "qr" with Björck's
-              refinement of the augmented system, every sum exactly rounded up to 4,096 products (in
+              floats (cheaper than LAPACK calls through NumPy). Otherwise, up to 1,024 products and an
+              estimate under 1e-6, preconditioned gradient steps (preconditioned_gd) with that factor,
+              every gradient exact in Python integers, until β stops moving; else "qr" with Björck's
+              refinement of the augmented system, every sum exactly rounded up to 1,024 products (in
               extended precision above), which converges to the least-squares solution of the data as
-              given (bit for bit on the NIST StRD sets). One
-              column with n·k <= 64: xᵀY / xᵀx with both sums exact (in Python integers) and the
-              quotient correctly rounded.
+              given (bit for bit on the NIST StRD sets). One column with n·k <= 64: xᵀY / xᵀx with
+              both sums exact (in Python integers) and the quotient correctly rounded.
             - One large problem: κ² from the eigenvalues of the scaled p×p Gram matrix. κ² eps < 1e-2:
               "cholesky", refined where κ² eps > 1e-13 by preconditioned gradient steps (preconditioned_gd)
               whose residuals are float64 BLAS products over row blocks, until the next correction would
@@ -56,6 +57,7 @@ and singular values under the rank tolerance are dropped, as numpy.linalg.pinv d
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -391,9 +393,9 @@ def _route_qr(X, Y):
 
 _SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitter
 _EXACT_LIMIT = 400_000  # one problem with up to this many products is small (its refinement is affordable)
-_FSUM_LIMIT = 4_096  # up to this many products, refinement sums are exactly rounded (math.fsum); above, in
-# extended precision (long double): exactly rounded sums cost a Python call per row, 30 to 120 times lstsq at
-# 1,000 × 10, and the NIST StRD sets (at most 902 products) stay bit for bit
+_FSUM_LIMIT = 1_024  # up to this many products, refinement sums are exactly rounded (math.fsum); above, in
+# extended precision (long double): exactly rounded sums cost a Python call per row (about 120 times lstsq at
+# 1,000 × 10), and the NIST StRD sets (at most 902 products) stay bit for bit
 _BLOCK_BYTES = 1 << 22  # row blocks of about 4 MiB: a block's residual is reused while it is in cache
 
 
@@ -707,12 +709,64 @@ def _auto_small(X, Y):
     G = X.T @ X
     XtY = X.T @ Y
     if n >= p:
-        beta = (_cholesky_tiny if p * p * k <= 64 else _cholesky_small)(G, XtY)
-        if beta is not None:
-            return beta
+        found = (_cholesky_tiny if p * p * k <= 64 else _cholesky_small)(G, XtY)
+        if found is not None:
+            beta, C, squares, risk = found
+            if _trusted(beta.T.tolist(), squares, risk):
+                return beta
+            if n * p * k <= _INTEGER_LIMIT:
+                refined = _refine_exactly(X, Y, beta, C)
+                if refined is not None:
+                    return refined
     _gram(X, Y)  # names NaN, infinity or overflow in the data
     _require_finite(("X", X))
     return _qr_or_svd(X[None], Y[None])[0]
+
+
+_INTEGER_LIMIT = 1_024  # products up to which exact gradients in Python integers beat the QR path's exact sums
+
+
+def _refine_exactly(X, Y, beta, C, steps=8):
+    """β refined by the preconditioned gradient steps β ← β + (CCᵀ)⁻¹ Xᵀ(Y − Xβ) (preconditioned_gd), every
+    gradient exact (Python integers: each float is an integer times a power of two) and rounded once. With
+    CCᵀ ≈ XᵀX each step shrinks the error by about the estimated cond² eps, so a few steps reach the
+    least-squares solution of the data as given to the last bit or so. None if the steps stop shrinking (the
+    caller then takes the QR path) or the data hold NaN or infinity (the QR path names them)."""
+    if not all(map(math.isfinite, X.ravel().tolist() + Y.ravel().tolist() + beta.ravel().tolist())):
+        return None
+    n, p = X.shape
+    x, x_scale = _integers(X.ravel().tolist())
+    rows = [x[i * p : (i + 1) * p] for i in range(n)]
+    columns = [x[j::p] for j in range(p)]
+    targets = [_integers(column) for column in Y.T.tolist()]
+    solved = [column for column in beta.T.tolist()]  # β by columns, Python floats
+    previous = math.inf
+    for _ in range(steps):
+        size = 0.0
+        for t, (y, y_scale) in enumerate(targets):
+            b, b_scale = _integers(solved[t])
+            # r = Y − Xβ = (y x_scale b_scale − y_scale Xb) / (y_scale x_scale b_scale), all integers
+            lift = x_scale * b_scale
+            residual = [yi * lift - y_scale * sum(map(operator.mul, row, b)) for yi, row in zip(y, rows, strict=True)]
+            denominator = y_scale * lift * x_scale
+            try:
+                gradient = [sum(map(operator.mul, column, residual)) / denominator for column in columns]
+            except OverflowError:  # a gradient outside the float range: the QR path scales the data first
+                return None
+            delta = _cholesky_solve(C, gradient if isinstance(C, list) else np.array(gradient)[:, None])
+            delta = delta if isinstance(delta, list) else delta[:, 0].tolist()
+            solved[t] = [v + d for v, d in zip(solved[t], delta, strict=True)]
+            size = max(size, max(abs(d) / max(abs(v), 1e-300) for v, d in zip(solved[t], delta, strict=True)))
+        if size <= _EPS:
+            break
+        if size > previous / 2:  # stopped shrinking: down to the rounding of β itself, or not converging
+            if size > 8 * _EPS:
+                return None
+            break
+        previous = size
+    else:
+        return None
+    return np.array(solved).T
 
 
 _ONE_COLUMN_EXACT = 64  # one column, up to this many rows·targets: the exactly rounded quotient (a few lstsq calls)
@@ -742,17 +796,17 @@ def _one_column(X, Y):
 
 def _integers(values):
     """Floats as integers over one common power of two: (integers, that power)."""
-    ratios = [v.as_integer_ratio() for v in values]
-    scale = max(denominator for _, denominator in ratios)
-    return [numerator * (scale // denominator) for numerator, denominator in ratios], scale
+    ratios = [v.as_integer_ratio() for v in values]  # denominators are powers of two
+    bits = max(denominator.bit_length() for _, denominator in ratios)
+    return [numerator << (bits - denominator.bit_length()) for numerator, denominator in ratios], 1 << (bits - 1)
 
 
 def _cholesky_tiny(G, XtY):
-    """β from the Cholesky factor of G = XᵀX in Python floats, or None where the pivot estimate does not trust
-    every coefficient, a diagonal entry of G is not positive and finite, or a pivot is not positive. NaN or
-    infinity in XᵀY reaches β, which is then not trusted. For tiny p, Python floats beat the overhead of LAPACK
-    calls through NumPy; the factor is kept as ragged rows (row i holds its first i + 1 entries), which the
-    printed solve reads.
+    """(β, C, diagonal of G, estimated cond(X D⁻¹)² eps) from the Cholesky factor C of G = XᵀX in Python floats;
+    None where a diagonal entry of G is not positive and finite, a pivot is not positive, or the estimate is
+    _GRAM_RISK or more. NaN or infinity in XᵀY reaches β, which the trust test then rejects. For tiny p, Python
+    floats beat the overhead of LAPACK calls through NumPy; the factor is kept as ragged rows (row i holds its
+    first i + 1 entries), which the printed solve reads.
     """
     C: list[list[float]] = []
     squares = []
@@ -781,14 +835,12 @@ def _cholesky_tiny(G, XtY):
     if risk >= _GRAM_RISK:
         return None
     if XtY.shape[1] == 1:  # one target: the solves run on a flat list
-        beta = _cholesky_solve(C, XtY.ravel().tolist())
-        return np.array(beta)[:, None] if _trusted([beta], squares, risk) else None
-    beta = _cholesky_solve(C, XtY.tolist())
-    return np.array(beta) if _trusted(zip(*beta, strict=True), squares, risk) else None
+        return np.array(_cholesky_solve(C, XtY.ravel().tolist()))[:, None], C, squares, risk
+    return np.array(_cholesky_solve(C, XtY.tolist())), C, squares, risk
 
 
 def _cholesky_small(G, XtY):
-    """As _cholesky_tiny, with LAPACK's Cholesky factor and solves."""
+    """As _cholesky_tiny, with LAPACK's Cholesky factor and solves (and the diagonal as a list)."""
     squares = G.diagonal().tolist()
     # the sum of these positive numbers is finite only when every one is: NaN and infinity propagate
     if not (min(squares) > 0 and math.isfinite(sum(squares)) and max(squares) <= _GRAM_LIMIT
@@ -802,8 +854,7 @@ def _cholesky_small(G, XtY):
     risk = len(C) * _EPS * max(pivots) / min(pivots)
     if risk >= _GRAM_RISK:
         return None
-    beta = _cholesky_solve(C, XtY)
-    return beta if _trusted(beta.T.tolist(), squares, risk) else None
+    return _cholesky_solve(C, XtY), C, squares, risk
 
 
 def _tsqr(X):
