@@ -739,7 +739,7 @@ def _refine_exactly(X, Y, beta, C, steps=8):
     rows = [x[i * p : (i + 1) * p] for i in range(n)]
     columns = [x[j::p] for j in range(p)]
     targets = [_integers(column) for column in Y.T.tolist()]
-    solved = [column for column in beta.T.tolist()]  # β by columns, Python floats
+    solved = beta.T.tolist()  # β by columns, Python floats
     previous = math.inf
     for _ in range(steps):
         size = 0.0
