@@ -68,13 +68,16 @@ def test_small_well_conditioned_problems_take_the_cholesky_answer(monkeypatch):
 
 
 def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
-    exact_path, integer_steps = spy(monkeypatch, "_qr_or_svd"), spy(monkeypatch, "_refine_exactly")
+    exact_path = spy(monkeypatch, "_qr_or_svd")
+    integer_steps = spy(monkeypatch, "_refine_exactly")
     x = np.arange(36.0) * 20 + 0.25  # uncentred, with an intercept: a small coefficient next to a large one
     X = np.column_stack([np.ones(36), x])
     y = -0.25 + 1.002 * x + np.sin(x)
-    assert np.array_equal(nn.coefficients(X, y), exact_least_squares(X, y))  # bit for bit
-    assert len(integer_steps) == 1 and exact_path == []  # exact gradients in integers sufficed
+    exact = exact_least_squares(X, y)
+    assert np.array_equal(nn.coefficients(X, y), exact)  # bit for bit
+    assert len(integer_steps) == 1 and exact_path == []  # the trust test rejected it; exact gradients sufficed
     rng = np.random.default_rng(16)
+    refined = 0
     for trial in range(60):  # uncentred problems, many of which the trust test rejects
         n, p, k = int(rng.integers(4, 60)), int(rng.integers(2, 6)), int(rng.integers(1, 3))
         X = rng.standard_normal((n, p))
@@ -84,12 +87,14 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
         want = np.column_stack([exact_least_squares(X, Y[:, j]) for j in range(k)])
         before = len(integer_steps)
         error = np.max(np.abs(nn.coefficients(X, Y) - want) / np.abs(want))
-        refined = len(integer_steps) > before
-        assert error <= (4 * np.finfo(float).eps if refined else 1e-11), (trial, refined)  # refined: the last bit or so
-    assert len(integer_steps) >= 20  # the integer steps carried many of them
-    monkeypatch.setattr(nn, "_refine_exactly", lambda *a: None)  # steps that do not converge: the QR path
+        refined += len(integer_steps) > before
+        limit = 4 * np.finfo(float).eps if len(integer_steps) > before else 1e-11  # refined: to the last bit
+        assert error <= limit, (trial, error)
+    assert refined >= 20  # the exact gradients carried many of them
+    monkeypatch.setattr(nn, "_refine_wide", lambda *a: None)  # steps that do not converge: the QR path
+    monkeypatch.setattr(nn, "_refine_exactly", lambda *a: None)
     X = np.column_stack([np.ones(36), x])
-    assert np.array_equal(nn.coefficients(X, y), exact_least_squares(X, y)) and len(exact_path) >= 1
+    assert np.array_equal(nn.coefficients(X, y), exact) and len(exact_path) >= 1
 
 
 def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
@@ -97,13 +102,19 @@ def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
     X = rng.standard_normal((1000, 10))
     y = X @ np.r_[np.ones(9), 1e-6] + 1e-9 * rng.standard_normal(1000)  # one coefficient far smaller than the others
     exact = exact_least_squares(X, y)
+    lstsq = np.linalg.lstsq(X, y, rcond=None)[0]
+    wide = spy(monkeypatch, "_refine_wide")
+    beta = nn.coefficients(X, y)  # 10,000 products: extended-precision steps
+    assert len(wide) == 1
+    assert np.max(np.abs(beta - exact)) <= 1e-18 * np.max(np.abs(exact))  # about 2^-64 of the largest
+    assert np.max(np.abs(beta - exact) / np.abs(exact)) <= 1e-13  # the small coefficient too, to 1e-13
     sums = []
     original = nn._minus_products
     monkeypatch.setattr(nn, "_minus_products", lambda *a, **k: sums.append(a[3]) or original(*a, **k))
+    monkeypatch.setattr(nn, "_refine_wide", lambda *a: None)  # no extended steps: the QR path
     beta = nn.coefficients(X, y)
     assert sums and not any(sums)  # 10,000 products: past _FSUM_LIMIT, extended precision, not math.fsum per row
     assert np.max(np.abs(beta - exact) / np.abs(exact)) <= 1e-13
-    lstsq = np.linalg.lstsq(X, y, rcond=None)[0]
     assert np.max(np.abs(beta - exact)) <= np.max(np.abs(lstsq - exact))
 
 
