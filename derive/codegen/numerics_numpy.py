@@ -29,8 +29,8 @@ Routes (each evaluates a kernel-checked identity):
               every solver shares, is not counted. For tiny p the factor and solves run in Python
               floats (cheaper than LAPACK calls through NumPy). Otherwise, for an estimate under 1e-6,
               preconditioned gradient steps (preconditioned_gd) with that factor until β stops moving,
-              every gradient exact in Python integers up to 1,024 products, in extended precision above
-              (where long double is wider than double); if they do not settle, "qr" with Björck's
+              the gradients in extended precision (where long double is wider than double) and then,
+              up to 1,024 products, exact in Python integers; if they do not settle, "qr" with Björck's
               refinement of the augmented system, every sum exactly rounded up to 1,024 products (in
               extended precision above), which converges to the least-squares solution of the data as
               given (bit for bit on the NIST StRD sets). One column with n·k <= 64: xᵀY / xᵀx with
@@ -715,9 +715,12 @@ def _auto_small(X, Y):
             beta, C, squares, risk = found
             if _trusted(beta.T.tolist(), squares, risk):
                 return beta
-            # exact gradients where they are affordable; else extended precision (None where long double is
-            # no wider than double), close to the exact solution at a tenth of the QR path's cost
-            refined = (_refine_exactly if n * p * k <= _INTEGER_LIMIT else _refine_wide)(X, Y, beta, C)
+            # extended-precision steps (None where long double is no wider than double) come close to the exact
+            # solution at a tenth of the QR path's cost; where they are affordable, exact gradients finish, from
+            # there usually in one step
+            refined = _refine_wide(X, Y, beta, C)
+            if n * p * k <= _INTEGER_LIMIT:
+                refined = _refine_exactly(X, Y, beta if refined is None else refined, C)
             if refined is not None:
                 return refined
     _gram(X, Y)  # names NaN, infinity or overflow in the data
