@@ -234,14 +234,9 @@ def _fast_memory(X, Y):
     largest error of the Gram route on well-conditioned data) about ten times smaller than one BLAS call's."""
     step = _block_rows(X.shape[-1] + Y.shape[-1])
     if X.ndim > 2 or X.shape[0] <= 2 * step:
-        return _cross(X, Y)
+        return (Y.swapaxes(-1, -2) @ X).swapaxes(-1, -2)  # (YᵀX)ᵀ: one small product per problem, not two
     parts = [X[i : i + step].T @ Y[i : i + step] for i in range(0, X.shape[0], step)]
     return np.sum(parts, axis=0)
-
-
-def _cross(X, R):
-    """XᵀR computed as (RᵀX)ᵀ: one small product per problem of a stack, not two."""
-    return (R.swapaxes(-1, -2) @ X).swapaxes(-1, -2)
 
 
 def _solve_triangular(T, B, lower, transpose):
@@ -731,62 +726,56 @@ def _auto_small(X, Y):
 _INTEGER_LIMIT = 1_024  # products up to which gradients are exact (Python integers): the NIST StRD sets and the like
 
 
-def _refine_exactly(X, Y, beta, C, steps=8):
-    """β refined by the preconditioned gradient steps β ← β + (CCᵀ)⁻¹ Xᵀ(Y − Xβ) (preconditioned_gd), every
-    gradient exact (Python integers: each float is an integer times a power of two) and rounded once. With
-    CCᵀ ≈ XᵀX each step shrinks the error by about the estimated cond² eps, so a few steps reach the
-    least-squares solution of the data as given to the last bit or so. None if the steps stop shrinking (the
-    caller then takes the QR path) or the data hold NaN or infinity (the QR path names them)."""
-    if not all(map(math.isfinite, X.ravel().tolist() + Y.ravel().tolist() + beta.ravel().tolist())):
+def _refine_exactly(X, Y, beta, C):
+    """β refined by _settle with every gradient Xᵀ(Y − Xβ) exact (Python integers: each float is an integer times a
+    power of two) and rounded once: the least-squares solution of the data as given, to the last bit or so.
+    None where the steps do not settle or the data hold NaN or infinity (the QR path then names them)."""
+    if not (np.isfinite(X).all() and np.isfinite(Y).all() and np.isfinite(beta).all()):
         return None
     n, p = X.shape
     x, x_scale = _integers(X.ravel().tolist())
     rows = [x[i * p : (i + 1) * p] for i in range(n)]
     columns = [x[j::p] for j in range(p)]
     targets = [_integers(column) for column in Y.T.tolist()]
-    solved = beta.T.tolist()  # β by columns, Python floats
-    previous = math.inf
-    for _ in range(steps):
-        size = 0.0
+
+    def gradient(beta):
+        out = np.empty(beta.shape)
         for t, (y, y_scale) in enumerate(targets):
-            b, b_scale = _integers(solved[t])
+            b, b_scale = _integers(beta[:, t].tolist())
             # r = Y − Xβ = (y x_scale b_scale − y_scale Xb) / (y_scale x_scale b_scale), all integers
             lift = x_scale * b_scale
             residual = [yi * lift - y_scale * sum(map(operator.mul, row, b)) for yi, row in zip(y, rows, strict=True)]
             denominator = y_scale * lift * x_scale
             try:
-                gradient = [sum(map(operator.mul, column, residual)) / denominator for column in columns]
+                out[:, t] = [sum(map(operator.mul, column, residual)) / denominator for column in columns]
             except OverflowError:  # a gradient outside the float range: the QR path scales the data first
                 return None
-            delta = _cholesky_solve(C, gradient if isinstance(C, list) else np.array(gradient)[:, None])
-            delta = delta if isinstance(delta, list) else delta[:, 0].tolist()
-            solved[t] = [v + d for v, d in zip(solved[t], delta, strict=True)]
-            size = max(size, max(abs(d) / max(abs(v), 1e-300) for v, d in zip(solved[t], delta, strict=True)))
-        if size <= _EPS:
-            break
-        if size > previous / 2:  # stopped shrinking: down to the rounding of β itself, or not converging
-            if size > 8 * _EPS:
-                return None
-            break
-        previous = size
-    else:
-        return None
-    return np.array(solved).T
+        return out
+
+    return _settle(beta, C, gradient)
 
 
-def _refine_wide(X, Y, beta, C, steps=8):
-    """As _refine_exactly, for larger problems: the gradients in extended precision (long double, a 64-bit
-    significand where the platform has one; else None and the QR path). Its error is set by that rounding,
-    about 1e-19 of the largest scaled coefficient (a few ulps for coefficients of like size), at about a tenth
-    of the QR path's cost."""
+def _refine_wide(X, Y, beta, C):
+    """β refined by _settle with the gradients in extended precision (long double, a 64-bit significand where the
+    platform has one; else None and the QR path). Its error is set by that rounding, about 1e-19 of the largest
+    scaled coefficient (a few ulps for coefficients of like size), at about a tenth of the QR path's cost."""
     if not _EXTENDED or not (np.isfinite(X).all() and np.isfinite(Y).all() and np.isfinite(beta).all()):
         return None
     Xw, Yw = X.astype(_WIDE), Y.astype(_WIDE)
+    return _settle(beta, C, lambda beta: (Xw.T @ (Yw - Xw @ beta.astype(_WIDE))).astype(np.float64))
+
+
+def _settle(beta, C, gradient, steps=8):
+    """The preconditioned gradient steps β ← β + (CCᵀ)⁻¹ gradient(β) (preconditioned_gd) for one small problem,
+    C its Cholesky factor (lists or an array). With CCᵀ ≈ XᵀX each step shrinks the error by about the estimated
+    cond² eps. β once a correction is under eps of it, or once the corrections stop shrinking within 8 eps; None
+    where they stop shrinking above that, where ``gradient`` gives None, or after ``steps`` steps."""
     previous = math.inf
     for _ in range(steps):
-        gradient = (Xw.T @ (Yw - Xw @ beta.astype(_WIDE))).astype(np.float64)
-        delta = _cholesky_solve(C, gradient.tolist() if isinstance(C, list) else gradient)
-        delta = np.array(delta)
+        g = gradient(beta)
+        if g is None:
+            return None
+        delta = np.array(_cholesky_solve(C, g.tolist() if isinstance(C, list) else g))
         beta = beta + delta
         size = float(np.max(np.abs(delta) / np.maximum(np.abs(beta), 1e-300)))
         if size <= _EPS:

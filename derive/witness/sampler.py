@@ -456,12 +456,9 @@ def _pred_name(h: Hypothesis) -> str | None:
 def _orth_side(h: Hypothesis) -> tuple[str, str] | None:
     """(name, "cols" | "rows") if h reads SᵀS = I or SSᵀ = I."""
     for a, b in ((h.lhs, h.rhs), (h.rhs, h.lhs)):
-        if isinstance(b, Identity) and isinstance(a, MatMul) and len(a.args) == 2:
-            x, y = a.args
-            if isinstance(y, MatrixSymbol) and x == Transpose(y):
-                return str(y.name), "cols"
-            if isinstance(x, MatrixSymbol) and y == Transpose(x):
-                return str(x.name), "rows"
+        side = _gram_symbol(a) if isinstance(b, Identity) else None
+        if side is not None:
+            return side
     return None
 
 
