@@ -651,6 +651,19 @@ def tall_classes(sizes: Sizes, oa: ModuleType, solvers: dict[str, Solver], memor
 # --- (f) realistic batches -----------------------------------------------------------------
 
 
+def _one_thread(function: Callable[..., object], *args: object) -> object:
+    """``function(*args)`` with the generated module's own threads turned off (OLS_ATTENTION_NUM_THREADS=1)."""
+    before = os.environ.get("OLS_ATTENTION_NUM_THREADS")
+    os.environ["OLS_ATTENTION_NUM_THREADS"] = "1"
+    try:
+        return function(*args)
+    finally:
+        if before is None:
+            del os.environ["OLS_ATTENTION_NUM_THREADS"]
+        else:
+            os.environ["OLS_ATTENTION_NUM_THREADS"] = before
+
+
 def realistic_batches(sizes: Sizes, oa: ModuleType) -> str:
     """auto on batches of prompts with an intercept and uncentred features, against a loop of lstsq."""
     B, n, p = sizes.batch, sizes.batch_n, sizes.batch_p
@@ -671,16 +684,19 @@ def realistic_batches(sizes: Sizes, oa: ModuleType) -> str:
         baseline = "loop"
         tasks: dict[str, Callable[[], object]] = {
             baseline: lambda X=X: np.stack([np.linalg.lstsq(X[b], Y[b], rcond=None)[0] for b in range(B)]),
-            "auto": lambda X=X: oa.coefficients(X, Y)}
+            "auto": lambda X=X: oa.coefficients(X, Y),
+            "auto, one thread": lambda X=X: _one_thread(oa.coefficients, X, Y)}
         results = {name: task() for name, task in tasks.items()}
         timings = paired(tasks, baseline, sizes.repeats)
         auto = timings["auto"]
         again = {name: min(_wall(task) for _ in range(sizes.repeats)) for name, task in tasks.items()}
         scale = np.maximum(np.abs(results[baseline]).max(axis=-1, keepdims=True), 1e-300)
         delta = float(np.median(np.abs(results["auto"] - results[baseline]) / scale))
+        assert np.array_equal(results["auto"], results["auto, one thread"])  # threads never change the bits
         rows.append([label, f"{timings[baseline].median() * 1e3:.1f}", f"{auto.median() * 1e3:.1f}",
                      _factor(1 / auto.ratio()), _factor(1 / auto.ratio_of_minimums()),
-                     f"{again['auto'] * 1e3:.1f}", _factor(again[baseline] / again["auto"]), f"{delta:.1e}"])
+                     f"{again['auto'] * 1e3:.1f}", _factor(again[baseline] / again["auto"]),
+                     _factor(1 / timings["auto, one thread"].ratio()), f"{delta:.1e}"])
         if label.startswith("uncentred") and "cond" not in label:
             verdicts.append(f"- {label}: ≥ 10x the loop: paired {verdict(1 / auto.ratio() >= 10)} "
                             f"({_factor(1 / auto.ratio())}x), back to back "
@@ -692,9 +708,12 @@ def realistic_batches(sizes: Sizes, oa: ModuleType) -> str:
              f"(paired: each auto call right after a loop, as a call after other Python work sees it), then "
              f"each method {sizes.repeats} times back to back (its fastest run: data and clock warm). Speed-up = "
              f"loop time / auto time; the last column is the median over coefficients of |Δβ| / max|β| against "
-             f"the loop.", "",
+             f"the loop. auto shares its passes over X among {oa._threads()} threads (the CPUs this process may "
+             f"use, or OLS_ATTENTION_NUM_THREADS); 'one thread' is auto with OLS_ATTENTION_NUM_THREADS=1, "
+             f"paired like auto (the same bits: checked).", "",
              table(["batch", "loop of lstsq ms", "auto ms", "speed-up (median of pairs)", "speed-up (minimums)",
-                    "auto ms back to back", "speed-up back to back", "median rel. diff."], rows), "",
+                    "auto ms back to back", "speed-up back to back", "speed-up one thread (median of pairs)",
+                    "median rel. diff."], rows), "",
              *verdicts]
     return "\n".join(lines)
 

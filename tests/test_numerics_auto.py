@@ -293,7 +293,7 @@ def test_factors_across_the_stack(p, k):
     rng = np.random.default_rng(13)
     X, Y = rng.standard_normal((50, 3 * p, p)), rng.standard_normal((50, 3 * p, k))
     G = np.swapaxes(X, -1, -2) @ X
-    packed, XtY = nn._packed_gram(X, Y)  # from blocks of X: the same sums as one product
+    packed, XtY = nn._stack_gram(X, Y, packed=True)  # from blocks of X: the same sums as one product
     np.testing.assert_allclose(packed.dense(), np.tril(G), rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(XtY, np.swapaxes(X, -1, -2) @ Y, rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(packed.diagonal().T, np.diagonal(G, axis1=1, axis2=2), rtol=1e-14)
@@ -335,6 +335,83 @@ def test_stacks_factored_across_agree_with_lapack(monkeypatch):
     Y[200, 3, 1] = np.nan
     with pytest.raises(ValueError, match="Y contains NaN"):
         nn.coefficients(X, Y)
+
+
+@pytest.mark.parametrize("packed", [True, False])  # factored across the stack, or by LAPACK
+def test_threads_share_a_stack_with_the_same_results_bit_for_bit(monkeypatch, packed):
+    rng = np.random.default_rng(15)
+    X = rng.standard_normal((300, 30, 5))
+    X[..., 1:] += 40.0
+    X[..., 0] = 1.0  # uncentred: the refinement's pass over X runs too
+    X[17, :, 4] = X[17, :, 2]  # rank-deficient
+    Y = rng.standard_normal((300, 30, 2))
+    monkeypatch.setattr(nn, "_STACK_BLOCK_BYTES", 8 * 30 * 5 * 7)  # 7 problems a block: 43 blocks
+    monkeypatch.setattr(nn, "_across", lambda batch, p: packed)
+    results, shared = [], []
+    real = nn._each_block
+
+    def counting(work, blocks):
+        shared.append((len(blocks), nn._threads()))
+        return real(work, blocks)
+
+    monkeypatch.setattr(nn, "_each_block", counting)
+    for threads in ("1", "2", "5"):
+        monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", threads)
+        results.append(nn.coefficients(X, Y))
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])
+    assert {threads for _, threads in shared} == {1, 2, 5} and {count for count, _ in shared} == {43}
+    np.testing.assert_allclose(results[0][17], np.linalg.pinv(X[17]) @ Y[17], rtol=1e-8, atol=1e-10)
+
+
+def test_the_number_of_threads_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("OLS_ATTENTION_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3,2")  # OpenMP's nested form: the outer count
+    assert nn._threads() == 3
+    monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", "2")  # ours first
+    assert nn._threads() == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")  # not ours: ignored
+    monkeypatch.delenv("OLS_ATTENTION_NUM_THREADS")
+    assert nn._threads() >= 1
+    for wrong in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", wrong)
+        with pytest.raises(ValueError, match=f"OLS_ATTENTION_NUM_THREADS must be a whole number.*{wrong!r}"):
+            nn.coefficients(np.ones((200, 4, 2)), np.ones((200, 4)))
+
+
+def test_threads_keep_the_error_state_and_pass_errors_on(monkeypatch):
+    monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", "2")
+    monkeypatch.setattr(nn, "_STACK_BLOCK_BYTES", 8 * 6 * 3 * 4)
+    X = np.ones((200, 6, 3))
+    X[150, 2, 1] = 1e200  # its square overflows in a worker's block: no warning, a named error
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="XᵀX or XᵀY overflows"):
+            nn.coefficients(X, np.ones((200, 6)))
+    done = []
+
+    def work(block):
+        if block == 5:
+            raise ArithmeticError("block 5")
+        done.append(block)
+
+    with pytest.raises(ArithmeticError, match="block 5"):
+        nn._each_block(work, list(range(8)))
+    assert {0, 2, 4, 6} <= set(done)  # the caller's share ran to its end before the worker's error came back
+
+
+def test_threads_in_a_forked_child(monkeypatch):
+    multiprocessing = pytest.importorskip("multiprocessing")
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", "2")
+    monkeypatch.setattr(nn, "_STACK_BLOCK_BYTES", 8 * 10 * 3 * 16)
+    rng = np.random.default_rng(16)
+    X, Y = rng.standard_normal((256, 10, 3)), rng.standard_normal((256, 10))
+    expected = nn.coefficients(X, Y)  # the parent's pool exists now; a forked child must not wait on it
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(nn.coefficients, (X, Y)).get(timeout=60)
+    np.testing.assert_array_equal(got, expected)
 
 
 # --- building blocks --------------------------------------------------------------------------

@@ -50,7 +50,10 @@ Routes (each evaluates a kernel-checked identity):
               the stack: a few vector operations per column for all problems at once, instead of one
               LAPACK call per problem; a failing pivot marks only its own problem. Otherwise LAPACK
               factors the stack, and when it fails the factorization across the stack marks the
-              failing problems.
+              failing problems. The blocks are shared among threads (NumPy makes a product over a stack
+              of small matrices in one thread): as many as the CPUs this process may use, or
+              OLS_ATTENTION_NUM_THREADS, else OMP_NUM_THREADS, where set; the results are the same bit for
+              bit whatever the number.
 On rank-deficient X every route returns the minimum-norm solution (pseudo_inverse): eigenvalues
 and singular values under the rank tolerance are dropped, as numpy.linalg.pinv does.
 """
@@ -59,7 +62,10 @@ from __future__ import annotations
 
 import math
 import operator
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -190,10 +196,10 @@ def _gram(X, Y, packed=False):
     and one in Y reaches XᵀY. ``packed`` (a stack factored across it, see ``_across``): G as its packed lower
     triangles (``_Across``, not yet factored), the layout the factorization across the stack works in."""
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is named below
-        if packed:
-            G, XtY = _packed_gram(X, Y)
+        if X.ndim > 2:
+            G, XtY = _stack_gram(X, Y, packed)
         else:
-            G, XtY = X.swapaxes(-1, -2) @ X, _fast_memory(X, Y)
+            G, XtY = X.T @ X, _fast_memory(X, Y)
     diagonal = G.diagonal() if packed else G.diagonal(0, -2, -1)
     if not ((diagonal <= _GRAM_LIMIT).all() and np.isfinite(XtY).all()):  # NaN and infinity in Y reach XᵀY
         _require_finite(("X", X), ("Y", Y))
@@ -211,21 +217,85 @@ def _stack_blocks(X):
     return [slice(start, start + step) for start in range(0, len(X), step)]
 
 
-def _packed_gram(X, Y):
-    """For a stack: the lower triangles of XᵀX packed entry-major (``_Across``, not yet factored) and XᵀY, both
-    from one read of X, a block of problems at a time."""
-    batch, p = len(X), X.shape[-1]
-    G = _Across(np.empty((p * (p + 1) // 2, batch)), p)
-    YtX = np.empty(Y.shape[:1] + Y.shape[2:] + X.shape[2:])  # (batch, k, p): (YᵀX)ᵀ, one product not two
-    # the lower triangle column after column, from Xᵀ(X with its columns reversed): entry (i, j) of XᵀX is entry
-    # (i, p-1-j) of that product, the same sums, but NumPy then calls BLAS gemm rather than syrk plus a copy of
-    # the other triangle, which for many tiny products costs about a third more
+_THREADS_VARIABLE = "OLS_ATTENTION_NUM_THREADS"
+
+
+def _threads():
+    """How many threads share the blocks of a stack: ``OLS_ATTENTION_NUM_THREADS`` if set, else
+    ``OMP_NUM_THREADS`` (the usual limit, which BLAS honours too) if set to a number, else the CPUs this process
+    may run on."""
+    value = os.environ.get(_THREADS_VARIABLE, "").strip()
+    if value:
+        if not (value.isdecimal() and int(value) >= 1):
+            raise ValueError(f"{_THREADS_VARIABLE} must be a whole number of threads, at least 1, not {value!r}")
+        return int(value)
+    value = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()  # OpenMP allows a nested list "4,2"
+    if value.isdecimal() and int(value) >= 1:
+        return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_EXECUTORS: dict[tuple[int, int], ThreadPoolExecutor] = {}  # by (process, size): a forked child makes its own
+_EXECUTORS_LOCK = threading.Lock()
+
+
+def _executor(size):
+    key = (os.getpid(), size)
+    with _EXECUTORS_LOCK:
+        if key not in _EXECUTORS:
+            _EXECUTORS[key] = ThreadPoolExecutor(size, thread_name_prefix="ols_attention")
+        return _EXECUTORS[key]
+
+
+def _each_block(work, blocks):
+    """``work(block)`` for every block, the blocks shared among ``_threads()`` threads. NumPy makes a product over
+    a stack of small matrices in one thread, one BLAS call per matrix, with the GIL released, so blocks run in
+    parallel; each block writes only its own slices with the same calls whatever the number of threads, so the
+    results are the same bit for bit."""
+    threads = min(_threads(), len(blocks))
+    if threads <= 1:
+        for block in blocks:
+            work(block)
+        return
+    state = np.geterr()  # NumPy's error state is per thread: the workers take the caller's
+
+    def share(part):
+        with np.errstate(**state):
+            for block in part:
+                work(block)
+
+    futures = [_executor(threads - 1).submit(share, blocks[i::threads]) for i in range(1, threads)]
+    try:
+        share(blocks[0::threads])
+    finally:
+        for future in futures:
+            future.result()  # waits, and raises what a worker raised
+
+
+def _stack_gram(X, Y, packed):
+    """For a stack: XᵀX, or its lower triangles packed entry-major (``_Across``, not yet factored) if ``packed``
+    (one batch axis), and XᵀY, both from one read of X, a block of problems (along the first axis) at a time."""
+    p = X.shape[-1]
+    G = _Across(np.empty((p * (p + 1) // 2, len(X))), p) if packed else np.empty(X.shape[:-2] + (p, p))
+    YtX = np.empty(Y.shape[:-2] + (Y.shape[-1], p))  # (..., k, p): (YᵀX)ᵀ, one product not two
+    # packed: the lower triangle column after column, from Xᵀ(X with its columns reversed): entry (i, j) of XᵀX
+    # is entry (i, p-1-j) of that product, the same sums, but NumPy then calls BLAS gemm rather than syrk plus a
+    # copy of the other triangle, which for many tiny products costs about a third more
     index = [i * p + p - 1 - j for j in range(p) for i in range(j, p)]
-    for block in _stack_blocks(X):
+
+    def work(block):
         part = X[block]
-        product = part.swapaxes(-1, -2) @ part[:, :, ::-1]
-        np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
+        if packed:
+            product = part.swapaxes(-1, -2) @ part[:, :, ::-1]
+            np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
+        else:
+            np.matmul(part.swapaxes(-1, -2), part, out=G[block])
         np.matmul(Y[block].swapaxes(-1, -2), part, out=YtX[block])
+
+    _each_block(work, _stack_blocks(X))
     return G, YtX.swapaxes(-1, -2)
 
 
@@ -233,8 +303,8 @@ def _fast_memory(X, Y):
     """XᵀY; for one tall X summed over row blocks, which keeps the rounding error of these long sums (the
     largest error of the Gram route on well-conditioned data) about ten times smaller than one BLAS call's."""
     step = _block_rows(X.shape[-1] + Y.shape[-1])
-    if X.ndim > 2 or X.shape[0] <= 2 * step:
-        return (Y.swapaxes(-1, -2) @ X).swapaxes(-1, -2)  # (YᵀX)ᵀ: one small product per problem, not two
+    if X.shape[0] <= 2 * step:
+        return (Y.T @ X).T  # (YᵀX)ᵀ: NumPy then makes one product, not two
     parts = [X[i : i + step].T @ Y[i : i + step] for i in range(0, X.shape[0], step)]
     return np.sum(parts, axis=0)
 
@@ -434,10 +504,13 @@ def _gradient(X, Y, beta):
     extra memory is one block, and both products over a block are made while it is in cache."""
     if X.ndim > 2:
         out = np.empty(Y.shape[:1] + Y.shape[2:] + X.shape[2:])  # (batch, k, p): (RᵀX)ᵀ, one product not two
-        for block in _stack_blocks(X):
+
+        def work(block):
             residual = X[block] @ beta[block]
             np.subtract(Y[block], residual, out=residual)
             np.matmul(residual.swapaxes(-1, -2), X[block], out=out[block])
+
+        _each_block(work, _stack_blocks(X))
         return out.swapaxes(-1, -2)
     step = _block_rows(X.shape[-1] + Y.shape[-1])
     if X.shape[0] <= step:
@@ -702,8 +775,9 @@ def _auto_small(X, Y):
     k = Y.shape[1]
     if p == 1 and n * k <= _ONE_COLUMN_EXACT:
         return _one_column(X, Y)
-    G = X.T @ X
-    XtY = X.T @ Y
+    with np.errstate(over="ignore", invalid="ignore"):  # NaN, infinity and overflow: named on the exact path
+        G = X.T @ X
+        XtY = X.T @ Y
     if n >= p:
         found = (_cholesky_tiny if p * p * k <= 64 else _cholesky_small)(G, XtY)
         if found is not None:
