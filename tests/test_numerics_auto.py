@@ -400,6 +400,26 @@ def test_threads_keep_the_error_state_and_pass_errors_on(monkeypatch):
     assert {0, 2, 4, 6} <= set(done)  # the caller's share ran to its end before the worker's error came back
 
 
+def test_a_busy_pool_is_not_waited_for(monkeypatch):
+    import threading
+
+    monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", "2")
+    release = threading.Event()
+    nn._executor(1).submit(release.wait, 30)  # another caller's work holds the pool's only thread
+    done, callers = [], set()
+
+    def work(block):
+        done.append(block)
+        callers.add(threading.get_ident())
+
+    runner = threading.Thread(target=nn._each_block, args=(work, list(range(6))))
+    runner.start()
+    runner.join(10)
+    finished = not runner.is_alive()
+    release.set()
+    assert finished and sorted(done) == list(range(6)) and callers == {runner.ident}
+
+
 def test_threads_in_a_forked_child(monkeypatch):
     multiprocessing = pytest.importorskip("multiprocessing")
     if "fork" not in multiprocessing.get_all_start_methods():

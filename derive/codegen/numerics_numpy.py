@@ -254,7 +254,8 @@ def _each_block(work, blocks):
     """``work(block)`` for every block, the blocks shared among ``_threads()`` threads. NumPy makes a product over
     a stack of small matrices in one thread, one BLAS call per matrix, with the GIL released, so blocks run in
     parallel; each block writes only its own slices with the same calls whatever the number of threads, so the
-    results are the same bit for bit."""
+    results are the same bit for bit. A share the pool has not started (it is busy with other callers' work)
+    is done by the calling thread: nobody waits on a busy pool."""
     threads = min(_threads(), len(blocks))
     if threads <= 1:
         for block in blocks:
@@ -267,12 +268,23 @@ def _each_block(work, blocks):
             for block in part:
                 work(block)
 
-    futures = [_executor(threads - 1).submit(share, blocks[i::threads]) for i in range(1, threads)]
+    executor = _executor(threads - 1)
+    pending = [(executor.submit(share, blocks[i::threads]), blocks[i::threads]) for i in range(1, threads)]
     try:
         share(blocks[0::threads])
-    finally:
-        for future in futures:
-            future.result()  # waits, and raises what a worker raised
+        for future, part in pending:
+            if future.cancel():  # not started: this thread does it
+                share(part)
+    finally:  # every share is cancelled or finished before this returns (or raises): no write comes later
+        errors = []
+        for future, _ in pending:
+            if not future.cancel():
+                try:
+                    future.result()
+                except BaseException as error:  # re-raised below, after every wait
+                    errors.append(error)
+        if errors:
+            raise errors[0]
 
 
 def _stack_gram(X, Y, packed):
