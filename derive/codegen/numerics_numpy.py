@@ -60,6 +60,7 @@ and singular values under the rank tolerance are dropped, as numpy.linalg.pinv d
 
 from __future__ import annotations
 
+import collections
 import math
 import operator
 import os
@@ -251,36 +252,40 @@ def _executor(size):
 
 
 def _each_block(work, blocks):
-    """``work(block)`` for every block, the blocks shared among ``_threads()`` threads. NumPy makes a product over
-    a stack of small matrices in one thread, one BLAS call per matrix, with the GIL released, so blocks run in
-    parallel; each block writes only its own slices with the same calls whatever the number of threads, so the
-    results are the same bit for bit. A share the pool has not started (it is busy with other callers' work)
-    is done by the calling thread: nobody waits on a busy pool."""
+    """``work(block)`` for every block, the blocks shared among ``_threads()`` threads, each taking the next block
+    when it is done with one (so a thread slowed by other work does fewer). NumPy makes a product over a stack
+    of small matrices in one thread, one BLAS call per matrix, with the GIL released, so blocks run in
+    parallel; each block writes only its own slices with the same calls whichever thread runs it, so the
+    results are the same bit for bit. A pool thread that has not started when the blocks run out (it is busy
+    with other callers' work) is not waited for."""
     threads = min(_threads(), len(blocks))
     if threads <= 1:
         for block in blocks:
             work(block)
         return
     state = np.geterr()  # NumPy's error state is per thread: the workers take the caller's
+    remaining = collections.deque(blocks)  # popleft is atomic: each block is taken once
 
-    def share(part):
+    def drain():
         with np.errstate(**state):
-            for block in part:
+            while True:
+                try:
+                    block = remaining.popleft()
+                except IndexError:
+                    return
                 work(block)
 
     executor = _executor(threads - 1)
-    pending = [(executor.submit(share, blocks[i::threads]), blocks[i::threads]) for i in range(1, threads)]
+    helpers = [executor.submit(drain) for _ in range(threads - 1)]
     try:
-        share(blocks[0::threads])
-        for future, part in pending:
-            if future.cancel():  # not started: this thread does it
-                share(part)
-    finally:  # every share is cancelled or finished before this returns (or raises): no write comes later
+        drain()
+    finally:  # on an error the others stop after their current block; every helper is done before this returns
+        remaining.clear()
         errors = []
-        for future, _ in pending:
-            if not future.cancel():
+        for helper in helpers:
+            if not helper.cancel():  # a helper that never started has nothing left to do
                 try:
-                    future.result()
+                    helper.result()
                 except BaseException as error:  # re-raised below, after every wait
                     errors.append(error)
         if errors:
