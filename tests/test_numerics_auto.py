@@ -372,7 +372,13 @@ def test_the_number_of_threads_comes_from_the_environment(monkeypatch):
     assert nn._threads() == 2
     monkeypatch.setenv("OMP_NUM_THREADS", "many")  # not ours: ignored
     monkeypatch.delenv("OLS_ATTENTION_NUM_THREADS")
-    assert nn._threads() >= 1
+    assert 1 <= nn._threads() <= nn._DEFAULT_THREADS
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(nn.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert nn._threads() == nn._DEFAULT_THREADS  # a big machine: capped (the GIL bounds the gain)
+    monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", "12")
+    assert nn._threads() == 12  # asked for: given
+    monkeypatch.delenv("OLS_ATTENTION_NUM_THREADS")
     for wrong in ("0", "-2", "two", "1.5"):
         monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", wrong)
         with pytest.raises(ValueError, match=f"OLS_ATTENTION_NUM_THREADS must be a whole number.*{wrong!r}"):

@@ -51,7 +51,7 @@ Routes (each evaluates a kernel-checked identity):
               LAPACK call per problem; a failing pivot marks only its own problem. Otherwise LAPACK
               factors the stack, and when it fails the factorization across the stack marks the
               failing problems. The blocks are shared among threads (NumPy makes a product over a stack
-              of small matrices in one thread): as many as the CPUs this process may use, or
+              of small matrices in one thread): as many as the CPUs this process may use (at most 8), or
               OLS_ATTENTION_NUM_THREADS, else OMP_NUM_THREADS, where set; the results are the same bit for
               bit whatever the number.
 On rank-deficient X every route returns the minimum-norm solution (pseudo_inverse): eigenvalues
@@ -221,10 +221,13 @@ def _stack_blocks(X):
 _THREADS_VARIABLE = "OLS_ATTENTION_NUM_THREADS"
 
 
+_DEFAULT_THREADS = 8  # at most this many by default: each block holds the GIL for a tenth of its time or so
+
+
 def _threads():
     """How many threads share the blocks of a stack: ``OLS_ATTENTION_NUM_THREADS`` if set, else
     ``OMP_NUM_THREADS`` (the usual limit, which BLAS honours too) if set to a number, else the CPUs this process
-    may run on."""
+    may run on, at most _DEFAULT_THREADS."""
     value = os.environ.get(_THREADS_VARIABLE, "").strip()
     if value:
         if not (value.isdecimal() and int(value) >= 1):
@@ -234,9 +237,10 @@ def _threads():
     if value.isdecimal() and int(value) >= 1:
         return int(value)
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    return min(cpus, _DEFAULT_THREADS)
 
 
 _EXECUTORS: dict[tuple[int, int], ThreadPoolExecutor] = {}  # by (process, size): a forked child makes its own
