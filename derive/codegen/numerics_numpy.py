@@ -219,8 +219,6 @@ def _stack_blocks(X):
 
 
 _THREADS_VARIABLE = "OLS_ATTENTION_NUM_THREADS"
-
-
 _DEFAULT_THREADS = 8  # at most this many by default: each block holds the GIL for a tenth of its time or so
 
 
