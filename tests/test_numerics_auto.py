@@ -337,6 +337,23 @@ def test_stacks_factored_across_agree_with_lapack(monkeypatch):
         nn.coefficients(X, Y)
 
 
+def threads_sharing(compute=lambda: None):
+    """How many threads ``_each_block`` used on 12 blocks of 10 ms each (each calls ``compute``); at the top level,
+    so that a forked child can run it."""
+    import threading
+    import time
+
+    seen = set()
+
+    def work(block):
+        compute()
+        time.sleep(0.01)
+        seen.add(threading.get_ident())
+
+    nn._each_block(work, list(range(12)))
+    return len(seen)
+
+
 @pytest.mark.parametrize("packed", [True, False])  # factored across the stack, or by LAPACK
 def test_threads_share_a_stack_with_the_same_results_bit_for_bit(monkeypatch, packed):
     rng = np.random.default_rng(15)
@@ -404,6 +421,12 @@ def test_threads_keep_the_error_state_and_pass_errors_on(monkeypatch):
     with pytest.raises(ArithmeticError, match="block 5"):  # from whichever thread took block 5
         nn._each_block(work, list(range(40)))
     assert 5 not in done and len(done) == len(set(done))  # each block taken once
+    with warnings.catch_warnings():  # every thread overflows under the caller's error state: no warning
+        warnings.simplefilter("error")
+        with np.errstate(over="ignore"):
+            assert threads_sharing(lambda: np.float64(1e300) * 1e300) == 2
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+            threads_sharing(lambda: np.float64(1e300) * 1e300)
 
 
 def test_a_busy_pool_is_not_waited_for(monkeypatch):
@@ -437,7 +460,9 @@ def test_threads_in_a_forked_child(monkeypatch):
     expected = nn.coefficients(X, Y)  # the parent's pool exists now; a forked child must not wait on it
     with multiprocessing.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(nn.coefficients, (X, Y)).get(timeout=60)
+        threads = pool.apply_async(threads_sharing).get(timeout=60)
     np.testing.assert_array_equal(got, expected)
+    assert threads == 2  # the child has a pool of its own: the parent's threads do not exist there
 
 
 # --- building blocks --------------------------------------------------------------------------
