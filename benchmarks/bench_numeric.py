@@ -711,8 +711,9 @@ def realistic_batches(sizes: Sizes, oa: ModuleType) -> str:
              f"each method {sizes.repeats} times back to back (its fastest run: data and clock warm). Speed-up = "
              f"loop time / auto time; the last column is the median over coefficients of |Δβ| / max|β| against "
              f"the loop. auto shares its passes over X among {oa._threads()} threads (the CPUs this process may "
-             f"use, or OLS_ATTENTION_NUM_THREADS); 'one thread' is auto with OLS_ATTENTION_NUM_THREADS=1, "
-             f"paired like auto (the same bits: checked).", "",
+             f"use, at most 8, unless OLS_ATTENTION_NUM_THREADS or OMP_NUM_THREADS says otherwise); "
+             f"'one thread' is auto with OLS_ATTENTION_NUM_THREADS=1, "
+             f"paired like auto in rounds of its own (the same bits: checked).", "",
              table(["batch", "loop of lstsq ms", "auto ms", "speed-up (median of pairs)", "speed-up (minimums)",
                     "auto ms back to back", "speed-up back to back", "speed-up one thread (median of pairs)",
                     "median rel. diff."], rows), "",
