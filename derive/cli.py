@@ -314,7 +314,7 @@ def _cmd_prove(args) -> int:
 
 
 def statement_lines(theorem) -> list[str]:
-    """The statement a theorem proves, in plain text: hypotheses, definitions, claim."""
+    """The statement a theorem proves, in plain text: hypotheses (with their quantifiers), definitions, claim."""
     from sympy import sstr
 
     proof = theorem.proof
@@ -322,6 +322,8 @@ def statement_lines(theorem) -> list[str]:
     for h in proof.hypotheses:
         text = (f"{h.lhs.function.name.replace('_', ' ')}({sstr(h.lhs.arguments[0])})" if h.is_predicate
                 else f"{sstr(h.lhs)} = {sstr(h.rhs)}")
+        if h.forall:
+            text = f"(for all {', '.join(sstr(v) for v in h.forall)}: {text})"
         lines.append(f"  assume  {text}")
     for d in proof.definitions:
         lines.append(f"  define  {sstr(d.symbol)} := {sstr(d.rhs)}")
@@ -329,42 +331,81 @@ def statement_lines(theorem) -> list[str]:
     return lines
 
 
-def _cmd_check(args) -> int:
-    from .certificates import CertificateUnreadable
+def _builtin_library() -> dict:
+    """Theorem id -> function building its proof, for the built-in theorems only (the package's own code)."""
+    from .library import LIBRARY
 
+    return dict(LIBRARY)
+
+
+def _reference(path: str, library: dict, time_limit: float) -> dict:
+    """The statement a ``--reference`` certificate proves (checked first), for comparing others with it."""
+    from .certificates import CertificateUnreadable, statement_of
+
+    try:
+        theorem = verify_certificate(read_certificate(path), library, time_limit=time_limit)
+    except CertificateUnreadable as exc:
+        raise UsageError(f"--reference: {safe_text(str(exc))}") from None
+    except CertificateError as exc:
+        raise UsageError(f"--reference {safe_text(path)} does not check: {_one_line(str(exc))}") from None
+    return statement_of(theorem.proof)
+
+
+def _cmd_check(args) -> int:
+    from .certificates import CertificateUnreadable, statement_of
+
+    if args.library:
+        raise UsageError("derive check runs no code but the package's own: it loads no --library and no entry "
+                         "point. To require a theorem of your library, pass --reference CERT, a certificate of it "
+                         "you trust (derive prove --library ... --certificates DIR writes one)")
+    library = _builtin_library()
+    if args.expect is not None and args.expect not in library:
+        raise UsageError(f"--expect {safe_text(args.expect)}: no built-in theorem has that id (derive check loads "
+                         "no library); for a theorem of your own library pass --reference CERT instead")
+    expected = _reference(args.reference, library, args.time_limit) if args.reference else None
     rejected = unreadable = 0
-    library = _library()
     for name in args.files:
+        shown = safe_text(name)
+        started = time.monotonic()  # the budget covers reading and parsing the file too
         try:
             theorem = verify_certificate(read_certificate(name), library, expect=args.expect,
-                                         time_limit=args.time_limit)
+                                         time_limit=args.time_limit, started=started)
+            if expected is not None and statement_of(theorem.proof) != expected:
+                raise CertificateError(f"it proves {theorem.id}, whose statement is not the one the --reference "
+                                       f"certificate states ({expected['theorem']})")
         except CertificateUnreadable as exc:
             unreadable += 1
-            print(f"{name}: CANNOT READ: {exc}")
+            print(f"{shown}: CANNOT READ: {_one_line(str(exc))}")
             continue
         except CertificateError as exc:
             rejected += 1
-            print(f"{name}: REJECTED: {_one_line(str(exc))}")
+            print(f"{shown}: REJECTED: {_one_line(str(exc))}")
             continue
         except (RecursionError, MemoryError) as exc:
             rejected += 1
-            print(f"{name}: REJECTED: the certificate is too large to check ({type(exc).__name__})")
+            print(f"{shown}: REJECTED: the certificate is too large to check ({type(exc).__name__})")
             continue
         except Exception as exc:  # whatever a hostile file provokes: one line, never a traceback
             rejected += 1
-            print(f"{name}: REJECTED: {type(exc).__name__}: {_one_line(str(exc))}")
+            print(f"{shown}: REJECTED: {type(exc).__name__}: {_one_line(str(exc))}")
             continue
         cites = f"; cites {', '.join(t.id for t in theorem.proof.cites)}" if theorem.proof.cites else ""
         where = "library theorem" if theorem.id in library else "theorem"
-        print(f"{name}: verified {where} {theorem.id} ({theorem.steps} steps{cites})")
+        print(f"{shown}: verified {where} {theorem.id} ({theorem.steps} steps{cites})")
         for line in statement_lines(theorem):
             print(f"  {_one_line(line)}")
     return 1 if rejected else 2 if unreadable else 0
 
 
+def safe_text(text: str) -> str:
+    """``text`` with every character that is not printable escaped: a file cannot add a line to the output,
+    repaint it with terminal escapes, or stop it with text that cannot be encoded."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def _one_line(text: str, limit: int = 500) -> str:
-    """A message on one line, cut to ``limit`` characters (a hostile term can be very long)."""
-    text = " ".join(text.splitlines())
+    """A message on one line, escaped, cut to ``limit`` characters (a hostile term can be very long)."""
+    text = safe_text(" ".join(text.splitlines()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -384,7 +425,10 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_prove)
     c = sub.add_parser("check", help="re-check certificate files from scratch")
     c.add_argument("files", nargs="+", metavar="FILE")
-    c.add_argument("--expect", metavar="ID", help="require each certificate to prove the library theorem ID")
+    c.add_argument("--expect", metavar="ID", help="require each certificate to prove the built-in theorem ID")
+    c.add_argument("--reference", metavar="CERT",
+                   help="require each certificate to state what the certificate CERT (checked first) states: for "
+                        "theorems of your own library, which derive check does not load")
     c.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
                    help="time budget for each certificate, its dependencies included (default: 10)")
     c.set_defaults(run=_cmd_check)
@@ -412,10 +456,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
     b.add_argument("--symbols", metavar="FILE", help="as for latex: your macros for the package's symbols")
     b.set_defaults(run=_cmd_build)
-    for command in (listing, p, c, t, g, b):
+    for command in (listing, p, t, g, b):
         command.add_argument("--library", action="append", metavar="MODULE_OR_FILE",
                              help="also load the theorems this module or .py file registers with @theorem "
-                                  "(repeatable)")
+                                  "(repeatable). A library, like an installed entry point, is Python code that runs "
+                                  "with your rights: load only code you trust")
+    c.add_argument("--library", action="append", metavar="MODULE_OR_FILE", help=argparse.SUPPRESS)
     return parser
 
 
@@ -435,7 +481,7 @@ def _target(exc: OSError) -> str:
 def _run(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if hasattr(args, "library"):
+        if hasattr(args, "library") and args.command != "check":  # check runs no code but the package's own
             _load_libraries(args.library)
         return args.run(args)
     except UsageError as exc:

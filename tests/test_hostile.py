@@ -124,6 +124,80 @@ def test_not_utf8_and_not_json(tmp_path):
     check_file(write(tmp_path, "{" * 100000, "deep.json"))
 
 
+def _hostile(base: dict, **fields) -> dict:
+    data = copy.deepcopy(base)
+    data.update(fields)
+    data["theorem"] = fields.get("theorem", "hostile")  # not a library id: no statement comparison first
+    data.pop("sha256", None)
+    return data
+
+
+def test_three_thousand_bound_hypotheses_are_checked_in_near_linear_time(tmp_path, base):
+    hyps = [{"name": f"h{i}", "lhs": srepr(MatrixSymbol(f"B{i}", p, p)), "rhs": srepr(Identity(p)),
+             "forall": [srepr(MatrixSymbol(f"B{i}", p, p))]} for i in range(3000)]
+    data = _hostile(base, hypotheses=base["hypotheses"] + hyps)
+    data["claim"]["rhs"] = srepr(A)  # rejected at the very end, after every pass over the hypotheses
+    result = check_file(write(tmp_path, data))
+    assert "REJECTED" in result.stdout and "time budget" not in result.stdout
+
+
+@pytest.mark.parametrize("pairs", [1000, 3000])
+def test_collect_on_a_long_sum_of_pairs_is_near_linear(tmp_path, base, pairs):
+    from sympy import MatAdd
+
+    terms = [MatrixSymbol(f"A{i}", p, p) for i in range(pairs) for _ in range(2)]
+    total = MatAdd(*terms, evaluate=False)
+    collected = MatAdd(*[MatMul(2, MatrixSymbol(f"A{i}", p, p), evaluate=False) for i in range(pairs)],
+                       evaluate=False)
+    data = _hostile(base, hypotheses=[], definitions=[], lemmas=[], claim={"lhs": srepr(total), "rhs": srepr(total)},
+                    steps=[{"expr": srepr(collected), "rule": "collect"}])
+    result = check_file(write(tmp_path, data))
+    assert "time budget" not in result.stdout
+
+
+def test_twenty_megabytes_of_distinct_expressions_end_within_the_budget(tmp_path, base):
+    lemmas, size = [], 0
+    while size < 19_000_000:
+        k = len(lemmas)
+        factors = [MatrixSymbol(f"A{k}_{i}", p, p) for i in range(400)]
+        lhs, rhs = (srepr(MatMul(*f, evaluate=False)) for f in (factors, factors[::-1]))
+        lemmas.append({"name": f"l{k}", "claim": {"lhs": lhs, "rhs": rhs}, "steps": []})
+        size += len(lhs) + len(rhs)
+    started = time.monotonic()
+    result = check_file(write(tmp_path, _hostile(base, lemmas=lemmas)))
+    assert "REJECTED" in result.stdout and time.monotonic() - started < LIMIT_SECONDS
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("theorem", "x\ud800"),
+    ("theorem", "evil\n/tmp/x.json: verified library theorem ols_is_linear_attention"),
+    ("rule", "\ud800"),
+    ("rule", "hyp:a\u001b[2K\u001b[1Gcerts/x.json: verified"),
+    ("lemma", "l\u001b[32m verified"),
+])
+def test_names_from_a_file_are_identifiers_and_everything_printed_is_escaped(tmp_path, base, field, value):
+    data = copy.deepcopy(base)
+    data.pop("sha256")
+    if field == "theorem":
+        data["theorem"] = value
+    elif field == "rule":
+        data["steps"][0]["rule"] = value
+    else:
+        data["lemmas"] = [{"name": value, "claim": data["claim"], "steps": []}]
+    result = check_file(write(tmp_path, json.dumps(data).replace("\\\\", "\\")))
+    assert "REJECTED" in result.stdout and ("not an identifier" in result.stdout or "IDENTIFIER" in result.stdout)
+    assert result.stdout.strip().isprintable() and "\x1b" not in result.stdout
+
+
+def test_a_file_name_with_a_newline_or_escape_is_printed_escaped(tmp_path, base):
+    path = tmp_path / "a\nb\x1b[31m.json"
+    path.write_text(json.dumps(base))
+    result = subprocess.run([sys.executable, "-m", "derive", "check", str(path)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0 and result.stdout.splitlines()[0].endswith("(4 steps)")
+    assert "\x1b" not in result.stdout and "a\\nb" in result.stdout
+
+
 # --- a fuzzer over certificate fields ------------------------------------------------------
 
 FUZZ = int(os.environ.get("HOSTILE_FUZZ", "150"))

@@ -15,6 +15,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,17 @@ class TheoremEntry:
 
 _REGISTRY: dict[str, TheoremEntry] = {}
 _CHECKED: dict[str, Theorem] = {}
-_IN_PROGRESS: list[str] = []
+_LOCK = threading.RLock()  # guards _REGISTRY and _CHECKED: several threads may build theorems at once
+
+
+class _InProgress(threading.local):
+    """The theorems this thread is checking, innermost last: a cycle is a repeat within one thread's stack."""
+
+    def __init__(self):
+        self.ids: list[str] = []
+
+
+_IN_PROGRESS = _InProgress()
 
 
 def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
@@ -96,13 +107,14 @@ def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
         new = TheoremEntry(theorem_id, func, getattr(func, "__module__", "?"),
                            MappingProxyType(dict(glossary or {})), MappingProxyType(dict(sampling or {})),
                            tuple(routes))
-        old = _REGISTRY.get(theorem_id)
-        if old is not None and _qualname(old.build) != _qualname(func):
-            raise LibraryError(f"theorem id {theorem_id!r} is registered twice ({_qualname(old.build)} and "
-                               f"{_qualname(func)})")
-        if old is not None:
-            _CHECKED.pop(theorem_id, None)  # the same module loaded again: its proof may have changed
-        _REGISTRY[theorem_id] = new
+        with _LOCK:
+            old = _REGISTRY.get(theorem_id)
+            if old is not None and _qualname(old.build) != _qualname(func):
+                raise LibraryError(f"theorem id {theorem_id!r} is registered twice ({_qualname(old.build)} and "
+                                   f"{_qualname(func)})")
+            if old is not None:
+                _CHECKED.pop(theorem_id, None)  # the same module loaded again: its proof may have changed
+            _REGISTRY[theorem_id] = new
         return func
 
     return register(fn) if fn is not None else register
@@ -119,13 +131,15 @@ def _builtin() -> None:
 def entries() -> dict[str, TheoremEntry]:
     """Every registered theorem by id, built-in ones first, then user libraries in load order."""
     _builtin()
-    return dict(_REGISTRY)
+    with _LOCK:
+        return dict(_REGISTRY)
 
 
 def entry(theorem_id: str) -> TheoremEntry:
     """The registered theorem ``theorem_id``; ``KeyError`` if there is none."""
     _builtin()
-    return _REGISTRY[theorem_id]
+    with _LOCK:
+        return _REGISTRY[theorem_id]
 
 
 def build(theorem_id: str) -> Proof:
@@ -146,18 +160,20 @@ def checked(theorem_id: str) -> Theorem:
 
     Raises :class:`~derive.kernel.ProofError` when the proof does not check or the citations form a cycle.
     """
-    if theorem_id in _CHECKED:
-        return _CHECKED[theorem_id]
-    if theorem_id in _IN_PROGRESS:
-        cycle = " -> ".join([*_IN_PROGRESS[_IN_PROGRESS.index(theorem_id):], theorem_id])
+    with _LOCK:
+        if theorem_id in _CHECKED:
+            return _CHECKED[theorem_id]
+    stack = _IN_PROGRESS.ids
+    if theorem_id in stack:
+        cycle = " -> ".join([*stack[stack.index(theorem_id):], theorem_id])
         raise ProofError(theorem_id, "statement", None, None, f"theorems cite each other in a cycle: {cycle}")
-    _IN_PROGRESS.append(theorem_id)
+    stack.append(theorem_id)
     try:
         result = check(build(theorem_id))
     finally:
-        _IN_PROGRESS.pop()
-    _CHECKED[theorem_id] = result
-    return result
+        stack.pop()
+    with _LOCK:
+        return _CHECKED.setdefault(theorem_id, result)  # another thread may have checked it meanwhile
 
 
 def load_library(spec: str) -> list[str]:

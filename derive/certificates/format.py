@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 
 from ..files import write_atomic
-from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, proof_to_data
-from .srepr_parser import ParseError, parse_srepr
+from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, is_issued, proof_to_data
+from ..kernel.validation import IDENTIFIER, ValidationError, rule_name
+from .srepr_parser import OutOfTime, ParseError, parse_srepr
 
 __all__ = ["FORMAT", "CertificateError", "CertificateUnreadable", "certificate_text", "read_certificate",
            "verify_certificate", "write_atomic", "statement_of"]
@@ -50,9 +51,16 @@ def dependencies(theorem: Theorem) -> list[Theorem]:
 
 
 def certificate_text(theorem: Theorem) -> str:
-    """The certificate of a checked theorem, with the theorems it cites: deterministic JSON, one final newline."""
+    """The certificate of a checked theorem, with the theorems it cites: deterministic JSON, one final newline.
+
+    Raises CertificateError for anything but a theorem the kernel made, unchanged since.
+    """
+    deps = dependencies(theorem) if type(theorem) is Theorem else []
+    for item in (theorem, *deps):
+        if not is_issued(item):
+            raise CertificateError("a certificate is written for theorems checked by derive.kernel.check only "
+                                   "(this object was not, or was changed since)")
     data = _certificate_data(theorem)
-    deps = dependencies(theorem)
     if deps:
         data["dependencies"] = [_certificate_data(t) for t in deps]
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
@@ -72,26 +80,45 @@ def _field(obj: dict, key: str, kind: type, where: str):
     return value
 
 
-def _expr(text, where: str):
+class _Deadline:
+    """The time budget of one verification: reading, parsing and checking alike."""
+
+    def __init__(self, limit: float | None, started: float | None = None):
+        self.limit = limit
+        self.at = None if limit is None else (time.monotonic() if started is None else started) + limit
+
+    def left(self) -> float | None:
+        return None if self.at is None else max(self.at - time.monotonic(), 0.0)
+
+    def passed(self) -> CertificateError:
+        return CertificateError(f"not checked within the time budget of {self.limit:g} s")
+
+
+_NO_DEADLINE = _Deadline(None)
+
+
+def _expr(text, where: str, deadline: _Deadline = _NO_DEADLINE):
     try:
-        return parse_srepr(text)
+        return parse_srepr(text, deadline.at)
+    except OutOfTime:
+        raise deadline.passed() from None
     except ParseError as exc:
         raise CertificateError(f"{where}: {exc}") from None
 
 
-def _hypothesis(obj, where: str) -> Hypothesis:
+def _hypothesis(obj, where: str, deadline: _Deadline = _NO_DEADLINE) -> Hypothesis:
     forall = obj.get("forall", []) if isinstance(obj, dict) else []
     if not isinstance(forall, list):
         raise CertificateError(f"{where}.forall must be a list")
     return Hypothesis(
         _field(obj, "name", str, where),
-        _expr(_field(obj, "lhs", str, where), f"{where}.lhs"),
-        _expr(_field(obj, "rhs", str, where), f"{where}.rhs"),
-        tuple(_expr(v, f"{where}.forall[{i}]") for i, v in enumerate(forall)),
+        _expr(_field(obj, "lhs", str, where), f"{where}.lhs", deadline),
+        _expr(_field(obj, "rhs", str, where), f"{where}.rhs", deadline),
+        tuple(_expr(v, f"{where}.forall[{i}]", deadline) for i, v in enumerate(forall)),
     )
 
 
-def _steps(items, where: str) -> tuple[Step, ...]:
+def _steps(items, where: str, deadline: _Deadline = _NO_DEADLINE) -> tuple[Step, ...]:
     steps = []
     for i, item in enumerate(items):
         at = f"{where}[{i}]"
@@ -99,14 +126,14 @@ def _steps(items, where: str) -> tuple[Step, ...]:
         if not isinstance(instance, list) or not all(isinstance(p, list) and len(p) == 2 for p in instance):
             raise CertificateError(f"{at}.instance must be a list of [variable, term] pairs")
         steps.append(Step(
-            _expr(_field(item, "expr", str, at), f"{at}.expr"),
+            _expr(_field(item, "expr", str, at), f"{at}.expr", deadline),
             _field(item, "rule", str, at),
-            tuple((_expr(v, f"{at}.instance"), _expr(t, f"{at}.instance")) for v, t in instance),
+            tuple((_expr(v, f"{at}.instance", deadline), _expr(t, f"{at}.instance", deadline)) for v, t in instance),
         ))
     return tuple(steps)
 
 
-def _chain(obj, where: str, main: bool = False) -> Chain:
+def _chain(obj, where: str, main: bool = False, deadline: _Deadline = _NO_DEADLINE) -> Chain:
     """A lemma (with its name and local hypotheses) or, with ``main``, the top-level claim."""
     claim = _field(obj, "claim", dict, where)
     hyps = [] if main else obj.get("hypotheses", [])
@@ -114,10 +141,10 @@ def _chain(obj, where: str, main: bool = False) -> Chain:
         raise CertificateError(f"{where}.hypotheses must be a list")
     return Chain(
         "main" if main else _field(obj, "name", str, where),
-        _expr(_field(claim, "lhs", str, f"{where}.claim"), f"{where}.claim.lhs"),
-        _expr(_field(claim, "rhs", str, f"{where}.claim"), f"{where}.claim.rhs"),
-        _steps(_field(obj, "steps", list, where), f"{where}.steps"),
-        tuple(_hypothesis(h, f"{where}.hypotheses[{i}]") for i, h in enumerate(hyps)),
+        _expr(_field(claim, "lhs", str, f"{where}.claim"), f"{where}.claim.lhs", deadline),
+        _expr(_field(claim, "rhs", str, f"{where}.claim"), f"{where}.claim.rhs", deadline),
+        _steps(_field(obj, "steps", list, where), f"{where}.steps", deadline),
+        tuple(_hypothesis(h, f"{where}.hypotheses[{i}]", deadline) for i, h in enumerate(hyps)),
     )
 
 
@@ -141,10 +168,12 @@ def _citations(data: dict, known: dict[str, Theorem]) -> tuple[Theorem, ...]:
     return tuple(out)
 
 
-def proof_from_data(data: dict, known: dict[str, Theorem] | None = None) -> Proof:
+def proof_from_data(data: dict, known: dict[str, Theorem] | None = None,
+                    deadline: _Deadline = _NO_DEADLINE) -> Proof:
     """Rebuild a :class:`Proof` from certificate JSON, parsing every expression safely.
 
-    ``known`` maps ids to checked theorems the proof may cite (matched by sha256).
+    ``known`` maps ids to checked theorems the proof may cite (matched by sha256); ``deadline`` bounds the
+    parsing.  Ids, names and rule names must be identifiers (refused here, before anything is built).
     """
     if not isinstance(data, dict):
         raise CertificateError("a certificate must be a JSON object")
@@ -154,19 +183,51 @@ def proof_from_data(data: dict, known: dict[str, Theorem] | None = None) -> Proo
     for i, d in enumerate(_field(data, "definitions", list, "certificate")):
         where = f"definitions[{i}]"
         definitions.append(Definition(_field(d, "name", str, where),
-                                      _expr(_field(d, "lhs", str, where), f"{where}.lhs"),
-                                      _expr(_field(d, "rhs", str, where), f"{where}.rhs")))
+                                      _expr(_field(d, "lhs", str, where), f"{where}.lhs", deadline),
+                                      _expr(_field(d, "rhs", str, where), f"{where}.rhs", deadline)))
+    _names_are_identifiers(data)
     return Proof(
         _field(data, "theorem", str, "certificate"),
         _field(data, "title", str, "certificate"),
         _field(data, "statement", str, "certificate"),
-        tuple(_hypothesis(h, f"hypotheses[{i}]")
+        tuple(_hypothesis(h, f"hypotheses[{i}]", deadline)
               for i, h in enumerate(_field(data, "hypotheses", list, "certificate"))),
         tuple(definitions),
-        tuple(_chain(c, f"lemmas[{i}]") for i, c in enumerate(_field(data, "lemmas", list, "certificate"))),
-        _chain(data, "certificate", main=True),
+        tuple(_chain(c, f"lemmas[{i}]", deadline=deadline)
+              for i, c in enumerate(_field(data, "lemmas", list, "certificate"))),
+        _chain(data, "certificate", main=True, deadline=deadline),
         _citations(data, known or {}),
     )
+
+
+def _names_are_identifiers(data: dict) -> None:
+    """The theorem id, every name and every rule name is an identifier: text a certificate prints can then
+    neither add a line to the output nor repaint it.  (Fields of the wrong type are reported by the reader.)"""
+
+    def name(value, where: str) -> None:
+        if isinstance(value, str) and not IDENTIFIER.match(value):
+            raise CertificateError(f"{where} {ascii(value[:60])} is not an identifier (ASCII letters, digits and _)")
+
+    def items(value) -> list:
+        return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)] if isinstance(value, list) else []
+
+    name(data.get("theorem"), "the theorem id")
+    for key in ("hypotheses", "definitions", "lemmas"):
+        for i, item in items(data.get(key)):
+            name(item.get("name"), f"{key}[{i}].name")
+            for j, h in items(item.get("hypotheses")):
+                name(h.get("name"), f"{key}[{i}].hypotheses[{j}].name")
+    chains = [("steps", data.get("steps"))] + [(f"lemmas[{i}].steps", c.get("steps"))
+                                               for i, c in items(data.get("lemmas"))]
+    for where, steps in chains:
+        for j, item in items(steps):
+            if isinstance(item.get("rule"), str):
+                try:
+                    rule_name(item["rule"])
+                except ValidationError as exc:
+                    raise CertificateError(f"{where}[{j}].rule: {exc}") from None
+    for i, item in items(data.get("cites")):
+        name(item.get("theorem"), f"cites[{i}].theorem")
 
 
 class CertificateUnreadable(CertificateError):
@@ -239,16 +300,18 @@ def statement_of(proof: Proof) -> dict:
     return data
 
 
-def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadline: float | None) -> Theorem:
-    if deadline is not None and time.monotonic() > deadline:
-        raise CertificateError(f"{where}not checked within the time budget")
-    proof = proof_from_data(data, known)
+def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadline: _Deadline) -> Theorem:
+    if deadline.left() == 0.0:
+        raise deadline.passed()
+    proof = proof_from_data(data, known, deadline)
     if library is not None and proof.theorem in library:  # the cheap comparison first
         if statement_of(proof) != statement_of(library[proof.theorem]()):
             raise CertificateError(f"{where}the statement differs from the library's statement of {proof.theorem}")
     try:
-        theorem = check(proof, time_limit=None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        theorem = check(proof, time_limit=deadline.left())
     except ProofError as exc:
+        if "ran past its time budget" in exc.reason:
+            raise deadline.passed() from None
         raise CertificateError(f"{where}proof rejected: {exc}") from None
     except RecursionError:
         raise CertificateError(f"{where}proof rejected: expression nested too deeply") from None
@@ -258,16 +321,18 @@ def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadl
 
 
 def verify_certificate(data: dict, library: dict | None = None, *, expect: str | None = None,
-                       cited: dict[str, Theorem] | None = None, time_limit: float | None = None) -> Theorem:
+                       cited: dict[str, Theorem] | None = None, time_limit: float | None = None,
+                       started: float | None = None) -> Theorem:
     """Re-check a certificate from scratch; return the theorem or raise CertificateError.
 
     The certificate's dependencies are checked first, in order, each citing only earlier ones.
     ``library`` maps theorem ids to proof builders: a certificate (or dependency) whose id is in it
     must state the library's statement.  ``expect`` requires the certificate to prove that library
     theorem.  ``cited`` supplies checked theorems a certificate without dependencies may cite (matched
-    by sha256).  ``time_limit`` (seconds) bounds the whole verification, dependencies included.
+    by sha256).  ``time_limit`` (seconds) bounds the whole verification, dependencies included, counted from
+    ``started`` (a ``time.monotonic()`` value: when the file began to be read) or from now.
     """
-    deadline = None if time_limit is None else time.monotonic() + time_limit
+    deadline = _Deadline(time_limit, started)
     if not isinstance(data, dict):
         raise CertificateError("a certificate must be a JSON object")
     if expect is not None and (library is None or expect not in library):

@@ -9,6 +9,7 @@ the object it built, so SymPy cannot have silently rewritten what the certificat
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 from sympy import Add, Basic, ImmutableDenseMatrix, Integer, Mul, Rational, S, Symbol, preorder_traversal, srepr
@@ -29,8 +30,8 @@ from sympy.matrices.expressions import (
 from ..kernel import PREDICATES
 from ..kernel.terms import MAX_DIMENSION_NODES
 
-__all__ = ["ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS", "MAX_EXPLICIT_DIM",
-           "MAX_DIM_NODES"]
+__all__ = ["OutOfTime", "ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS",
+           "MAX_EXPLICIT_DIM", "MAX_DIM_NODES"]
 
 MAX_DEPTH = 200  # kernel terms nest a few dozen levels deep
 MAX_NODES = 50_000
@@ -40,13 +41,17 @@ MAX_EXPLICIT_DIM = 1_000_000  # an explicit (integer) dimension of a matrix symb
 MAX_DIM_NODES = MAX_DIMENSION_NODES  # the kernel's own bound on a dimension expression (p + k, n - 1)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _ASSUMPTIONS = {"integer", "positive", "nonnegative", "real", "commutative", "finite"}
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>-?\d{1,20})|(?P<str>'[^'\\]{0,200}')|(?P<name>[A-Za-z_][A-Za-z0-9_.]{0,80})|(?P<p>[()\[\],=]))"
-)
+# One regular expression finds every token at once (C speed); anything else is a "bad" token.
+_TOKENS = re.compile(r"(-?\d{1,20})|('[^'\\]{0,200}')|([A-Za-z_][A-Za-z0-9_.]{0,80})|([()\[\],=])|(\S)")
+_TICK_EVERY = 4096  # tokens or nodes between two looks at the clock
 
 
 class ParseError(ValueError):
     """The text is not a kernel term in ``srepr`` form; the message says why."""
+
+
+class OutOfTime(ParseError):
+    """Parsing ran past the deadline it was given."""
 
 
 @dataclass
@@ -56,35 +61,40 @@ class _Call:
     kwargs: dict
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out, pos = [], 0
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if not match or match.end() == pos:
-            if text[pos:].strip() == "":
-                break
-            raise ParseError(f"unexpected character {text[pos]!r} at offset {pos}")
-        kind = match.lastgroup
-        out.append((kind, match.group(kind)))
-        pos = match.end()
-        if len(out) > 4 * MAX_NODES:
-            raise ParseError(f"expression has more than {MAX_NODES} nodes")
+def _tick(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise OutOfTime("parsing ran past the time budget")
+
+
+def _tokens(text: str, deadline: float | None = None) -> list[tuple[str, str]]:
+    """(kind, text) of every token: kinds num, str, name, p (punctuation)."""
+    found = _TOKENS.findall(text)
+    if len(found) > 4 * MAX_NODES:
+        raise ParseError(f"expression has more than {MAX_NODES} nodes")
+    _tick(deadline)
+    out = []
+    for number, string, name, punctuation, bad in found:
+        if bad:
+            raise ParseError(f"unexpected character {bad!r}")
+        out.append(("num", number) if number else ("str", string) if string else ("name", name) if name
+                   else ("p", punctuation))
     return out
 
 
 class _Reader:
     """Recursive descent over tokens into plain calls, lists and atoms (nothing built yet)."""
 
-    def __init__(self, tokens):
-        self.tokens, self.pos, self.nodes = tokens, 0, 0
+    def __init__(self, tokens, deadline: float | None = None):
+        self.tokens, self.pos, self.nodes, self.deadline = tokens, 0, 0, deadline
+        self.count = len(tokens)
 
     def peek(self):
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else (None, None)
+        return self.tokens[self.pos] if self.pos < self.count else (None, None)
 
     def take(self, value=None):
-        kind, tok = self.peek()
-        if kind is None:
+        if self.pos >= self.count:
             raise ParseError("unexpected end of expression")
+        kind, tok = self.tokens[self.pos]
         if value is not None and tok != value:
             raise ParseError(f"expected {value!r}, found {tok!r}")
         self.pos += 1
@@ -96,6 +106,8 @@ class _Reader:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise ParseError(f"expression has more than {MAX_NODES} nodes")
+        if not self.nodes % _TICK_EVERY:
+            _tick(self.deadline)
         kind, tok = self.take()
         if kind == "num":
             return int(tok)
@@ -106,7 +118,7 @@ class _Reader:
             if self.peek()[1] != "]":
                 items.append(self.value(depth + 1))
                 while self.peek()[1] == ",":
-                    self.take(",")
+                    self.pos += 1
                     items.append(self.value(depth + 1))
             self.take("]")
             return items
@@ -114,20 +126,22 @@ class _Reader:
             raise ParseError(f"unexpected {tok!r}")
         if self.peek()[1] != "(":
             return _Call(tok, [], {}) if tok in ("true", "True", "False") or tok.startswith("Q.") else _bare(tok)
-        self.take("(")
+        self.pos += 1
         args, kwargs = [], {}
+        tokens = self.tokens
         while self.peek()[1] != ")":
-            if self.peek()[0] == "name" and self.pos + 1 < len(self.tokens) and self.tokens[self.pos + 1][1] == "=":
-                key = self.take()[1]
-                self.take("=")
+            if self.peek()[0] == "name" and self.pos + 1 < self.count and tokens[self.pos + 1][1] == "=":
+                key = tokens[self.pos][1]
+                self.pos += 2
                 kwargs[key] = self.value(depth + 1)
             else:
                 args.append(self.value(depth + 1))
-            if self.peek()[1] == ",":
-                self.take(",")
-            elif self.peek()[1] != ")":
-                raise ParseError(f"expected ',' or ')', found {self.peek()[1]!r}")
-        self.take(")")
+            following = self.peek()[1]
+            if following == ",":
+                self.pos += 1
+            elif following != ")":
+                raise ParseError(f"expected ',' or ')', found {following!r}")
+        self.pos += 1
         return _Call(tok, args, kwargs)
 
 
@@ -312,16 +326,43 @@ _BUILDERS = {
 }
 
 
-def parse_srepr(text: str) -> Basic:
-    """Parse one ``srepr`` string into the SymPy object it names, or raise :class:`ParseError`."""
+def parse_srepr(text: str, deadline: float | None = None) -> Basic:
+    """Parse one ``srepr`` string into the SymPy object it names, or raise :class:`ParseError`.
+
+    ``deadline`` (a ``time.monotonic()`` value) bounds the work: past it, :class:`OutOfTime`.  The same text
+    always gives the same (immutable) object, so a text seen before is not parsed again.
+    """
     if not isinstance(text, str):
         raise ParseError("an expression must be a string")
     if len(text) > MAX_CHARS:
         raise ParseError(f"expression longer than {MAX_CHARS} characters")
-    reader = _Reader(_tokens(text))
+    _tick(deadline)
+    return _parse_cached(text, deadline)
+
+
+def _parse_cached(text: str, deadline: float | None) -> Basic:
+    cached = _CACHE.get(text)
+    if cached is not None:
+        return cached
+    result = _parse(text, deadline)
+    if len(text) <= _CACHED_CHARS:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[text] = result
+    return result
+
+
+_CACHE: dict[str, Basic] = {}
+_CACHE_SIZE = 20_000  # texts remembered (cleared when full)
+_CACHED_CHARS = 1_000_000
+
+
+def _parse(text: str, deadline: float | None) -> Basic:
+    reader = _Reader(_tokens(text, deadline), deadline)
     tree = reader.value(0)
     if reader.pos != len(reader.tokens):
         raise ParseError(f"unexpected {reader.peek()[1]!r} after the expression")
+    _tick(deadline)
     try:
         obj = _build(tree)
     except ParseError:
@@ -330,6 +371,7 @@ def parse_srepr(text: str) -> Basic:
         raise ParseError(f"malformed expression: {exc}") from None
     if not isinstance(obj, Basic):
         raise ParseError("the text is not an expression")
+    _tick(deadline)
     try:
         printed = srepr(obj)
     except (RecursionError, ValueError, TypeError) as exc:

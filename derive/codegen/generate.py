@@ -35,7 +35,7 @@ from sympy.matrices.expressions import Inverse, MatMul, MatPow, MatrixSymbol, Tr
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import MpmathPrinter
 
-from ..kernel import Theorem
+from ..kernel import Theorem, is_issued
 from ..kernel.terms import exponent_form, factors_of
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
@@ -228,7 +228,7 @@ def route_definitions(theorem: Theorem, expr: Basic) -> dict[str, Basic]:
 
 def route_expression(theorem: Theorem, route: Route) -> Basic:
     """E in the checked lemma X_q (XᵀX)⁻¹XᵀY = X_q · E (the coefficients, β̂ = E)."""
-    if not isinstance(theorem, Theorem):
+    if not is_issued(theorem):
         raise CodegenError("code is generated from checked theorems only")
     chain = _lemma(theorem, route.lemma)
     coeff, factors = factors_of(chain.rhs)
@@ -243,7 +243,7 @@ def route_expression(theorem: Theorem, route: Route) -> Basic:
 
 def term_expression(theorem: Theorem, term: Term) -> Basic:
     """The term a :class:`Term` declares: a definition's right side, or a chain's right side without its values."""
-    if not isinstance(theorem, Theorem):
+    if not is_issued(theorem):
         raise CodegenError("code is generated from checked theorems only")
     if term.definition:
         for definition in theorem.proof.definitions:
@@ -453,7 +453,7 @@ def _cse_names():
 def _check_inputs(theorems: dict[str, Theorem], required: Sequence[str]) -> None:
     for theorem_id in required:
         theorem = theorems.get(theorem_id)
-        if not isinstance(theorem, Theorem) or theorem.id != theorem_id:
+        if not is_issued(theorem) or theorem.id != theorem_id:
             raise CodegenError(f"code is generated from checked theorems only; {theorem_id} is missing")
 
 
@@ -612,7 +612,7 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
         functions.append(function)
     registry = ["PRINTED.update({", *(f'    "{d.name}": {d.function},' for d in printed), "})"]
     public = [d for name, d in declared.items() if isinstance(d, Route) and name not in numerics.PRINTED_PARAMETERS
-              and isinstance(theorems.get(d.theorem), Theorem)]
+              and is_issued(theorems.get(d.theorem))]
     public_functions = [_public_route_function(theorems[d.theorem], d, printer_class, known, backend)
                         for d in public]
     section = ["# --- printed from checked lemmas by `derive codegen` (see the header) " + "-" * 20, "", "",

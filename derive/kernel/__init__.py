@@ -7,8 +7,21 @@ of ``derive``; ``.ci/run`` enforces that with an import contract (``.importlinte
 from .axioms import AXIOMS
 from .checking import chain_context, check, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
 from .judgments import Context, check_defined, invertible, positive_definite, symmetric
-from .proof import PREDICATES, Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, digest, proof_to_data
+from .proof import (
+    PREDICATES,
+    Chain,
+    Definition,
+    Hypothesis,
+    Proof,
+    ProofError,
+    Step,
+    Theorem,
+    digest,
+    is_issued,
+    proof_to_data,
+)
 
 __all__ = ["AXIOMS", "PREDICATES", "Chain", "Context", "Definition", "Hypothesis", "Proof", "ProofError", "Step",
-           "Theorem", "chain_context", "check", "check_defined", "digest", "invertible", "lemma_rule", "one_step",
-           "positive_definite", "proof_to_data", "resolve_rule", "rewrites", "symmetric", "theorem_context"]
+           "Theorem", "chain_context", "check", "check_defined", "digest", "invertible", "is_issued", "lemma_rule",
+           "one_step", "positive_definite", "proof_to_data", "resolve_rule", "rewrites", "symmetric",
+           "theorem_context"]

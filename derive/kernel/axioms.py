@@ -102,11 +102,33 @@ def _power_combine(t, ctx):
     return [power(base1, a + b)]
 
 
-def _identity_mul(t, ctx):
+def _common_ends(mats: list, target) -> tuple[int, int]:
+    """(common prefix, common suffix) of ``mats`` and the factors of ``target`` (coefficients aside)."""
+    other = factors_of(target)[1]
+    prefix = next((k for k, (a, b) in enumerate(zip(mats, other, strict=False)) if a != b), min(len(mats), len(other)))
+    suffix = next((k for k, (a, b) in enumerate(zip(reversed(mats), reversed(other), strict=False)) if a != b),
+                  min(len(mats), len(other)))
+    return prefix, suffix
+
+
+def _identity_mul(t, ctx, target=None):
+    """Drop one identity factor; with a ``target``, only where dropping it can give the target."""
     coeff, mats = factors_of(t)
     if not isinstance(t, MatMul) or len(mats) < 2:
         return []
-    return [mul(coeff, mats[:i], mats[i + 1 :]) for i, m in enumerate(mats) if isinstance(m, Identity)]
+    positions = range(len(mats))
+    if target is not None:
+        prefix, suffix = _common_ends(mats, target)
+        positions = range(max(len(mats) - 1 - suffix, 0), min(prefix, len(mats) - 1) + 1)
+    out, seen = [], set()
+    for i in positions:
+        if isinstance(mats[i], Identity) and (i == 0 or mats[i - 1] != mats[i]):  # equal neighbours: one result
+            ctx.tick()
+            result = mul(coeff, mats[:i], mats[i + 1 :])
+            if result not in seen:
+                seen.add(result)
+                out.append(result)
+    return out
 
 
 def _zero_mul(t, ctx):
@@ -125,33 +147,53 @@ def _zero_add(t, ctx):
     return [add(keep) if keep else ZeroMatrix(*shape(t))]
 
 
-def _collect(t, ctx):
-    """a A + b A = (a + b) A: the terms of a sum with the same matrix part, collected (0·A is A's zero)."""
+def _collect(t, ctx, target=None):
+    """a A + b A = (a + b) A: the terms of a sum with the same matrix part, collected (0·A is A's zero).
+
+    Near-linear in the size of the sum: each term's matrix part is formed once, and with a ``target`` only
+    the group whose collected term the target holds is rebuilt.
+    """
     if not isinstance(t, MatAdd):
         return []
     groups: dict = {}
-    for term in t.args:
+    for index, term in enumerate(t.args):
+        if not index % 256:
+            ctx.tick()
         coeff, mats = factors_of(term)
-        groups.setdefault(mul(mats), []).append(coeff)
+        groups.setdefault(mul(mats), []).append((index, coeff))
+    wanted = None
+    if target is not None:
+        wanted = target.args if isinstance(target, MatAdd) else (target,)
+        wanted_set = set(wanted)
     out = []
-    for part, coeffs in groups.items():
-        if len(coeffs) < 2:
+    for part, members in groups.items():
+        if len(members) < 2:
             continue
-        rest = [a for a in t.args if mul(factors_of(a)[1]) != part]
-        out.append(add(rest, mul(sum(coeffs), part)))
+        collected = mul(sum(coeff for _, coeff in members), part)
+        if wanted is not None and (len(wanted) != max(len(t.args) - len(members) + 1, 1)
+                                   or collected not in wanted_set):
+            continue
+        ctx.tick()
+        taken = {index for index, _ in members}
+        rest = [a for index, a in enumerate(t.args) if index not in taken]
+        out.append(add(rest, collected))
     return out
 
 
-def _distribute(t, ctx):
-    """A (B + C) D = A B D + A C D, for each sum among the factors."""
+def _distribute(t, ctx, target=None):
+    """A (B + C) D = A B D + A C D, for each sum among the factors (with a ``target``, sums of its length)."""
     coeff, mats = factors_of(t)
     if not isinstance(t, MatMul):
         return []
-    return [
-        add([mul(coeff, mats[:i], term, mats[i + 1 :]) for term in m.args])
-        for i, m in enumerate(mats)
-        if isinstance(m, MatAdd)
-    ]
+    out = []
+    for i, m in enumerate(mats):
+        if not isinstance(m, MatAdd):
+            continue
+        if target is not None and (not isinstance(target, MatAdd) or len(target.args) != len(m.args)):
+            continue
+        ctx.tick()
+        out.append(add([mul(coeff, mats[:i], term, mats[i + 1 :]) for term in m.args]))
+    return out
 
 
 def _block_multiply(t, ctx):
@@ -236,6 +278,11 @@ RUNS.update({
 assert set(RUNS) == set(AXIOMS), "every axiom says which runs it can match"
 for _name, _rule in AXIOMS.items():
     _rule.runs = RUNS[_name]
+
+# Rules that take the term the rewrite must give (when the checker knows it) and skip what cannot give it:
+# only a filter, so it costs no completeness, and it keeps checking a step near-linear in the term's size.
+for _rule in (_identity_mul, _collect, _distribute):
+    _rule.targeted = True
 
 
 def equation_rule(lhs: Basic, rhs: Basic) -> Rule:

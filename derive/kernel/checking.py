@@ -46,7 +46,7 @@ from .judgments import (
     positive_definite,
     symmetric,
 )
-from .proof import _KERNEL_TOKEN, PREDICATES, Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, digest
+from .proof import PREDICATES, Chain, Proof, ProofError, Step, Theorem, _issue, digest, is_issued
 from .terms import (
     MATRIX_NODES,
     TermError,
@@ -59,6 +59,7 @@ from .terms import (
     require_exact_types,
     shape,
 )
+from .validation import IDENTIFIER, ValidationError, validated
 
 __all__ = ["chain_context", "check", "lemma_rule", "one_step", "resolve_rule", "rewrites", "theorem_context"]
 
@@ -116,7 +117,8 @@ def rewrites(term: Basic, rule: Rule, ctx: Context, target: Basic | None = None)
     which keeps checking a step near-linear in the size of the terms.
     """
     ctx.tick()
-    for result in rule(term, ctx):
+    results = rule(term, ctx, target) if getattr(rule, "targeted", False) else rule(term, ctx)
+    for result in results:
         yield term, canon(result)
     runs = getattr(rule, "runs", _ANY_RUN)  # which runs the rule can match (None: no product)
     if isinstance(term, MatMul) and runs is not None:  # runs of adjacent factors
@@ -178,23 +180,31 @@ def _all_terms(proof: Proof) -> list[Basic]:
     return out
 
 
-def _add_hypothesis(h: Hypothesis, ctx: Context, fail) -> None:
-    if h.is_predicate:
-        if h.forall or not isinstance(h.rhs, BooleanTrue):
-            fail(f"predicate hypothesis {h.name} must read Q.<predicate>(M) = true")
-        name = next((k for k, v in PREDICATES.items() if h.lhs.function == v), None)
-        if name is None or len(h.lhs.arguments) != 1:
-            fail(f"hypothesis {h.name} uses a predicate the kernel does not know")
-        subject = _defined(h.lhs.arguments[0], ctx, fail)
-        if not _square(subject):
-            fail(f"hypothesis {h.name} applies {name} to a non-square matrix")
-        ctx.predicates[name].append(subject)
-    else:
-        lhs, rhs = _defined(h.lhs, ctx, fail), _defined(h.rhs, ctx, fail)
-        _same_shape(lhs, rhs, fail, f"hypothesis {h.name}")
-        if not h.forall:
-            ctx.equations.append((lhs, rhs))
-    _register(f"hyp:{h.name}", (canon(h.lhs) if not h.is_predicate else None, h.rhs, h.forall), ctx, fail)
+def _add_hypotheses(hypotheses, ctx: Context, fail) -> None:
+    """Add every hypothesis to ``ctx``, then check that each is defined against all of them.
+
+    Hypotheses are assumptions, so their order does not matter: "W = (XᵀX)⁻¹" is defined under
+    "XᵀX invertible" wherever that hypothesis stands in the list.
+    """
+    for h in hypotheses:
+        if h.is_predicate:
+            if h.forall or not isinstance(h.rhs, BooleanTrue):
+                fail(f"predicate hypothesis {h.name} must read Q.<predicate>(M) = true")
+            name = next((k for k, v in PREDICATES.items() if h.lhs.function == v), None)
+            if name is None or len(h.lhs.arguments) != 1:
+                fail(f"hypothesis {h.name} uses a predicate the kernel does not know")
+            ctx.predicates[name].append(canon(h.lhs.arguments[0]))
+        elif not h.forall:
+            ctx.equations.append((canon(h.lhs), canon(h.rhs)))
+        _register(f"hyp:{h.name}", (canon(h.lhs) if not h.is_predicate else None, h.rhs, h.forall), ctx, fail)
+    for h in hypotheses:
+        if h.is_predicate:
+            subject = _defined(h.lhs.arguments[0], ctx, fail)
+            if not _square(subject):
+                fail(f"hypothesis {h.name} applies a predicate to a non-square matrix")
+        else:
+            lhs, rhs = _defined(h.lhs, ctx, fail), _defined(h.rhs, ctx, fail)
+            _same_shape(lhs, rhs, fail, f"hypothesis {h.name}")
 
 
 def _register(rule: str, entry, ctx: Context, fail) -> None:
@@ -352,8 +362,7 @@ def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Cont
     """
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
                   dict(outer.citations), outer.deadline)
-    for h in chain.hypotheses:
-        _add_hypothesis(h, ctx, fail)
+    _add_hypotheses(chain.hypotheses, ctx, fail)
     for name, entry in lemma_rules.items():
         _register(name, entry, ctx, fail)
         ctx.equations.append((entry[0], entry[1]))
@@ -409,26 +418,45 @@ def _check_definitions(proof: Proof, ctx: Context, fail) -> None:
                 fail(f"local hypothesis {h.name} constrains a defined symbol")
 
 
-def _check_bound_variables(proof: Proof, fail) -> None:
-    """Variables a hypothesis binds occur in that hypothesis only."""
+def _names_in(term: Basic) -> set[str]:
+    return {a.name for a in term.atoms(MatrixSymbol, Symbol)}
+
+
+def _check_bound_variables(proof: Proof, fail, tick=lambda: None) -> None:
+    """Variables a hypothesis binds occur in that hypothesis only.
+
+    Near-linear in the size of the proof: the names of every term are gathered once and counted, and a
+    hypothesis's bound names are compared with the count of the terms outside it.
+    """
     hyps = list(proof.hypotheses) + [h for c in (*proof.lemmas, proof.claim) for h in c.hypotheses]
+    if not any(h.forall for h in hyps):
+        return
+    outside: list[Basic] = []
+    for d in proof.definitions:
+        outside += [d.symbol, d.rhs]
+    for c in (*proof.lemmas, proof.claim):
+        outside += [c.lhs, c.rhs] + [s.expr for s in c.steps]
+    counts: dict[str, int] = {}  # name -> how many hypotheses and other terms speak of it
+    for term in outside:
+        tick()
+        for name in _names_in(term):
+            counts[name] = counts.get(name, 0) + 1
+    own = []
     for h in hyps:
+        tick()
+        names = _names_in(h.lhs) | _names_in(h.rhs)
+        own.append(names)
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+    for h, names in zip(hyps, own, strict=True):
         if not h.forall:
             continue
+        tick()
         if not all(isinstance(v, (MatrixSymbol, Symbol)) for v in h.forall):
             fail(f"hypothesis {h.name} binds something that is not a symbol")
-        names = {v.name for v in h.forall}
-        outside = []
-        for other in hyps:
-            if other is not h:
-                outside += [other.lhs, other.rhs]
-        for d in proof.definitions:
-            outside += [d.symbol, d.rhs]
-        for c in (*proof.lemmas, proof.claim):
-            outside += [c.lhs, c.rhs] + [s.expr for s in c.steps]
-        for term in outside:
-            if {a.name for a in term.atoms(MatrixSymbol, Symbol)} & names:
-                fail(f"a variable bound by hypothesis {h.name} occurs outside it")
+        bound = {v.name for v in h.forall}
+        if any(counts.get(name, 0) - (name in names) > 0 for name in bound):
+            fail(f"a variable bound by hypothesis {h.name} occurs outside it")
         bound_dims = {v for v in h.forall if isinstance(v, Symbol)}
         for m in h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol):
             if m not in h.forall and (m.shape[0].free_symbols | m.shape[1].free_symbols) & bound_dims:
@@ -447,18 +475,17 @@ def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
 
     if proof.claim.hypotheses:
         fail("the main claim takes the theorem's hypotheses only")
+    ctx = Context(deadline=deadline)
     try:
         _symbols_consistent(_all_terms(proof))
-        _check_bound_variables(proof, fail)
-        ctx = Context(deadline=deadline)
-        for h in proof.hypotheses:
-            _add_hypothesis(h, ctx, fail)
+        _check_bound_variables(proof, fail, ctx.tick)
+        _add_hypotheses(proof.hypotheses, ctx, fail)
         _check_definitions(proof, ctx, fail)
     except TermError as exc:
         fail(str(exc))
     for cited in proof.cites:
-        if type(cited) is not Theorem:
-            fail("a proof cites checked theorems only (made by derive.kernel.check)")
+        if not is_issued(cited):
+            fail("a proof cites checked theorems only (made by derive.kernel.check, unchanged since)")
         if cited.id == proof.theorem:
             fail(f"theorem {proof.theorem} cites itself")
         if cited.id in ctx.citations:
@@ -481,11 +508,14 @@ def check(proof: Proof, *, time_limit: float | None = None) -> Theorem:
     ``time_limit`` (seconds) bounds the whole check; past it the check fails with a ProofError that
     says so.  Whatever the proof holds, the check ends in a theorem or a ProofError.
     """
-    theorem_id = proof.theorem if isinstance(getattr(proof, "theorem", None), str) else "?"
+    theorem_id = proof.theorem if type(proof) is Proof and type(proof.theorem) is str else "?"
+    theorem_id = theorem_id if IDENTIFIER.match(theorem_id) else "?"
     try:
-        if type(proof) is not Proof:
-            raise ProofError(theorem_id, "statement", None, None, "check takes a derive.kernel.Proof")
         deadline = None if time_limit is None else time.monotonic() + time_limit
+        try:
+            proof = validated(proof, _vouch)
+        except ValidationError as exc:
+            raise ProofError(theorem_id, "statement", None, None, str(exc)) from None
         return _check(proof, deadline)
     except RecursionError:
         raise ProofError(theorem_id, "statement", None, None, "a term is nested too deeply") from None
@@ -501,24 +531,15 @@ def check(proof: Proof, *, time_limit: float | None = None) -> Theorem:
         raise ProofError(theorem_id, "statement", None, None, f"malformed term: {exc}") from None
 
 
-def _frozen(proof: Proof) -> Proof:
-    """A copy of ``proof`` made of tuples only: the theorem never shares the caller's lists."""
-
-    def hyp(h: Hypothesis) -> Hypothesis:
-        return Hypothesis(h.name, h.lhs, h.rhs, tuple(h.forall))
-
-    def chain(c: Chain) -> Chain:
-        steps = tuple(Step(s.expr, s.rule, tuple(tuple(pair) for pair in s.instance)) for s in c.steps)
-        return Chain(c.name, c.lhs, c.rhs, steps, tuple(hyp(h) for h in c.hypotheses))
-
-    return Proof(proof.theorem, proof.title, proof.statement, tuple(hyp(h) for h in proof.hypotheses),
-                 tuple(Definition(d.name, d.symbol, d.rhs) for d in proof.definitions),
-                 tuple(chain(c) for c in proof.lemmas), chain(proof.claim), tuple(proof.cites))
+def _vouch(cited: object) -> Theorem:
+    """A cited theorem, if the kernel made it and it is unchanged since."""
+    if not is_issued(cited):
+        raise ValidationError("a proof cites checked theorems only (made by derive.kernel.check, unchanged since)")
+    return cited
 
 
 def _check(proof: Proof, deadline: float | None) -> Theorem:
     start = time.perf_counter()
-    proof = _frozen(proof)
     ctx = theorem_context(proof, deadline)
     lemma_rules: dict = {}
     for index, chain in enumerate((*proof.lemmas, proof.claim)):
@@ -528,4 +549,4 @@ def _check(proof: Proof, deadline: float | None) -> Theorem:
             raise ProofError(proof.theorem, chain.name, None, None, str(exc)) from None
         if index < len(proof.lemmas) and lemma_rule(chain) is not None:
             lemma_rules[f"lemma:{chain.name}"] = lemma_rule(chain)
-    return Theorem(_KERNEL_TOKEN, proof, digest(proof), time.perf_counter() - start)
+    return _issue(proof, digest(proof), time.perf_counter() - start)

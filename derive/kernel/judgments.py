@@ -29,6 +29,7 @@ from .terms import (
     TermError,
     blocks_of,
     canon,
+    canonical,
     children,
     dims_equal,
     factors_of,
@@ -79,6 +80,7 @@ class Context:
             raise OutOfTime("the check ran past its time budget")
 
     def remembered(self, name: str, term: Basic, depth: int, judge) -> bool:
+        """``judge()``, memoised; ``term`` is in normal form (the judgments canonicalise what they are asked)."""
         self.tick()
         key = (name, term, depth, len(self.equations), sum(len(v) for v in self.predicates.values()))
         if key not in self.memo:
@@ -98,6 +100,7 @@ def _is_integer(q: Rational) -> bool:
 
 def positive_definite(term, ctx: Context, depth: int = 0) -> bool:
     """Symmetric positive definite, shown from the hypotheses (sound, not complete)."""
+    term = canonical(term)  # hypotheses are looked up by normal form, whatever order a sum was written in
     return ctx.remembered("positive_definite", term, depth, lambda: _positive_definite(term, ctx, depth))
 
 
@@ -117,6 +120,7 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
 
 def invertible(term, ctx: Context, depth: int = 0) -> bool:
     """Square and invertible, shown from the hypotheses (sound, not complete)."""
+    term = canonical(term)  # hypotheses are looked up by normal form, whatever order a sum was written in
     return ctx.remembered("invertible", term, depth, lambda: _invertible(term, ctx, depth))
 
 
@@ -148,6 +152,7 @@ def symmetric(term, ctx: Context, depth: int = 0) -> bool:
     Symmetry is not inferred from positive definiteness, so a proof that needs Λᵀ = Λ must
     assume it (Λ diagonal or symmetric): every hypothesis a library proof states is needed.
     """
+    term = canonical(term)  # hypotheses are looked up by normal form, whatever order a sum was written in
     return ctx.remembered("symmetric", term, depth, lambda: _symmetric(term, ctx, depth))
 
 

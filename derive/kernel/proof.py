@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,7 +19,7 @@ from sympy.assumptions.assume import AppliedPredicate
 from sympy.matrices.expressions import MatrixSymbol
 
 __all__ = ["PREDICATES", "Chain", "Definition", "Hypothesis", "Proof", "ProofError", "Step", "Theorem",
-           "digest", "proof_to_data", "register_display"]
+           "digest", "is_issued", "proof_to_data", "register_display"]
 
 #: Predicate hypotheses the kernel understands, written ``Q.<name>(M)`` = true.
 PREDICATES = {"positive_definite": Q.positive_definite, "invertible": Q.invertible,
@@ -125,7 +127,12 @@ _KERNEL_TOKEN = object()
 
 
 class Theorem:
-    """A checked theorem.  Only :func:`check` can make one, and its attributes cannot be changed.
+    """A checked theorem.  Only :func:`check` can make one that counts, and its attributes cannot be changed.
+
+    The kernel records every theorem it makes (the object's identity and its digest); a theorem is
+    cited, certified or printed only if it is one of those, unchanged (:func:`is_issued`).  An object
+    made any other way — ``object.__new__(Theorem)``, or the constructor called with the kernel's
+    token — is not recorded, so it proves nothing.
 
     Attributes
     ----------
@@ -136,14 +143,15 @@ class Theorem:
     statement : str
         Its statement in words.
     proof : Proof
-        The proof that was checked (tuples only, so it shares nothing with the caller's lists).
+        The proof that was checked: the kernel's own validated copy (tuples only, nothing shared with the
+        caller).
     digest : str
         SHA-256 of the proof's canonical text, the certificate's ``sha256``.
     seconds : float
         How long the check took.
     """
 
-    __slots__ = ("id", "title", "statement", "proof", "digest", "seconds")
+    __slots__ = ("id", "title", "statement", "proof", "digest", "seconds", "__weakref__")
 
     def __init__(self, token: object, proof: Proof, digest: str, seconds: float):
         if token is not _KERNEL_TOKEN:
@@ -172,6 +180,46 @@ class Theorem:
     def _repr_latex_(self) -> str | None:
         """Jupyter shows checked theorems as mathematics, through a display registered from outside."""
         return _DISPLAY[0](self) if _DISPLAY else None
+
+
+# Every theorem the kernel made: id(theorem) -> (a weak reference to it, its id, its digest).  A weak
+# reference, so a theorem that is collected leaves the record and a new object at the same address
+# is not mistaken for it.
+_ISSUED: dict[int, tuple[weakref.ref, str, str]] = {}
+_ISSUED_LOCK = threading.Lock()
+
+
+def _issue(proof: Proof, digest_: str, seconds: float) -> Theorem:
+    """Make and record a theorem (called by :func:`derive.kernel.check` only, after the proof checked)."""
+    theorem = Theorem(_KERNEL_TOKEN, proof, digest_, seconds)
+    key = id(theorem)
+
+    def forget(_ref, key=key):
+        with _ISSUED_LOCK:
+            entry = _ISSUED.get(key)
+            if entry is not None and entry[0]() is None:
+                del _ISSUED[key]
+
+    with _ISSUED_LOCK:
+        _ISSUED[key] = (weakref.ref(theorem, forget), proof.theorem, digest_)
+    return theorem
+
+
+def is_issued(theorem: object) -> bool:
+    """Whether ``theorem`` is a theorem the kernel made, unchanged since (its proof re-hashes to its digest)."""
+    if type(theorem) is not Theorem:
+        return False
+    with _ISSUED_LOCK:
+        entry = _ISSUED.get(id(theorem))
+    if entry is None or entry[0]() is not theorem:
+        return False
+    _, theorem_id, recorded = entry
+    try:
+        proof = object.__getattribute__(theorem, "proof")
+        return (type(proof) is Proof and object.__getattribute__(theorem, "id") == theorem_id
+                and object.__getattribute__(theorem, "digest") == recorded and digest(proof) == recorded)
+    except Exception:  # a forged object with missing slots or an unprintable proof
+        return False
 
 
 _DISPLAY: list[Callable[[Theorem], str]] = []

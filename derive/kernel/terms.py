@@ -38,6 +38,7 @@ __all__ = [
     "block",
     "blocks_of",
     "canon",
+    "canonical",
     "dims_equal",
     "factors_of",
     "inv",
@@ -276,6 +277,12 @@ def canon(term: Basic) -> MatrixExpr:
     if isinstance(term, BlockMatrix):
         return block([[canon(b) for b in row] for row in blocks_of(term)])
     raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
+
+
+@functools.lru_cache(maxsize=65536)
+def canonical(term: Basic) -> MatrixExpr:
+    """:func:`canon`, remembered (terms are immutable and hashable): judgments ask it of the same terms often."""
+    return canon(term)
 
 
 def same(a: Basic, b: Basic) -> bool:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from sympy import Basic, Symbol
 from sympy.matrices.expressions import BlockMatrix, MatrixSymbol
 
-from ..kernel import Chain, Hypothesis, Theorem
+from ..kernel import Chain, Hypothesis, Theorem, is_issued
 from .grouping import display_groups
 from .printer import PaperLatexPrinter
 from .symbols import macro_table, theorem_dimensions, theorem_symbols
@@ -72,8 +72,8 @@ def _label(theorem_id: str, lemma: str | None = None) -> str:
 
 
 def _checked(theorem: Theorem) -> None:
-    if not isinstance(theorem, Theorem):
-        raise TypeError("LaTeX is generated from checked theorems only (derive.kernel.check)")
+    if not is_issued(theorem):
+        raise TypeError("LaTeX is generated from checked theorems only (derive.kernel.check, unchanged since)")
 
 
 @dataclass
@@ -114,14 +114,23 @@ def _predicate(h: Hypothesis, printer: PaperLatexPrinter) -> tuple[str, str]:
     return printer.doprint(h.lhs.arguments[0]), h.lhs.function.name.replace("_", " ")
 
 
+def _quantifier(h: Hypothesis, printer: PaperLatexPrinter) -> str:
+    """``for every $A, T$ (of any sizes $r, s$)`` for a hypothesis that binds variables, else empty."""
+    matrices = [printer.doprint(v) for v in h.forall if isinstance(v, MatrixSymbol)]
+    dimensions = [printer.dimension(v) for v in h.forall if not isinstance(v, MatrixSymbol)]
+    text = f"for every ${', '.join(matrices)}$" if matrices else ""
+    if dimensions:
+        text += f" (of any sizes ${', '.join(dimensions)}$)" if matrices else f"for every ${', '.join(dimensions)}$"
+    return text
+
+
 def _equation(h: Hypothesis, printer: PaperLatexPrinter) -> str:
     if h.is_predicate:
         matrix, name = _predicate(h, printer)
         return f"${matrix}$ is {name}"
     text = f"${printer.doprint(h.lhs)} = {printer.doprint(h.rhs)}$"
     if h.forall:
-        bound = ", ".join(printer.doprint(v) for v in h.forall if isinstance(v, MatrixSymbol))
-        text = f"for every ${bound}$: {text}"
+        text = f"{_quantifier(h, printer)}: {text}"
     return text
 
 
@@ -202,7 +211,8 @@ def _items(verb: str, sep: str, items: list, printer: PaperLatexPrinter) -> str:
     tall = [terms for _, is_tall, terms in items if is_tall]
     if not tall or printer._settings["breaks"] is None:
         return f"{verb} " + sep.join(text for text, _, _ in items) + "."
-    shown = " \\olssep ".join(f"{printer.doprint(a)} = {printer.doprint(b)}" for a, b in tall)
+    shown = " \\olssep ".join((f"\\text{{{quantifier}:}}\\ " if quantifier else "")
+                               + f"{printer.doprint(a)} = {printer.doprint(b)}" for a, b, quantifier in tall)
     head = f"{verb} " + sep.join(inline) + (sep.strip() + " and" if inline else "")
     return head + f"\n\\olsdisplay{{{shown}.}}"
 
@@ -220,10 +230,12 @@ def _theorem_latex(ctx: _Context) -> str:
     out.append(f"Let {_shapes(theorem, printer)}.")
     if proof.hypotheses:
         out.append(_items("Assume", "; ", [(_equation(h, printer), not h.is_predicate and _tall(h.lhs, h.rhs),
-                                           (h.lhs, h.rhs)) for h in proof.hypotheses], printer))
+                                           (h.lhs, h.rhs, _quantifier(h, printer) if h.forall else ""))
+                                          for h in proof.hypotheses], printer))
     if proof.definitions:
         out.append(_items("Define", ", ", [(f"${printer.doprint(d.symbol)} = {printer.doprint(d.rhs)}$",
-                                           _tall(d.rhs), (d.symbol, d.rhs)) for d in proof.definitions], printer))
+                                           _tall(d.rhs), (d.symbol, d.rhs, "")) for d in proof.definitions],
+                          printer))
     out.append("Then")
     out.append(_display(printer, proof.claim.lhs, proof.claim.rhs, end="."))
     out.append("\\end{theorem}\n")

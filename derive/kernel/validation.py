@@ -1,0 +1,310 @@
+"""The one gate into the kernel: every object :func:`check` receives is validated by exact type, once, here.
+
+Part of the trusted core.  :func:`validated` walks a :class:`Proof` — ids, names, rule names, texts,
+hypotheses, definitions, chains, steps, instances, terms, symbols, dimensions, predicates and cited
+theorems — accepting only objects whose type is *exactly* one the kernel knows (never a subclass, which
+could redefine equality, hashing or printing), and rebuilds each from its validated parts.  The kernel
+then works on its own fresh copy: nothing the caller holds is shared with the theorem it gets back.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+from sympy import Basic, ImmutableDenseMatrix, Rational, S, Symbol
+from sympy.assumptions.assume import AppliedPredicate
+from sympy.core.symbol import Str
+from sympy.logic.boolalg import BooleanTrue
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
+
+from .proof import PREDICATES, Chain, Definition, Hypothesis, Proof, Step
+from .terms import MAX_DIMENSION_NODES, TermError
+
+__all__ = ["IDENTIFIER", "ValidationError", "dimension_symbol", "identifier", "rule_name", "term", "validated"]
+
+#: Ids, names of hypotheses, definitions and chains: ASCII identifiers of at most 100 characters.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
+_RULE_PREFIXES = ("hyp", "def", "lemma", "thm")
+MAX_TEXT = 20_000  # characters of a title or a statement in words
+MAX_TERM_NODES = 200_000  # nodes of one term: far above any real proof, small enough to walk at once
+
+_DIMENSION_ASSUMPTIONS = {"integer": True, "positive": True}
+
+
+class ValidationError(TermError):
+    """An object that is not exactly what the kernel accepts; the message names it."""
+
+
+def identifier(value, what: str) -> str:
+    """``value`` if it is a plain ``str`` and an ASCII identifier, else ValidationError."""
+    if type(value) is not str:
+        raise ValidationError(f"{what} must be a str, not {type(value).__name__}")
+    if not IDENTIFIER.match(value):
+        raise ValidationError(f"{what} {_shown(value)} is not an identifier (ASCII letters, digits and _)")
+    return value
+
+
+def rule_name(value) -> str:
+    """An axiom's name or ``hyp:``/``def:``/``lemma:``/``thm:`` followed by an identifier."""
+    if type(value) is not str:
+        raise ValidationError(f"a rule name must be a str, not {type(value).__name__}")
+    prefix, colon, rest = value.partition(":")
+    if colon and prefix in _RULE_PREFIXES and IDENTIFIER.match(rest):
+        return value
+    if not colon and IDENTIFIER.match(value):
+        return value
+    raise ValidationError(f"rule name {_shown(value)} is neither an axiom's name nor {'/'.join(_RULE_PREFIXES)}"
+                          ":IDENTIFIER")
+
+
+def _text(value, what: str) -> str:
+    if type(value) is not str:
+        raise ValidationError(f"{what} must be a str, not {type(value).__name__}")
+    if len(value) > MAX_TEXT:
+        raise ValidationError(f"{what} is longer than {MAX_TEXT} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{what} is not valid text (a lone surrogate)") from None
+    return value
+
+
+def _shown(value: str) -> str:
+    """A name as it may be shown in a message: escaped, cut short."""
+    return ascii(value[:60] + ("…" if len(value) > 60 else ""))
+
+
+def _int(value, what: str) -> int:
+    if type(value) is not int:
+        raise ValidationError(f"{what} must be an int")
+    return value
+
+
+# --- scalars and dimensions --------------------------------------------------------------
+
+_NUMBER_TYPES = {sympy.Integer, type(S.One), type(S.Zero), type(S.NegativeOne)}
+_RATIONAL_TYPES = _NUMBER_TYPES | {Rational, type(S.Half)}
+
+
+def rational(value) -> Rational:
+    """A SymPy rational number of an exact type, rebuilt."""
+    if type(value) not in _RATIONAL_TYPES:
+        raise ValidationError(f"{type(value).__name__} is not a rational number the kernel knows")
+    return Rational(_int(value.p, "a numerator"), _int(value.q, "a denominator"))
+
+
+def dimension_symbol(value) -> Symbol:
+    """A dimension: a ``Symbol`` (exactly) with a plain name, assumed a positive integer, rebuilt."""
+    if type(value) is not Symbol:
+        raise ValidationError(f"{type(value).__name__} is not a dimension symbol")
+    name = value.name
+    if type(name) is not str or not IDENTIFIER.match(name):
+        raise ValidationError("a dimension symbol needs an identifier as its name")
+    assumptions = getattr(value, "_assumptions_orig", None)
+    if type(assumptions) is not dict or assumptions != _DIMENSION_ASSUMPTIONS:
+        raise ValidationError(f"dimension {name} must be assumed exactly integer and positive")
+    return Symbol(name, integer=True, positive=True)
+
+
+def dimension(value, budget: list[int] | None = None) -> Basic:
+    """A dimension expression (integers, dimension symbols, sums and products of them), rebuilt."""
+    budget = [MAX_DIMENSION_NODES] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValidationError(f"a dimension expression has more than {MAX_DIMENSION_NODES} nodes")
+    kind = type(value)
+    if kind in _NUMBER_TYPES:
+        return rational(value)
+    if kind is Symbol:
+        return dimension_symbol(value)
+    if kind in (sympy.Add, sympy.Mul):
+        args = _args(value)
+        if len(args) < 2:
+            raise ValidationError(f"a dimension {kind.__name__} needs two or more arguments")
+        return kind(*[dimension(a, budget) for a in args])
+    raise ValidationError(f"{kind.__name__} is not allowed in a dimension")
+
+
+def _args(value) -> tuple:
+    args = value.args
+    if type(args) is not tuple:
+        raise ValidationError(f"the arguments of a {type(value).__name__} must be a tuple")
+    return args
+
+
+# --- matrix terms -------------------------------------------------------------------------
+
+
+def term(value, budget: list[int] | None = None) -> Basic:
+    """A matrix term of the kernel's node types only (exactly), rebuilt without SymPy's own rewriting."""
+    budget = [MAX_TERM_NODES] if budget is None else budget
+    return _term(value, budget)
+
+
+def _term(value, budget: list[int]) -> Basic:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
+    kind = type(value)
+    if kind is MatrixSymbol:
+        name, rows, cols = _args(value) if len(_args(value)) == 3 else (None, None, None)
+        if type(name) is not Str or type(name.name) is not str or not IDENTIFIER.match(name.name):
+            raise ValidationError("a matrix symbol needs an identifier as its name")
+        return MatrixSymbol(Str(name.name), dimension(rows), dimension(cols))
+    if kind is Identity:
+        (size,) = _exactly(value, 1)
+        return Identity(dimension(size))
+    if kind is ZeroMatrix:
+        rows, cols = _exactly(value, 2)
+        return ZeroMatrix(dimension(rows), dimension(cols))
+    if kind is Transpose:
+        (arg,) = _exactly(value, 1)
+        return Transpose(_term(arg, budget))
+    if kind is Inverse:
+        arg, exponent = _exactly(value, 2)
+        if type(exponent) is not type(S.NegativeOne):
+            raise ValidationError("an Inverse holds the exponent -1")
+        return Inverse(_term(arg, budget))
+    if kind is MatPow:
+        base, exponent = _exactly(value, 2)
+        return MatPow(_term(base, budget), rational(exponent))
+    if kind is MatMul:
+        args = _args(value)
+        if not args:
+            raise ValidationError("a product needs factors")
+        rebuilt = [rational(a) if type(a) in _RATIONAL_TYPES else _term(a, budget) for a in args]
+        out = MatMul(*rebuilt, evaluate=False)
+        if out.args != tuple(rebuilt):
+            raise ValidationError("SymPy changed a product while rebuilding it")
+        return out
+    if kind is MatAdd:
+        args = _args(value)
+        if not args:
+            raise ValidationError("a sum needs terms")
+        rebuilt = [_term(a, budget) for a in args]
+        out = MatAdd(*rebuilt, evaluate=False)
+        if out.args != tuple(rebuilt):
+            raise ValidationError("SymPy changed a sum while rebuilding it")
+        return out
+    if kind is BlockMatrix:
+        (grid,) = _exactly(value, 1)
+        if type(grid) is not ImmutableDenseMatrix:
+            raise ValidationError("a block matrix holds an ImmutableDenseMatrix of blocks")
+        rows, cols = grid.shape
+        if type(rows) is not int or type(cols) is not int or rows < 1 or cols < 1:
+            raise ValidationError("a block matrix needs a non-empty grid of blocks")
+        blocks = [[_term(grid[i, j], budget) for j in range(cols)] for i in range(rows)]
+        return BlockMatrix(ImmutableDenseMatrix(blocks))
+    raise ValidationError(f"{kind.__name__} is not a matrix term the kernel knows")
+
+
+def _exactly(value, count: int) -> tuple:
+    args = _args(value)
+    if len(args) != count:
+        raise ValidationError(f"a {type(value).__name__} takes {count} argument(s)")
+    return args
+
+
+def symbol(value) -> Basic:
+    """A matrix or dimension symbol (what ``forall`` binds and instances map), rebuilt."""
+    if type(value) is MatrixSymbol:
+        return term(value)
+    if type(value) is Symbol:
+        return dimension_symbol(value)
+    raise ValidationError(f"{type(value).__name__} is not a symbol")
+
+
+def _instance_value(variable: Basic, value) -> Basic:
+    return dimension(value) if type(variable) is Symbol else term(value)
+
+
+# --- proof data ----------------------------------------------------------------------------
+
+
+def _sequence(value, what: str) -> tuple:
+    if type(value) not in (tuple, list):
+        raise ValidationError(f"{what} must be a tuple or a list, not {type(value).__name__}")
+    return tuple(value)
+
+
+def _predicate(value) -> AppliedPredicate:
+    if type(value) is not AppliedPredicate:
+        raise ValidationError(f"a predicate hypothesis must be an AppliedPredicate, not {type(value).__name__}")
+    args = _args(value)
+    if len(args) != 2:
+        raise ValidationError("a predicate hypothesis applies one predicate to one matrix")
+    function, subject = args
+    known = next((p for p in PREDICATES.values() if function is p), None)
+    if known is None:
+        raise ValidationError("a predicate hypothesis uses a predicate the kernel does not know")
+    return AppliedPredicate(known, term(subject))
+
+
+def hypothesis(value) -> Hypothesis:
+    if type(value) is not Hypothesis:
+        raise ValidationError(f"a hypothesis must be a derive.kernel.Hypothesis, not {type(value).__name__}")
+    name = identifier(value.name, "a hypothesis's name")
+    forall = tuple(symbol(v) for v in _sequence(value.forall, f"hypothesis {name}'s forall"))
+    if type(value.lhs) is AppliedPredicate or isinstance(value.lhs, AppliedPredicate):
+        if type(value.rhs) is not BooleanTrue:
+            raise ValidationError(f"predicate hypothesis {name} must read Q.<predicate>(M) = true")
+        return Hypothesis(name, _predicate(value.lhs), S.true, forall)
+    return Hypothesis(name, term(value.lhs), term(value.rhs), forall)
+
+
+def definition(value) -> Definition:
+    if type(value) is not Definition:
+        raise ValidationError(f"a definition must be a derive.kernel.Definition, not {type(value).__name__}")
+    name = identifier(value.name, "a definition's name")
+    if type(value.symbol) is not MatrixSymbol:
+        raise ValidationError(f"definition {name} must define a matrix symbol (exactly a MatrixSymbol)")
+    return Definition(name, term(value.symbol), term(value.rhs))
+
+
+def step(value) -> Step:
+    if type(value) is not Step:
+        raise ValidationError(f"a step must be a derive.kernel.Step, not {type(value).__name__}")
+    pairs = []
+    for pair in _sequence(value.instance, "a step's instance"):
+        pair = _sequence(pair, "an instance pair")
+        if len(pair) != 2:
+            raise ValidationError("an instance is a sequence of (symbol, value) pairs")
+        variable = symbol(pair[0])
+        pairs.append((variable, _instance_value(variable, pair[1])))
+    return Step(term(value.expr), rule_name(value.rule), tuple(pairs))
+
+
+def chain(value) -> Chain:
+    if type(value) is not Chain:
+        raise ValidationError(f"a chain must be a derive.kernel.Chain, not {type(value).__name__}")
+    name = identifier(value.name, "a chain's name")
+    return Chain(name, term(value.lhs), term(value.rhs),
+                 tuple(step(s) for s in _sequence(value.steps, f"chain {name}'s steps")),
+                 tuple(hypothesis(h) for h in _sequence(value.hypotheses, f"chain {name}'s hypotheses")))
+
+
+def validated(proof, issued) -> Proof:
+    """A fresh copy of ``proof`` made of exactly-typed, rebuilt parts; ``issued(theorem)`` vouches for each
+    cited theorem (it must be one the kernel made and still holds unchanged)."""
+    if type(proof) is not Proof:
+        raise ValidationError(f"check takes a derive.kernel.Proof, not {type(proof).__name__}")
+    theorem_id = identifier(proof.theorem, "a theorem id")
+    cites = []
+    for cited in _sequence(proof.cites, "cites"):
+        cites.append(issued(cited))
+    return Proof(theorem_id, _text(proof.title, "the title"), _text(proof.statement, "the statement"),
+                 tuple(hypothesis(h) for h in _sequence(proof.hypotheses, "the hypotheses")),
+                 tuple(definition(d) for d in _sequence(proof.definitions, "the definitions")),
+                 tuple(chain(c) for c in _sequence(proof.lemmas, "the lemmas")),
+                 chain(proof.claim), tuple(cites))
