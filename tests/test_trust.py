@@ -269,3 +269,33 @@ def test_a_bound_hypothesis_is_printed_with_its_quantifier():
     lines = statement_lines(theorem)
     assert any("for all B: B = I" in line for line in lines), lines
     assert "for every $B$" in theorem_latex(theorem, macros=False)
+
+
+SUBCLASS_LIBRARY = textwrap.dedent("""
+    from sympy import MatrixSymbol, ZeroMatrix
+    from derive import Chain, Definition, Proof, Step, dim, theorem
+
+    n, p = dim("n"), dim("p")
+    X = MatrixSymbol("X", n, p)
+
+    class EqualsX(MatrixSymbol):
+        def __eq__(self, other):
+            return other == X or MatrixSymbol.__eq__(self, other)
+        __hash__ = MatrixSymbol.__hash__
+
+    @theorem
+    def x_is_zero():
+        zero = ZeroMatrix(n, p)
+        return Proof("x_is_zero", "X = 0", "s", (), (Definition("S", EqualsX("S", n, p), zero),), (),
+                     Chain("main", X, zero, (Step(zero, "def:S"),)))
+""")
+
+
+def test_prove_and_latex_refuse_a_subclass_from_a_users_library(tmp_path):
+    (tmp_path / "evil.py").write_text(SUBCLASS_LIBRARY)
+    for command in (["prove"], ["latex", "--out", str(tmp_path / "tex")]):
+        result = subprocess.run([sys.executable, "-m", "derive", *command, "--library", str(tmp_path / "evil.py")],
+                                capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert result.returncode == 1 and "exactly a MatrixSymbol" in result.stderr, result.stdout + result.stderr
+        assert "1/1 theorems verified" not in result.stdout
+    assert not (tmp_path / "tex" / "x_is_zero.tex").exists()
