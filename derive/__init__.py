@@ -11,7 +11,7 @@ builds on it and only proposes.
 """
 
 from . import latex as _latex  # noqa: F401  (registers how checked theorems display in Jupyter)
-from .authoring import ChainBuilder, ProofBuilder, dim, orthogonal, predicate, theorem
+from .authoring import ChainBuilder, ProofBuilder, dim, orthogonal, predicate, scalar, theorem
 from .kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check
 from .kernel.terms import add, block, inv, mul, power, transpose
 
@@ -19,4 +19,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Chain", "ChainBuilder", "Definition", "Hypothesis", "Proof", "ProofBuilder", "ProofError", "Step",
            "Theorem", "__version__", "add", "block", "check", "dim", "inv", "mul", "orthogonal", "power",
-           "predicate", "theorem", "transpose"]
+           "predicate", "scalar", "theorem", "transpose"]

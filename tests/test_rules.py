@@ -67,6 +67,10 @@ K1, K2 = MatrixSymbol("K1", p, q), MatrixSymbol("K2", p, q)
 J1, J2 = MatrixSymbol("J1", q, p), MatrixSymbol("J2", q, p)
 R1 = MatrixSymbol("R1", q, q)
 U = MatrixSymbol("U", q, p)  # orthonormal columns (q > p in DIMS)
+u, w = MatrixSymbol("u", 2, 1), MatrixSymbol("w", 2, 1)  # vectors
+s1 = MatrixSymbol("s1", 1, 1)  # a 1×1 matrix, read as a scalar where it does not conform
+lam = Symbol("lam", positive=True)  # a positive scalar (derive.scalar("lam", positive=True))
+eta = Symbol("eta", real=True)  # a scalar of unknown sign
 
 
 def _sym_matrix(name: str, rows: int, cols: int) -> Matrix:
@@ -97,6 +101,10 @@ ENV: dict[MatrixSymbol, Matrix] = {
     J1: _sym_matrix("ja", 3, 2),
     J2: _sym_matrix("jb", 3, 2),
     R1: _sym_matrix("ra", 3, 3),
+    u: _sym_matrix("u", 2, 1),
+    w: _sym_matrix("w", 2, 1),
+    s1: _sym_matrix("s", 1, 1),
+    MatrixSymbol("W3", p + q, p): _sym_matrix("wt", 5, 2),
 }
 
 
@@ -143,7 +151,8 @@ def evaluate(term: Basic, env: dict[MatrixSymbol, Matrix]) -> Matrix:
         out = evaluate(mats[0], env)
         for m in mats[1:]:
             out = out * evaluate(m, env)
-        return coeff * out
+        traces = {t: evaluate(t.args[0], env)[0, 0] for t in coeff.atoms(sympy.Trace)}
+        return coeff.xreplace(traces) * out  # scalar symbols stay symbols: the identity must hold for every value
     if isinstance(term, MatAdd):
         parts = [evaluate(a, env) for a in term.args]
         out = parts[0]
@@ -275,6 +284,30 @@ CASES: dict[str, Case] = {
         block([[transpose(P1), transpose(J1)], [transpose(K1), transpose(R1)]]),
     ),
     "block_single": Case("block_single", block([[K1]]), K1),
+    "inverse_identity": Case("inverse_identity", inv(I2), I2),
+    "inverse_product_scalar": Case("inverse_product", inv(mul(lam, A)), mul(1 / lam, inv(A)), (INV_A,)),
+    "inverse_product_scalar_sum": Case(
+        "inverse_product", inv(mul(lam + 1, I2)), mul(1 / (lam + 1), inv(I2))),
+    "collect_scalars": Case("collect", add(mul(lam, C), C, mul(eta, C)), mul(lam + eta + 1, C)),
+    "collect_scalars_to_zero": Case("collect", add(mul(lam, C), mul(-lam, C)), ZeroMatrix(2, 3)),
+    "distribute_scalar": Case("distribute", mul(lam, A, add(A, B)), add(mul(lam, A, A), mul(lam, A, B))),
+    "scalar_matrix_middle": Case("scalar_matrix", mul(u, s1, transpose(w)), mul(sympy.Trace(s1), u, transpose(w))),
+    "scalar_matrix_end": Case("scalar_matrix", mul(A, u, s1), mul(sympy.Trace(s1), A, u)),
+    "scalar_matrix_coeff": Case("scalar_matrix", mul(lam, u, s1, transpose(w)),
+                                mul(lam * sympy.Trace(s1), u, transpose(w))),
+    "block_add": Case("block_add", add(block([[P1, K1]]), block([[P2, K2]])), block([[add(P1, P2), add(K1, K2)]])),
+    "block_add_with_rest": Case(
+        "block_add", add(block([[P1], [J1]]), block([[P2], [J2]]), MatrixSymbol("W3", p + q, p)),
+        add(block([[add(P1, P2)], [add(J1, J2)]]), MatrixSymbol("W3", p + q, p))),
+    "block_scale": Case("block_scale", mul(3, block([[P1, K1]])), block([[mul(3, P1), mul(3, K1)]])),
+    "block_scale_scalar": Case("block_scale", mul(lam, block([[P1], [J1]])), block([[mul(lam, P1)], [mul(lam, J1)]])),
+    "block_identity": Case(
+        "block_identity", block([[Identity(p), ZeroMatrix(p, q)], [ZeroMatrix(q, p), Identity(q)]]), Identity(p + q)),
+    "block_zero": Case("block_zero", block([[ZeroMatrix(p, p), ZeroMatrix(p, q)]]), ZeroMatrix(p, p + q)),
+    "block_inverse_diagonal": Case(
+        "block_inverse_diagonal", inv(block([[P1, ZeroMatrix(p, q)], [ZeroMatrix(q, p), R1]])),
+        block([[inv(P1), ZeroMatrix(p, q)], [ZeroMatrix(q, p), inv(R1)]]),
+        (pred("P1_inv", Q.invertible, P1), pred("R1_inv", Q.invertible, R1))),
 }
 
 
@@ -403,6 +436,37 @@ def test_block_multiply_refuses_non_conforming_partitions():
     assert no_rewrite(mul(MatrixSymbol("W2", p, p + q), block([[P2], [J1]])), "block_multiply", context())
     # conforming partitions do multiply
     assert results(mul(left, block([[P2], [J1]])), "block_multiply", context())
+
+
+def test_new_rules_refuse_what_their_side_conditions_exclude():
+    ctx = context(pred("P1_inv", Q.invertible, P1))
+    off = block([[P1, K1], [ZeroMatrix(q, p), R1]])  # an off-diagonal block that is not zero
+    assert no_rewrite(inv(block([[P1, ZeroMatrix(p, q)], [ZeroMatrix(q, p), R1]])), "block_inverse_diagonal", ctx)
+    assert no_rewrite(inv(off), "block_inverse_diagonal", context(pred("P1_inv", Q.invertible, P1),
+                                                                   pred("R1_inv", Q.invertible, R1)))
+    # blocks are added only across one partition: (p | q) rows against (q | p) rows
+    W4, W5 = MatrixSymbol("W4", q, p), MatrixSymbol("W5", p, p)
+    assert no_rewrite(add(block([[P1], [J1]]), block([[W4], [W5]])), "block_add", ctx)
+    # an identity block split only into identity diagonal blocks and zero off-diagonal ones
+    assert no_rewrite(block([[Identity(p), K1], [ZeroMatrix(q, p), Identity(q)]]), "block_identity", ctx)
+    assert no_rewrite(block([[P1, ZeroMatrix(p, q)], [ZeroMatrix(q, p), Identity(q)]]), "block_identity", ctx)
+    assert no_rewrite(block([[ZeroMatrix(p, p), K1]]), "block_zero", ctx)
+    # a scalar is divided by only when it is shown non-zero
+    assert no_rewrite(inv(mul(eta, I2)), "inverse_product", ctx)
+    assert no_rewrite(inv(mul(eta, A)), "inverse_product", context(INV_A))
+    assert results(inv(mul(lam, A)), "inverse_product", context(INV_A)) == [mul(1 / lam, inv(A))]
+    # only a literally 1×1 factor is a scalar
+    assert no_rewrite(mul(A, B), "scalar_matrix", ctx)
+    assert no_rewrite(mul(transpose(u), A, u), "scalar_matrix", ctx)  # a 1×1 product is not a 1×1 factor
+
+
+def test_mul_reads_a_non_conforming_one_by_one_factor_as_a_scalar():
+    assert mul(s1, A) == MatMul(sympy.Trace(s1), A, evaluate=False)
+    assert mul(A, u, s1) == MatMul(A, u, s1, evaluate=False)  # it conforms at the end: it stays a factor
+    assert mul(Identity(1), A) == A and mul(ZeroMatrix(1, 1), A) == ZeroMatrix(2, 2)
+    assert canon(mul(lam, mul(1 / lam, A))) == A
+    with pytest.raises(TermError):
+        canon(mul(Symbol("x"), A))  # a symbol that is not a derive.scalar
 
 
 def test_block_of_concrete_blocks_is_flattened_or_refused():

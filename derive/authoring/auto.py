@@ -99,7 +99,9 @@ NEEDS: dict[str, tuple[type, ...]] = {
     "inverse_product": (Inverse,), "inverse_inverse": (Inverse,), "inverse_cancel": (Inverse,),
     "identity_mul": (Identity,), "zero_mul": (ZeroMatrix,), "zero_add": (ZeroMatrix,),
     "collect": (MatAdd,), "distribute": (MatAdd,), "block_multiply": (BlockMatrix,),
-    "block_transpose": (BlockMatrix,), "block_single": (BlockMatrix,),
+    "block_transpose": (BlockMatrix,), "block_single": (BlockMatrix,), "inverse_identity": (Inverse,),
+    "block_add": (BlockMatrix,), "block_scale": (BlockMatrix,), "block_identity": (BlockMatrix,),
+    "block_zero": (BlockMatrix,), "block_inverse_diagonal": (BlockMatrix,), "scalar_matrix": (MatMul,),
 }
 
 

@@ -9,7 +9,7 @@ from sympy.matrices.expressions import Identity, MatrixExpr
 from ..kernel import PREDICATES, Hypothesis
 from ..kernel.terms import mul, transpose
 
-__all__ = ["dim", "orthogonal", "predicate"]
+__all__ = ["dim", "orthogonal", "predicate", "scalar"]
 
 
 def dim(name: str) -> Symbol:
@@ -17,6 +17,20 @@ def dim(name: str) -> Symbol:
     if not isinstance(name, str) or not name:
         raise ValueError("a dimension needs a non-empty name")
     return Symbol(name, integer=True, positive=True)
+
+
+def scalar(name: str, positive: bool = False) -> Symbol:
+    """A real scalar symbol, positive by declaration if ``positive`` (``lam = scalar("lambda", positive=True)``).
+
+    Usable as a coefficient anywhere a number is: ``mul(lam, Identity(p))``, ``mul(1 / lam, A)``,
+    ``add(mul(transpose(X), X), mul(lam, Identity(p)))``.  The kernel divides only by scalars it can show
+    non-zero: positive ones, positive constants, and sums and products of those.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a scalar needs an identifier as its name, not {name!r}")
+    if not isinstance(positive, bool):
+        raise TypeError("positive must be True or False")
+    return Symbol(name, positive=True) if positive else Symbol(name, real=True)
 
 
 def predicate(name: str, pred: Predicate, matrix: MatrixExpr) -> Hypothesis:

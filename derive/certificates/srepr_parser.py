@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from sympy import Add, Basic, ImmutableDenseMatrix, Integer, Mul, Rational, S, Symbol, preorder_traversal, srepr
+from sympy import Add, Basic, ImmutableDenseMatrix, Integer, Mul, Pow, Rational, S, Symbol, preorder_traversal, srepr
 from sympy.core.symbol import Str
 from sympy.matrices.expressions import (
     BlockMatrix,
@@ -23,11 +23,13 @@ from sympy.matrices.expressions import (
     MatPow,
     MatrixExpr,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
 
 from ..kernel import PREDICATES
+from ..kernel.scalars import MAX_COEFFICIENT_NODES, MAX_EXPONENT, CoefficientError, require_coefficient
 from ..kernel.terms import MAX_DIMENSION_NODES
 
 __all__ = ["OutOfTime", "ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS",
@@ -225,21 +227,38 @@ def _rational(c):
 
 
 def _scalar_op(op):
-    """Add and Mul occur in dimensions (p + k) only: few, small arguments, bounded before SymPy combines them."""
+    """Add and Mul occur in dimensions (p + k) and in coefficients (λ + 1): bounded before SymPy combines them."""
 
     def build(c):
-        if c.kwargs or not 2 <= len(c.args) <= MAX_DIM_NODES:
-            raise ParseError(f"{c.name} takes two to {MAX_DIM_NODES} scalar arguments")
+        if c.kwargs or not 2 <= len(c.args) <= MAX_COEFFICIENT_NODES:
+            raise ParseError(f"{c.name} takes two to {MAX_COEFFICIENT_NODES} scalar arguments")
         for a in c.args:
             if not isinstance(a, Basic) or isinstance(a, MatrixExpr):
                 raise ParseError(f"{c.name} takes scalar arguments")
-            if not isinstance(a, (Integer, Symbol, Add, Mul)):
-                raise ParseError(f"{c.name} takes integers, symbols, sums and products only")
-        if sum(sum(1 for _ in preorder_traversal(a)) for a in c.args) > MAX_DIM_NODES:
-            raise ParseError(f"{c.name}: more than {MAX_DIM_NODES} nodes in a dimension expression")
+            if not isinstance(a, (Rational, Symbol, Add, Mul, Pow, Trace)):
+                raise ParseError(f"{c.name} takes numbers, symbols, sums, products, powers and 1×1 traces only")
+        if sum(sum(1 for _ in preorder_traversal(a)) for a in c.args) > MAX_COEFFICIENT_NODES:
+            raise ParseError(f"{c.name}: more than {MAX_COEFFICIENT_NODES} nodes in a scalar expression")
         return op(*c.args)
 
     return build
+
+
+def _pow(c):
+    base, exponent = _arity(c, 2)
+    if not isinstance(base, Basic) or isinstance(base, MatrixExpr) or not isinstance(base, (Symbol, Add, Mul, Trace)):
+        raise ParseError("Pow takes a scalar base (a symbol, a sum, a product or a 1×1 trace)")
+    if not isinstance(exponent, Integer) or abs(int(exponent)) > MAX_EXPONENT:
+        raise ParseError(f"Pow takes an integer exponent of at most {MAX_EXPONENT} in size")
+    return Pow(base, exponent)
+
+
+def _trace(c):
+    (matrix,) = _arity(c, 1)
+    matrix = _matrix(matrix, "Trace's argument")
+    if matrix.shape != (Integer(1), Integer(1)):
+        raise ParseError("Trace reads a 1×1 matrix as a scalar; its argument must be 1×1")
+    return Trace(matrix)
 
 
 def _matrix_symbol(c):
@@ -253,8 +272,14 @@ def _matmul(c):
     if c.kwargs or not c.args:
         raise ParseError("MatMul takes factors")
     for a in c.args:
-        if not (isinstance(a, MatrixExpr) or isinstance(a, Rational)):
-            raise ParseError("MatMul takes matrices and rational coefficients")
+        if isinstance(a, MatrixExpr):
+            continue
+        if not isinstance(a, (Rational, Symbol, Add, Mul, Pow, Trace)):
+            raise ParseError("MatMul takes matrices and scalar coefficients")
+        try:
+            require_coefficient(a, lambda matrix: None)  # the matrices in a Trace were built by this parser
+        except CoefficientError as exc:
+            raise ParseError(f"MatMul's coefficient: {exc}") from None
     return MatMul(*c.args, evaluate=False)
 
 
@@ -312,6 +337,8 @@ _BUILDERS = {
     "Rational": _rational,
     "Add": _scalar_op(Add),
     "Mul": _scalar_op(Mul),
+    "Pow": _pow,
+    "Trace": _trace,
     "MatrixSymbol": _matrix_symbol,
     "Identity": lambda c: Identity(_dim(_arity(c, 1)[0], "Identity's size")),
     "ZeroMatrix": lambda c: ZeroMatrix(*(_dim(d, "ZeroMatrix's size") for d in _arity(c, 2))),

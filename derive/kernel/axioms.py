@@ -7,10 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sympy import Basic
-from sympy.matrices.expressions import BlockMatrix, Identity, Inverse, MatAdd, MatMul, Transpose, ZeroMatrix
+from sympy import Add, Basic
+from sympy.matrices.expressions import BlockMatrix, Identity, Inverse, MatAdd, MatMul, Trace, Transpose, ZeroMatrix
 
-from .judgments import Context, _is_integer, _square, invertible, positive_definite, symmetric
+from .judgments import (
+    Context,
+    _block_diagonal,
+    _is_integer,
+    _square,
+    invertible,
+    nonzero,
+    positive_definite,
+    symmetric,
+)
+from .scalars import is_one_by_one
 from .terms import add, block, blocks_of, canon, dims_equal, exponent_form, factors_of, inv, mul, power, shape
 
 __all__ = ["AXIOMS", "RUNS", "Rule", "equation_rule"]
@@ -63,8 +73,14 @@ def _transpose_zero(t, ctx):
 def _inverse_product(t, ctx):
     if isinstance(t, Inverse) and isinstance(t.args[0], MatMul):
         coeff, mats = factors_of(t.args[0])
-        if coeff != 0 and all(_square(m) and invertible(m, ctx) for m in mats):
+        if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx) for m in mats):
             return [mul(1 / coeff, [inv(m) for m in reversed(mats)])]
+    return []
+
+
+def _inverse_identity(t, ctx):
+    if isinstance(t, Inverse) and isinstance(t.args[0], Identity):
+        return [t.args[0]]
     return []
 
 
@@ -226,6 +242,85 @@ def _block_single(t, ctx):
     return []
 
 
+def _partition(term: BlockMatrix) -> tuple[list, list]:
+    """(heights of the block rows, widths of the block columns)."""
+    grid = blocks_of(term)
+    return [shape(row[0])[0] for row in grid], [shape(b)[1] for b in grid[0]]
+
+
+def _same_partition(a: BlockMatrix, b: BlockMatrix) -> bool:
+    (rows_a, cols_a), (rows_b, cols_b) = _partition(a), _partition(b)
+    return (len(rows_a) == len(rows_b) and len(cols_a) == len(cols_b)
+            and all(map(dims_equal, rows_a, rows_b)) and all(map(dims_equal, cols_a, cols_b)))
+
+
+def _block_add(t, ctx):
+    """[Aᵢⱼ] + [Bᵢⱼ] = [Aᵢⱼ + Bᵢⱼ]: the block matrices of a sum with one partition, added blockwise."""
+    if not isinstance(t, MatAdd):
+        return []
+    blocks = [(i, a) for i, a in enumerate(t.args) if isinstance(a, BlockMatrix)]
+    out, used = [], set()
+    for i, first in blocks:
+        if i in used:
+            continue
+        group = [(i, first)] + [(j, b) for j, b in blocks if j > i and j not in used and _same_partition(first, b)]
+        if len(group) < 2:
+            continue
+        ctx.tick()
+        members = {j for j, _ in group}
+        used |= members
+        grids = [blocks_of(b) for _, b in group]
+        merged = block([[add([g[r][c] for g in grids]) for c in range(len(grids[0][0]))]
+                        for r in range(len(grids[0]))])
+        rest = [a for k, a in enumerate(t.args) if k not in members]
+        out.append(add(rest, merged) if rest else merged)
+    return out
+
+
+def _block_scale(t, ctx):
+    """c [Aᵢⱼ] = [c Aᵢⱼ]."""
+    coeff, mats = factors_of(t)
+    if isinstance(t, MatMul) and coeff != 1 and len(mats) == 1 and isinstance(mats[0], BlockMatrix):
+        return [block([[mul(coeff, b) for b in row] for row in blocks_of(mats[0])])]
+    return []
+
+
+def _block_identity(t, ctx):
+    """[[I, 0], [0, I]] = I: identity blocks on the diagonal, zero blocks off it (read backwards, I split)."""
+    diagonal = _block_diagonal(t)
+    if diagonal is not None and all(isinstance(b, Identity) for b in diagonal):
+        return [Identity(Add(*[shape(b)[0] for b in diagonal]))]
+    return []
+
+
+def _block_zero(t, ctx):
+    """A block matrix of zero blocks is the zero matrix of its size (read backwards, 0 split)."""
+    if isinstance(t, BlockMatrix) and all(isinstance(b, ZeroMatrix) for row in blocks_of(t) for b in row):
+        heights, widths = _partition(t)
+        return [ZeroMatrix(Add(*heights), Add(*widths))]
+    return []
+
+
+def _block_inverse_diagonal(t, ctx):
+    """[[A, 0], [0, D]]⁻¹ = [[A⁻¹, 0], [0, D⁻¹]] for square invertible diagonal blocks."""
+    if isinstance(t, Inverse) and isinstance(t.args[0], BlockMatrix):
+        diagonal = _block_diagonal(t.args[0])
+        if diagonal is not None and all(invertible(b, ctx) for b in diagonal):
+            grid = blocks_of(t.args[0])
+            return [block([[inv(b) if i == j else b for j, b in enumerate(row)] for i, row in enumerate(grid)])]
+    return []
+
+
+def _scalar_matrix(t, ctx):
+    """c·A s B = (c·tr s)·A B: a literally 1×1 factor of a product is the scalar it holds (read backwards,
+    a 1×1 matrix in the coefficient goes back into the product where it conforms)."""
+    coeff, mats = factors_of(t)
+    if not isinstance(t, MatMul) or len(mats) < 2:
+        return []
+    return [mul(coeff * Trace(m), mats[:i], mats[i + 1 :]) for i, m in enumerate(mats)
+            if is_one_by_one(m) and not isinstance(m, (Identity, ZeroMatrix))]
+
+
 #: The matrix-algebra axioms, by the name a step cites.
 AXIOMS: dict[str, Rule] = {
     "transpose_product": _transpose_product,  # (A B)ᵀ = Bᵀ Aᵀ
@@ -234,7 +329,8 @@ AXIOMS: dict[str, Rule] = {
     "transpose_symmetric": _transpose_symmetric,  # Aᵀ = A for symmetric A
     "transpose_inverse": _transpose_inverse,  # (A⁻¹)ᵀ = (Aᵀ)⁻¹
     "transpose_zero": _transpose_zero,  # 0ᵀ = 0
-    "inverse_product": _inverse_product,  # (A B)⁻¹ = B⁻¹ A⁻¹, A and B square invertible
+    "inverse_product": _inverse_product,  # (c A B)⁻¹ = c⁻¹ B⁻¹ A⁻¹, A and B square invertible, c ≠ 0
+    "inverse_identity": _inverse_identity,  # I⁻¹ = I
     "inverse_inverse": _inverse_inverse,  # (A⁻¹)⁻¹ = A
     "inverse_cancel": _inverse_cancel,  # A⁻¹ A = A A⁻¹ = I
     "power_combine": _power_combine,  # A^a A^b = A^(a+b)
@@ -246,6 +342,12 @@ AXIOMS: dict[str, Rule] = {
     "block_multiply": _block_multiply,  # block product of conforming partitions
     "block_transpose": _block_transpose,  # [A B; C D]ᵀ = [Aᵀ Cᵀ; Bᵀ Dᵀ]
     "block_single": _block_single,  # [A] = A
+    "block_add": _block_add,  # [Aᵢⱼ] + [Bᵢⱼ] = [Aᵢⱼ + Bᵢⱼ], one partition
+    "block_scale": _block_scale,  # c [Aᵢⱼ] = [c Aᵢⱼ]
+    "block_identity": _block_identity,  # [[I, 0], [0, I]] = I
+    "block_zero": _block_zero,  # [[0, 0], [0, 0]] = 0
+    "block_inverse_diagonal": _block_inverse_diagonal,  # [[A, 0], [0, D]]⁻¹ = [[A⁻¹, 0], [0, D⁻¹]]
+    "scalar_matrix": _scalar_matrix,  # c A s B = (c tr s) A B for a 1×1 factor s
 }
 
 
@@ -265,7 +367,9 @@ def _runs_containing(kind: type):
 RUNS: dict[str, Callable | None] = {
     name: None for name in ("transpose_product", "transpose_transpose", "transpose_sum", "transpose_symmetric",
                             "transpose_inverse", "transpose_zero", "inverse_product", "inverse_inverse",
-                            "zero_add", "collect", "block_transpose", "block_single",
+                            "zero_add", "collect", "block_transpose", "block_single", "inverse_identity",
+                            "block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
+                            "scalar_matrix",  # the coefficient belongs to the whole product
                             "identity_mul")  # dropping I from a run drops it from the whole product: no new result
 }
 RUNS.update({

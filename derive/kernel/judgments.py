@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from sympy import Basic, Rational, Symbol
+from sympy import Add, Basic, Mul, Pow, Rational, Symbol
 from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
@@ -19,11 +19,13 @@ from sympy.matrices.expressions import (
     MatMul,
     MatPow,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
 
 from .proof import PREDICATES
+from .scalars import is_number, scalar_kind
 from .terms import (
     MATRIX_NODES,
     TermError,
@@ -37,7 +39,8 @@ from .terms import (
     shape,
 )
 
-__all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "invertible", "positive_definite", "symmetric"]
+__all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "invertible", "nonnegative", "nonzero",
+           "positive", "positive_definite", "positive_semidefinite", "sign", "symmetric"]
 
 _SEARCH_DEPTH = 4  # how far judgments follow hypothesis equations (any bound is sound)
 
@@ -98,8 +101,93 @@ def _is_integer(q: Rational) -> bool:
     return q.q == 1
 
 
+# --- signs of scalar coefficients ---------------------------------------------------------------
+# A sign is the set of signs (-1, 0, +1) a scalar may take; the smaller the set, the more is known.
+
+POSITIVE, NEGATIVE, ZERO = frozenset({1}), frozenset({-1}), frozenset({0})
+NONNEGATIVE, NONZERO, UNKNOWN = frozenset({0, 1}), frozenset({-1, 1}), frozenset({-1, 0, 1})
+
+
+def sign(c: Basic, ctx: Context, depth: int = 0) -> frozenset:
+    """The signs the scalar ``c`` can take where the context's hypotheses hold (sound, not complete).
+
+    Rational numbers by value; a scalar symbol is positive by declaration, else of unknown sign; a 1×1
+    matrix read as a scalar, tr(m), is positive, non-negative or non-zero when m is positive definite,
+    positive semidefinite or invertible; sums, products and integer powers by the rules of signs.
+    """
+    ctx.tick()
+    kind = type(c)
+    if is_number(c):
+        return POSITIVE if c > 0 else NEGATIVE if c < 0 else ZERO
+    if kind is Symbol:
+        return POSITIVE if scalar_kind(c) == "positive" else UNKNOWN
+    if kind is Trace:
+        m = c.args[0]
+        if positive_definite(m, ctx, depth + 1):
+            return POSITIVE
+        if positive_semidefinite(m, ctx, depth + 1):
+            return NONNEGATIVE
+        return NONZERO if invertible(m, ctx, depth + 1) else UNKNOWN
+    if kind is Mul:
+        out = POSITIVE
+        for arg in c.args:
+            part = sign(arg, ctx, depth)
+            out = frozenset(a * b for a in out for b in part)
+        return out
+    if kind is Add:
+        parts = [sign(arg, ctx, depth) for arg in c.args]
+        for side in (1, -1):
+            if all(part <= {0, side} for part in parts):
+                return frozenset({side}) if any(part == {side} for part in parts) else frozenset({0, side})
+        return UNKNOWN
+    if kind is Pow:
+        base, exponent = c.args
+        part = sign(base, ctx, depth) - ({0} if exponent < 0 else set())
+        return frozenset(a ** abs(int(exponent)) if a else 0 for a in part) or UNKNOWN
+    return UNKNOWN
+
+
+def positive(c: Basic, ctx: Context) -> bool:
+    return sign(c, ctx) == POSITIVE
+
+
+def nonnegative(c: Basic, ctx: Context) -> bool:
+    return sign(c, ctx) <= NONNEGATIVE
+
+
+def nonzero(c: Basic, ctx: Context) -> bool:
+    return 0 not in sign(c, ctx)
+
+
+# --- matrices ----------------------------------------------------------------------------------
+
+
+def _congruence(mats: list) -> Basic | None:
+    """The middle factor M of a product F M Fᵀ (F a run of factors, Fᵀ its transpose read backwards)."""
+    if len(mats) % 2 == 0:
+        return None
+    half = len(mats) // 2
+    outer, middle, inner = mats[:half], mats[half], mats[half + 1:]
+    if all(Transpose(a) == b or Transpose(b) == a for a, b in zip(outer, reversed(inner), strict=True)):
+        return middle
+    return None
+
+
+def _block_diagonal(term) -> list | None:
+    """The diagonal blocks of a square block matrix whose off-diagonal blocks are zero (and conform), else None."""
+    if not isinstance(term, BlockMatrix) or term.blockshape[0] != term.blockshape[1]:
+        return None
+    grid = blocks_of(term)
+    for i, row in enumerate(grid):
+        for j, block in enumerate(row):
+            if i != j and not isinstance(block, ZeroMatrix):
+                return None
+    diagonal = [grid[i][i] for i in range(len(grid))]
+    return diagonal if all(_square(b) for b in diagonal) else None
+
+
 def positive_definite(term, ctx: Context, depth: int = 0) -> bool:
-    """Symmetric positive definite, shown from the hypotheses (sound, not complete)."""
+    """xᵀAx > 0 for every x ≠ 0, shown from the hypotheses (sound, not complete)."""
     term = canonical(term)  # hypotheses are looked up by normal form, whatever order a sum was written in
     return ctx.remembered("positive_definite", term, depth, lambda: _positive_definite(term, ctx, depth))
 
@@ -111,16 +199,80 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
         return True
     if isinstance(term, (Inverse, MatPow)):
         return positive_definite(term.args[0], ctx, depth + 1)
+    if isinstance(term, Transpose):
+        return positive_definite(term.args[0], ctx, depth + 1)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
-        if coeff > 0 and len(mats) == 2 and mats[0] == Transpose(mats[1]):
-            return _square(mats[1]) and invertible(mats[1], ctx, depth + 1)  # Bᵀ B, B invertible
+        if positive(coeff, ctx):
+            if len(mats) == 1:
+                return positive_definite(mats[0], ctx, depth + 1)  # c·M, c > 0
+            if len(mats) == 2 and mats[0] == Transpose(mats[1]):
+                return _square(mats[1]) and invertible(mats[1], ctx, depth + 1)  # Bᵀ B, B invertible
+            middle = _congruence(mats)
+            if middle is not None and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
+                return positive_definite(middle, ctx, depth + 1)  # F M Fᵀ, F square invertible
+    if isinstance(term, MatAdd):  # positive semidefinite terms, one of them positive definite
+        if all(positive_semidefinite(a, ctx, depth + 1) for a in term.args):
+            return any(positive_definite(a, ctx, depth + 1) for a in term.args)
+    diagonal = _block_diagonal(term)
+    if diagonal is not None:
+        return all(positive_definite(b, ctx, depth + 1) for b in diagonal)
     return any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+
+
+def positive_semidefinite(term, ctx: Context, depth: int = 0) -> bool:
+    """xᵀAx ≥ 0 for every x, shown from the hypotheses (sound, not complete)."""
+    term = canonical(term)
+    return ctx.remembered("positive_semidefinite", term, depth,
+                          lambda: _positive_semidefinite(term, ctx, depth))
+
+
+def _positive_semidefinite(term, ctx: Context, depth: int) -> bool:
+    if depth > _SEARCH_DEPTH or not _square(term):
+        return False
+    if isinstance(term, ZeroMatrix) or positive_definite(term, ctx, depth + 1):
+        return True
+    if isinstance(term, Transpose):
+        return positive_semidefinite(term.args[0], ctx, depth + 1)
+    if isinstance(term, MatMul):
+        coeff, mats = factors_of(term)
+        if nonnegative(coeff, ctx):
+            if len(mats) == 1:
+                return positive_semidefinite(mats[0], ctx, depth + 1)  # c·M, c ≥ 0
+            if len(mats) == 2 and mats[0] == Transpose(mats[1]):
+                return True  # Bᵀ B
+            middle = _congruence(mats)
+            if middle is not None:
+                return positive_semidefinite(middle, ctx, depth + 1)  # F M Fᵀ, any F
+    if isinstance(term, MatAdd):
+        return all(positive_semidefinite(a, ctx, depth + 1) for a in term.args)
+    diagonal = _block_diagonal(term)
+    if diagonal is not None:
+        return all(positive_semidefinite(b, ctx, depth + 1) for b in diagonal)
+    if any(positive_semidefinite(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
+        return True
+    return _congruent_to_semidefinite(term, ctx, depth)
+
+
+def _congruent_to_semidefinite(term, ctx: Context, depth: int) -> bool:
+    """M with an equation N = F M Fᵀ, F a run of square invertible factors and N positive semidefinite:
+    M = F⁻¹ N F⁻ᵀ is positive semidefinite (Λ from XᵀX = VΛVᵀ with V orthogonal)."""
+    for lhs, rhs in ctx.equations:
+        for product, other in ((lhs, rhs), (rhs, lhs)):
+            if not isinstance(product, MatMul) or factors_of(product)[0] != 1:
+                continue
+            mats = factors_of(product)[1]
+            if len(mats) > 1 and _congruence(mats) == term:
+                outer = mats[: len(mats) // 2] + mats[len(mats) // 2 + 1 :]  # every factor but the middle one
+                if all(_square(m) and invertible(m, ctx, depth + 1) for m in outer) and \
+                        positive_semidefinite(other, ctx, depth + 1):
+                    return True
+    return False
 
 
 def invertible(term, ctx: Context, depth: int = 0) -> bool:
     """Square and invertible, shown from the hypotheses (sound, not complete)."""
-    term = canonical(term)  # hypotheses are looked up by normal form, whatever order a sum was written in
+    term = canonical(term)
     return ctx.remembered("invertible", term, depth, lambda: _invertible(term, ctx, depth))
 
 
@@ -135,11 +287,14 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
         return invertible(term.args[0], ctx, depth + 1)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
-        if coeff != 0 and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
+        if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
             return True
+    diagonal = _block_diagonal(term)
+    if diagonal is not None and all(invertible(b, ctx, depth + 1) for b in diagonal):
+        return True
     for lhs, rhs in ctx.equations:  # a square matrix with a one-sided inverse is invertible
         for product, unit in ((lhs, rhs), (rhs, lhs)):
-            if isinstance(unit, Identity) and isinstance(product, MatMul):
+            if isinstance(unit, Identity) and isinstance(product, MatMul) and factors_of(product)[0] == 1:
                 _, mats = factors_of(product)
                 if term in (mats[0], mats[-1]):
                     return True
@@ -149,10 +304,10 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
 def symmetric(term, ctx: Context, depth: int = 0) -> bool:
     """Equal to its transpose, shown from the hypotheses (sound, not complete).
 
-    Symmetry is not inferred from positive definiteness, so a proof that needs Λᵀ = Λ must
-    assume it (Λ diagonal or symmetric): every hypothesis a library proof states is needed.
+    Symmetry is not inferred from positive (semi)definiteness, which here means xᵀAx > 0 (≥ 0) and holds for
+    some matrices that are not symmetric; a proof that needs Λᵀ = Λ must assume it (Λ diagonal or symmetric).
     """
-    term = canonical(term)  # hypotheses are looked up by normal form, whatever order a sum was written in
+    term = canonical(term)
     return ctx.remembered("symmetric", term, depth, lambda: _symmetric(term, ctx, depth))
 
 
@@ -161,13 +316,40 @@ def _symmetric(term, ctx: Context, depth: int) -> bool:
         return False
     if isinstance(term, (Identity, ZeroMatrix)) or ctx.has("symmetric", term) or ctx.has("diagonal", term):
         return True
-    if isinstance(term, (Inverse, MatPow)):
+    if isinstance(term, (Inverse, MatPow, Transpose)):
         return symmetric(term.args[0], ctx, depth + 1)
     if isinstance(term, MatMul):
-        _, mats = factors_of(term)
+        _, mats = factors_of(term)  # a real coefficient keeps symmetry
+        if len(mats) == 1:
+            return symmetric(mats[0], ctx, depth + 1)
         if len(mats) == 2 and mats[0] == Transpose(mats[1]):
             return True
+        middle = _congruence(mats)
+        if middle is not None:
+            return symmetric(middle, ctx, depth + 1)  # F M Fᵀ
+    if isinstance(term, MatAdd):
+        return all(symmetric(a, ctx, depth + 1) for a in term.args)
+    diagonal = _block_diagonal(term)
+    if diagonal is not None:
+        return all(symmetric(b, ctx, depth + 1) for b in diagonal)
     return any(symmetric(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+
+
+def _require_coefficient_defined(c: Basic, ctx: Context) -> None:
+    """Every matrix read as a scalar is defined, and every division is by a scalar shown non-zero."""
+    stack = [c]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Trace:
+            _check_defined(node.args[0], ctx)
+        elif kind is Pow:
+            base, exponent = node.args
+            if exponent < 0 and not nonzero(base, ctx):
+                raise TermError(f"cannot show that {base} is not zero, needed to divide by it")
+            stack.append(base)
+        elif kind in (Add, Mul):
+            stack += list(node.args)
 
 
 def check_defined(term, ctx: Context) -> None:
@@ -185,9 +367,12 @@ def _check_defined(term, ctx: Context) -> None:
     if not isinstance(term, MATRIX_NODES):
         raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
     if isinstance(term, MatMul):
-        kids = [a for a in term.args if not isinstance(a, Rational)]
-        if not kids or any(not isinstance(a, MATRIX_NODES) for a in kids):
-            raise TermError("a product may hold rational coefficients and matrices only")
+        kids = [a for a in term.args if isinstance(a, MATRIX_NODES)]
+        if not kids:
+            raise TermError("a product needs a matrix factor")
+        for arg in term.args:
+            if not isinstance(arg, MATRIX_NODES):
+                _require_coefficient_defined(arg, ctx)
     else:
         kids = children(term)
     for child in kids:

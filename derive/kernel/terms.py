@@ -5,7 +5,13 @@ matrix-expression classes (the *node types* below).  SymPy's constructors someti
 simplify on their own; the constructors here never do, so what a proof records is what
 the kernel checks.  Terms are compared modulo a small, obviously sound normal form
 (:func:`canon`): associativity of products and sums, commutativity of sums, and
-arithmetic on numeric scalar factors.  Everything else is a named rule in the kernel.
+arithmetic on scalar coefficients (rational functions of scalar symbols, :mod:`.scalars`).
+Everything else is a named rule in the kernel.
+
+A product's coefficient may hold a 1×1 matrix read as a scalar, ``Trace(m)``: :func:`mul` puts a
+literally 1×1 factor there when it does not conform with a neighbour as a matrix (``s A`` for a 1×1
+``s`` and a p×p ``A`` is the scalar multiple s·A); where it conforms (``u s vᵀ``) it stays a factor,
+and the rule ``scalar_matrix`` moves it between the two.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import functools
 from collections.abc import Iterable, Sequence
 
 import sympy
-from sympy import Basic, Expr, ImmutableDenseMatrix, Rational
+from sympy import Basic, Expr, ImmutableDenseMatrix, Integer, Rational, S
 from sympy.core.sorting import default_sort_key
 from sympy.matrices.expressions import (
     BlockMatrix,
@@ -25,9 +31,12 @@ from sympy.matrices.expressions import (
     MatPow,
     MatrixExpr,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
+
+from .scalars import CoefficientError, canon_coefficient, is_number, is_one_by_one, require_coefficient
 
 __all__ = [
     "TermError",
@@ -103,7 +112,11 @@ def require_exact_types(term: Basic) -> None:
                     raise TermError("matrix powers must have rational exponents")
                 stack.append(node.args[0])
             elif kind is MatMul:
-                stack += [a for a in node.args if type(a) not in _NUMBER_TYPES]
+                for arg in node.args:
+                    if type(arg) in _MATRIX_TYPES:
+                        stack.append(arg)
+                    else:
+                        _require_coefficient(arg)
             elif kind is BlockMatrix:
                 if type(node.args[0]) is not ImmutableDenseMatrix:
                     raise TermError("a block matrix holds an ImmutableDenseMatrix of blocks")
@@ -114,9 +127,16 @@ def require_exact_types(term: Basic) -> None:
             _require_dimension(dim)
 
 
+def _require_coefficient(c: Basic) -> None:
+    try:
+        require_coefficient(c, require_exact_types)
+    except CoefficientError as exc:
+        raise TermError(str(exc)) from None
+
+
 def is_scalar(obj: Basic) -> bool:
-    """Numeric scalar factor (the only scalars terms may carry are rational numbers)."""
-    return isinstance(obj, Rational)
+    """A coefficient of a product: a rational number or a scalar expression (never a matrix)."""
+    return isinstance(obj, Expr) and not isinstance(obj, MatrixExpr)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -166,10 +186,10 @@ def exponent_form(term: MatrixExpr) -> tuple[MatrixExpr, Rational]:
     return term, Rational(1)
 
 
-def factors_of(term: MatrixExpr) -> tuple[Rational, list[MatrixExpr]]:
+def factors_of(term: MatrixExpr) -> tuple[Expr, list[MatrixExpr]]:
     """(coefficient, matrix factors) of a canonical term; a non-product is one factor."""
     if isinstance(term, MatMul):
-        coeff = Rational(1)
+        coeff = S.One
         mats = []
         for arg in term.args:
             if is_scalar(arg):
@@ -177,12 +197,46 @@ def factors_of(term: MatrixExpr) -> tuple[Rational, list[MatrixExpr]]:
             else:
                 mats.append(arg)
         return coeff, mats
-    return Rational(1), [term]
+    return S.One, [term]
+
+
+def _literally_one(dim) -> bool:
+    return type(dim) is type(S.One)
+
+
+def _scalarised(mats: list, coeff: Expr) -> tuple[list, Expr]:
+    """Literally 1×1 factors that do not conform with a neighbour as matrices, moved into the coefficient.
+
+    ``s A`` with s 1×1 and A p×p is the scalar multiple tr(s)·A; I₁ and 0₁ₓ₁ there are 1 and 0.  Where a
+    1×1 factor conforms (``u s vᵀ``, or a product of 1×1 matrices only) it stays a factor.
+    """
+    changed = True
+    while changed and len(mats) > 1:
+        changed = False
+        for i, factor in enumerate(mats):
+            if not is_one_by_one(factor):
+                continue
+            left = i == 0 or _literally_one(shape(mats[i - 1])[1])
+            right = i == len(mats) - 1 or _literally_one(shape(mats[i + 1])[0])
+            if left and right:
+                continue
+            value = S.One if isinstance(factor, Identity) else S.Zero if isinstance(factor, ZeroMatrix) \
+                else Trace(factor)
+            coeff *= value
+            mats = mats[:i] + mats[i + 1 :]
+            changed = True
+            break
+    return mats, coeff
 
 
 def mul(*parts) -> MatrixExpr:
-    """Product in canonical form: flattened, numeric scalars collected in front."""
-    coeff = Rational(1)
+    """Product in canonical form: flattened, scalars collected in front as one coefficient in normal form.
+
+    Parts may be matrices, integers, rational numbers and scalar expressions (``derive.scalar`` symbols,
+    ``1 / lam``, ``lam + 1``).  A literally 1×1 matrix that does not conform with its neighbours as a
+    matrix factor is read as a scalar (see the module docstring).
+    """
+    coeff: Expr = S.One
     mats: list[MatrixExpr] = []
     stack = list(parts)
     flat: list = []
@@ -195,14 +249,25 @@ def mul(*parts) -> MatrixExpr:
         else:
             flat.append(item)
     for item in flat:
-        if isinstance(item, (int, Rational)) and not isinstance(item, bool):
-            coeff *= Rational(item)
+        if isinstance(item, bool):
+            raise TermError("a product may hold scalars and matrices only, not a bool")
+        if isinstance(item, int):
+            coeff *= Integer(item)
         elif isinstance(item, MATRIX_NODES):
             mats.append(item)
+        elif is_scalar(item):
+            coeff *= item
         else:
-            raise TermError(f"a product may hold rational scalars and matrices only, not {type(item).__name__}")
+            raise TermError(f"a product may hold scalars and matrices only, not {type(item).__name__}")
     if not mats:
         raise TermError("a product needs at least one matrix factor")
+    mats, coeff = _scalarised(mats, coeff)
+    try:
+        if not is_number(coeff):
+            require_coefficient(coeff, require_exact_types)
+        coeff = canon_coefficient(coeff, canon) if not is_number(coeff) else Rational(coeff)
+    except (CoefficientError, sympy.PolynomialError, sympy.polys.polyerrors.PolificationFailed) as exc:
+        raise TermError(f"a coefficient that cannot be normalised: {exc}") from None
     if coeff == 0:
         rows, _ = shape(mats[0])
         _, cols = shape(mats[-1])
@@ -271,7 +336,7 @@ def canon(term: Basic) -> MatrixExpr:
             raise TermError("matrix powers must have rational exponents")
         return power(canon(term.args[0]), exponent)
     if isinstance(term, MatMul):
-        return mul(*[a if is_scalar(a) else canon(a) for a in term.args])
+        return mul(*[a if is_scalar(a) else canon(a) for a in term.args])  # mul normalises the coefficient
     if isinstance(term, MatAdd):
         return add(*[canon(a) for a in term.args])
     if isinstance(term, BlockMatrix):

@@ -24,11 +24,13 @@ from sympy.matrices.expressions import (
     MatMul,
     MatPow,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
 
 from .proof import PREDICATES, Chain, Definition, Hypothesis, Proof, Step
+from .scalars import SCALAR_ASSUMPTIONS, scalar_kind
 from .terms import MAX_DIMENSION_NODES, TermError
 
 __all__ = ["IDENTIFIER", "ValidationError", "dimension_symbol", "identifier", "rule_name", "term", "validated"]
@@ -183,7 +185,7 @@ def _term(value, budget: list[int]) -> Basic:
         args = _args(value)
         if not args:
             raise ValidationError("a product needs factors")
-        rebuilt = [rational(a) if type(a) in _RATIONAL_TYPES else _term(a, budget) for a in args]
+        rebuilt = [_term(a, budget) if type(a) in _MATRIX_TYPES else _coefficient(a, budget) for a in args]
         out = MatMul(*rebuilt, evaluate=False)
         if out.args != tuple(rebuilt):
             raise ValidationError("SymPy changed a product while rebuilding it")
@@ -207,6 +209,47 @@ def _term(value, budget: list[int]) -> Basic:
         blocks = [[_term(grid[i, j], budget) for j in range(cols)] for i in range(rows)]
         return BlockMatrix(ImmutableDenseMatrix(blocks))
     raise ValidationError(f"{kind.__name__} is not a matrix term the kernel knows")
+
+
+_MATRIX_TYPES = frozenset({MatrixSymbol, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd,
+                           BlockMatrix})
+
+
+def scalar_symbol(value) -> Symbol:
+    """A scalar symbol (``derive.scalar``): a ``Symbol`` assumed exactly real, or exactly positive, rebuilt."""
+    if type(value) is not Symbol:
+        raise ValidationError(f"{type(value).__name__} is not a scalar symbol")
+    name = value.name
+    if type(name) is not str or not IDENTIFIER.match(name):
+        raise ValidationError("a scalar symbol needs an identifier as its name")
+    kind = scalar_kind(value)
+    if kind is None:
+        raise ValidationError(f"{name} is not a scalar symbol (assumed exactly real, or exactly positive)")
+    return Symbol(name, **SCALAR_ASSUMPTIONS[kind])
+
+
+def _coefficient(value, budget: list[int]) -> Basic:
+    """A product's coefficient (rational numbers, scalar symbols, +, ×, integer powers, 1×1 Trace), rebuilt."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
+    kind = type(value)
+    if kind in _RATIONAL_TYPES:
+        return rational(value)
+    if kind is Symbol:
+        return scalar_symbol(value)
+    if kind in (sympy.Add, sympy.Mul):
+        args = _args(value)
+        if len(args) < 2:
+            raise ValidationError(f"a coefficient's {kind.__name__} needs two or more arguments")
+        return kind(*[_coefficient(a, budget) for a in args])
+    if kind is sympy.Pow:
+        base, exponent = _exactly(value, 2)
+        return sympy.Pow(_coefficient(base, budget), rational(exponent))
+    if kind is Trace:
+        (matrix,) = _exactly(value, 1)
+        return Trace(_term(matrix, budget))
+    raise ValidationError(f"{kind.__name__} is not allowed in a coefficient")
 
 
 def _exactly(value, count: int) -> tuple:
