@@ -3,9 +3,10 @@
 Everything here only proposes; :func:`derive.kernel.check` decides.
 """
 
-from .builder import ChainBuilder, ProofBuilder
+from .builder import ChainBuilder, InductionBuilder, ProofBuilder
 from .registry import LibraryError, TheoremEntry, build, checked, entries, load_entry_points, load_library, theorem
-from .statements import dim, orthogonal, predicate, scalar
+from .statements import MatrixFamily, dim, family, index, orthogonal, predicate, scalar
 
-__all__ = ["ChainBuilder", "LibraryError", "ProofBuilder", "TheoremEntry", "build", "checked", "dim", "entries",
-           "load_entry_points", "load_library", "orthogonal", "predicate", "scalar", "theorem"]
+__all__ = ["ChainBuilder", "InductionBuilder", "LibraryError", "MatrixFamily", "ProofBuilder", "TheoremEntry", "build",
+           "checked", "dim", "entries", "family", "index", "load_entry_points", "load_library", "orthogonal",
+           "predicate", "scalar", "theorem"]

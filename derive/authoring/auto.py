@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sympy import Basic, Symbol
+from sympy.core.sorting import default_sort_key
 from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
@@ -45,6 +46,7 @@ from ..kernel.checking import _statement_symbols, one_step, resolve_rule, rewrit
 from ..kernel.judgments import OutOfTime, check_defined
 from ..kernel.terms import (
     MATRIX_NODES,
+    FamilyMatrix,
     TermError,
     canon,
     children,
@@ -54,6 +56,7 @@ from ..kernel.terms import (
     mul,
     power,
     rebuild,
+    require_index,
     subterms,
 )
 
@@ -405,7 +408,7 @@ class Engine:
             self.ctx.citations.setdefault(theorem.id, theorem)
         self.equations = [
             _oriented(name, canon(lhs), canon(rhs))
-            for name, (lhs, rhs, bound) in self.ctx.rules.items()
+            for name, (lhs, rhs, bound) in ((n, _plain(e)) for n, e in self.ctx.rules.items())
             if lhs is not None and not bound and canon(lhs) != canon(rhs)
         ]
         self.flips: set[str] = set()
@@ -453,7 +456,7 @@ class Engine:
             e.source() for e in constant]
         definitions = [e.source() for e in reversed(eqs) if e.name.startswith("def:") and e not in constant]
         return (cited + lemmas + hypotheses + _directed_axioms() + definitions + [e.source() for e in deferred]
-                + [_InverseTactic()])
+                + [_UnfoldFamilies(), _InverseTactic()])
 
     def goal_of(self, term: Basic) -> set:
         """The matrix symbols of ``term`` and of the definitions of its symbols, transitively."""
@@ -522,7 +525,7 @@ class Engine:
 
     def _known(self, lhs: Basic) -> tuple[str, Basic] | None:
         """A lemma of this proof (say one an earlier chain's automation proved) rewriting ``lhs``."""
-        for rule, (a, b, bound) in self.ctx.rules.items():
+        for rule, (a, b, bound) in ((n, _plain(e)) for n, e in self.ctx.rules.items()):
             if rule.startswith("lemma:") and not bound and a == lhs:
                 return rule[6:], b
         return None
@@ -553,7 +556,7 @@ class Engine:
             self.inverse_lemmas[m] = known
             self.equations.append(Equation(f"lemma:{known[0]}", inv(m), known[1]))
             return known
-        for rule, (lhs, rhs, bound) in list(self.ctx.rules.items()):
+        for rule, (lhs, rhs, bound) in [(n, _plain(e)) for n, e in self.ctx.rules.items()]:
             if lhs is None or bound:
                 continue
             for product, unit in ((canon(lhs), canon(rhs)), (canon(rhs), canon(lhs))):
@@ -627,6 +630,29 @@ class Engine:
         return None
 
 
+class _UnfoldFamilies(Source):
+    """Members of recurrences unfolded: F[0] by ``base:F``, F[e + 1] by ``step:F`` at e (like definitions)."""
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        for node in sorted(expr.atoms(FamilyMatrix), key=default_sort_key, reverse=True):
+            family = engine.ctx.families.get(node.name)
+            if family is None or not family.is_defined:
+                continue
+            if node.index == 0:
+                rule, instance = f"base:{node.name}", ()
+            else:
+                try:
+                    require_index(node.index - 1)
+                except TermError:
+                    continue
+                rule, instance = f"step:{node.name}", ((family.index, node.index - 1),)
+            try:
+                fn = resolve_rule(Step(expr, rule, instance), engine.ctx, _refuse)
+            except _Failed:
+                continue
+            yield from RuleSource(rule, fn, side=canon(fn.lhs), instance=instance).moves(engine, expr)
+
+
 class _InverseTactic(Source):
     """Inverses with a one-sided inverse among the equations: M⁻¹ → N by a lemma proved on the spot."""
 
@@ -652,6 +678,13 @@ def _off_goal(equation: Equation, goal: set) -> bool:
     """The equation brings in symbols, none of which the goal speaks about."""
     new = equation.rhs.atoms(MatrixSymbol) - equation.lhs.atoms(MatrixSymbol)
     return bool(new) and not new & goal
+
+
+def _plain(entry: tuple) -> tuple:
+    """(lhs, rhs, bound variables) of a rule entry; an induction lemma (whose variable may stand for itself) is
+    used as a plain equation."""
+    lhs, rhs, bound = entry[:3]
+    return (lhs, rhs, ()) if len(entry) > 3 and entry[3] else (lhs, rhs, bound)
 
 
 def _binds(theorem) -> bool:

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 from sympy import Basic
 
-from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem
+from ..kernel import Chain, Definition, Hypothesis, Induction, Proof, ProofError, Step, Theorem
 from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
 from ..kernel.judgments import check_defined
 from ..kernel.terms import TermError, canon
 
-__all__ = ["ProofBuilder", "ChainBuilder"]
+__all__ = ["ChainBuilder", "InductionBuilder", "ProofBuilder"]
 
 
 class ChainBuilder:
@@ -28,8 +28,10 @@ class ChainBuilder:
     at once, naming the theorem, the chain, the step and the rule.
     """
 
-    def __init__(self, builder: ProofBuilder, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis]):
+    def __init__(self, builder: ProofBuilder, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis],
+                 on_close=None):
         self.builder, self.name, self.lhs = builder, name, canon(lhs)
+        self.on_close = on_close or builder._close
         self.hypotheses = tuple(hypotheses)
         self.current = self.lhs
         self.steps: list[Step] = []
@@ -54,7 +56,8 @@ class ChainBuilder:
         self._cite(rule)
         step = Step(self.current, rule, tuple(instance))
         fn = resolve_rule(step, self.ctx, lambda reason: self._fail(reason, rule))
-        if at is None and rule in self.ctx.rules and not self.ctx.rules[rule][2]:
+        entry = self.ctx.rules.get(rule)
+        if at is None and entry is not None and (not entry[2] or (len(entry) > 3 and not instance)):
             at = self.ctx.rules[rule][0]  # equations run left to right unless told where
         elif at is None and rule.startswith("thm:"):
             at = fn.lhs
@@ -112,7 +115,7 @@ class ChainBuilder:
         if rhs is not None and canon(rhs) != self.current:
             self._fail(f"the chain ends at {self.current}, not at {canon(rhs)}")
         chain = Chain(self.name, self.lhs, self.current, tuple(self.steps), self.hypotheses)
-        self.builder._close(chain)
+        self.on_close(chain)
         return chain
 
 
@@ -135,17 +138,19 @@ class ProofBuilder:
     """
 
     def __init__(self, theorem: str, title: str, statement: str = "",
-                 hypotheses: Sequence[Hypothesis] = (), definitions: Sequence[Definition] = ()):
+                 hypotheses: Sequence[Hypothesis] = (), definitions: Sequence[Definition] = (),
+                 families: Sequence = ()):
         self.theorem, self.title, self.statement = theorem, title, statement
         self.hypotheses, self.definitions = tuple(hypotheses), tuple(definitions)
-        self.lemmas: list[Chain] = []
+        self.families = tuple(getattr(f, "declaration", f) for f in families)
+        self.lemmas: list[Chain | Induction] = []
         self.lemma_rules: dict = {}
         self.cites: list[Theorem] = []
         self.ctx = theorem_context(self._proof(Chain("main", _placeholder(), _placeholder(), ())))
 
     def _proof(self, claim: Chain) -> Proof:
         return Proof(self.theorem, self.title, self.statement, self.hypotheses, self.definitions,
-                     tuple(self.lemmas), claim, tuple(self.cites))
+                     tuple(self.lemmas), claim, tuple(self.cites), self.families)
 
     def cite(self, theorem: str | Theorem) -> Theorem:
         """Cite a checked theorem (an id of the registry, checked on first use, or a :class:`Theorem`)."""
@@ -167,6 +172,16 @@ class ProofBuilder:
         """
         return ChainBuilder(self, name, lhs, hypotheses)
 
+    def induction(self, name: str, variable: Basic, lhs: Basic, rhs: Basic) -> InductionBuilder:
+        """Prove the lemma ``lhs = rhs`` for every value of the index ``variable`` by induction on it.
+
+        Returns an :class:`InductionBuilder`: its :meth:`~InductionBuilder.base` chain goes from lhs to rhs at
+        ``variable`` = 0, its :meth:`~InductionBuilder.step` chain at ``variable`` + 1, citing the claim at
+        ``variable`` as ``hyp:IH``; :meth:`~InductionBuilder.auto` finds both.  Once both are closed, later
+        chains cite the lemma as ``lemma:NAME``.
+        """
+        return InductionBuilder(self, name, variable, lhs, rhs)
+
     def main(self, lhs: Basic) -> ChainBuilder:
         """Start the main chain, the theorem's claim, at its left-hand side ``lhs``."""
         return ChainBuilder(self, "main", lhs, ())
@@ -175,14 +190,55 @@ class ProofBuilder:
         if chain.name == "main":
             self.claim = chain
         else:
-            self.lemmas.append(chain)
-            rule = lemma_rule(chain)
-            if rule is not None:
-                self.lemma_rules[f"lemma:{chain.name}"] = rule
+            self._close_lemma(chain)
+
+    def _close_lemma(self, lemma: Chain | Induction) -> None:
+        self.lemmas.append(lemma)
+        rule = lemma_rule(lemma)
+        if rule is not None:
+            self.lemma_rules[f"lemma:{lemma.name}"] = rule
 
     def proof(self) -> Proof:
         """The :class:`~derive.Proof` built so far (after the main chain is closed), for the kernel to check."""
         return self._proof(self.claim)
+
+
+class InductionBuilder:
+    """An induction under construction (made by :meth:`ProofBuilder.induction`)."""
+
+    def __init__(self, builder: ProofBuilder, name: str, variable: Basic, lhs: Basic, rhs: Basic):
+        self.builder, self.name, self.variable = builder, name, variable
+        self.lhs, self.rhs = canon(lhs), canon(rhs)
+        self.chains: dict[str, Chain] = {}
+
+    def _at(self, value) -> tuple[Basic, Basic]:
+        return canon(self.lhs.xreplace({self.variable: value})), canon(self.rhs.xreplace({self.variable: value}))
+
+    def base(self) -> ChainBuilder:
+        """The chain from lhs to rhs at 0."""
+        return ChainBuilder(self.builder, f"{self.name}_base", self._at(0)[0], (), self._closed("base"))
+
+    def step(self) -> ChainBuilder:
+        """The chain from lhs to rhs at variable + 1; it may cite ``hyp:IH``, the claim at variable."""
+        return ChainBuilder(self.builder, f"{self.name}_step", self._at(self.variable + 1)[0],
+                            (Hypothesis("IH", self.lhs, self.rhs),), self._closed("step"))
+
+    def _closed(self, part: str):
+        def close(chain: Chain) -> None:
+            self.chains[part] = chain
+            if len(self.chains) == 2:
+                lemma = Induction(self.name, self.variable, self.lhs, self.rhs, self.chains["base"].steps,
+                                  self.chains["step"].steps)
+                self.builder._close_lemma(lemma)
+                self.lemma = lemma
+
+        return close
+
+    def auto(self, timeout: float = 10.0) -> Induction:
+        """Find both chains (:meth:`ChainBuilder.auto`) and close the induction."""
+        self.base().auto(self._at(0)[1], timeout)
+        self.step().auto(self._at(self.variable + 1)[1], timeout)
+        return self.lemma
 
 
 def _placeholder():

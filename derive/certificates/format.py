@@ -16,7 +16,20 @@ import time
 from pathlib import Path
 
 from ..files import write_atomic
-from ..kernel import Chain, Definition, Hypothesis, Proof, ProofError, Step, Theorem, check, is_issued, proof_to_data
+from ..kernel import (
+    Chain,
+    Definition,
+    Family,
+    Hypothesis,
+    Induction,
+    Proof,
+    ProofError,
+    Step,
+    Theorem,
+    check,
+    is_issued,
+    proof_to_data,
+)
 from ..kernel.validation import IDENTIFIER, ValidationError, rule_name
 from .srepr_parser import OutOfTime, ParseError, parse_srepr
 
@@ -133,6 +146,30 @@ def _steps(items, where: str, deadline: _Deadline = _NO_DEADLINE) -> tuple[Step,
     return tuple(steps)
 
 
+def _lemma(obj, where: str, deadline: _Deadline = _NO_DEADLINE) -> Chain | Induction:
+    """A lemma: a chain, or an induction (``induction``: its variable; ``base`` and ``step``: its chains)."""
+    if isinstance(obj, dict) and "induction" in obj:
+        claim = _field(obj, "claim", dict, where)
+        return Induction(
+            _field(obj, "name", str, where),
+            _expr(_field(obj, "induction", str, where), f"{where}.induction", deadline),
+            _expr(_field(claim, "lhs", str, f"{where}.claim"), f"{where}.claim.lhs", deadline),
+            _expr(_field(claim, "rhs", str, f"{where}.claim"), f"{where}.claim.rhs", deadline),
+            _steps(_field(obj, "base", list, where), f"{where}.base", deadline),
+            _steps(_field(obj, "step", list, where), f"{where}.step", deadline),
+        )
+    return _chain(obj, where, deadline=deadline)
+
+
+def _family(obj, where: str, deadline: _Deadline = _NO_DEADLINE) -> Family:
+    base = obj.get("base") if isinstance(obj, dict) else None
+    parts = [_expr(_field(obj, key, str, where), f"{where}.{key}", deadline) for key in ("index", "rows", "cols")]
+    recurrence = (None, None)
+    if base is not None:
+        recurrence = tuple(_expr(_field(obj, key, str, where), f"{where}.{key}", deadline) for key in ("base", "step"))
+    return Family(_field(obj, "name", str, where), *parts, *recurrence)
+
+
 def _chain(obj, where: str, main: bool = False, deadline: _Deadline = _NO_DEADLINE) -> Chain:
     """A lemma (with its name and local hypotheses) or, with ``main``, the top-level claim."""
     claim = _field(obj, "claim", dict, where)
@@ -193,11 +230,19 @@ def proof_from_data(data: dict, known: dict[str, Theorem] | None = None,
         tuple(_hypothesis(h, f"hypotheses[{i}]", deadline)
               for i, h in enumerate(_field(data, "hypotheses", list, "certificate"))),
         tuple(definitions),
-        tuple(_chain(c, f"lemmas[{i}]", deadline=deadline)
+        tuple(_lemma(c, f"lemmas[{i}]", deadline)
               for i, c in enumerate(_field(data, "lemmas", list, "certificate"))),
         _chain(data, "certificate", main=True, deadline=deadline),
         _citations(data, known or {}),
+        tuple(_family(f, f"families[{i}]", deadline) for i, f in enumerate(_families(data))),
     )
+
+
+def _families(data: dict) -> list:
+    families = data.get("families", [])
+    if not isinstance(families, list):
+        raise CertificateError("families must be a list")
+    return families
 
 
 def _names_are_identifiers(data: dict) -> None:
@@ -212,13 +257,14 @@ def _names_are_identifiers(data: dict) -> None:
         return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)] if isinstance(value, list) else []
 
     name(data.get("theorem"), "the theorem id")
-    for key in ("hypotheses", "definitions", "lemmas"):
+    for key in ("hypotheses", "definitions", "lemmas", "families"):
         for i, item in items(data.get(key)):
             name(item.get("name"), f"{key}[{i}].name")
             for j, h in items(item.get("hypotheses")):
                 name(h.get("name"), f"{key}[{i}].hypotheses[{j}].name")
-    chains = [("steps", data.get("steps"))] + [(f"lemmas[{i}].steps", c.get("steps"))
-                                               for i, c in items(data.get("lemmas"))]
+    chains = [("steps", data.get("steps"))] + [(f"lemmas[{i}].{part}", c.get(part))
+                                               for i, c in items(data.get("lemmas"))
+                                               for part in ("steps", "base", "step")]
     for where, steps in chains:
         for j, item in items(steps):
             if isinstance(item.get("rule"), str):
@@ -294,7 +340,8 @@ def statement_of(proof: Proof) -> dict:
     """What a theorem says (everything but the proof steps and citations), for comparing with the library."""
     data = proof_to_data(proof)
     for chain in data["lemmas"]:
-        chain.pop("steps")
+        for part in ("steps", "base", "step"):
+            chain.pop(part, None)
     data.pop("steps")
     data.pop("cites", None)
     return data

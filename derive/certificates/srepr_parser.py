@@ -30,7 +30,7 @@ from sympy.matrices.expressions import (
 
 from ..kernel import PREDICATES
 from ..kernel.scalars import MAX_COEFFICIENT_NODES, MAX_EXPONENT, CoefficientError, require_coefficient
-from ..kernel.terms import MAX_DIMENSION_NODES
+from ..kernel.terms import MAX_DIMENSION_NODES, FamilyMatrix
 
 __all__ = ["OutOfTime", "ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS",
            "MAX_EXPLICIT_DIM", "MAX_DIM_NODES"]
@@ -253,6 +253,13 @@ def _pow(c):
     return Pow(base, exponent)
 
 
+def _family_matrix(c):
+    name, index, rows, cols = _arity(c, 4)
+    if not isinstance(name, Str):
+        raise ParseError("FamilyMatrix's name must be a Str")
+    return FamilyMatrix(name, _dim(index, "a family member's index"), _dim(rows, "rows"), _dim(cols, "cols"))
+
+
 def _trace(c):
     (matrix,) = _arity(c, 1)
     matrix = _matrix(matrix, "Trace's argument")
@@ -339,6 +346,7 @@ _BUILDERS = {
     "Mul": _scalar_op(Mul),
     "Pow": _pow,
     "Trace": _trace,
+    "FamilyMatrix": _family_matrix,
     "MatrixSymbol": _matrix_symbol,
     "Identity": lambda c: Identity(_dim(_arity(c, 1)[0], "Identity's size")),
     "ZeroMatrix": lambda c: ZeroMatrix(*(_dim(d, "ZeroMatrix's size") for d in _arity(c, 2))),

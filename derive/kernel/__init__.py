@@ -5,13 +5,24 @@ of ``derive``; ``.ci/run`` enforces that with an import contract (``.importlinte
 """
 
 from .axioms import AXIOMS
-from .checking import chain_context, check, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
+from .checking import (
+    chain_context,
+    check,
+    induction_chains,
+    lemma_rule,
+    one_step,
+    resolve_rule,
+    rewrites,
+    theorem_context,
+)
 from .judgments import Context, check_defined, invertible, positive_definite, symmetric
 from .proof import (
     PREDICATES,
     Chain,
     Definition,
+    Family,
     Hypothesis,
+    Induction,
     Proof,
     ProofError,
     Step,
@@ -21,7 +32,7 @@ from .proof import (
     proof_to_data,
 )
 
-__all__ = ["AXIOMS", "PREDICATES", "Chain", "Context", "Definition", "Hypothesis", "Proof", "ProofError", "Step",
-           "Theorem", "chain_context", "check", "check_defined", "digest", "invertible", "is_issued", "lemma_rule",
-           "one_step", "positive_definite", "proof_to_data", "resolve_rule", "rewrites", "symmetric",
-           "theorem_context"]
+__all__ = ["AXIOMS", "PREDICATES", "Chain", "Context", "Definition", "Family", "Hypothesis", "Induction", "Proof",
+           "ProofError", "Step", "Theorem", "chain_context", "check", "check_defined", "digest", "induction_chains",
+           "invertible", "is_issued", "lemma_rule", "one_step", "positive_definite", "proof_to_data", "resolve_rule",
+           "rewrites", "symmetric", "theorem_context"]

@@ -41,22 +41,39 @@ from .judgments import (
     Context,
     OutOfTime,
     _square,
+    check_defined,
     defined_canon,
     invertible,
     positive_definite,
     symmetric,
 )
-from .proof import PREDICATES, Chain, Proof, ProofError, Step, Theorem, _issue, digest, is_issued
+from .proof import (
+    PREDICATES,
+    Chain,
+    Family,
+    Hypothesis,
+    Induction,
+    Proof,
+    ProofError,
+    Step,
+    Theorem,
+    _issue,
+    digest,
+    is_issued,
+)
 from .terms import (
     MATRIX_NODES,
+    FamilyMatrix,
     TermError,
     canon,
     children,
     dims_equal,
     factors_of,
+    index_kind,
     mul,
     rebuild,
     require_exact_types,
+    require_index,
     shape,
 )
 from .validation import IDENTIFIER, ValidationError, validated
@@ -169,8 +186,10 @@ def _all_terms(proof: Proof) -> list[Basic]:
         out += [h.lhs, h.rhs, *h.forall]
     for d in proof.definitions:
         out += [d.symbol, d.rhs]
+    for f in proof.families:
+        out += [f.index, f.rows, f.cols] + ([f.base, f.step] if f.is_defined else [])
     for c in (*proof.lemmas, proof.claim):
-        out += [c.lhs, c.rhs]
+        out += [c.lhs, c.rhs] + ([c.variable] if isinstance(c, Induction) else [])
         for h in c.hypotheses:
             out += [h.lhs, h.rhs, *h.forall]
         for s in c.steps:
@@ -232,7 +251,12 @@ def _instance_maps(given: dict, fail, normal) -> tuple[dict, dict]:
     the instantiated symbol's shape (keyed by that symbol with its dimensions substituted), each ``normal``-ised."""
     dims = {v: t for v, t in given.items() if isinstance(v, Symbol)}
     for v, t in dims.items():
-        if not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
+        if index_kind(v) == "index":
+            try:
+                require_index(t)
+            except TermError as exc:
+                fail(f"index {v} instantiated with {t}: {exc}")
+        elif not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
             isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
         ):
             fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
@@ -248,10 +272,11 @@ def _instance_maps(given: dict, fail, normal) -> tuple[dict, dict]:
 
 
 def _instantiate(entry, step: Step, fail) -> Rule:
-    lhs, rhs, forall = entry
+    lhs, rhs, forall = entry[:3]
+    optional = len(entry) > 3 and entry[3]  # an induction lemma: its variable stands for itself unless given
     if lhs is None:
         fail("a predicate hypothesis is not a rewrite rule")
-    if not forall:
+    if not forall or (optional and not step.instance):
         if step.instance:
             fail("this rule binds no variables, but the step instantiates some")
         return equation_rule(lhs, rhs)
@@ -303,8 +328,8 @@ def _holds(lhs: Basic, rhs: Basic, ctx: Context) -> bool:
     """``lhs = rhs`` is one of the equations the citing chain has (hypothesis, definition, lemma), or trivial."""
     if lhs == rhs:
         return True
-    known = list(ctx.equations) + [(canon(a), canon(b)) for a, b, bound in ctx.rules.values()
-                                   if a is not None and not bound]
+    known = list(ctx.equations) + [(canon(entry[0]), canon(entry[1])) for entry in ctx.rules.values()
+                                   if entry[0] is not None and not entry[2]]
     return any((lhs, rhs) in ((a, b), (b, a)) for a, b in known)
 
 
@@ -317,6 +342,8 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
     cited = theorem.proof
     if any(h.forall for h in cited.hypotheses):
         fail(f"theorem {theorem.id} has a hypothesis that binds variables; it cannot be cited")
+    if cited.families:
+        fail(f"theorem {theorem.id} declares families of matrices; it cannot be cited (its families are its own)")
     symbols = _statement_symbols(cited)
     given = dict(step.instance)
     if len(given) != len(step.instance):
@@ -361,11 +388,12 @@ def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Cont
     a lemma XᵀX = RᵀR shows XᵀX invertible when R is.
     """
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
-                  dict(outer.citations), outer.deadline)
-    _add_hypotheses(chain.hypotheses, ctx, fail)
+                  dict(outer.citations), outer.deadline, families=dict(outer.families),
+                  total_families=set(outer.total_families))
     for name, entry in lemma_rules.items():
         _register(name, entry, ctx, fail)
         ctx.equations.append((entry[0], entry[1]))
+    _add_hypotheses(chain.hypotheses, ctx, fail)
     return ctx
 
 
@@ -467,6 +495,74 @@ def _check_bound_variables(proof: Proof, fail, tick=lambda: None) -> None:
                 fail(f"hypothesis {h.name} binds the dimension {v}, which no bound matrix uses")
 
 
+def _declare_families(proof: Proof, ctx: Context, fail) -> None:
+    """The proof's families by name: distinct names (none a matrix symbol's), index symbols as indices."""
+    symbol_names = {m.name for term in _all_terms(proof) for m in term.atoms(MatrixSymbol)}
+    for f in proof.families:
+        if f.name in ctx.families or f.name in symbol_names:
+            fail(f"family {f.name}: the name is used twice")
+        if index_kind(f.index) != "index":
+            fail(f"family {f.name}: its index must be an index symbol (derive.index)")
+        if (f.base is None) != (f.step is None):
+            fail(f"family {f.name}: a recurrence needs both a base value and a step")
+        ctx.families[f.name] = f
+
+
+def _member(f: Family, index: Basic) -> FamilyMatrix:
+    """``F[index]``, its shape from the family's template."""
+    return FamilyMatrix(f.name, index, f.rows.xreplace({f.index: index}), f.cols.xreplace({f.index: index}))
+
+
+def _check_family_recurrences(proof: Proof, ctx: Context, fail) -> None:
+    """A defined family is fresh (in no hypothesis), its value at 0 is defined, its step gives the member at
+    index + 1 from the member at index and families declared before it: so each recurrence defines one
+    (partial) sequence, whatever the values of the other symbols."""
+    hypothesis_families = {node.name for h in proof.hypotheses for side in (h.lhs, h.rhs)
+                           for node in side.atoms(FamilyMatrix)}
+    earlier: set[str] = set()
+    for f in proof.families:
+        if f.is_defined:
+            if f.name in hypothesis_families:
+                fail(f"family {f.name} is defined by a recurrence, so no hypothesis may speak about it")
+            for part, what in ((f.base, "base value"), (f.step, "step")):
+                for node in part.atoms(FamilyMatrix):
+                    defined_other = ctx.families[node.name].is_defined and node.name != f.name
+                    if defined_other and node.name not in earlier:
+                        fail(f"family {f.name}'s {what} uses {node.name}, which is not declared before it")
+                    if node.name == f.name and (what == "base value" or node.index != f.index):
+                        fail(f"family {f.name}'s {what} may use {f.name} only at the index {f.index}")
+            _same_shape(_member(f, 0), _defined(f.base, ctx, fail), fail, f"family {f.name}'s base value")
+            try:
+                require_exact_types(f.step)
+            except TermError as exc:
+                fail(f"family {f.name}'s step: {exc}")
+            _same_shape(_member(f, f.index + 1), f.step, fail, f"family {f.name}'s step")
+            base = (_member(f, 0), canon(f.base))
+            ctx.equations.append(base)
+            _register(f"base:{f.name}", (base[0], base[1], ()), ctx, fail)
+            _register(f"step:{f.name}", (_member(f, f.index + 1), canon(f.step), (f.index,)), ctx, fail)
+            if _step_defined_for_any_member(f, ctx):
+                ctx.total_families.add(f.name)
+        earlier.add(f.name)
+
+
+def _step_defined_for_any_member(f: Family, ctx: Context) -> bool:
+    """The step is defined whatever (defined) matrix F[s] is: then, by induction, every member is defined.
+
+    F[s] is made defined and nothing else by a trivial equation F[s] = F[s] in a copy of the context (no
+    hypothesis speaks about F, so no judgment learns more about it)."""
+    probe = Context(list(ctx.equations) + [(_member(f, f.index),) * 2], {k: list(v) for k, v in ctx.predicates.items()},
+                    dict(ctx.rules), dict(ctx.citations), ctx.deadline, families=dict(ctx.families),
+                    total_families=set(ctx.total_families))
+    try:
+        check_defined(f.step, probe)
+    except OutOfTime:
+        raise
+    except TermError:
+        return False
+    return True
+
+
 def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
     """The context of a theorem's statement: hypotheses and definitions, checked."""
 
@@ -479,8 +575,10 @@ def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
     try:
         _symbols_consistent(_all_terms(proof))
         _check_bound_variables(proof, fail, ctx.tick)
+        _declare_families(proof, ctx, fail)
         _add_hypotheses(proof.hypotheses, ctx, fail)
         _check_definitions(proof, ctx, fail)
+        _check_family_recurrences(proof, ctx, fail)
     except TermError as exc:
         fail(str(exc))
     for cited in proof.cites:
@@ -497,9 +595,41 @@ def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
     return ctx
 
 
-def lemma_rule(lemma: Chain):
-    """The rewrite rule a checked lemma becomes (None for a lemma with local hypotheses)."""
+def lemma_rule(lemma: Chain | Induction):
+    """The rewrite rule a checked lemma becomes (None for a lemma with local hypotheses).
+
+    An induction lemma binds its variable, which stands for itself unless a step instantiates it.
+    """
+    if isinstance(lemma, Induction):
+        return canon(lemma.lhs), canon(lemma.rhs), (lemma.variable,), True
     return None if lemma.hypotheses else (canon(lemma.lhs), canon(lemma.rhs), ())
+
+
+def induction_chains(proof: Proof, lemma: Induction) -> tuple[Chain, Chain]:
+    """The chains an induction lemma stands for: the claim at 0, and at variable + 1 from ``hyp:IH``, the claim
+    at variable.  Raises ProofError when the variable may not be inducted on."""
+    t = lemma.variable
+
+    def fail(reason):
+        raise ProofError(proof.theorem, lemma.name, None, None, reason)
+
+    if index_kind(t) != "index":
+        fail(f"induction is on an index symbol (derive.index), not on {t}")
+    statement = [side for h in proof.hypotheses for side in (h.lhs, h.rhs, *h.forall)]
+    statement += [side for d in proof.definitions for side in (d.symbol, d.rhs)]
+    if any(t in term.free_symbols for term in statement):
+        fail(f"induction on {t}: a hypothesis or definition speaks about {t}, so the claim at {t} + 1 could not "
+             f"use it")
+    for term in (lemma.lhs, lemma.rhs):
+        for m in term.atoms(MatrixSymbol):
+            if t in m.shape[0].free_symbols | m.shape[1].free_symbols:
+                fail(f"induction on {t}: the size of {m.name} depends on {t}; make it a family (derive.family), "
+                     f"whose members at {t} and {t} + 1 are different matrices")
+    at = lambda value: (lemma.lhs.xreplace({t: value}), lemma.rhs.xreplace({t: value}))  # noqa: E731
+    base, step = at(0), at(t + 1)
+    return (Chain(f"{lemma.name}_base", base[0], base[1], lemma.base),
+            Chain(f"{lemma.name}_step", step[0], step[1], lemma.step,
+                  (Hypothesis("IH", lemma.lhs, lemma.rhs),)))
 
 
 def check(proof: Proof, *, time_limit: float | None = None) -> Theorem:
@@ -543,10 +673,12 @@ def _check(proof: Proof, deadline: float | None) -> Theorem:
     ctx = theorem_context(proof, deadline)
     lemma_rules: dict = {}
     for index, chain in enumerate((*proof.lemmas, proof.claim)):
-        try:
-            _check_chain(proof.theorem, chain, ctx, lemma_rules)
-        except TermError as exc:
-            raise ProofError(proof.theorem, chain.name, None, None, str(exc)) from None
+        parts = induction_chains(proof, chain) if isinstance(chain, Induction) else (chain,)
+        for part in parts:
+            try:
+                _check_chain(proof.theorem, part, ctx, lemma_rules)
+            except TermError as exc:
+                raise ProofError(proof.theorem, part.name, None, None, str(exc)) from None
         if index < len(proof.lemmas) and lemma_rule(chain) is not None:
             lemma_rules[f"lemma:{chain.name}"] = lemma_rule(chain)
     return _issue(proof, digest(proof), time.perf_counter() - start)

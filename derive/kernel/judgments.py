@@ -28,6 +28,7 @@ from .proof import PREDICATES
 from .scalars import is_number, scalar_kind
 from .terms import (
     MATRIX_NODES,
+    FamilyMatrix,
     TermError,
     blocks_of,
     canon,
@@ -35,7 +36,9 @@ from .terms import (
     children,
     dims_equal,
     factors_of,
+    index_kind,
     require_exact_types,
+    require_index,
     shape,
 )
 
@@ -64,6 +67,8 @@ class Context:
     citations: dict = field(default_factory=dict)  # theorem id -> checked Theorem a step may cite as thm:ID
     deadline: float | None = None
     memo: dict = field(default_factory=dict)
+    families: dict = field(default_factory=dict)  # family name -> its declaration (derive.kernel.Family)
+    total_families: set = field(default_factory=set)  # recurrences whose every member is defined
 
     def has(self, predicate: str, term: Basic) -> bool:
         return any(term == t for t in self.predicates[predicate])
@@ -335,6 +340,49 @@ def _symmetric(term, ctx: Context, depth: int) -> bool:
     return any(symmetric(t, ctx, depth + 1) for t in ctx.equal_terms(term))
 
 
+_MAX_UNFOLDING = 64  # members a definedness judgment unfolds a recurrence through (F[5] → F[4] → ...)
+
+
+def _require_member(term: FamilyMatrix, ctx: Context, depth: int = 0) -> None:
+    """A member of a declared family, of the declared shape, and — for a recurrence — defined."""
+    family = ctx.families.get(term.name)
+    if family is None:
+        raise TermError(f"{term.name}[...] is a member of a family the proof does not declare")
+    rows, cols = (d.xreplace({family.index: term.index}) for d in (family.rows, family.cols))
+    if not (dims_equal(rows, term.shape[0]) and dims_equal(cols, term.shape[1])):
+        raise TermError(f"{term} has shape {term.shape}, but the family {term.name} says {(rows, cols)}")
+    if family.is_defined and not member_defined(term, ctx, depth):
+        raise TermError(f"cannot show that {term} is defined (its recurrence is not shown defined that far)")
+
+
+def member_defined(term: FamilyMatrix, ctx: Context, depth: int = 0) -> bool:
+    """F[e] for a recurrence F is defined: F is total (its step is defined for any defined F[s]), or F[e]
+    occurs in a side of an equation of the context (a hypothesis such as the induction hypothesis, a lemma),
+    or F[e] is F[0] with the base value defined, or F[e' + 1] with the step at e' defined (at most
+    ``_MAX_UNFOLDING`` members deep)."""
+    return ctx.remembered("member_defined", term, depth, lambda: _member_defined(term, ctx, depth))
+
+
+def _member_defined(term: FamilyMatrix, ctx: Context, depth: int) -> bool:
+    if depth > _MAX_UNFOLDING:
+        return False
+    if term.name in ctx.total_families:
+        return True
+    if any(side.has(term) for equation in ctx.equations for side in equation):
+        return True  # a sub-term of a side of a hypothesis, definition or lemma: defined where they hold
+    family = ctx.families[term.name]
+    try:
+        if term.index == 0:
+            _check_defined(family.base, ctx, depth + 1)
+            return True
+        previous = term.index - 1
+        require_index(previous)
+        _check_defined(family.step.xreplace({family.index: previous}), ctx, depth + 1)
+        return True
+    except TermError:
+        return False
+
+
 def _require_coefficient_defined(c: Basic, ctx: Context) -> None:
     """Every matrix read as a scalar is defined, and every division is by a scalar shown non-zero."""
     stack = [c]
@@ -362,7 +410,7 @@ def check_defined(term, ctx: Context) -> None:
     _check_defined(term, ctx)
 
 
-def _check_defined(term, ctx: Context) -> None:
+def _check_defined(term, ctx: Context, depth: int = 0) -> None:
     ctx.tick()
     if not isinstance(term, MATRIX_NODES):
         raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
@@ -376,13 +424,16 @@ def _check_defined(term, ctx: Context) -> None:
     else:
         kids = children(term)
     for child in kids:
-        _check_defined(child, ctx)
-    if isinstance(term, (MatrixSymbol, Identity, ZeroMatrix)):
+        _check_defined(child, ctx, depth)
+    if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)):
         for dim in term.shape:
             if dim.is_integer is not True or dim.is_nonnegative is not True or not all(
-                isinstance(s, Symbol) and s.is_integer and s.is_positive for s in dim.free_symbols
+                index_kind(s) is not None for s in dim.free_symbols
             ):
-                raise TermError(f"dimension {dim} must be a non-negative integer built from positive-integer symbols")
+                raise TermError(f"dimension {dim} must be a non-negative integer built from dimension and index "
+                                "symbols")
+        if isinstance(term, FamilyMatrix):
+            _require_member(term, ctx, depth)
     elif isinstance(term, Inverse):
         if not invertible(term.args[0], ctx):
             raise TermError(f"cannot show that {term.args[0]} is invertible")

@@ -18,8 +18,8 @@ from sympy.assumptions import Q
 from sympy.assumptions.assume import AppliedPredicate
 from sympy.matrices.expressions import MatrixSymbol
 
-__all__ = ["PREDICATES", "Chain", "Definition", "Hypothesis", "Proof", "ProofError", "Step", "Theorem",
-           "digest", "is_issued", "proof_to_data", "register_display"]
+__all__ = ["PREDICATES", "Chain", "Definition", "Family", "Hypothesis", "Induction", "Proof", "ProofError", "Step",
+           "Theorem", "digest", "is_issued", "proof_to_data", "register_display"]
 
 #: Predicate hypotheses the kernel understands, written ``Q.<name>(M)`` = true.
 PREDICATES = {"positive_definite": Q.positive_definite, "invertible": Q.invertible,
@@ -81,6 +81,53 @@ class Chain:
 
 
 @dataclass(frozen=True)
+class Family:
+    """A family of matrices ``F[0], F[1], ...`` (:class:`derive.kernel.terms.FamilyMatrix` members).
+
+    ``rows`` and ``cols`` give the shape of ``F[index]`` in terms of the bound index symbol ``index``.  A
+    family without ``base`` and ``step`` is free: any sequence of matrices of those shapes (the data
+    x₁, x₂, ...).  With both it is defined by a recurrence, cited as ``base:NAME`` (F[0] = base) and
+    ``step:NAME`` (F[e + 1] = step with ``index`` instantiated to e); its members are defined as far as the
+    recurrence is.
+    """
+
+    name: str
+    index: Basic
+    rows: Basic
+    cols: Basic
+    base: Basic | None = None
+    step: Basic | None = None
+
+    @property
+    def is_defined(self) -> bool:
+        return self.base is not None
+
+
+@dataclass(frozen=True)
+class Induction:
+    """The lemma ``lhs = rhs`` for every natural value of the index symbol ``variable``, by induction.
+
+    ``base`` is the chain of steps from lhs to rhs at ``variable`` = 0; ``step`` the chain from lhs to rhs at
+    ``variable`` + 1, which may cite the claim at ``variable`` as ``hyp:IH``.  Later chains cite the lemma as
+    ``lemma:NAME``, as it stands or with ``variable`` instantiated to another index.
+    """
+
+    name: str
+    variable: Basic
+    lhs: Basic
+    rhs: Basic
+    base: tuple[Step, ...]
+    step: tuple[Step, ...]
+
+    hypotheses = ()  # an induction lemma holds under the theorem's hypotheses alone
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """Every step of both chains (for counting)."""
+        return (*self.base, *self.step)
+
+
+@dataclass(frozen=True)
 class Proof:
     """A theorem's statement and proof: lemmas first (each may be cited later), then the claim."""
 
@@ -89,9 +136,10 @@ class Proof:
     statement: str
     hypotheses: tuple[Hypothesis, ...]
     definitions: tuple[Definition, ...]
-    lemmas: tuple[Chain, ...]
+    lemmas: tuple[Chain | Induction, ...]
     claim: Chain
     cites: tuple[Theorem, ...] = ()  # checked theorems that steps cite as ``thm:ID``
+    families: tuple[Family, ...] = ()  # families of matrices (sequences indexed by a natural number)
 
 
 class ProofError(ValueError):
@@ -245,20 +293,34 @@ def proof_to_data(proof: Proof) -> dict:
             out["forall"] = [srepr(v) for v in h.forall]
         return out
 
-    def chain(c: Chain) -> dict:
-        steps = []
-        for s in c.steps:
+    def steps(items) -> list:
+        out = []
+        for s in items:
             item = {"expr": srepr(s.expr), "rule": s.rule}
             if s.instance:
                 item["instance"] = [[srepr(v), srepr(t)] for v, t in s.instance]
-            steps.append(item)
-        out = {"name": c.name, "claim": {"lhs": srepr(c.lhs), "rhs": srepr(c.rhs)}, "steps": steps}
+            out.append(item)
+        return out
+
+    def chain(c: Chain | Induction) -> dict:
+        out = {"name": c.name, "claim": {"lhs": srepr(c.lhs), "rhs": srepr(c.rhs)}}
+        if isinstance(c, Induction):
+            out.update({"induction": srepr(c.variable), "base": steps(c.base), "step": steps(c.step)})
+            return out
+        out["steps"] = steps(c.steps)
         if c.hypotheses:
             out["hypotheses"] = [hyp(h) for h in c.hypotheses]
         return out
 
+    def family(f: Family) -> dict:
+        out = {"name": f.name, "index": srepr(f.index), "rows": srepr(f.rows), "cols": srepr(f.cols)}
+        if f.base is not None:
+            out.update({"base": srepr(f.base), "step": srepr(f.step)})
+        return out
+
     main = chain(proof.claim)
     return {
+        **({"families": [family(f) for f in proof.families]} if proof.families else {}),
         "theorem": proof.theorem,
         "title": proof.title,
         "statement": proof.statement,

@@ -39,7 +39,11 @@ from sympy.matrices.expressions import (
 from .scalars import CoefficientError, canon_coefficient, is_number, is_one_by_one, require_coefficient
 
 __all__ = [
+    "FamilyMatrix",
+    "MAX_INDEX",
     "TermError",
+    "index_kind",
+    "require_index",
     "MATRIX_NODES",
     "MAX_DIMENSION_NODES",
     "require_exact_types",
@@ -65,8 +69,40 @@ class TermError(ValueError):
     """A term is malformed: unknown node, non-conforming shapes, or a bad scalar."""
 
 
+class FamilyMatrix(MatrixExpr):
+    """``F[e]``: the member at index ``e`` (a natural number) of the family of matrices named ``F``.
+
+    A family is declared in a proof (:class:`derive.kernel.Family`) with the shape of its members as a
+    function of the index (the prefix X_t has t rows); it is either free (any sequence of matrices) or
+    defined by a recurrence (a value at 0 and a step from e to e + 1).  Like a matrix symbol it is a leaf
+    of the term; the node carries its shape so that SymPy can work with it.
+    """
+
+    def __new__(cls, name, index, rows, cols):
+        from sympy.core.symbol import Str
+
+        name = Str(name) if isinstance(name, str) else name
+        return Basic.__new__(cls, name, sympy.sympify(index), sympy.sympify(rows), sympy.sympify(cols))
+
+    @property
+    def name(self) -> str:
+        return self.args[0].name
+
+    @property
+    def index(self) -> Expr:
+        return self.args[1]
+
+    @property
+    def shape(self):
+        return self.args[2], self.args[3]
+
+    def _sympystr(self, printer):
+        return f"{self.name}[{printer._print(self.index)}]"
+
+
 #: The only matrix node types a kernel term may contain.
-MATRIX_NODES = (MatrixSymbol, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd, BlockMatrix)
+MATRIX_NODES = (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd,
+                BlockMatrix)
 
 
 #: Exactly these types (no subclasses) may occur: a subclass could redefine equality.
@@ -77,6 +113,37 @@ _DIMENSION_TYPES = _NUMBER_TYPES - {sympy.Rational, type(sympy.S.Half)} | {sympy
 MAX_DIMENSION_NODES = 24  # nodes of one dimension expression (p + k, n - 1): comparing them stays cheap
 
 
+MAX_INDEX = 64  # a family's index: at most this plus an index symbol (F[t + 1], F[0], F[3])
+
+
+def index_kind(symbol: Basic) -> str | None:
+    """``"dimension"`` (a positive integer), ``"index"`` (a natural number, may be 0) or None."""
+    if type(symbol) is not sympy.Symbol:
+        return None
+    given = getattr(symbol, "_assumptions_orig", None)
+    if given == {"integer": True, "positive": True}:
+        return "dimension"
+    if given == {"integer": True, "nonnegative": True}:
+        return "index"
+    return None
+
+
+def require_index(e: Basic) -> None:
+    """Raise TermError unless ``e`` is a natural number a family may be indexed by: a number, an index
+    symbol, or an index symbol plus a number (at most ``MAX_INDEX``)."""
+    kind = type(e)
+    if kind in _NUMBER_TYPES and e.q == 1 and 0 <= e <= MAX_INDEX:
+        return
+    if kind is sympy.Symbol and index_kind(e) == "index":
+        return
+    if kind is sympy.Add and len(e.args) == 2:
+        number, symbol = sorted(e.args, key=lambda a: type(a) is sympy.Symbol)
+        if type(number) in _NUMBER_TYPES and number.q == 1 and 0 < number <= MAX_INDEX \
+                and index_kind(symbol) == "index":
+            return
+    raise TermError(f"{e} is not an index (a natural number: 0, 1, ..., t, t + 1, ... for an index symbol t)")
+
+
 def _require_dimension(dim: Basic) -> None:
     nodes = 0
     for node in sympy.preorder_traversal(dim):
@@ -85,8 +152,8 @@ def _require_dimension(dim: Basic) -> None:
             raise TermError(f"{type(node).__name__} is not allowed in a dimension")
         if nodes > MAX_DIMENSION_NODES:
             raise TermError(f"a dimension expression has more than {MAX_DIMENSION_NODES} nodes")
-        if type(node) is sympy.Symbol and type(node.name) is not str:
-            raise TermError("a dimension symbol needs a plain name")
+        if type(node) is sympy.Symbol and (type(node.name) is not str or index_kind(node) is None):
+            raise TermError("a dimension symbol needs a plain name and must be made by derive.dim or derive.index")
 
 
 def require_exact_types(term: Basic) -> None:
@@ -103,6 +170,11 @@ def require_exact_types(term: Basic) -> None:
             if type(node.args[0]) is not Str or type(node.args[0].name) is not str:
                 raise TermError("a matrix symbol needs a plain name")
             dims = node.args[1:]
+        elif kind is FamilyMatrix:
+            if len(node.args) != 4 or type(node.args[0]) is not Str or type(node.args[0].name) is not str:
+                raise TermError("a family member needs a plain name, an index and a shape")
+            require_index(node.args[1])
+            dims = node.args[2:]
         elif kind in (Identity, ZeroMatrix):
             dims = node.args
         else:
@@ -324,7 +396,7 @@ def blocks_of(term: BlockMatrix) -> list[list[MatrixExpr]]:
 
 def canon(term: Basic) -> MatrixExpr:
     """Normal form modulo associativity, commutativity of +, and scalar arithmetic."""
-    if isinstance(term, (MatrixSymbol, Identity, ZeroMatrix)):
+    if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)):
         return term
     if isinstance(term, Transpose):
         return Transpose(canon(term.args[0]))

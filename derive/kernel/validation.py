@@ -29,19 +29,20 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from .proof import PREDICATES, Chain, Definition, Hypothesis, Proof, Step
+from .proof import PREDICATES, Chain, Definition, Family, Hypothesis, Induction, Proof, Step
 from .scalars import SCALAR_ASSUMPTIONS, scalar_kind
-from .terms import MAX_DIMENSION_NODES, TermError
+from .terms import MAX_DIMENSION_NODES, FamilyMatrix, TermError, index_kind, require_index
 
 __all__ = ["IDENTIFIER", "ValidationError", "dimension_symbol", "identifier", "rule_name", "term", "validated"]
 
 #: Ids, names of hypotheses, definitions and chains: ASCII identifiers of at most 100 characters.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
-_RULE_PREFIXES = ("hyp", "def", "lemma", "thm")
+_RULE_PREFIXES = ("hyp", "def", "lemma", "thm", "base", "step")
 MAX_TEXT = 20_000  # characters of a title or a statement in words
 MAX_TERM_NODES = 200_000  # nodes of one term: far above any real proof, small enough to walk at once
 
 _DIMENSION_ASSUMPTIONS = {"integer": True, "positive": True}
+_INDEX_ASSUMPTIONS = {"integer": True, "nonnegative": True}
 
 
 class ValidationError(TermError):
@@ -107,16 +108,36 @@ def rational(value) -> Rational:
 
 
 def dimension_symbol(value) -> Symbol:
-    """A dimension: a ``Symbol`` (exactly) with a plain name, assumed a positive integer, rebuilt."""
+    """A dimension (a ``Symbol``, exactly, assumed a positive integer: ``derive.dim``) or an index (assumed a
+    non-negative integer: ``derive.index``), with a plain name, rebuilt."""
     if type(value) is not Symbol:
         raise ValidationError(f"{type(value).__name__} is not a dimension symbol")
     name = value.name
     if type(name) is not str or not IDENTIFIER.match(name):
         raise ValidationError("a dimension symbol needs an identifier as its name")
     assumptions = getattr(value, "_assumptions_orig", None)
-    if type(assumptions) is not dict or assumptions != _DIMENSION_ASSUMPTIONS:
-        raise ValidationError(f"dimension {name} must be assumed exactly integer and positive")
-    return Symbol(name, integer=True, positive=True)
+    if type(assumptions) is not dict or assumptions not in (_DIMENSION_ASSUMPTIONS, _INDEX_ASSUMPTIONS):
+        raise ValidationError(f"dimension {name} must be assumed exactly integer and positive (or, for an index, "
+                              "integer and non-negative)")
+    return Symbol(name, **assumptions)
+
+
+def index_symbol(value) -> Symbol:
+    """An index symbol (``derive.index``), rebuilt."""
+    symbol = dimension_symbol(value)
+    if index_kind(symbol) != "index":
+        raise ValidationError(f"{symbol} is not an index symbol (derive.index)")
+    return symbol
+
+
+def index(value) -> Basic:
+    """An index of a family member: a natural number, an index symbol, or one plus a number; rebuilt."""
+    rebuilt = dimension(value)
+    try:
+        require_index(rebuilt)
+    except TermError as exc:
+        raise ValidationError(str(exc)) from None
+    return rebuilt
 
 
 def dimension(value, budget: list[int] | None = None) -> Basic:
@@ -164,6 +185,11 @@ def _term(value, budget: list[int]) -> Basic:
         if type(name) is not Str or type(name.name) is not str or not IDENTIFIER.match(name.name):
             raise ValidationError("a matrix symbol needs an identifier as its name")
         return MatrixSymbol(Str(name.name), dimension(rows), dimension(cols))
+    if kind is FamilyMatrix:
+        name, position, rows, cols = _exactly(value, 4)
+        if type(name) is not Str or type(name.name) is not str or not IDENTIFIER.match(name.name):
+            raise ValidationError("a family needs an identifier as its name")
+        return FamilyMatrix(Str(name.name), index(position), dimension(rows), dimension(cols))
     if kind is Identity:
         (size,) = _exactly(value, 1)
         return Identity(dimension(size))
@@ -211,8 +237,8 @@ def _term(value, budget: list[int]) -> Basic:
     raise ValidationError(f"{kind.__name__} is not a matrix term the kernel knows")
 
 
-_MATRIX_TYPES = frozenset({MatrixSymbol, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd,
-                           BlockMatrix})
+_MATRIX_TYPES = frozenset({MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul,
+                           MatAdd, BlockMatrix})
 
 
 def scalar_symbol(value) -> Symbol:
@@ -260,7 +286,7 @@ def _exactly(value, count: int) -> tuple:
 
 
 def symbol(value) -> Basic:
-    """A matrix or dimension symbol (what ``forall`` binds and instances map), rebuilt."""
+    """A matrix, dimension or index symbol (what ``forall`` binds and instances map), rebuilt."""
     if type(value) is MatrixSymbol:
         return term(value)
     if type(value) is Symbol:
@@ -337,6 +363,27 @@ def chain(value) -> Chain:
                  tuple(hypothesis(h) for h in _sequence(value.hypotheses, f"chain {name}'s hypotheses")))
 
 
+def family(value) -> Family:
+    if type(value) is not Family:
+        raise ValidationError(f"a family must be a derive.kernel.Family, not {type(value).__name__}")
+    name = identifier(value.name, "a family's name")
+    variable = index_symbol(value.index)
+    defined = value.base is not None or value.step is not None
+    return Family(name, variable, dimension(value.rows), dimension(value.cols),
+                  term(value.base) if defined else None, term(value.step) if defined else None)
+
+
+def lemma(value) -> Chain | Induction:
+    if type(value) is Chain:
+        return chain(value)
+    if type(value) is not Induction:
+        raise ValidationError(f"a lemma must be a derive.kernel.Chain or Induction, not {type(value).__name__}")
+    name = identifier(value.name, "a lemma's name")
+    return Induction(name, index_symbol(value.variable), term(value.lhs), term(value.rhs),
+                     tuple(step(s) for s in _sequence(value.base, f"induction {name}'s base")),
+                     tuple(step(s) for s in _sequence(value.step, f"induction {name}'s step")))
+
+
 def validated(proof, issued) -> Proof:
     """A fresh copy of ``proof`` made of exactly-typed, rebuilt parts; ``issued(theorem)`` vouches for each
     cited theorem (it must be one the kernel made and still holds unchanged)."""
@@ -349,5 +396,6 @@ def validated(proof, issued) -> Proof:
     return Proof(theorem_id, _text(proof.title, "the title"), _text(proof.statement, "the statement"),
                  tuple(hypothesis(h) for h in _sequence(proof.hypotheses, "the hypotheses")),
                  tuple(definition(d) for d in _sequence(proof.definitions, "the definitions")),
-                 tuple(chain(c) for c in _sequence(proof.lemmas, "the lemmas")),
-                 chain(proof.claim), tuple(cites))
+                 tuple(lemma(c) for c in _sequence(proof.lemmas, "the lemmas")),
+                 chain(proof.claim), tuple(cites),
+                 tuple(family(f) for f in _sequence(proof.families, "the families")))
