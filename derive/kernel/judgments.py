@@ -167,13 +167,18 @@ def nonzero(c: Basic, ctx: Context) -> bool:
 # --- matrices ----------------------------------------------------------------------------------
 
 
+def _transposes(a: Basic, b: Basic) -> bool:
+    """``a`` is ``bᵀ`` or ``b`` is ``aᵀ`` (as written in normal form)."""
+    return a == Transpose(b) or b == Transpose(a)
+
+
 def _congruence(mats: list) -> Basic | None:
     """The middle factor M of a product F M Fᵀ (F a run of factors, Fᵀ its transpose read backwards)."""
     if len(mats) % 2 == 0:
         return None
     half = len(mats) // 2
     outer, middle, inner = mats[:half], mats[half], mats[half + 1:]
-    if all(Transpose(a) == b or Transpose(b) == a for a, b in zip(outer, reversed(inner), strict=True)):
+    if all(_transposes(a, b) for a, b in zip(outer, reversed(inner), strict=True)):
         return middle
     return None
 
@@ -244,8 +249,8 @@ def _positive_semidefinite(term, ctx: Context, depth: int) -> bool:
         if nonnegative(coeff, ctx):
             if len(mats) == 1:
                 return positive_semidefinite(mats[0], ctx, depth + 1)  # c·M, c ≥ 0
-            if len(mats) == 2 and mats[0] == Transpose(mats[1]):
-                return True  # Bᵀ B
+            if len(mats) == 2 and _transposes(mats[0], mats[1]):
+                return True  # Bᵀ B or B Bᵀ
             middle = _congruence(mats)
             if middle is not None:
                 return positive_semidefinite(middle, ctx, depth + 1)  # F M Fᵀ, any F
@@ -297,6 +302,8 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
     diagonal = _block_diagonal(term)
     if diagonal is not None and all(invertible(b, ctx, depth + 1) for b in diagonal):
         return True
+    if isinstance(term, MatAdd) and _low_rank_update_invertible(term, ctx, depth):
+        return True
     for lhs, rhs in ctx.equations:  # a square matrix with a one-sided inverse is invertible
         for product, unit in ((lhs, rhs), (rhs, lhs)):
             if isinstance(unit, Identity) and isinstance(product, MatMul) and factors_of(product)[0] == 1:
@@ -304,6 +311,32 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
                 if term in (mats[0], mats[-1]):
                     return True
     return any(invertible(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+
+
+def _low_rank_update_invertible(term: MatAdd, ctx: Context, depth: int) -> bool:
+    """A + c U V is invertible when A is and I + c V A⁻¹ U is (det(A + cUV) = det A · det(I + cVA⁻¹U)): the
+    invertibility half of the Sherman–Morrison–Woodbury formula.  One term of the sum is the update c U V,
+    split between any two of its factors; the other terms are A."""
+    if depth > _SEARCH_DEPTH:
+        return False
+    for position, update in enumerate(term.args):
+        coeff, mats = factors_of(update)
+        if len(mats) < 2:
+            continue
+        rest = [a for i, a in enumerate(term.args) if i != position]
+        base = rest[0] if len(rest) == 1 else MatAdd(*rest, evaluate=False)
+        if not invertible(base, ctx, depth + 1):
+            continue
+        for split in range(1, len(mats)):
+            left, right = mats[:split], mats[split:]
+            inner = shape(left[-1])[1]
+            left_term = left[0] if len(left) == 1 else MatMul(*left, evaluate=False)
+            right_term = right[0] if len(right) == 1 else MatMul(*right, evaluate=False)
+            small = MatAdd(Identity(inner), MatMul(coeff, right_term, Inverse(base), left_term, evaluate=False),
+                           evaluate=False)
+            if invertible(small, ctx, depth + 1):
+                return True
+    return False
 
 
 def symmetric(term, ctx: Context, depth: int = 0) -> bool:
@@ -327,8 +360,8 @@ def _symmetric(term, ctx: Context, depth: int) -> bool:
         _, mats = factors_of(term)  # a real coefficient keeps symmetry
         if len(mats) == 1:
             return symmetric(mats[0], ctx, depth + 1)
-        if len(mats) == 2 and mats[0] == Transpose(mats[1]):
-            return True
+        if len(mats) == 2 and _transposes(mats[0], mats[1]):
+            return True  # Bᵀ B or B Bᵀ
         middle = _congruence(mats)
         if middle is not None:
             return symmetric(middle, ctx, depth + 1)  # F M Fᵀ
