@@ -163,6 +163,20 @@ def test_solutions_outside_the_float_range_are_named_never_zero_or_infinity():
         nn.coefficients(x, np.arange(1.0, 5.0) * 1e-300)
 
 
+def test_scaling_building_blocks_are_exact():
+    rng = np.random.default_rng(14)
+    for shape in [(1, 1), (7, 3), (300, 1), (100_003, 5), (3, 70, 2), (5, 4, 513, 3), (2, 1, 300), (600, 64, 8)]:
+        A = rng.standard_normal(shape) * 10.0 ** rng.integers(-320, 300, shape[-1])  # subnormal to huge columns
+        A.flat[::7] = 0.0
+        A[..., -1] = 0.0  # a column of zeros: exponent 0
+        want = np.frexp(np.abs(A).max(axis=-2))[1]
+        np.testing.assert_array_equal(nn._max_abs_exponents(A), want)
+    x = np.array([5e-324, 1e-310, 1.7e308, 3.0, 2.0**-1000])
+    k = np.array([1074, 1060, -1024, -1, 1050])
+    np.testing.assert_array_equal(nn._times_power_of_two(x, k), np.ldexp(x, k))  # 2^k itself out of range
+    np.testing.assert_array_equal(nn._times_power_of_two(x[3:], k[3:] // 10), np.ldexp(x[3:], k[3:] // 10))
+
+
 # --- item 11: predict, attention_scores and attention_parameters ------------------------------------
 
 
