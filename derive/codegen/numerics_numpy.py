@@ -241,6 +241,8 @@ def _max_abs_exponents(A):
     """Per column of each matrix of A (..., rows, columns): the k with max |column| = m 2^k, m in [0.5, 1), as
     integers (0 for a column of zeros): exact for every finite float, subnormal ones included. Read a block of
     rows (of problems, for a stack) of about _BLOCK_BYTES at a time: the extra memory is one block."""
+    if A.size <= 1 << 14:  # small: NumPy's own reduction has the least overhead
+        return np.frexp(np.abs(A).max(axis=-2))[1]
     if A.ndim > 2:  # a stack: blocks of whole problems
         step = max(1, _BLOCK_BYTES // max(1, A[0].nbytes))
         return np.concatenate([np.frexp(_column_maxima(np.abs(A[i : i + step])))[1] for i in range(0, len(A), step)])
