@@ -230,13 +230,13 @@ def ill_conditioned(n=50, seed=10):
 def test_gram_routes_that_truncate_say_so(route):
     X, y = ill_conditioned()
     exact = exact_least_squares(X, y)
-    with pytest.warns(RuntimeWarning, match=rf"route '{route}' truncated the answer: it used rank 2 where X .* has "
+    with pytest.warns(nn.AccuracyWarning, match=rf"route '{route}' truncated the answer: it used rank 2 where X .* has "
                                             r"rank 3, condition estimate [0-9.]+e\+0?9"):
         truncated = nn.coefficients(X, y, route=route)
     assert relative_error(truncated, exact) > 0.5  # what the warning is for
-    with pytest.warns(RuntimeWarning, match="truncated"):
+    with pytest.warns(UserWarning, match="truncated"):  # AccuracyWarning is a UserWarning ...
         nn.attention_parameters(X, y, route=route)
-    with pytest.warns(RuntimeWarning, match="in 2 problems"):
+    with pytest.warns(RuntimeWarning, match="in 2 problems"):  # ... and a RuntimeWarning
         nn.coefficients(np.stack([X, X, X[::-1] * 0 + np.eye(50, 3)]), np.stack([y, y, y]), route=route)
     assert relative_error(nn.coefficients(X, y), exact) <= 1e-15  # auto: the least-squares solution
     for other in ("svd", "qr"):  # backward stable: about cond eps, 1e-7, and no warning
@@ -248,7 +248,7 @@ def test_gram_routes_that_truncate_say_so(route):
 def test_gram_routes_warn_where_conditioning_costs_digits(route):
     X, y = ill_conditioned()
     X[:, 2] = X[:, 1] + 1e-5 * np.random.default_rng(11).standard_normal(50)  # cond about 1e6: no truncation
-    with pytest.warns(RuntimeWarning, match=rf"route '{route}': condition estimate cond\(X\)² = [0-9.]+e\+1[0-9]"):
+    with pytest.warns(nn.AccuracyWarning, match=rf"route '{route}': condition estimate cond\(X\)² = [0-9.]+e\+1[0-9]"):
         nn.coefficients(X, y, route=route)
 
 
@@ -362,7 +362,7 @@ def test_generated_module_at_extreme_scales(tmp_path):
     X, y, beta = problem(1_000, 5, 1e200, seed=13)  # "XᵀX overflows"
     assert relative_error(oa.coefficients(X, y), beta) <= 1e-12
     Xill, yill = ill_conditioned()
-    with pytest.warns(RuntimeWarning, match=re.escape("route 'eigh' truncated")):
+    with pytest.warns(oa.AccuracyWarning, match=re.escape("route 'eigh' truncated")):
         oa.coefficients(Xill, yill, route="eigh")
     with pytest.raises(TypeError, match="masked array"):
         oa.coefficients(np.ma.array(X), y)

@@ -30,7 +30,8 @@ Routes (each evaluates a kernel-checked identity, on the column-scaled data):
     "cholesky"  X_q C⁻ᵀ C⁻¹ XᵀY with XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route)
             "eigh" and "cholesky" form XᵀX, whose condition is the square of X's: use them where X is
             well-conditioned once its columns are scaled (cond(X)² eps far under 1e-6), to see those identities
-            at work or for speed. They warn (RuntimeWarning) where they cannot give the least-squares solution:
+            at work or for speed. They warn (AccuracyWarning, a UserWarning and a RuntimeWarning) where they
+            cannot give the least-squares solution:
             where their answer is truncated (XᵀX lost dimensions that X has: the warning names the rank used and
             X's, and the condition estimate), and where cond(X)² eps, their error to first order, is over 1e-6.
             "svd" and "qr" are backward stable (error about cond(X) eps); on rank-deficient X they give the
@@ -89,7 +90,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROUTES", "coefficients", "predict", "attention_parameters", "attention_scores"]
+__all__ = ["ROUTES", "AccuracyWarning", "coefficients", "predict", "attention_parameters", "attention_scores"]
 
 ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
 _EPS = np.finfo(np.float64).eps
@@ -593,12 +594,18 @@ def _eigh_minimum_norm(X, Y, route="eigh"):
     return _unscale(_printed("eigh")(V, lam, XtY), _shift(kx, ky), "the least-squares solution")
 
 
+class AccuracyWarning(UserWarning, RuntimeWarning):
+    """A route could not give the least-squares solution of the data: "eigh" or "cholesky" truncated the answer or
+    lose digits to cond(X)², or a minimum-norm answer dropped columns independent once scaled. Both a UserWarning
+    and a RuntimeWarning, so that a filter for either catches it."""
+
+
 def _warn(message):
-    """warnings.warn, attributed to the first caller outside this module."""
+    """warnings.warn(message, AccuracyWarning), attributed to the first caller outside this module."""
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, RuntimeWarning, stacklevel=level)
+    warnings.warn(message, AccuracyWarning, stacklevel=level)
 
 
 def _where(mask, whole=True):
@@ -1414,10 +1421,10 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> 
 
     Warns
     -----
-    RuntimeWarning
-        Route ``"eigh"`` or ``"cholesky"`` truncated the answer (it names the rank it used, X's rank and the
-        condition estimate) or its error to first order, cond(X)² eps, is over 1e-6; a minimum-norm answer
-        dropped columns that are independent once scaled.
+    AccuracyWarning
+        (a UserWarning and a RuntimeWarning) Route ``"eigh"`` or ``"cholesky"`` truncated the answer (it names
+        the rank it used, X's rank and the condition estimate) or its error to first order, cond(X)² eps, is over
+        1e-6; a minimum-norm answer dropped columns that are independent once scaled.
 
     Examples
     --------
@@ -1463,7 +1470,7 @@ def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route
 
     Warns
     -----
-    RuntimeWarning
+    AccuracyWarning
         As in :func:`coefficients`.
 
     Examples
@@ -1583,7 +1590,7 @@ def attention_parameters(X: npt.ArrayLike, Y: npt.ArrayLike, *,
 
     Warns
     -----
-    RuntimeWarning
+    AccuracyWarning
         As in :func:`coefficients`.
 
     Examples
@@ -1633,7 +1640,7 @@ def attention_scores(X: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "
 
     Warns
     -----
-    RuntimeWarning
+    AccuracyWarning
         As in :func:`coefficients`.
 
     Examples
