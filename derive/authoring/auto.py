@@ -20,6 +20,7 @@ them from scratch later like any other chain.  The search, in order:
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import time
@@ -417,11 +418,16 @@ class Engine:
         self.chain, self.ctx, self.deadline = chain, chain.ctx, deadline
         for theorem in chain.builder.cites:  # cited after this chain was opened
             self.ctx.citations.setdefault(theorem.id, theorem)
-        self.equations = [
+        equations = [
             _oriented(name, canon(lhs), canon(rhs))
             for name, (lhs, rhs, bound) in ((n, _plain(e)) for n, e in self.ctx.rules.items())
             if lhs is not None and not bound and canon(lhs) != canon(rhs)
         ]
+        # lemmas in an order of their own (by what they say), so the result does not depend on the order in
+        # which earlier chains proved them; hypotheses and definitions keep the statement's order
+        lemmas = sorted((e for e in equations if e.name.startswith("lemma:")),
+                        key=lambda e: (default_sort_key(e.lhs), default_sort_key(e.rhs)))
+        self.equations = [e for e in equations if not e.name.startswith("lemma:")] + lemmas
         self.flips: set[str] = set()
         self.goal: set | None = None  # symbols the other side speaks about (see sources)
         self.goal_all = False  # defer lemmas off the goal too, not only hypotheses
@@ -1032,8 +1038,40 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
     middle = engine.search(left_nf, right_nf)
     if middle is not None:
         return prefix + left_steps + middle + _reverse(right_start, right_steps) + suffix
-    engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}", "auto")
+    engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}; {_tried(engine)}"
+                       f"{_nearest_step(engine, left_nf, right_nf)}", "auto")
     raise AssertionError("unreachable")
+
+
+def _tried(engine: Engine) -> str:
+    strategies = sum(1 for _ in _strategies(engine))
+    return (f"it tried directed normalisation of both sides under {strategies} orientations of the equations, "
+            f"inverses cleared by cross-multiplication where one side has an inverse at an end, and a search of "
+            f"up to {MAX_SEARCH_TERMS} terms")
+
+
+def _nearest_step(engine: Engine, left: Basic, right: Basic) -> str:
+    """A hand step from the left normal form that brings it closest to the right one (a hint), or ""."""
+    target = collections.Counter(subterms(right))
+    here = collections.Counter(subterms(left))
+    best, best_distance = None, sum(((here - target) + (target - here)).values())
+    deadline = time.monotonic() + 0.5
+    sources = [e.source() for e in engine.equations] + [e.flipped().source() for e in engine.equations]
+    sources += _all_axioms()
+    for source in sources:
+        try:
+            for move in source.moves(engine, left):
+                if time.monotonic() > deadline:
+                    break
+                found = collections.Counter(subterms(move.expr))
+                distance = sum(((found - target) + (target - found)).values())
+                if distance < best_distance and engine.defined(move.expr):
+                    best, best_distance = move, distance
+        except (OutOfTime, TermError):
+            break
+    if best is None:
+        return ""
+    return f"; the nearest hand step: .rw({best.rule!r}) gives {_show(best.expr)}"
 
 
 MAX_CROSS_DEPTH = 2  # cross-multiplications nested inside the lemmas of one another
@@ -1054,6 +1092,10 @@ def _cross_multiply(engine: Engine, left: Basic, right: Basic) -> list[Move] | N
         return None
     builder._cross_depth = depth + 1
     try:
+        stripped = _strip_common_factors(engine, left, right)
+        if stripped is not None:
+            engine.tried.append("a lemma for the factors between the common outer ones")
+            return stripped
         for a, b, flipped in ((left, right, False), (right, left, True)):
             for end in ("first", "last"):
                 moves = _clear_inverse(engine, a, b, end)
@@ -1063,6 +1105,25 @@ def _cross_multiply(engine: Engine, left: Basic, right: Basic) -> list[Move] | N
         return None
     finally:
         builder._cross_depth = depth
+
+
+def _strip_common_factors(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
+    """A F₁ B = A F₂ B from the lemma F₁ = F₂ when the sides share outer factors A and B: X_q K⁻¹ XᵀY =
+    X_q V S⁻¹ Vᵀ XᵀY needs K⁻¹ = V S⁻¹ Vᵀ, which cross-multiplication then proves."""
+    (left_coeff, a), (right_coeff, b) = factors_of(left), factors_of(right)
+    if left_coeff != right_coeff or len(a) < 2 or len(b) < 2:
+        return None
+    prefix = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    suffix = next((i for i, (x, y) in enumerate(zip(reversed(a), reversed(b), strict=False)) if x != y),
+                  min(len(a), len(b)))
+    suffix = min(suffix, len(a) - prefix, len(b) - prefix)
+    middle_a, middle_b = a[prefix : len(a) - suffix], b[prefix : len(b) - suffix]
+    if not (prefix or suffix) or not middle_a or not middle_b:
+        return None
+    name = _prove_equation(engine, mul(middle_a), mul(middle_b))
+    if name is None:
+        return None
+    return [Move(right, f"lemma:{name}")]
 
 
 def _clear_inverse(engine: Engine, a: Basic, b: Basic, end: str) -> list[Move] | None:
