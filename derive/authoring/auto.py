@@ -125,8 +125,8 @@ class RuleSource(Source):
     def __init__(self, name: str, fn, side: Basic | None = None, accept: Callable | None = None, instance=()):
         self.name, self.fn, self.side, self.accept, self.instance = name, fn, side, accept, tuple(instance)
         self.symbols = frozenset() if side is None else frozenset(side.atoms(MatrixSymbol))
-        self.parts = frozenset() if side is None else frozenset(children(side) if isinstance(side, MatMul)
-                                                                else [side])
+        self.parts = frozenset() if side is None else frozenset(
+            children(side) if isinstance(side, (MatMul, MatAdd)) else [side])
 
     def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
         if self.name in NEEDS and not _has_node(expr, NEEDS[self.name]):
@@ -470,7 +470,8 @@ class Engine:
         eqs = [e for e in eqs if e not in deferred]
         cited = [CitedSource(t) for t in self.ctx.citations.values() if not _binds(t)]
         lemmas = [e.source() for e in eqs if e.name.startswith("lemma:")]
-        constant = [e for e in eqs if e.definition and isinstance(e.rhs, (Identity, ZeroMatrix))]  # β₀ := 0
+        # β₀ := 0, and block weights (W_Q := [[Γ], [0]]): unfolded early, so block products meet blocks
+        constant = [e for e in eqs if e.definition and isinstance(e.rhs, (Identity, ZeroMatrix, BlockMatrix))]
         hypotheses = [e.source() for e in eqs if not e.name.startswith(("lemma:", "def:"))] + [
             e.source() for e in constant]
         definitions = [e.source() for e in reversed(eqs) if e.name.startswith("def:") and e not in constant]
