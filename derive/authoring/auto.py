@@ -281,6 +281,8 @@ def _match(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict |
     if isinstance(pattern, BlockMatrix) and pattern.blockshape != term.blockshape:
         return None
     left, right = children(pattern), children(term)
+    if isinstance(pattern, MatAdd):  # a sum matches in any order: its normal-form order depends on the instance
+        return _match_sum(left, right, variables, binding)
     if len(left) != len(right):
         return None
     out = binding
@@ -289,6 +291,44 @@ def _match(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict |
         if out is None:
             return None
     return out
+
+
+def _match_sum(patterns: list, terms: list, variables: set, binding: dict) -> dict | None:
+    """A sum pattern against a sum: term by term in some order, or — with one bare variable among the
+    pattern's terms — the other terms matched and the variable bound to the sum of what is left
+    ((A + uvᵀ)⁻¹ against (λI + xxᵀ + XᵀX)⁻¹ binds A to λI + XᵀX)."""
+    if len(patterns) == len(terms):
+        out = _match_terms(patterns, terms, variables, binding)
+        if out is not None:
+            return out
+    free = [q for q in patterns if isinstance(q, MatrixSymbol) and q in variables and q not in binding]
+    if len(free) != 1 or len(terms) <= len(patterns):
+        return None
+    rest_patterns = [q for q in patterns if q is not free[0]]
+    for chosen in itertools.permutations(range(len(terms)), len(rest_patterns)):
+        out = _match_terms(rest_patterns, [terms[i] for i in chosen], variables, binding)
+        if out is None:
+            continue
+        leftover = [term for i, term in enumerate(terms) if i not in chosen]
+        try:
+            return _match(free[0], add(leftover), variables, out)
+        except TermError:
+            return None
+    return None
+
+
+def _match_terms(patterns: list, terms: list, variables: set, binding: dict) -> dict | None:
+    """Bindings that match the patterns to the terms one to one, in some order (backtracking; sums are small)."""
+    if not patterns:
+        return binding
+    first, rest = patterns[0], patterns[1:]
+    for i, term in enumerate(terms):
+        out = _match(first, term, variables, binding)
+        if out is not None:
+            out = _match_terms(rest, terms[:i] + terms[i + 1 :], variables, out)
+            if out is not None:
+                return out
+    return None
 
 
 def _match_shape(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict | None:

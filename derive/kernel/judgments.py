@@ -45,7 +45,7 @@ from .terms import (
 __all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "invertible", "nonnegative", "nonzero",
            "positive", "positive_definite", "positive_semidefinite", "sign", "symmetric"]
 
-_SEARCH_DEPTH = 4  # how far judgments follow hypothesis equations (any bound is sound)
+_SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; any bound is sound)
 
 
 class OutOfTime(TermError):
@@ -128,11 +128,11 @@ def sign(c: Basic, ctx: Context, depth: int = 0) -> frozenset:
         return POSITIVE if scalar_kind(c) == "positive" else UNKNOWN
     if kind is Trace:
         m = c.args[0]
-        if positive_definite(m, ctx, depth + 1):
+        if positive_definite(m, ctx, depth):
             return POSITIVE
-        if positive_semidefinite(m, ctx, depth + 1):
+        if positive_semidefinite(m, ctx, depth):
             return NONNEGATIVE
-        return NONZERO if invertible(m, ctx, depth + 1) else UNKNOWN
+        return NONZERO if invertible(m, ctx, depth) else UNKNOWN
     if kind is Mul:
         out = POSITIVE
         for arg in c.args:
@@ -208,25 +208,25 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
     if isinstance(term, Identity) or ctx.has("positive_definite", term):
         return True
     if isinstance(term, (Inverse, MatPow)):
-        return positive_definite(term.args[0], ctx, depth + 1)
+        return positive_definite(term.args[0], ctx, depth)
     if isinstance(term, Transpose):
-        return positive_definite(term.args[0], ctx, depth + 1)
+        return positive_definite(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
         if positive(coeff, ctx):
             if len(mats) == 1:
-                return positive_definite(mats[0], ctx, depth + 1)  # c·M, c > 0
+                return positive_definite(mats[0], ctx, depth)  # c·M, c > 0
             if len(mats) == 2 and mats[0] == Transpose(mats[1]):
-                return _square(mats[1]) and invertible(mats[1], ctx, depth + 1)  # Bᵀ B, B invertible
+                return _square(mats[1]) and invertible(mats[1], ctx, depth)  # Bᵀ B, B invertible
             middle = _congruence(mats)
-            if middle is not None and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
-                return positive_definite(middle, ctx, depth + 1)  # F M Fᵀ, F square invertible
+            if middle is not None and all(_square(m) and invertible(m, ctx, depth) for m in mats):
+                return positive_definite(middle, ctx, depth)  # F M Fᵀ, F square invertible
     if isinstance(term, MatAdd):  # positive semidefinite terms, one of them positive definite
-        if all(positive_semidefinite(a, ctx, depth + 1) for a in term.args):
-            return any(positive_definite(a, ctx, depth + 1) for a in term.args)
+        if all(positive_semidefinite(a, ctx, depth) for a in term.args):
+            return any(positive_definite(a, ctx, depth) for a in term.args)
     diagonal = _block_diagonal(term)
     if diagonal is not None:
-        return all(positive_definite(b, ctx, depth + 1) for b in diagonal)
+        return all(positive_definite(b, ctx, depth) for b in diagonal)
     return any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term))
 
 
@@ -240,25 +240,25 @@ def positive_semidefinite(term, ctx: Context, depth: int = 0) -> bool:
 def _positive_semidefinite(term, ctx: Context, depth: int) -> bool:
     if depth > _SEARCH_DEPTH or not _square(term):
         return False
-    if isinstance(term, ZeroMatrix) or positive_definite(term, ctx, depth + 1):
+    if isinstance(term, ZeroMatrix) or positive_definite(term, ctx, depth):
         return True
     if isinstance(term, Transpose):
-        return positive_semidefinite(term.args[0], ctx, depth + 1)
+        return positive_semidefinite(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
         if nonnegative(coeff, ctx):
             if len(mats) == 1:
-                return positive_semidefinite(mats[0], ctx, depth + 1)  # c·M, c ≥ 0
+                return positive_semidefinite(mats[0], ctx, depth)  # c·M, c ≥ 0
             if len(mats) == 2 and _transposes(mats[0], mats[1]):
                 return True  # Bᵀ B or B Bᵀ
             middle = _congruence(mats)
             if middle is not None:
-                return positive_semidefinite(middle, ctx, depth + 1)  # F M Fᵀ, any F
+                return positive_semidefinite(middle, ctx, depth)  # F M Fᵀ, any F
     if isinstance(term, MatAdd):
-        return all(positive_semidefinite(a, ctx, depth + 1) for a in term.args)
+        return all(positive_semidefinite(a, ctx, depth) for a in term.args)
     diagonal = _block_diagonal(term)
     if diagonal is not None:
-        return all(positive_semidefinite(b, ctx, depth + 1) for b in diagonal)
+        return all(positive_semidefinite(b, ctx, depth) for b in diagonal)
     if any(positive_semidefinite(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
         return True
     return _congruent_to_semidefinite(term, ctx, depth)
@@ -291,16 +291,16 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
         return False
     if isinstance(term, Identity) or ctx.has("invertible", term):
         return True
-    if positive_definite(term, ctx, depth + 1):
+    if positive_definite(term, ctx, depth):
         return True
     if isinstance(term, (Transpose, Inverse, MatPow)):
-        return invertible(term.args[0], ctx, depth + 1)
+        return invertible(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
-        if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
+        if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth) for m in mats):
             return True
     diagonal = _block_diagonal(term)
-    if diagonal is not None and all(invertible(b, ctx, depth + 1) for b in diagonal):
+    if diagonal is not None and all(invertible(b, ctx, depth) for b in diagonal):
         return True
     if isinstance(term, MatAdd) and _low_rank_update_invertible(term, ctx, depth):
         return True
@@ -355,21 +355,21 @@ def _symmetric(term, ctx: Context, depth: int) -> bool:
     if isinstance(term, (Identity, ZeroMatrix)) or ctx.has("symmetric", term) or ctx.has("diagonal", term):
         return True
     if isinstance(term, (Inverse, MatPow, Transpose)):
-        return symmetric(term.args[0], ctx, depth + 1)
+        return symmetric(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         _, mats = factors_of(term)  # a real coefficient keeps symmetry
         if len(mats) == 1:
-            return symmetric(mats[0], ctx, depth + 1)
+            return symmetric(mats[0], ctx, depth)
         if len(mats) == 2 and _transposes(mats[0], mats[1]):
             return True  # Bᵀ B or B Bᵀ
         middle = _congruence(mats)
         if middle is not None:
-            return symmetric(middle, ctx, depth + 1)  # F M Fᵀ
+            return symmetric(middle, ctx, depth)  # F M Fᵀ
     if isinstance(term, MatAdd):
-        return all(symmetric(a, ctx, depth + 1) for a in term.args)
+        return all(symmetric(a, ctx, depth) for a in term.args)
     diagonal = _block_diagonal(term)
     if diagonal is not None:
-        return all(symmetric(b, ctx, depth + 1) for b in diagonal)
+        return all(symmetric(b, ctx, depth) for b in diagonal)
     return any(symmetric(t, ctx, depth + 1) for t in ctx.equal_terms(term))
 
 
