@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from ..kernel import Theorem
 from .printer import PaperLatexPrinter
-from .symbols import macro_table, theorem_dimensions, theorem_symbols
+from .symbols import family_macros, macro_table, theorem_dimensions, theorem_scalars, theorem_symbols
 
 __all__ = ["PACKAGE", "package_body", "package_latex"]
 
@@ -133,6 +133,10 @@ def package_body(theorems: Sequence[Theorem], matrix_style: str = "plain",
             names.setdefault(name, plain.symbol_latex(name))
         for name, dim in theorem_dimensions(theorem).items():
             names.setdefault(name, plain.doprint(dim))
+        for name, scalar in theorem_scalars(theorem).items():
+            names.setdefault(name, plain.doprint(scalar))
+    for name in sorted(family_macros(theorems)):  # a family's macro is its letter: x_{t+1} is \olsx_{t+1}
+        names.setdefault(name, plain.symbol_parts(name)[0])
     table = macro_table(theorems)
     lines = [_ENVIRONMENTS.rstrip("\n"), "% one macro per symbol"]
     for name in sorted(names, key=lambda n: table[n]):
