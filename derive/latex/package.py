@@ -42,6 +42,8 @@ _ENVIRONMENTS = r"""% theorem and lemma, unless the document defines its own
   \@ifundefined{theorem}{\newtheorem{theorem}{Theorem}}{}%
   \@ifundefined{lemma}{\@ifundefined{c@theorem}{\newtheorem{lemma}{Lemma}}%
     {\newtheorem{lemma}{Lemma}[theorem]}}{}}
+% long inline formulae (a statement's definitions) break instead of overfilling a narrow column
+\AtBeginDocument{\ifdim\emergencystretch<1.5em \emergencystretch=1.5em\fi}
 % displays that break: statements (\olsdisplay) and proof chains (olschain, \olsstep)
 \newlength\ols@indent
 \newlength\ols@width
@@ -56,6 +58,7 @@ _ENVIRONMENTS = r"""% theorem and lemma, unless the document defines its own
 \ols@avail\maxdimen\relax
 \providecommand\olsbreak{\discretionary{\thinspace\hbox{$\times$}}{}{}}
 \providecommand\olssep{,\allowbreak\quad}
+\providecommand\olsnext{\hskip\z@ plus 6em\penalty\z@\hskip\z@ plus -6em\relax}
 \newcommand\ols@setup{\parindent\z@ \parskip\z@ \lineskiplimit 2pt \lineskip 4pt
   \hyphenpenalty 500 \leftskip\z@ \rightskip\z@ plus 1fil \relax}
 \newcommand\olsdisplay[1]{\par\addvspace{\abovedisplayskip}%

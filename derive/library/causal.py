@@ -5,9 +5,9 @@ from __future__ import annotations
 from sympy.matrices.expressions import Identity, ZeroMatrix
 
 from derive.authoring import ProofBuilder, family, index, theorem
-from derive.codegen import Term
 from derive.kernel import Proof
 from derive.kernel.terms import add, block, inv, mul, transpose
+from derive.routes import Term
 
 from .base import GLOSSARY, I_p, X_q, k, p
 from .ridge import lam, ridge_gram
@@ -29,7 +29,7 @@ UPDATES = [Term("slow_memory_update", definition="P", names={"P": "P", "x": "x",
            Term("fast_memory_update", definition="S", names={"S": "S", "x": "x", "y": "y"})]
 
 
-@theorem(routes=UPDATES, glossary={
+@theorem(glossary={
     **GLOSSARY,
     "x": "the example that arrives at each time step", "y": "its target",
     "X": "the examples seen so far, one per row ($X_0$ is empty)", "Y": "their targets",

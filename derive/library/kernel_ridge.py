@@ -5,9 +5,9 @@ from __future__ import annotations
 from sympy.matrices.expressions import Identity
 
 from derive.authoring import ProofBuilder, theorem
-from derive.codegen import Route
 from derive.kernel import Proof
 from derive.kernel.terms import add, inv, mul, transpose
+from derive.routes import Route
 
 from .base import GLOSSARY, X, X_q, Y
 from .ridge import lam, ridge_gram, ridge_predictions
@@ -21,7 +21,7 @@ def token_gram(M, ridge=lam):
     return add(mul(M, transpose(M)), mul(ridge, Identity(M.shape[0])))
 
 
-@theorem(routes=[DUAL_ROUTE], glossary={**GLOSSARY, "lambda": "ridge penalty, $\\lambda > 0$"})
+@theorem(glossary={**GLOSSARY, "lambda": "ridge penalty, $\\lambda > 0$"})
 def kernel_ridge_push_through() -> Proof:
     b = ProofBuilder(
         "kernel_ridge_push_through",

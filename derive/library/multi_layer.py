@@ -6,9 +6,9 @@ from sympy.matrices.expressions import Identity, MatrixSymbol, ZeroMatrix
 
 from derive.authoring import ProofBuilder, family, index, theorem
 from derive.authoring.constructions import ols_coefficients
-from derive.codegen import Term
 from derive.kernel import Definition, Hypothesis, Proof
 from derive.kernel.terms import add, block, inv, mul, transpose
+from derive.routes import Term
 
 from .base import GLOSSARY, I_p, X, X_q, Y, k, m, n, p
 from .gauge import GRAM_INVERTIBLE
@@ -44,9 +44,9 @@ LAYERS = [Term("context_layer", definition="C", names={"C": "C", "W_Q": "W_Q", "
 @theorem(glossary={
     **GLOSSARY,
     "Gamma": "step matrix (preconditioner) $W_Q W_K^{\\top}$ of every layer",
-    "W_Q": "query weights $[\\Gamma; 0]$, reading the features of a token",
-    "W_K": "key weights $[I; 0]$, reading the features of a token",
-    "W_V": "value weights $[0, 0; 0, -I]$, reading minus the label slot of a token",
+    "W_Q": "query weights",
+    "W_K": "key weights",
+    "W_V": "value weights",
     "R": "read-out $[0; I]$ of the label slot",
     "beta": "gradient-descent iterates, $\\beta_0 = 0$",
     "C": "context tokens after $t$ layers, $C_0 = [X\\; Y]$",

@@ -7,9 +7,9 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from derive.authoring import ProofBuilder, orthogonal, predicate, scalar, theorem
 from derive.authoring.constructions import linear_attention
-from derive.codegen import Route
 from derive.kernel import Definition, Hypothesis, Proof
 from derive.kernel.terms import add, inv, mul, power, transpose
+from derive.routes import Route
 
 from .base import GLOSSARY, I_p, V, X, X_q, Y, p
 
@@ -33,7 +33,7 @@ RIDGE_ROUTE = Route("ridge", "ridge_route", {"X": "X", "Y": "Y", "X_q": "X_query
                                              "lambda": "ridge"}, diagonal=("Lambda",), gram=True)
 
 
-@theorem(routes=[RIDGE_ROUTE], glossary={
+@theorem(glossary={
     **GLOSSARY,
     "Lambda": "diagonal matrix of the eigenvalues of $X^{\\top}X$ (some may be zero)",
     "L_lambda": "ridge spectral factor $V(\\Lambda + \\lambda I)^{-1/2}$",

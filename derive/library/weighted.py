@@ -7,9 +7,9 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from derive.authoring import ProofBuilder, orthogonal, predicate, theorem
 from derive.authoring.constructions import linear_attention, spectral_factor
-from derive.codegen import Term
 from derive.kernel import Definition, Hypothesis, Proof
 from derive.kernel.terms import inv, mul, power, transpose
+from derive.routes import Term
 
 from .base import GLOSSARY, V, X, X_q, Y, k, n, p
 
@@ -29,7 +29,7 @@ def weighted_predictions(X_q, X, Y, W):
     return mul(X_q, inv(mul(transpose(X), W, X)), transpose(X), W, Y)
 
 
-@theorem(routes=WHITENED, glossary={
+@theorem(glossary={
     **GLOSSARY,
     "W": "diagonal matrix of positive weights, one per example",
     "V": "orthogonal matrix of the eigenvectors of $X^{\\top}WX$",
