@@ -236,6 +236,39 @@ def _reference(path: str, library: dict, time_limit: float) -> dict:
     return statement_of(theorem.proof)
 
 
+def _cmd_export(args) -> int:
+    from .export.coq import compile_export, coqc, export_certificates, write_export
+
+    out = _output_dir(args.out)
+    if args.unchecked:
+        if args.ids:
+            raise UsageError("give theorem ids or --unchecked certificates, not both")
+        data = []
+        for name in args.unchecked:
+            try:
+                data.append(read_certificate(name))
+            except CertificateError as exc:
+                raise UserInputError(f"{name}: {exc}") from None
+    else:
+        records = pipeline.prove(_select(args.ids))
+        _failures(records)
+        data = [json.loads(pipeline.certificate_text(r["theorem"])) for r in records if "theorem" in r]
+    export = export_certificates(data, unchecked=bool(args.unchecked))
+    write_export(export, out)
+    for tid in export.exported:
+        print(f"{tid:30} exported")
+    for tid, reason in export.skipped.items():
+        print(f"{tid:30} not exported: {reason}")
+    if not args.compile:
+        return 0
+    if coqc() is None:
+        raise UsageError("--compile needs coqc on PATH")
+    results = compile_export(out, export.exported)
+    for tid, verdict in results.items():
+        print(f"{tid:30} coqc: {'accepted, closed under the global context' if verdict == 'ok' else verdict}")
+    return 0 if all(v == "ok" for v in results.values()) else 1
+
+
 def _cmd_check(args) -> int:
     from .certificates import CertificateUnreadable, statement_of
 
@@ -335,13 +368,21 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quick", action="store_true", help="smaller Hopfield and shift runs (for tests)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.set_defaults(run=_cmd_reproduce)
+    x = sub.add_parser("export", help="export checked proofs to another proof checker (coq)")
+    x.add_argument("target", choices=("coq",), help="the proof checker (coq: Coq/MathComp)")
+    x.add_argument("ids", nargs="*", metavar="ID", help="theorem ids (default: all)")
+    x.add_argument("--out", required=True, metavar="DIR", help="directory for the .v files and _CoqProject")
+    x.add_argument("--unchecked", nargs="+", metavar="CERT", help="export these certificate files as they are, "
+                   "without the kernel's check (Coq checks them on its own)")
+    x.add_argument("--compile", action="store_true", help="compile with coqc and report per theorem")
+    x.set_defaults(run=_cmd_export)
     b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX, code and PDF")
     b.add_argument("--out", default="build", metavar="DIR", help="output directory (default: build)")
     b.add_argument("--no-pdf", action="store_true", help="do not compile the PDF")
     b.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
     b.add_argument("--symbols", metavar="FILE", help="as for latex: your macros for the package's symbols")
     b.set_defaults(run=_cmd_build)
-    for command in (listing, p, t, g, b):
+    for command in (listing, p, t, g, x, b):
         command.add_argument("--library", action="append", metavar="MODULE_OR_FILE",
                              help="also load the theorems this module or .py file registers with @theorem "
                                   "(repeatable). A library, like an installed entry point, is Python code that runs "

@@ -182,4 +182,29 @@ def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | No
     article = write_latex(theorems, tex, style, symbols)
     paths = write_code(records, code, list(BACKENDS))
     account = pdf(article) if make_pdf else "PDF skipped (--no-pdf)"
-    return BuildResult(records, certs, article, paths, account, written)
+    return BuildResult(records, certs, article, paths, account, written, extra=write_coq(records, out / "coq"))
+
+
+def write_coq(records: list[dict], out: Path, compile_: bool = True) -> list[str]:
+    """The Coq development of the verified theorems in ``out``; compiled per theorem when coqc is on PATH.
+
+    Returns the lines to report (what was exported, and each theorem's coqc verdict).
+    """
+    import json
+
+    from .export.coq import compile_export, coqc, export_certificates, write_export
+
+    data = [json.loads(certificate_text(r["theorem"])) for r in records if "theorem" in r]
+    export = export_certificates(data)
+    write_export(export, out)
+    lines = [f"Coq: {len(export.exported)} theorems exported to {out}, {len(export.skipped)} not exported"]
+    if compile_ and coqc() is not None and export.exported:
+        results = compile_export(out, export.exported)
+        failed = {k: v for k, v in results.items() if v != "ok"}
+        lines.append(f"coqc: {len(results) - len(failed)}/{len(results)} accepted"
+                     + "".join(f"; {k}: {v}" for k, v in failed.items()))
+        if failed:
+            raise PipelineError("coqc rejected exported theorems: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
+    elif compile_ and export.exported:
+        lines.append("coqc not found: Coq files written, not compiled")
+    return lines

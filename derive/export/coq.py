@@ -1,0 +1,658 @@
+"""Export certificates to Coq/MathComp: one ``.v`` file per theorem, a prelude and a ``_CoqProject``.
+
+Generated from the certificate JSON (parsed without running user code).  The statement is translated
+(dimensions, matrices, hypotheses, definitions, lemmas, claim); every kernel step e_i = e_{i+1} becomes a
+Coq lemma proved by the single MathComp lemma of its rule applied at the located sub-term
+(``congr1 (fun Z => C[Z]) rule``), plus re-association of products and sums (``mulmxA``, ``addrA``),
+which is the only part of the kernel's normal form the export models.  Anything else (scalars,
+families, blocks, rational powers, citations, sums reordered by a step, ...) makes the theorem
+*not exported*, with the reason; nothing is admitted.  Coq re-checks everything: an exported certificate
+the kernel would reject (``--unchecked``) fails in ``coqc``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sympy
+from sympy import Basic, Identity, Inverse, MatAdd, MatMul, MatrixSymbol, Transpose, ZeroMatrix
+
+from ..certificates.format import proof_from_data
+from ..kernel.terms import add, canon, factors_of, mul
+
+__all__ = ["PRELUDE", "CoqExport", "Unsupported", "export_certificates", "theorem_file", "write_export"]
+
+PRELUDE = "OlsPrelude"
+_PRELUDE_TEXT = (Path(__file__).with_name("OlsPrelude.v")).read_text()
+_HEADER = ('Set Warnings "-notation-overridden,-ambiguous-paths".\n'
+           "From mathcomp Require Import all_ssreflect all_algebra.\n"
+           f"From OLS Require Import {PRELUDE}.\n"
+           "Set Implicit Arguments.\nUnset Strict Implicit.\nUnset Printing Implicit Defensive.\n"
+           "Import GRing.Theory.\nLocal Open Scope ring_scope.\n")
+_RESERVED = {"O", "S", "R", "I", "Z", "T", "nat", "bool", "Type", "Set", "Prop", "if", "then", "else", "fun",
+             "forall", "match", "end", "as", "in", "return", "let", "at", "by", "do", "is", "of", "exists"}
+
+
+class Unsupported(Exception):
+    """A construct the Coq export does not model (the theorem is listed as not exported, with this reason)."""
+
+
+def _ident(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in _RESERVED:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            raise Unsupported(f"the name {name!r} is not a Coq identifier")
+        return f"m_{name}"
+    return name
+
+
+def _dim(d) -> str:
+    d = sympy.sympify(d)
+    if isinstance(d, sympy.Symbol):
+        return _ident(d.name)
+    if isinstance(d, sympy.Integer) and d >= 0:
+        return str(int(d))
+    if isinstance(d, sympy.Add):
+        return "(" + " + ".join(_dim(a) for a in d.args) + ")%N"
+    if isinstance(d, sympy.Mul):
+        return "(" + " * ".join(_dim(a) for a in d.args) + ")%N"
+    raise Unsupported(f"the dimension {d} is not a sum or product of dimension symbols and numbers")
+
+
+def _mtype(rows, cols) -> str:
+    return f"'M[R]_({_dim(rows)}, {_dim(cols)})"
+
+
+# --- terms: a small tree printed left-associated; ``flat`` merges nested products and sums -------------
+
+def ast(t: Basic):
+    """The kernel term ``t`` as a tree: ('sym', name) ('one', n) ('zero', r, c) ('tr', a) ('inv', a) ('mul', [..])
+    ('add', [..]), or Unsupported."""
+    if type(t) is MatrixSymbol:
+        return ("sym", _ident(t.name))
+    if type(t) is Identity:
+        return ("one", _dim(t.shape[0]))
+    if type(t) is ZeroMatrix:
+        return ("zero", _dim(t.shape[0]), _dim(t.shape[1]))
+    if type(t) is Transpose:
+        return ("tr", ast(t.args[0]))
+    if type(t) is Inverse:
+        return ("inv", ast(t.args[0]))
+    if type(t) is MatMul:
+        coeff, mats = factors_of(t)
+        if coeff != 1:
+            raise Unsupported(f"a scalar coefficient ({coeff}) occurs; scalars are not exported")
+        return ("mul", [ast(m) for m in mats])
+    if type(t) is MatAdd:
+        return ("add", [ast(a) for a in t.args])
+    raise Unsupported(f"{type(t).__name__} is not exported (only symbols, I, 0, transpose, inverse, products "
+                      "and sums are)")
+
+
+def flat(a):
+    kind = a[0]
+    if kind in ("mul", "add"):
+        out = []
+        for child in a[1]:
+            child = flat(child)
+            out += child[1] if child[0] == kind else [child]
+        return (kind, out) if len(out) > 1 else out[0]
+    if kind in ("tr", "inv"):
+        return (kind, flat(a[1]))
+    return a
+
+
+def show(a, top: bool = True) -> str:
+    kind = a[0]
+    if kind == "sym":
+        return a[1]
+    if kind == "hole":
+        return "Z_"
+    if kind == "one":
+        return f"(1%:M : 'M[R]_({a[1]}))"
+    if kind == "zero":
+        return f"(0 : 'M[R]_({a[1]}, {a[2]}))"
+    if kind == "tr":
+        return f"{show(a[1], False)}^T" if a[1][0] in ("sym", "one", "zero") else f"({show(a[1])})^T"
+    if kind == "inv":
+        arg = a[1][1] if a[1][0] == "sym" else show(a[1], False) if a[1][0] in ("mul", "add", "inv") \
+            else f"({show(a[1])})"
+        return f"invmx {arg}" if top else f"(invmx {arg})"
+    op = " *m " if kind == "mul" else " + "
+    text = op.join(show(c, False) if kind == "mul" or c[0] == "add" else show(c) for c in a[1])
+    return text if top else f"({text})"
+
+
+def _replace_hole(a, z):
+    if a[0] == "hole":
+        return z
+    if a[0] in ("mul", "add"):
+        return (a[0], [_replace_hole(c, z) for c in a[1]])
+    if a[0] in ("tr", "inv"):
+        return (a[0], _replace_hole(a[1], z))
+    return a
+
+
+# --- positions: every node, and every run of two or more adjacent factors of a product -----------------
+
+def positions(t: Basic):
+    """(sub-term, context tree with a hole, rebuild function) for every position of the canonical term ``t``."""
+    yield t, ("hole",), lambda r: r
+    if type(t) is MatMul:
+        coeff, mats = factors_of(t)
+        for i in range(len(mats)):
+            for j in range(i + 2, len(mats) + 1):
+                if j - i == len(mats):
+                    continue
+                run = mul(mats[i:j])
+                ctx = ("mul", [ast(m) for m in mats[:i]] + [("hole",)] + [ast(m) for m in mats[j:]])
+                yield run, ctx, (lambda r, i=i, j=j: mul(coeff, mats[:i], r, mats[j:]))
+    kids = _children(t)
+    for k, kid in enumerate(kids):
+        for sub, ctx, build in positions(kid):
+            yield sub, _wrap(t, k, ctx), (lambda r, k=k, build=build: _rebuild(t, k, build(r)))
+
+
+def _children(t):
+    if type(t) in (Transpose, Inverse):
+        return [t.args[0]]
+    if type(t) is MatMul:
+        return factors_of(t)[1]
+    if type(t) is MatAdd:
+        return list(t.args)
+    return []
+
+
+def _wrap(t, k, inner):
+    if type(t) is Transpose:
+        return ("tr", inner)
+    if type(t) is Inverse:
+        return ("inv", inner)
+    kids = _children(t)
+    trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
+    return ("mul" if type(t) is MatMul else "add", trees)
+
+
+def _rebuild(t, k, new):
+    if type(t) is Transpose:
+        return Transpose(new)
+    if type(t) is Inverse:
+        return Inverse(new)
+    kids = _children(t)
+    kids = kids[:k] + [new] + kids[k + 1:]
+    return mul(factors_of(t)[0], kids) if type(t) is MatMul else add(kids)
+
+
+# --- the statement --------------------------------------------------------------------------------------
+
+@dataclass
+class _Facts:
+    """What the theorem's hypotheses give the step proofs: proof terms of unitmx and symmetry facts."""
+
+    unit: dict  # canonical term -> Coq proof of `term \\in unitmx`
+    sym: dict  # canonical term -> Coq proof of `term^T = term`
+    equations: list  # (lhs, rhs, Coq proof of lhs = rhs)
+    diag: dict = None  # canonical term -> Coq proof of `is_diag_mx term`
+    pd: dict = None  # canonical term -> Coq proof of `posdef term`
+    unchecked: bool = False  # what the export cannot justify becomes an obligation for Coq (which fails)
+
+
+def _unit(t, facts: _Facts) -> str:
+    t = canon(t)
+    if t in facts.unit:
+        return facts.unit[t]
+    if type(t) is Identity:
+        return f"(@unit_one R {_dim(t.shape[0])})"
+    if type(t) is Transpose:
+        return f"(unit_tr {_unit(t.args[0], facts)})"
+    if type(t) is Inverse:
+        return f"(unit_inv {_unit(t.args[0], facts)})"
+    if type(t) is MatMul and factors_of(t)[0] == 1:
+        mats = factors_of(t)[1]
+        if all(m.shape[0] == m.shape[1] for m in mats):
+            proof = _unit(mats[0], facts)
+            for m in mats[1:]:
+                proof = f"(unit_mul {proof} {_unit(m, facts)})"
+            return proof
+    for lhs, rhs, proof in facts.equations:  # a square factor of a two-factor product equal to I
+        for prod, one, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+            if type(one) is Identity and type(prod) is MatMul and factors_of(prod)[0] == 1:
+                mats = factors_of(prod)[1]
+                if len(mats) == 2 and mats[0].shape[0] == mats[0].shape[1] and t in mats:
+                    return f"({'unit_left' if mats[0] == t else 'unit_right'} {p})"
+    if facts.unchecked:  # no justification known: Coq is left to prove it alone (and cannot)
+        return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
+    raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
+
+
+def _sym(t, facts: _Facts) -> str:
+    """A Coq proof of `t^T = t`, the way the kernel judges symmetry."""
+    t = canon(t)
+    if t in facts.sym:
+        return facts.sym[t]
+    if t in facts.diag:
+        return f"(diag_sym {facts.diag[t]})"
+    if type(t) is Identity:
+        return f"(@trmx1 R {_dim(t.shape[0])})"
+    if type(t) is ZeroMatrix and t.shape[0] == t.shape[1]:
+        return f"(@trmx0 R {_dim(t.shape[0])} {_dim(t.shape[0])})"
+    if type(t) is Inverse:
+        return f"(sym_inv {_sym(t.args[0], facts)})"
+    if type(t) is Transpose:
+        return f"(sym_tr {_sym(t.args[0], facts)})"
+    if type(t) is MatMul and factors_of(t)[0] == 1:
+        mats = factors_of(t)[1]
+        if len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) and type(mats[0]) is Transpose:
+            return f"(sym_gram {show(ast(mats[1]), False)})"
+        if len(mats) == 2 and mats[1] == canon(Transpose(mats[0])) and type(mats[1]) is Transpose:
+            return f"(sym_gram_t {show(ast(mats[0]), False)})"
+        if len(mats) == 3 and mats[2] == canon(Transpose(mats[0])) and type(mats[2]) is Transpose:
+            return f"(sym_congr {show(ast(mats[0]), False)} {_sym(mats[1], facts)})"
+    if type(t) is MatAdd:
+        proof = _sym(t.args[0], facts)
+        for a in t.args[1:]:
+            proof = f"(sym_add {proof} {_sym(a, facts)})"
+        return proof
+    if facts.unchecked:
+        return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
+    raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
+
+
+def _symbols(terms):
+    mats, dims = {}, set()
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            if type(node) is MatrixSymbol:
+                mats[node.name] = node
+            if isinstance(node, sympy.Symbol) and node.assumptions0.get("integer"):
+                dims.add(node.name)
+            if isinstance(node, sympy.Symbol) and not node.assumptions0.get("integer") \
+                    and not isinstance(node, sympy.Dummy):
+                raise Unsupported(f"the scalar {node} occurs; scalars are not exported")
+    return mats, dims
+
+
+# --- step proofs -----------------------------------------------------------------------------------------
+
+def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
+    """(result, Coq proof of `sub = result`, tactic?) candidates for ``rule`` at the sub-term ``sub``."""
+    out = []
+    mats = factors_of(sub)[1] if type(sub) is MatMul and factors_of(sub)[0] == 1 else None
+    if rule == "identity_mul" and mats and len(mats) == 2:
+        if type(mats[1]) is Identity:
+            out.append((mats[0], f"mulmx1 {show(ast(mats[0]), False)}"))
+        if type(mats[0]) is Identity:
+            out.append((mats[1], f"mul1mx {show(ast(mats[1]), False)}"))
+    elif rule == "inverse_cancel" and mats and len(mats) >= 2:
+        if type(mats[0]) is Inverse and mats[0].args[0] == canon(mul(mats[1:])):
+            out.append((Identity(mats[0].shape[0]), f"mulVmx {_unit(mats[0].args[0], facts)}"))
+        if type(mats[-1]) is Inverse and mats[-1].args[0] == canon(mul(mats[:-1])):
+            out.append((Identity(mats[-1].shape[0]), f"mulmxV {_unit(mats[-1].args[0], facts)}"))
+    elif rule == "transpose_product" and type(sub) is Transpose and type(sub.args[0]) is MatMul:
+        coeff, ms = factors_of(sub.args[0])
+        if coeff == 1:
+            out.append((mul([Transpose(m) for m in reversed(ms)]), "ltac:(by rewrite ?trmx_mul ?mulmxA)"))
+    elif rule == "transpose_transpose" and type(sub) is Transpose and type(sub.args[0]) is Transpose:
+        out.append((sub.args[0].args[0], f"trmxK {show(ast(sub.args[0].args[0]), False)}"))
+    elif rule == "transpose_inverse" and type(sub) is Transpose and type(sub.args[0]) is Inverse:
+        out.append((Inverse(Transpose(sub.args[0].args[0])), f"trmx_inv {show(ast(sub.args[0].args[0]), False)}"))
+    elif rule == "transpose_zero" and type(sub) is Transpose and type(sub.args[0]) is ZeroMatrix:
+        out.append((ZeroMatrix(sub.shape[0], sub.shape[1]), "trmx0 _ _ _"))
+    elif rule == "transpose_sum" and type(sub) is Transpose and type(sub.args[0]) is MatAdd:
+        out.append((add([Transpose(a) for a in sub.args[0].args]), "ltac:(by rewrite ?raddfD)"))
+    elif rule == "transpose_symmetric" and type(sub) is Transpose:
+        try:
+            out.append((sub.args[0], _sym(sub.args[0], facts)))
+        except Unsupported:  # not symmetric as far as the export knows: not this position
+            pass
+    elif rule == "inverse_inverse" and type(sub) is Inverse and type(sub.args[0]) is Inverse:
+        out.append((sub.args[0].args[0], f"invmxK {show(ast(sub.args[0].args[0]), False)}"))
+    elif rule == "inverse_identity" and type(sub) is Inverse and type(sub.args[0]) is Identity:
+        out.append((sub.args[0], "invmx1 _ _"))
+    elif rule == "inverse_product" and type(sub) is Inverse and type(sub.args[0]) is MatMul:
+        coeff, ms = factors_of(sub.args[0])
+        if coeff == 1 and all(m.shape[0] == m.shape[1] for m in ms):
+            rewrites = [f"(inverse_product {_unit(mul(ms[:j]), facts)} {_unit(ms[j], facts)})"
+                        for j in range(len(ms) - 1, 0, -1)]
+            proof = rewrites[0][1:-1] if len(ms) == 2 else f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"
+            out.append((mul([Inverse(m) for m in reversed(ms)]), proof))
+    elif rule == "zero_mul" and mats is not None and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in mats):
+        out.append((ZeroMatrix(*sub.shape), "ltac:(by rewrite ?mulmx0 ?mul0mx)"))
+    elif rule == "zero_add" and type(sub) is MatAdd and any(type(a) is ZeroMatrix for a in sub.args):
+        keep = [a for a in sub.args if type(a) is not ZeroMatrix]
+        out.append((add(keep) if keep else ZeroMatrix(*sub.shape), "ltac:(by rewrite ?addr0 ?add0r)"))
+    elif rule == "distribute" and type(sub) is MatMul and mats:
+        sums = [m for m in mats if type(m) is MatAdd]
+        if len(sums) == 1:
+            i = mats.index(sums[0])
+            out.append((add([mul(mats[:i], term, mats[i + 1:]) for term in sums[0].args]),
+                        "ltac:(by rewrite ?mulmxDr ?mulmxDl ?mulmxA ?addrA)"))
+    elif ":" in rule:
+        kind, name = rule.split(":", 1)
+        table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas}.get(kind)
+        if kind == "thm":
+            name = rule
+        if (table is None or name not in table) and facts.unchecked:
+            return out
+        if table is None or name not in table:
+            raise Unsupported(f"the rule {rule} is not exported (citations of theorems, induction steps and "
+                              "predicate hypotheses are not modelled)")
+        lhs, rhs, proof = table[name]
+        if sub == lhs:
+            out.append((rhs, proof))
+        if sub == rhs:
+            out.append((lhs, f"esym {proof}"))
+    elif rule not in _SUPPORTED_RULES and not facts.unchecked:
+        raise Unsupported(f"the kernel rule {rule} is not exported")
+    return out
+
+
+_SUPPORTED_RULES = {"identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
+                    "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
+                    "inverse_product", "zero_mul", "zero_add", "distribute"}
+
+
+def _find(before, after, rule, facts, lemmas, defs):
+    """(context tree, lhs, rhs, Coq proof of lhs = rhs) with ``after`` = canon(context[rhs])."""
+    for sub, ctx, build in positions(before):
+        for result, proof in _rule_proofs(rule, sub, facts, lemmas, defs):
+            try:
+                rebuilt = build(result)
+            except Exception:  # noqa: BLE001  a result that does not fit: not this position
+                continue
+            if canon(rebuilt) == after:
+                return ctx, sub, result, proof
+    return None
+
+
+def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
+    found = _find(before, after, rule, facts, lemmas, defs)
+    flipped = False
+    if found is None:
+        found = _find(after, before, rule, facts, lemmas, defs)
+        flipped = True
+    if found is None and facts.unchecked:  # Coq must accept the step on its own: it does only up to re-association
+        return (f"Lemma {name} : {show(ast(before))} = {show(ast(after))}.\n"
+                f"Proof. (* {rule}: not found at one position; unchecked export *)\n"
+                "by rewrite ?mulmxA ?addrA.\nQed.\n")
+    if found is None:
+        raise Unsupported(f"step {name}: the rule {rule} is not found at one position in the exported form")
+    ctx, lhs, rhs, proof = found
+    start, end = (after, before) if flipped else (before, after)
+    for side, sub in ((start, lhs), (end, rhs)):
+        if flat(_replace_hole(ctx, ast(sub))) != flat(ast(side)):
+            raise Unsupported(f"step {name} ({rule}) reorders a sum; only re-association is exported")
+    rows, cols = lhs.shape
+    e0, e1 = show(ast(start)), show(ast(end))
+    c0, c1 = show(_replace_hole(ctx, ast(lhs))), show(_replace_hole(ctx, ast(rhs)))
+    goal = f"{e1} = {e0}" if flipped else f"{e0} = {e1}"
+    lines = [f"Lemma {name} : {goal}.", "Proof.",
+             f"have rule_ : {show(ast(lhs))} = {show(ast(rhs))} := {proof}.",
+             f"have e0_ : {e0} = {c0} by rewrite ?mulmxA ?addrA.",
+             f"have e1_ : {c1} = {e1} by rewrite ?mulmxA ?addrA.",
+             f"have e_ := etrans e0_ (etrans (congr1 (fun Z_ : {_mtype(rows, cols)} => "
+             f"{show(ctx)}) rule_) e1_).",
+             "exact: " + ("(esym e_)." if flipped else "e_."), "Qed.", ""]
+    return "\n".join(lines)
+
+
+def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, cite=None) -> str:
+    exprs = [canon(lhs)] + [canon(s.expr) for s in steps]
+    parts, names = [], []
+    for k, step in enumerate(steps, start=1):
+        table = lemmas
+        if step.rule.startswith("thm:"):
+            table = {**lemmas, step.rule: cite(step, facts)}
+        elif step.instance:
+            raise Unsupported(f"step {k} instantiates a rule (instances are not exported)")
+        name = f"{prefix}_s{k}"
+        parts.append(_step_lemma(name, exprs[k - 1], exprs[k], step.rule, facts, table, defs))
+        names.append(name)
+    if canon(rhs) != exprs[-1] and not facts.unchecked:
+        raise Unsupported("the chain does not end at the claim")
+    for given, normal in ((lhs, exprs[0]), (rhs, exprs[-1])):
+        if flat(ast(given)) != flat(ast(normal)):
+            raise Unsupported("the claim is stated out of the kernel's order of sums")
+    proof = "e1_"
+    for n in reversed(names):
+        proof = f"(etrans {n} {proof})"
+    claim = f"{show(ast(lhs))} = {show(ast(rhs))}"
+    parts.append(f"{title} {statement_name} : {claim}.\nProof{' using All' if title == 'Theorem' else ''}.\n"
+                 f"have e0_ : {show(ast(lhs))} = {show(ast(exprs[0]))} by rewrite ?mulmxA ?addrA.\n"
+                 f"have e1_ : {show(ast(exprs[-1]))} = {show(ast(rhs))} by rewrite ?mulmxA ?addrA.\n"
+                 f"exact: (etrans e0_ {proof}).\nQed.\n")
+    return "\n".join(parts)
+
+
+def _parameters(proof):
+    """(dimension symbols, matrix symbols that are not defined), each sorted by name: the order of the Coq
+    section's variables, so the order of a theorem's arguments."""
+    terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
+    for h in proof.hypotheses:
+        if h.forall:
+            raise Unsupported(f"hypothesis {h.name} is universally quantified (not exported)")
+        terms += [h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs]
+    for d in proof.definitions:
+        terms += [d.symbol, d.rhs]
+    for lem in proof.lemmas:
+        if not hasattr(lem, "steps") or not hasattr(lem, "lhs"):
+            raise Unsupported("a lemma by induction is not exported")
+        terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
+        for h in lem.hypotheses:
+            terms += [h.lhs, h.rhs]
+    mats, dims = _symbols(terms)
+    defined = {d.symbol.name for d in proof.definitions}
+    return sorted(dims), {k: mats[k] for k in sorted(mats) if k not in defined}
+
+
+def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
+    """(lhs, rhs, Coq proof) of a ``thm:`` step: the cited theorem applied to the instance and to proofs of
+    its instantiated hypotheses."""
+    proof = proof_from_data({**cited, "cites": []})
+    if proof.definitions:
+        raise Unsupported(f"cites {proof.theorem}, which has definitions (not exported)")
+    dims, mats = _parameters(proof)
+    given = dict(step.instance)
+    dimmap = {k: v for k, v in given.items() if not isinstance(k, MatrixSymbol)}
+    matmap = {k.xreplace(dimmap): v for k, v in given.items() if isinstance(k, MatrixSymbol)}
+
+    def inst(t):
+        return canon(t.xreplace(dimmap).xreplace(matmap))
+
+    args = ["R"]
+    symbols = {str(k): v for k, v in dimmap.items()}
+    args += [_dim(symbols.get(d, sympy.Symbol(d, integer=True, positive=True))) for d in dims]
+    args += [show(ast(inst(m)), False) for m in mats.values()]
+    known = [*facts.equations, *lemmas.values(), *defs.values()]
+    for h in proof.hypotheses:
+        if h.is_predicate:
+            pred, subject = str(h.lhs.function).split(".")[-1], inst(h.lhs.arguments[0])
+            if pred == "invertible":
+                args.append(_unit(subject, facts))
+            elif pred == "symmetric":
+                args.append(_sym(subject, facts))
+            elif pred in ("positive_definite", "diagonal"):
+                table = facts.diag if pred == "diagonal" else facts.pd
+                if subject not in table:
+                    raise Unsupported(f"cites {proof.theorem}: {pred} of {subject} is not a hypothesis here")
+                args.append(table[subject])
+            else:
+                raise Unsupported(f"the predicate {pred} is not exported")
+            continue
+        lhs, rhs = inst(h.lhs), inst(h.rhs)
+        found = next((pf if (a, b) == (lhs, rhs) else f"(esym {pf})" for a, b, pf in known
+                      if (a, b) in ((lhs, rhs), (rhs, lhs))), None)
+        if found is None and lhs == rhs:
+            found = "erefl"
+        if found is None:
+            if not facts.unchecked:
+                raise Unsupported(f"cites {proof.theorem}: its hypothesis {h.name} is not an equation here")
+            found = f"(ltac:(done) : {show(ast(lhs))} = {show(ast(rhs))})"
+        args.append(found if found.startswith("(") or " " not in found else f"({found})")
+    return inst(proof.claim.lhs), inst(proof.claim.rhs), f"(@{_ident(proof.theorem)} {' '.join(args)})"
+
+
+def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = None) -> str:
+    """The Coq file of one certificate (JSON data), or Unsupported with the reason.
+
+    ``exported``: the certificates (JSON data) of the theorems already exported, by id, which it may cite.
+    """
+    if data.get("families"):
+        raise Unsupported("families of matrices and induction are not exported")
+    exported = exported or {}
+    cited = [c.get("theorem") for c in data.get("cites", [])]
+    for cid in cited:
+        if cid not in exported:
+            raise Unsupported(f"cites {cid}, which is not exported")
+    proof = proof_from_data({**data, "cites": []})
+    tid = _ident(proof.theorem)
+    dims, mats = _parameters(proof)
+    header = _HEADER + "".join(f"From OLS Require Import {_ident(c)}.\n" for c in cited)
+    out = [f"(* {proof.theorem}: {proof.title}.\n   Generated by `derive export coq` from its certificate; "
+           "do not edit. *)", header, f"Section {tid}.", "Variable R : realFieldType."]
+    if dims:
+        out.append("Variables " + " ".join(_ident(d) for d in dims) + " : nat.")
+    for name, symbol in mats.items():
+        out.append(f"Variable {_ident(name)} : {_mtype(*symbol.shape)}.")
+    facts = _Facts({}, {}, [], {}, {}, unchecked)
+    facts.equations_by_name = {}
+    for h in proof.hypotheses:
+        hn = _ident(h.name)
+        if h.is_predicate:
+            pred, (m,) = h.lhs.function.name, h.lhs.arguments
+            if getattr(h.lhs.function, "name", None) is None:
+                pred = str(h.lhs.function).split(".")[-1]
+            pred = str(h.lhs.function).split(".")[-1]
+            mt = show(ast(m))
+            if pred == "invertible":
+                out.append(f"Hypothesis {hn} : {mt} \\in unitmx.")
+                facts.unit[canon(m)] = hn
+            elif pred == "symmetric":
+                out.append(f"Hypothesis {hn} : ({mt})^T = {mt}.")
+                facts.sym[canon(m)] = hn
+            elif pred == "positive_definite":
+                out.append(f"Hypothesis {hn} : posdef {show(ast(m), False)}.")
+                facts.pd[canon(m)] = hn
+                facts.unit[canon(m)] = f"(posdef_unit {hn})"
+            elif pred == "diagonal":
+                out.append(f"Hypothesis {hn} : is_diag_mx {mt}.")
+                facts.diag[canon(m)] = hn
+            else:
+                raise Unsupported(f"the predicate {pred} is not exported")
+        else:
+            out.append(f"Hypothesis {hn} : {show(ast(h.lhs))} = {show(ast(h.rhs))}.")
+            entry = (canon(h.lhs), canon(h.rhs), hn)
+            facts.equations.append(entry)
+            facts.equations_by_name[h.name] = entry
+    def cite(step, facts_here):
+        cid = step.rule.split(":", 1)[1]
+        if cid not in exported:
+            raise Unsupported(f"cites {cid}, which is not exported")
+        return _citation(exported[cid], step, facts_here, lemmas, defs)
+
+    defs = {}
+    for d in proof.definitions:
+        dn = _ident(d.symbol.name)
+        out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {show(ast(d.rhs))}.")
+        defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {show(ast(d.rhs))})")
+    out.append("")
+    lemmas: dict = {}
+    for lem in proof.lemmas:
+        ln = _ident(lem.name)
+        local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
+                       unchecked)
+        local.equations_by_name = dict(facts.equations_by_name)
+        head = []
+        if lem.hypotheses:
+            head.append(f"Section {ln}_section.")
+            for h in lem.hypotheses:
+                if h.is_predicate or h.forall:
+                    raise Unsupported(f"lemma {lem.name} has a predicate or quantified local hypothesis")
+                hn = _ident(h.name)
+                head.append(f"Hypothesis {hn} : {show(ast(h.lhs))} = {show(ast(h.rhs))}.")
+                entry = (canon(h.lhs), canon(h.rhs), hn)
+                local.equations.append(entry)
+                local.equations_by_name[h.name] = entry
+        body = _chain(f"{ln}", lem.lhs, lem.rhs, lem.steps, local, lemmas, defs, "Lemma", ln, cite)
+        out += head + [body] + ([f"End {ln}_section.", ""] if lem.hypotheses else [])
+        if not lem.hypotheses:
+            lemmas[lem.name] = (canon(lem.lhs), canon(lem.rhs), ln)
+    out.append(_chain(f"{tid}", proof.claim.lhs, proof.claim.rhs, proof.claim.steps, facts, lemmas, defs,
+                      "Theorem", tid, cite))
+    out.append(f"End {tid}.\n\nPrint Assumptions {tid}.\n")
+    return "\n".join(out)
+
+
+@dataclass
+class CoqExport:
+    files: dict  # file name -> text
+    exported: list  # theorem ids
+    skipped: dict  # theorem id -> reason
+
+
+def export_certificates(certificates: list[dict], unchecked: bool = False) -> CoqExport:
+    """The Coq development of these certificates (JSON data), in their order.
+
+    ``unchecked``: certificates the kernel has not accepted; a step or an invertibility the export cannot
+    justify is left for Coq to prove on its own (``by rewrite ?mulmxA ?addrA``, ``done``), so a wrong proof is
+    still exported and Coq rejects it.
+    """
+    files = {f"{PRELUDE}.v": _PRELUDE_TEXT}
+    exported, skipped, done = [], {}, {}
+    ordered: dict = {}
+    for data in certificates:  # the theorems a certificate cites come first (its ``dependencies``)
+        for dep in data.get("dependencies", []) if isinstance(data.get("dependencies"), list) else []:
+            if isinstance(dep, dict):
+                ordered.setdefault(str(dep.get("theorem")), (dep, False))
+        ordered[str(data.get("theorem"))] = (data, unchecked)
+    for tid, (data, loose) in ordered.items():
+        try:
+            files[f"{tid}.v"] = theorem_file(data, loose, done)
+            exported.append(tid)
+            done[tid] = data
+        except Unsupported as exc:
+            skipped[tid] = str(exc)
+    names = [f"{PRELUDE}.v"] + [f"{t}.v" for t in exported]
+    files["_CoqProject"] = "-Q . OLS\n-arg -w -arg -notation-overridden,-ambiguous-paths\n" + "\n".join(names) + "\n"
+    return CoqExport(files, exported, skipped)
+
+
+def write_export(export: CoqExport, out: Path) -> None:
+    from ..files import write_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in export.files.items():
+        write_atomic(out / name, text)
+
+
+def coqc() -> str | None:
+    """The ``coqc`` on PATH, or None."""
+    import shutil
+
+    return shutil.which("coqc")
+
+
+def compile_export(out: Path, names: list[str], timeout: float = 300) -> dict[str, str]:
+    """Compile the prelude and each theorem file in ``out`` with coqc: theorem id -> "ok" or the error.
+
+    A theorem is "ok" only when coqc accepts it and ``Print Assumptions`` says it is closed.
+    """
+    import subprocess
+
+    flags = ["-Q", ".", "OLS", "-w", "-notation-overridden,-ambiguous-paths"]
+    run = subprocess.run([coqc(), *flags, f"{PRELUDE}.v"], cwd=out, capture_output=True, text=True,
+                         timeout=timeout)
+    if run.returncode:
+        return {name: f"the prelude failed: {run.stdout}{run.stderr}".strip() for name in names}
+    results = {}
+    for name in names:
+        run = subprocess.run([coqc(), *flags, f"{name}.v"], cwd=out, capture_output=True, text=True, timeout=timeout)
+        text = (run.stdout + run.stderr).strip()
+        if run.returncode:
+            results[name] = text.splitlines()[-1] if text else f"coqc exited with {run.returncode}"
+        elif "Closed under the global context" not in run.stdout:
+            results[name] = "not closed: " + text
+        else:
+            results[name] = "ok"
+    return results

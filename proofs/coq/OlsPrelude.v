@@ -1,0 +1,72 @@
+Set Warnings "-notation-overridden,-ambiguous-paths".
+From mathcomp Require Import all_ssreflect all_algebra.
+Set Implicit Arguments.
+Unset Strict Implicit.
+Unset Printing Implicit Defensive.
+Import GRing.Theory Num.Theory.
+Local Open Scope ring_scope.
+
+Section Prelude.
+Variables (R : fieldType) (n : nat).
+Implicit Types A B : 'M[R]_n.
+
+Lemma unit_one : (1%:M : 'M[R]_n) \in unitmx.
+Proof. exact: unitmx1. Qed.
+
+Lemma unit_tr A : A \in unitmx -> A^T \in unitmx.
+Proof. by rewrite unitmx_tr. Qed.
+
+Lemma unit_inv A : A \in unitmx -> invmx A \in unitmx.
+Proof. by rewrite unitmx_inv. Qed.
+
+Lemma unit_mul A B : A \in unitmx -> B \in unitmx -> A *m B \in unitmx.
+Proof. by move=> uA uB; rewrite unitmx_mul uA uB. Qed.
+
+Lemma unit_left A B : A *m B = 1%:M -> A \in unitmx.
+Proof. by move/mulmx1_unit=> []. Qed.
+
+Lemma unit_right A B : A *m B = 1%:M -> B \in unitmx.
+Proof. by move/mulmx1_unit=> []. Qed.
+
+Lemma inverse_product A B : A \in unitmx -> B \in unitmx -> invmx (A *m B) = invmx B *m invmx A.
+Proof.
+move=> uA uB.
+have h : (A *m B) *m (invmx B *m invmx A) = 1%:M.
+  by rewrite mulmxA -(mulmxA A) (mulmxV uB) mulmx1 (mulmxV uA).
+by rewrite -[LHS]mulmx1 -h mulmxA (mulVmx (unit_mul uA uB)) mul1mx.
+Qed.
+End Prelude.
+
+Section Sym.
+Variables (R : fieldType).
+Lemma diag_sym n (A : 'M[R]_n) : is_diag_mx A -> A^T = A.
+Proof.
+move/is_diag_mxP=> d; apply/matrixP=> i j; rewrite mxE.
+by case: (eqVneq i j) => [->//|ne]; rewrite !d // eq_sym.
+Qed.
+Lemma sym_inv n (A : 'M[R]_n) : A^T = A -> (invmx A)^T = invmx A.
+Proof. by move=> h; rewrite trmx_inv h. Qed.
+Lemma sym_tr n (A : 'M[R]_n) : A^T = A -> (A^T)^T = A^T.
+Proof. by move=> h; rewrite trmxK h. Qed.
+Lemma sym_gram m n (B : 'M[R]_(m, n)) : (B^T *m B)^T = B^T *m B.
+Proof. by rewrite trmx_mul trmxK. Qed.
+Lemma sym_gram_t m n (B : 'M[R]_(m, n)) : (B *m B^T)^T = B *m B^T.
+Proof. by rewrite trmx_mul trmxK. Qed.
+Lemma sym_congr m n (F : 'M[R]_(m, n)) (M : 'M[R]_n) : M^T = M -> (F *m M *m F^T)^T = F *m M *m F^T.
+Proof. by move=> h; rewrite !trmx_mul trmxK h mulmxA. Qed.
+Lemma sym_add n (A B : 'M[R]_n) : A^T = A -> B^T = B -> (A + B)^T = A + B.
+Proof. by move=> hA hB; rewrite raddfD /= hA hB. Qed.
+End Sym.
+
+Section PosDef.
+Variable R : numFieldType.
+Definition posdef n (A : 'M[R]_n) := forall v : 'cV[R]_n, v != 0 -> 0 < (v^T *m A *m v) 0 0.
+Lemma posdef_unit n (A : 'M[R]_n) : posdef A -> A \in unitmx.
+Proof.
+move=> pd; rewrite -unitmx_tr -row_free_unit -kermx_eq0; apply/negPn/negP=> /rowV0Pn [w].
+move/sub_kermxP=> wA w0.
+have := pd w^T; rewrite trmxK -mulmxA -[A]trmxK -trmx_mul wA trmx0 mulmx0 mxE Order.POrderTheory.ltxx.
+move=> h; suff: w^T != 0 by move/h.
+by apply: contra w0 => /eqP/(congr1 trmx); rewrite trmxK trmx0 => ->.
+Qed.
+End PosDef.
