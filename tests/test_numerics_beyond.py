@@ -3,16 +3,22 @@ streaming least squares (``RecursiveLeastSquares``) and k layers of linear atten
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
-from test_numerics import NUMPY_REFERENCE
+from test_numerics import MPMATH_REFERENCE, NUMPY_REFERENCE
+from test_user_library import ROUTE_FILE, run
 
+from derive.codegen import numerics_mpmath as nm
 from derive.codegen import numerics_numpy as nn
 
 
 @pytest.fixture(autouse=True)
 def printed(monkeypatch):
     monkeypatch.setattr(nn, "PRINTED", dict(NUMPY_REFERENCE))
+    monkeypatch.setattr(nm, "PRINTED", dict(MPMATH_REFERENCE))
 
 
 def relative(a, b):
@@ -257,3 +263,57 @@ def test_diverging_layers_and_bad_arguments_are_named():
         nn.multi_layer_predict(X, y, [1.0, 1.0], layers=2, step=np.eye(3))
     with pytest.raises(ValueError, match="step contains NaN"):
         nn.multi_layer_predict(X, y, [1.0, 1.0], layers=2, step=np.nan)
+
+
+# --- mpmath -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("route", nm.ROUTES)
+def test_mpmath_ridge_and_weights_agree_with_numpy(route):
+    rng = np.random.default_rng(14)
+    X, Y, Q = rng.standard_normal((9, 3)), rng.standard_normal((9, 2)), rng.standard_normal((2, 3))
+    w = rng.uniform(0.5, 2.0, 9)
+    for ridge, weights in ((0.5, None), (None, w), (0.5, w)):
+        options = {"ridge": ridge, "weights": None if weights is None else list(weights)}
+        beta = np.array(nm.coefficients(X.tolist(), Y.tolist(), route=route, **options).tolist(), dtype=float)
+        assert relative(beta, nn.coefficients(X, Y, ridge=ridge, weights=weights)) < 1e-13
+        yhat = np.array(nm.predict(X.tolist(), Y.tolist(), Q.tolist(), route=route, **options).tolist(), dtype=float)
+        assert relative(yhat, Q @ nn.coefficients(X, Y, ridge=ridge, weights=weights)) < 1e-13
+    wide = rng.standard_normal((3, 6))  # p > n: ridge is still defined
+    beta = np.array(nm.coefficients(wide.tolist(), [1, 2, 3], ridge="0.25", route=route).tolist(), dtype=float)
+    assert relative(beta[:, 0], nn.coefficients(wide, np.array([1.0, 2.0, 3.0]), ridge=0.25)) < 1e-13
+
+
+@pytest.mark.parametrize("options, error, message", [({"ridge": 0}, ValueError, "ridge must be positive"),
+                                                     ({"ridge": "-1"}, ValueError, "ridge must be positive"),
+                                                     ({"ridge": "nan"}, ValueError, "ridge"),
+                                                     ({"ridge": True}, TypeError, "ridge"),
+                                                     ({"weights": [1, 0, 1]}, ValueError, "weights must be positive"),
+                                                     ({"weights": [1, 1]}, ValueError, "one number per row"),
+                                                     ({"weights": "111"}, TypeError, "weights")])
+def test_mpmath_bad_ridge_and_weights_are_named(options, error, message):
+    with pytest.raises(error, match=message):
+        nm.coefficients([[1, 0], [1, 1], [1, 2]], [1, 2, 4], **options)
+
+
+def test_mpmath_route_functions_of_a_users_theorem_accept_lists(tmp_path):
+    """The public function printed for a user's route reads lists of numbers, as coefficients does."""
+    (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "qr_coefficients"))
+    result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
+    assert result.returncode == 0, result.stderr
+    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, mpmath, ols_attention_mp as om\n"
+             "rng = np.random.default_rng(2); X = rng.standard_normal((12, 3)); y = rng.standard_normal(12)\n"
+             "Q, R = np.linalg.qr(X)\n"
+             "expected = np.linalg.lstsq(X, y, rcond=None)[0]\n"
+             "for args in ((Q.tolist(), R.tolist(), y.tolist()), (Q, R, y),\n"
+             "             tuple(mpmath.matrix(a.tolist()) for a in (Q, R, y))):\n"
+             "    beta = om.qr_coefficients(*args)\n"
+             "    assert (beta.rows, beta.cols) == (3, 1), (beta.rows, beta.cols)\n"
+             "    assert max(abs(float(beta[i, 0]) - expected[i]) for i in range(3)) < 1e-12, beta\n"
+             "try:\n"
+             "    om.qr_coefficients('abc', R.tolist(), y.tolist())\n"
+             "except TypeError as exc:\n"
+             "    print('refused:', exc)\n")
+    used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=tmp_path)
+    assert used.returncode == 0, used.stderr
+    assert "refused: Q must be a list of numbers or of rows, not a string" in used.stdout
