@@ -12,15 +12,16 @@ the kernel would reject (``--unchecked``) fails in ``coqc``.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import sympy
-from sympy import Basic, Identity, Inverse, MatAdd, MatMul, MatrixSymbol, Transpose, ZeroMatrix
+from sympy import Basic, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
 
 from ..certificates.format import proof_from_data
-from ..kernel.terms import add, canon, factors_of, mul
+from ..kernel.terms import add, canon, exponent_form, factors_of, mul, power
 
 __all__ = ["PRELUDE", "CoqExport", "Unsupported", "export_certificates", "theorem_file", "write_export"]
 
@@ -86,8 +87,18 @@ def ast(t: Basic):
         return ("mul", [ast(m) for m in mats])
     if type(t) is MatAdd:
         return ("add", [ast(a) for a in t.args])
+    if type(t) is MatPow:
+        return ("pow", ast(t.args[0]), _half_exponent(t))
     raise Unsupported(f"{type(t).__name__} is not exported (only symbols, I, 0, transpose, inverse, products "
                       "and sums are)")
+
+
+def _half_exponent(t) -> int:
+    """k with t = A^(k/2): the prelude's ``mpow A k`` (entrywise, for a positive diagonal A)."""
+    q = sympy.Rational(t.args[1])
+    if (2 * q).q != 1:
+        raise Unsupported(f"the power {q} is not a multiple of 1/2 (only those are exported)")
+    return int(2 * q)
 
 
 def flat(a):
@@ -100,6 +111,8 @@ def flat(a):
         return (kind, out) if len(out) > 1 else out[0]
     if kind in ("tr", "inv"):
         return (kind, flat(a[1]))
+    if kind == "pow":
+        return (kind, flat(a[1]), a[2])
     return a
 
 
@@ -119,9 +132,16 @@ def show(a, top: bool = True) -> str:
         arg = a[1][1] if a[1][0] == "sym" else show(a[1], False) if a[1][0] in ("mul", "add", "inv") \
             else f"({show(a[1])})"
         return f"invmx {arg}" if top else f"(invmx {arg})"
+    if kind == "pow":
+        text = f"mpow {show(a[1], False)} {_int(a[2])}"
+        return text if top else f"({text})"
     op = " *m " if kind == "mul" else " + "
     text = op.join(show(c, False) if kind == "mul" or c[0] == "add" else show(c) for c in a[1])
     return text if top else f"({text})"
+
+
+def _int(k: int) -> str:
+    return f"({k})" if k < 0 else str(k)
 
 
 def _replace_hole(a, z):
@@ -131,6 +151,8 @@ def _replace_hole(a, z):
         return (a[0], [_replace_hole(c, z) for c in a[1]])
     if a[0] in ("tr", "inv"):
         return (a[0], _replace_hole(a[1], z))
+    if a[0] == "pow":
+        return (a[0], _replace_hole(a[1], z), a[2])
     return a
 
 
@@ -155,7 +177,7 @@ def positions(t: Basic):
 
 
 def _children(t):
-    if type(t) in (Transpose, Inverse):
+    if type(t) in (Transpose, Inverse, MatPow):
         return [t.args[0]]
     if type(t) is MatMul:
         return factors_of(t)[1]
@@ -169,6 +191,8 @@ def _wrap(t, k, inner):
         return ("tr", inner)
     if type(t) is Inverse:
         return ("inv", inner)
+    if type(t) is MatPow:
+        return ("pow", inner, _half_exponent(t))
     kids = _children(t)
     trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
     return ("mul" if type(t) is MatMul else "add", trees)
@@ -179,6 +203,8 @@ def _rebuild(t, k, new):
         return Transpose(new)
     if type(t) is Inverse:
         return Inverse(new)
+    if type(t) is MatPow:
+        return MatPow(new, t.args[1])
     kids = _children(t)
     kids = kids[:k] + [new] + kids[k + 1:]
     return mul(factors_of(t)[0], kids) if type(t) is MatMul else add(kids)
@@ -208,6 +234,8 @@ def _unit(t, facts: _Facts) -> str:
         return f"(unit_tr {_unit(t.args[0], facts)})"
     if type(t) is Inverse:
         return f"(unit_inv {_unit(t.args[0], facts)})"
+    if type(t) is MatPow and canon(t.args[0]) in facts.pd:
+        return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {facts.pd[canon(t.args[0])]})"
     if type(t) is MatMul and factors_of(t)[0] == 1:
         mats = factors_of(t)[1]
         if all(m.shape[0] == m.shape[1] for m in mats):
@@ -241,6 +269,8 @@ def _sym(t, facts: _Facts) -> str:
         return f"(sym_inv {_sym(t.args[0], facts)})"
     if type(t) is Transpose:
         return f"(sym_tr {_sym(t.args[0], facts)})"
+    if type(t) is MatPow:
+        return f"(mpow_sym {show(ast(t.args[0]), False)} {_int(_half_exponent(t))})"
     if type(t) is MatMul and factors_of(t)[0] == 1:
         mats = factors_of(t)[1]
         if len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) and type(mats[0]) is Transpose:
@@ -328,6 +358,28 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             i = mats.index(sums[0])
             out.append((add([mul(mats[:i], term, mats[i + 1:]) for term in sums[0].args]),
                         "ltac:(by rewrite ?mulmxDr ?mulmxDl ?mulmxA ?addrA)"))
+    elif rule == "power_combine" and mats and len(mats) == 2:
+        (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
+        b = canon(b1)
+        if b == canon(b2) and b in facts.pd and b in facts.diag:
+            hd, hp, bt = facts.diag[b], facts.pd[b], show(ast(b1), False)
+            result = power(b1, e1 + e2)
+
+            def as_pow(m, e):
+                if (2 * e).q != 1:
+                    raise Unsupported(f"the power {e} is not a multiple of 1/2 (only those are exported)")
+                if type(m) is MatPow:
+                    return "erefl"
+                if type(m) is Identity:
+                    return f"(esym (mpow0 {bt}))"
+                if type(m) is Inverse:
+                    return f"(esym (mpowN2 {hd} {hp}))"
+                return f"(esym (mpow2 {hd} {hp}))"
+
+            j, k = int(2 * e1), int(2 * e2)
+            proof = (f"@pow_combine R _ {bt} _ _ _ {_int(j)} {_int(k)} {_int(j + k)} {hp} erefl "
+                     f"{as_pow(mats[0], e1)} {as_pow(mats[1], e2)} {as_pow(result, e1 + e2)}")
+            out.append((result, proof))
     elif ":" in rule:
         kind, name = rule.split(":", 1)
         table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas}.get(kind)
@@ -348,7 +400,8 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     return out
 
 
-_SUPPORTED_RULES = {"identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
+_SUPPORTED_RULES = {"power_combine",
+                    "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
                     "inverse_product", "zero_mul", "zero_add", "distribute"}
 
@@ -450,8 +503,6 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     """(lhs, rhs, Coq proof) of a ``thm:`` step: the cited theorem applied to the instance and to proofs of
     its instantiated hypotheses."""
     proof = proof_from_data({**cited, "cites": []})
-    if proof.definitions:
-        raise Unsupported(f"cites {proof.theorem}, which has definitions (not exported)")
     dims, mats = _parameters(proof)
     given = dict(step.instance)
     dimmap = {k: v for k, v in given.items() if not isinstance(k, MatrixSymbol)}
@@ -459,6 +510,11 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
 
     def inst(t):
         return canon(t.xreplace(dimmap).xreplace(matmap))
+
+    for d in proof.definitions:  # the cited theorem's definitions are this theorem's, unfolded by Coq
+        mine = defs.get(d.name)
+        if mine is None or mine[0] != inst(d.symbol) or mine[1] != inst(d.rhs):
+            raise Unsupported(f"cites {proof.theorem}, whose definition {d.name} is not one of this theorem's")
 
     args = ["R"]
     symbols = {str(k): v for k, v in dimmap.items()}
@@ -493,6 +549,33 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     return inst(proof.claim.lhs), inst(proof.claim.rhs), f"(@{_ident(proof.theorem)} {' '.join(args)})"
 
 
+def _needs_rcf(data: dict, exported: dict) -> bool:
+    """Whether the theorem (or one it cites) has a rational power: its field must have square roots."""
+    if "MatPow(" in json.dumps({k: v for k, v in data.items() if k != "dependencies"}):
+        return True
+    return any(_needs_rcf(exported[c["theorem"]], exported) for c in data.get("cites", [])
+               if c.get("theorem") in exported)
+
+
+def _check_powers(proof, facts: _Facts) -> None:
+    """Every rational power is of a matrix the hypotheses make diagonal and positive definite (the prelude's
+    ``mpow`` is the entrywise power: A^q only for those)."""
+    terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
+    terms += [d.rhs for d in proof.definitions]
+    terms += [h.lhs.args[0] if h.is_predicate else h.lhs for h in proof.hypotheses]
+    terms += [h.rhs for h in proof.hypotheses if not h.is_predicate]
+    for lem in proof.lemmas:
+        terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
+        terms += [t for h in lem.hypotheses if not h.is_predicate for t in (h.lhs, h.rhs)]
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            if type(node) is MatPow:
+                base = canon(node.args[0])
+                if base not in facts.pd or base not in facts.diag:
+                    raise Unsupported(f"the power {node.args[1]} of {base}, which is not a diagonal positive "
+                                      "definite hypothesis (only those powers are exported: entrywise)")
+
+
 def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = None) -> str:
     """The Coq file of one certificate (JSON data), or Unsupported with the reason.
 
@@ -510,7 +593,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     dims, mats = _parameters(proof)
     header = _HEADER + "".join(f"From OLS Require Import {_ident(c)}.\n" for c in cited)
     out = [f"(* {proof.theorem}: {proof.title}.\n   Generated by `derive export coq` from its certificate; "
-           "do not edit. *)", header, f"Section {tid}.", "Variable R : realFieldType."]
+           "do not edit. *)", header, f"Section {tid}.",
+           f"Variable R : {'rcfType' if _needs_rcf(data, exported) else 'realFieldType'}."]
     if dims:
         out.append("Variables " + " ".join(_ident(d) for d in dims) + " : nat.")
     for name, symbol in mats.items():
@@ -545,6 +629,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             entry = (canon(h.lhs), canon(h.rhs), hn)
             facts.equations.append(entry)
             facts.equations_by_name[h.name] = entry
+    _check_powers(proof, facts)
+
     def cite(step, facts_here):
         cid = step.rule.split(":", 1)[1]
         if cid not in exported:

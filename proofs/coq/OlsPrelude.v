@@ -70,3 +70,54 @@ move=> h; suff: w^T != 0 by move/h.
 by apply: contra w0 => /eqP/(congr1 trmx); rewrite trmxK trmx0 => ->.
 Qed.
 End PosDef.
+
+Section Pow.
+Variable R : rcfType.
+(* A^(k/2) of a diagonal matrix with positive diagonal: entrywise, sqrt(a_ii)^k *)
+Definition mpow n (A : 'M[R]_n) (k : int) : 'M[R]_n := diag_mx (\row_i (Num.sqrt (A i i)) ^ k).
+
+Lemma posdef_diag_pos n (A : 'M[R]_n) : posdef A -> forall i, 0 < A i i.
+Proof.
+move=> pd i; have := pd (delta_mx i 0).
+have -> : (delta_mx i 0)^T *m A *m delta_mx i 0 = col i (row i A).
+  by rewrite trmx_delta -rowE colE.
+rewrite !mxE; apply.
+apply/eqP=> /matrixP /(_ i 0); rewrite !mxE !eqxx /= => /eqP; by rewrite oner_eq0.
+Qed.
+
+Lemma mpow_unit n (A : 'M[R]_n) k : posdef A -> mpow A k \in unitmx.
+Proof.
+move=> pd; rewrite unitmxE det_diag unitfE; apply/prodf_neq0 => i _.
+by rewrite mxE expfz_neq0 // lt0r_neq0 // sqrtr_gt0 posdef_diag_pos.
+Qed.
+
+Lemma mpow_sym n (A : 'M[R]_n) k : (mpow A k)^T = mpow A k.
+Proof. exact: tr_diag_mx. Qed.
+
+Lemma mpow_add n (A : 'M[R]_n) j k : posdef A -> mpow A j *m mpow A k = mpow A (j + k).
+Proof.
+move=> pd; rewrite mulmx_diag; congr diag_mx; apply/rowP=> i; rewrite !mxE; rewrite expfzDr //.
+by rewrite ?unitfE lt0r_neq0 // sqrtr_gt0 posdef_diag_pos.
+Qed.
+
+Lemma mpow0 n (A : 'M[R]_n) : mpow A 0 = 1%:M.
+Proof. by rewrite /mpow; apply/matrixP=> i j; rewrite !mxE expr0z. Qed.
+
+Lemma mpow2 n (A : 'M[R]_n) : is_diag_mx A -> posdef A -> mpow A 2 = A.
+Proof.
+move=> /is_diag_mxP d pd; apply/matrixP=> i j; rewrite !mxE.
+case: (eqVneq i j) => [->|ne]; last by rewrite mulr0n d.
+by rewrite mulr1n -exprnP sqr_sqrtr // Order.POrderTheory.ltW // posdef_diag_pos.
+Qed.
+
+Lemma mpowN2 n (A : 'M[R]_n) : is_diag_mx A -> posdef A -> mpow A (-2) = invmx A.
+Proof.
+move=> d pd.
+have h : A *m mpow A (-2) = 1%:M by rewrite -{1}(mpow2 d pd) mpow_add // mpow0.
+by rewrite -[LHS]mul1mx -(mulVmx (posdef_unit pd)) -mulmxA h mulmx1.
+Qed.
+
+Lemma pow_combine n (A X Y Z : 'M[R]_n) (j k l : int) : posdef A -> j + k = l ->
+  X = mpow A j -> Y = mpow A k -> Z = mpow A l -> X *m Y = Z.
+Proof. by move=> pd <- -> -> ->; rewrite mpow_add. Qed.
+End Pow.
