@@ -28,6 +28,9 @@ Proof. by move/mulmx1_unit=> []. Qed.
 Lemma unit_right A B : A *m B = 1%:M -> B \in unitmx.
 Proof. by move/mulmx1_unit=> []. Qed.
 
+Lemma unit_eq A B : A = B -> B \in unitmx -> A \in unitmx.
+Proof. by move->. Qed.
+
 Lemma inverse_product A B : A \in unitmx -> B \in unitmx -> invmx (A *m B) = invmx B *m invmx A.
 Proof.
 move=> uA uB.

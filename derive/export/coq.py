@@ -224,7 +224,7 @@ class _Facts:
     unchecked: bool = False  # what the export cannot justify becomes an obligation for Coq (which fails)
 
 
-def _unit(t, facts: _Facts) -> str:
+def _unit(t, facts: _Facts, depth: int = 0) -> str:
     t = canon(t)
     if t in facts.unit:
         return facts.unit[t]
@@ -249,7 +249,15 @@ def _unit(t, facts: _Facts) -> str:
                 mats = factors_of(prod)[1]
                 if len(mats) == 2 and mats[0].shape[0] == mats[0].shape[1] and t in mats:
                     return f"({'unit_left' if mats[0] == t else 'unit_right'} {p})"
-    if facts.unchecked:  # no justification known: Coq is left to prove it alone (and cannot)
+    if depth < 3:  # equal to a matrix known invertible, by a hypothesis or a lemma already proved
+        for lhs, rhs, proof in facts.equations:
+            for this, other, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+                if this == t and other != t and other.shape[0] == other.shape[1]:
+                    try:
+                        return f"(unit_eq {p} {_unit(other, facts, depth + 1)})"
+                    except Unsupported:
+                        pass
+    if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
 
@@ -664,6 +672,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         out += head + [body] + ([f"End {ln}_section.", ""] if lem.hypotheses else [])
         if not lem.hypotheses:
             lemmas[lem.name] = (canon(lem.lhs), canon(lem.rhs), ln)
+            facts.equations.append(lemmas[lem.name])
     out.append(_chain(f"{tid}", proof.claim.lhs, proof.claim.rhs, proof.claim.steps, facts, lemmas, defs,
                       "Theorem", tid, cite))
     out.append(f"End {tid}.\n\nPrint Assumptions {tid}.\n")
