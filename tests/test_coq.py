@@ -56,6 +56,21 @@ def test_export_is_deterministic_and_statement_faithful():
             assert word not in body, f"{name} uses {word}"
 
 
+def test_powers_and_definedness_are_stated_faithfully():
+    export = export_certificates(list(_committed_certificates().values()))
+    text = export.files["spectral_precision.v"]
+    assert "Variable R : rcfType." in text  # square roots
+    assert "Hypothesis Lambda_diagonal : is_diag_mx Lambda." in text
+    assert "Hypothesis Lambda_positive : posdef Lambda." in text
+    assert "Definition L : 'M[R]_(p, p) := V *m (mpow Lambda (-1))." in text  # Λ^(-1/2)
+    assert "Lemma spectral_precision_defined : (X^T *m X \\in unitmx)." in text
+    assert "Print Assumptions spectral_precision_defined." in text
+    prelude = export.files[f"{PRELUDE}.v"]
+    assert "Definition mpow n (A : 'M[R]_n) (k : int) : 'M[R]_n := diag_mx (\\row_i (Num.sqrt (A i i)) ^ k)." in prelude
+    for tid in export.exported:
+        assert f"Lemma {tid}_defined :" in export.files[f"{tid}.v"]
+
+
 def test_unsupported_constructs_are_listed_with_a_reason():
     certs = _committed_certificates()
     export = export_certificates(list(certs.values()))
@@ -111,12 +126,24 @@ def _drop_invertibility(data):
     assert len(data["hypotheses"]) == before - 1
 
 
+def _power_sign(data):
+    step = next(s for s in data["steps"] if s["rule"] == "power_combine")  # V Λ^-1/2 Λ^-1/2 Vᵀ
+    assert step["expr"].count("Rational(-1, 2)") == 2
+    step["expr"] = step["expr"].replace("Rational(-1, 2)", "Rational(1, 2)", 1)
+
+
+def _drop_unit_of_equal(data):  # D⁻¹ without D positive: (E 1)ᵀ⁻¹ is no longer known invertible
+    data["hypotheses"] = [h for h in data["hypotheses"] if h["name"] != "D_positive"]
+
+
 @needs_coq
 @pytest.mark.parametrize("theorem, change", [
     ("orthogonal_inverse", _drop_transpose),
     ("orthogonal_inverse", _swap_factors),
     ("orthogonal_inverse", _rename_rule),
     ("softmax_nadaraya_watson", _drop_invertibility),
+    ("spectral_precision", _power_sign),
+    ("hopfield_is_attention", _drop_unit_of_equal),
 ])
 def test_coq_rejects_wrong_proofs_on_its_own(tmp_path, capsys, theorem, change):
     status, out = _mutated(tmp_path, theorem, change, capsys)

@@ -584,6 +584,28 @@ def _check_powers(proof, facts: _Facts) -> None:
                                       "definite hypothesis (only those powers are exported: entrywise)")
 
 
+def _defined(tid: str, proof, facts: _Facts) -> str:
+    """The claim is defined: every inverse in it is of an invertible matrix (``invmx`` is total in MathComp,
+    so this is a statement of its own), every rational power of a positive definite one."""
+    inverses, powers = [], []
+    for side in (proof.claim.lhs, proof.claim.rhs):
+        for node in sympy.preorder_traversal(canon(side)):
+            if type(node) is Inverse and node.args[0] not in inverses:
+                inverses.append(node.args[0])
+            if type(node) is MatPow and canon(node.args[0]) not in powers:
+                powers.append(canon(node.args[0]))
+    facts_ = [(f"{show(ast(m))} \\in unitmx", _unit(m, facts)) for m in inverses]
+    facts_ += [(f"posdef {show(ast(m), False)}", facts.pd[m]) for m in powers]
+    if not facts_:
+        return (f"(* The claim has no inverse and no power: it is defined for all matrices. *)\n"
+                f"Lemma {tid}_defined : True.\nProof. exact: I. Qed.\n")
+    props = " /\\ ".join(f"({p})" for p, _ in facts_)
+    term = facts_[-1][1]
+    for _, pf in reversed(facts_[:-1]):
+        term = f"(conj {pf} {term})"
+    return f"Lemma {tid}_defined : {props}.\nProof. exact: {term}. Qed.\n"
+
+
 def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = None) -> str:
     """The Coq file of one certificate (JSON data), or Unsupported with the reason.
 
@@ -675,7 +697,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             facts.equations.append(lemmas[lem.name])
     out.append(_chain(f"{tid}", proof.claim.lhs, proof.claim.rhs, proof.claim.steps, facts, lemmas, defs,
                       "Theorem", tid, cite))
-    out.append(f"End {tid}.\n\nPrint Assumptions {tid}.\n")
+    out.append(_defined(tid, proof, facts))
+    out.append(f"End {tid}.\n\nPrint Assumptions {tid}.\nPrint Assumptions {tid}_defined.\n")
     return "\n".join(out)
 
 
@@ -746,7 +769,8 @@ def compile_export(out: Path, names: list[str], timeout: float = 300) -> dict[st
         text = (run.stdout + run.stderr).strip()
         if run.returncode:
             results[name] = text.splitlines()[-1] if text else f"coqc exited with {run.returncode}"
-        elif "Closed under the global context" not in run.stdout:
+        elif "Axioms:" in run.stdout or run.stdout.count("Closed under the global context") < 2:
+            # both the theorem and its _defined lemma must be closed
             results[name] = "not closed: " + text
         else:
             results[name] = "ok"

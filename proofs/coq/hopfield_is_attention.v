@@ -141,6 +141,10 @@ have e1_ : (invmx D) *m E *m X^T = (invmx D) *m E *m X^T by rewrite ?mulmxA ?add
 exact: (etrans e0_ (etrans hopfield_is_attention_s1 (etrans hopfield_is_attention_s2 (etrans hopfield_is_attention_s3 (etrans hopfield_is_attention_s4 e1_))))).
 Qed.
 
+Lemma hopfield_is_attention_defined : (D \in unitmx).
+Proof. exact: (posdef_unit D_positive). Qed.
+
 End hopfield_is_attention.
 
 Print Assumptions hopfield_is_attention.
+Print Assumptions hopfield_is_attention_defined.

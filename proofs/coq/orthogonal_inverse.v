@@ -58,6 +58,10 @@ have e1_ : U^T = U^T by rewrite ?mulmxA ?addrA.
 exact: (etrans e0_ (etrans orthogonal_inverse_s1 (etrans orthogonal_inverse_s2 (etrans orthogonal_inverse_s3 (etrans orthogonal_inverse_s4 e1_))))).
 Qed.
 
+Lemma orthogonal_inverse_defined : (U \in unitmx).
+Proof. exact: (unit_left U_orthonormal_rows). Qed.
+
 End orthogonal_inverse.
 
 Print Assumptions orthogonal_inverse.
+Print Assumptions orthogonal_inverse_defined.

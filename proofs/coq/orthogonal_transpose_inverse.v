@@ -58,6 +58,10 @@ have e1_ : U = U by rewrite ?mulmxA ?addrA.
 exact: (etrans e0_ (etrans orthogonal_transpose_inverse_s1 (etrans orthogonal_transpose_inverse_s2 (etrans orthogonal_transpose_inverse_s3 (etrans orthogonal_transpose_inverse_s4 e1_))))).
 Qed.
 
+Lemma orthogonal_transpose_inverse_defined : (U^T \in unitmx).
+Proof. exact: (unit_tr (unit_right U_orthonormal_columns)). Qed.
+
 End orthogonal_transpose_inverse.
 
 Print Assumptions orthogonal_transpose_inverse.
+Print Assumptions orthogonal_transpose_inverse_defined.

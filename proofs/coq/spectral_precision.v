@@ -112,6 +112,10 @@ have e1_ : L *m L^T = L *m L^T by rewrite ?mulmxA ?addrA.
 exact: (etrans e0_ (etrans spectral_precision_s1 (etrans spectral_precision_s2 (etrans spectral_precision_s3 (etrans spectral_precision_s4 (etrans spectral_precision_s5 (etrans spectral_precision_s6 (etrans spectral_precision_s7 (etrans spectral_precision_s8 (etrans spectral_precision_s9 e1_)))))))))).
 Qed.
 
+Lemma spectral_precision_defined : (X^T *m X \in unitmx).
+Proof. exact: (unit_eq gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns)))). Qed.
+
 End spectral_precision.
 
 Print Assumptions spectral_precision.
+Print Assumptions spectral_precision_defined.

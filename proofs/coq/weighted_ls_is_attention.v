@@ -377,6 +377,10 @@ have e1_ : X_q *m L_W *m (K_W *m L_W)^T *m Y_W = X_q *m L_W *m (K_W *m L_W)^T *m
 exact: (etrans e0_ (etrans weighted_ls_is_attention_s1 (etrans weighted_ls_is_attention_s2 (etrans weighted_ls_is_attention_s3 (etrans weighted_ls_is_attention_s4 e1_))))).
 Qed.
 
+Lemma weighted_ls_is_attention_defined : (X^T *m W *m X \in unitmx).
+Proof. exact: (unit_eq weighted_gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_W_positive)) (unit_tr (unit_right V_orthonormal_columns)))). Qed.
+
 End weighted_ls_is_attention.
 
 Print Assumptions weighted_ls_is_attention.
+Print Assumptions weighted_ls_is_attention_defined.
