@@ -74,6 +74,34 @@ by apply: contra w0 => /eqP/(congr1 trmx); rewrite trmxK trmx0 => ->.
 Qed.
 End PosDef.
 
+Section Ridge.
+Variable R : realFieldType.
+
+Lemma sqnorm_ge0 m (w : 'cV[R]_m) : 0 <= (w^T *m w) 0 0.
+Proof. rewrite mxE; apply: sumr_ge0 => i _; by rewrite mxE -expr2 sqr_ge0. Qed.
+
+Lemma sqnorm_gt0 m (w : 'cV[R]_m) : w != 0 -> 0 < (w^T *m w) 0 0.
+Proof.
+move=> nz; rewrite lt0r sqnorm_ge0 andbT; apply: contra nz; rewrite mxE => /eqP h.
+apply/eqP/matrixP=> i j; rewrite (ord1 j) [RHS]mxE.
+have ge : forall k : 'I_m, true -> 0 <= w^T 0 k * w k 0 by move=> k _; rewrite mxE -expr2 sqr_ge0.
+have /(_ i isT) := psumr_eq0P ge h.
+by rewrite mxE => /eqP; rewrite mulf_eq0 orbb => /eqP.
+Qed.
+
+Lemma posdef_ridge m n (l : R) (B : 'M[R]_(m, n)) : 0 < l -> posdef (l *: 1%:M + B^T *m B).
+Proof.
+move=> lp v nz.
+have e : v^T *m (l *: 1%:M + B^T *m B) *m v = l *: (v^T *m v) + (B *m v)^T *m (B *m v).
+  by rewrite mulmxDr mulmxDl -scalemxAr mulmx1 -scalemxAl trmx_mul !mulmxA.
+move: (sqnorm_gt0 nz) (sqnorm_ge0 (B *m v)); rewrite e !mxE => a0 b0.
+by apply: ltr_paddr => //; rewrite mulr_gt0.
+Qed.
+
+Lemma posdef_ridge_t m n (l : R) (B : 'M[R]_(m, n)) : 0 < l -> posdef (l *: 1%:M + B *m B^T).
+Proof. by move=> lp; have := posdef_ridge B^T lp; rewrite trmxK. Qed.
+End Ridge.
+
 Section Pow.
 Variable R : rcfType.
 (* A^(k/2) of a diagonal matrix with positive diagonal: entrywise, sqrt(a_ii)^k *)

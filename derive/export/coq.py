@@ -82,15 +82,42 @@ def ast(t: Basic):
         return ("inv", ast(t.args[0]))
     if type(t) is MatMul:
         coeff, mats = factors_of(t)
-        if coeff != 1:
-            raise Unsupported(f"a scalar coefficient ({coeff}) occurs; scalars are not exported")
-        return ("mul", [ast(m) for m in mats])
+        return _scaled(coeff, [ast(m) for m in mats])
     if type(t) is MatAdd:
         return ("add", [ast(a) for a in t.args])
     if type(t) is MatPow:
         return ("pow", ast(t.args[0]), _half_exponent(t))
     raise Unsupported(f"{type(t).__name__} is not exported (only symbols, I, 0, transpose, inverse, products "
                       "and sums are)")
+
+
+def _scaled(coeff, trees):
+    """c M1 ... Mk: ('scale', c, product) for a coefficient c other than 1."""
+    body = ("mul", trees) if len(trees) > 1 else trees[0]
+    if coeff == 1:
+        return body
+    _scalar(coeff)  # Unsupported unless printable
+    return ("scale", sympy.sympify(coeff), body)
+
+
+def _scalar(c) -> str:
+    """A scalar of the kernel (rational constants and scalar symbols, sums, products, integer powers) in R."""
+    c = sympy.sympify(c)
+    if isinstance(c, sympy.Integer):
+        return f"{int(c)}%:R" if c >= 0 else f"(- {int(-c)}%:R)"
+    if isinstance(c, sympy.Rational):
+        return f"({_scalar(c.p)} / {_scalar(c.q)})"
+    if isinstance(c, sympy.Symbol) and not c.assumptions0.get("integer"):
+        return _ident(c.name)
+    if isinstance(c, sympy.Mul):
+        return "(" + " * ".join(_scalar(a) for a in c.args) + ")"
+    if isinstance(c, sympy.Add):
+        return "(" + " + ".join(_scalar(a) for a in c.args) + ")"
+    if isinstance(c, sympy.Pow) and isinstance(c.exp, sympy.Integer):
+        k = int(c.exp)
+        return f"({_scalar(c.base)} ^+ {k})" if k > 0 else f"(({_scalar(c.base)} ^+ {-k})^-1)"
+    raise Unsupported(f"the scalar {c} is not exported (rational constants, scalar symbols, sums, products and "
+                      "integer powers are)")
 
 
 def _half_exponent(t) -> int:
@@ -103,6 +130,20 @@ def _half_exponent(t) -> int:
 
 def flat(a):
     kind = a[0]
+    if kind == "scale":
+        inner = flat(a[2])
+        if inner[0] == "scale":
+            return ("scale", a[1] * inner[1], inner[2])
+        return ("scale", a[1], inner)
+    if kind == "mul":
+        coeff, out = sympy.S.One, []
+        for child in a[1]:
+            child = flat(child)
+            if child[0] == "scale":
+                coeff, child = coeff * child[1], child[2]
+            out += child[1] if child[0] == "mul" else [child]
+        body = ("mul", out) if len(out) > 1 else out[0]
+        return body if coeff == 1 else ("scale", coeff, body)
     if kind in ("mul", "add"):
         out = []
         for child in a[1]:
@@ -132,11 +173,26 @@ def show(a, top: bool = True) -> str:
         arg = a[1][1] if a[1][0] == "sym" else show(a[1], False) if a[1][0] in ("mul", "add", "inv") \
             else f"({show(a[1])})"
         return f"invmx {arg}" if top else f"(invmx {arg})"
+    if kind == "scale":
+        c = a[1]
+        if c.could_extract_minus_sign():
+            inner = show(a[2], False) if -c == 1 else f"{_scalar(-c)} *: {show(a[2], False)}"
+            text = f"- {inner}" if -c == 1 else f"- ({inner})"
+        else:
+            text = f"{_scalar(c)} *: {show(a[2], False)}"
+        return text if top else f"({text})"
     if kind == "pow":
         text = f"mpow {show(a[1], False)} {_int(a[2])}"
         return text if top else f"({text})"
-    op = " *m " if kind == "mul" else " + "
-    text = op.join(show(c, False) if kind == "mul" or c[0] == "add" else show(c) for c in a[1])
+    if kind == "add":
+        text = show(a[1][0], a[1][0][0] != "add")
+        for c in a[1][1:]:
+            if c[0] == "scale" and c[1].could_extract_minus_sign():
+                text += " - " + show(("scale", -c[1], c[2]) if -c[1] != 1 else c[2], False)
+            else:
+                text += " + " + show(c, c[0] != "add")
+        return text if top else f"({text})"
+    text = " *m ".join(show(c, False) for c in a[1])
     return text if top else f"({text})"
 
 
@@ -153,6 +209,8 @@ def _replace_hole(a, z):
         return (a[0], _replace_hole(a[1], z))
     if a[0] == "pow":
         return (a[0], _replace_hole(a[1], z), a[2])
+    if a[0] == "scale":
+        return (a[0], a[1], _replace_hole(a[2], z))
     return a
 
 
@@ -165,10 +223,10 @@ def positions(t: Basic):
         coeff, mats = factors_of(t)
         for i in range(len(mats)):
             for j in range(i + 2, len(mats) + 1):
-                if j - i == len(mats):
+                if j - i == len(mats) and coeff == 1:
                     continue
                 run = mul(mats[i:j])
-                ctx = ("mul", [ast(m) for m in mats[:i]] + [("hole",)] + [ast(m) for m in mats[j:]])
+                ctx = _scaled(coeff, [ast(m) for m in mats[:i]] + [("hole",)] + [ast(m) for m in mats[j:]])
                 yield run, ctx, (lambda r, i=i, j=j: mul(coeff, mats[:i], r, mats[j:]))
     kids = _children(t)
     for k, kid in enumerate(kids):
@@ -195,7 +253,7 @@ def _wrap(t, k, inner):
         return ("pow", inner, _half_exponent(t))
     kids = _children(t)
     trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
-    return ("mul" if type(t) is MatMul else "add", trees)
+    return _scaled(factors_of(t)[0], trees) if type(t) is MatMul else ("add", trees)
 
 
 def _rebuild(t, k, new):
@@ -212,6 +270,13 @@ def _rebuild(t, k, new):
 
 # --- the statement --------------------------------------------------------------------------------------
 
+_NORM = "rewrite ?mulmxA ?addrA"
+# with scalars: coefficients pulled out of products and merged, negations out of products and sums
+_NORM_SCALARS = ("do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | "
+                 "rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; "
+                 "rewrite ?mulmxA ?addrA")
+
+
 @dataclass
 class _Facts:
     """What the theorem's hypotheses give the step proofs: proof terms of unitmx and symmetry facts."""
@@ -222,6 +287,8 @@ class _Facts:
     diag: dict = None  # canonical term -> Coq proof of `is_diag_mx term`
     pd: dict = None  # canonical term -> Coq proof of `posdef term`
     unchecked: bool = False  # what the export cannot justify becomes an obligation for Coq (which fails)
+    positive: dict = None  # scalar symbol -> Coq proof of `0 < symbol`
+    norm: str = _NORM  # the tactic that re-associates (and, with scalars, moves coefficients out)
 
 
 def _unit(t, facts: _Facts, depth: int = 0) -> str:
@@ -243,6 +310,13 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
             for m in mats[1:]:
                 proof = f"(unit_mul {proof} {_unit(m, facts)})"
             return proof
+    if type(t) is MatAdd and len(t.args) == 2 and facts.positive:  # c I + BᵀB (or B Bᵀ) with c > 0
+        (c, ones), (one, gram) = factors_of(t.args[0]), factors_of(t.args[1])
+        if ones and len(ones) == 1 and type(ones[0]) is Identity and c in facts.positive and one == 1 \
+                and len(gram) == 2 and (gram[0] == Transpose(gram[1]) or gram[1] == Transpose(gram[0])):
+            lemma = "posdef_ridge" if gram[0] == Transpose(gram[1]) else "posdef_ridge_t"
+            b = gram[1] if gram[0] == Transpose(gram[1]) else gram[0]
+            return f"(posdef_unit (@{lemma} R _ _ {_scalar(c)} {show(ast(b), False)} {facts.positive[c]}))"
     for lhs, rhs, proof in facts.equations:  # a square factor of a two-factor product equal to I
         for prod, one, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
             if type(one) is Identity and type(prod) is MatMul and factors_of(prod)[0] == 1:
@@ -297,7 +371,7 @@ def _sym(t, facts: _Facts) -> str:
     raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
 
 
-def _symbols(terms):
+def _symbols(terms, scalars: dict | None = None):
     mats, dims = {}, set()
     for term in terms:
         for node in sympy.preorder_traversal(term):
@@ -307,7 +381,9 @@ def _symbols(terms):
                 dims.add(node.name)
             if isinstance(node, sympy.Symbol) and not node.assumptions0.get("integer") \
                     and not isinstance(node, sympy.Dummy):
-                raise Unsupported(f"the scalar {node} occurs; scalars are not exported")
+                if scalars is None:
+                    raise Unsupported(f"the scalar {node} occurs; scalars are not exported")
+                scalars[node.name] = node
     return mats, dims
 
 
@@ -360,12 +436,20 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     elif rule == "zero_add" and type(sub) is MatAdd and any(type(a) is ZeroMatrix for a in sub.args):
         keep = [a for a in sub.args if type(a) is not ZeroMatrix]
         out.append((add(keep) if keep else ZeroMatrix(*sub.shape), "ltac:(by rewrite ?addr0 ?add0r)"))
-    elif rule == "distribute" and type(sub) is MatMul and mats:
-        sums = [m for m in mats if type(m) is MatAdd]
+    elif rule == "distribute" and type(sub) is MatMul:
+        coeff, ms = factors_of(sub)
+        sums = [m for m in ms if type(m) is MatAdd]
         if len(sums) == 1:
-            i = mats.index(sums[0])
-            out.append((add([mul(mats[:i], term, mats[i + 1:]) for term in sums[0].args]),
-                        "ltac:(by rewrite ?mulmxDr ?mulmxDl ?mulmxA ?addrA)"))
+            i = ms.index(sums[0])
+            out.append((add([mul(coeff, ms[:i], term, ms[i + 1:]) for term in sums[0].args]),
+                        f"ltac:(by rewrite ?mulmxDr ?mulmxDl; {facts.norm})"))
+    elif rule == "collect" and type(sub) is MatAdd:  # two adjacent terms c A and -c A cancel (to 0)
+        args = list(sub.args)
+        for i in range(len(args) - 1):
+            (c1, m1), (c2, m2) = factors_of(args[i]), factors_of(args[i + 1])
+            if mul(m1) == mul(m2) and sympy.simplify(c1 + c2) == 0:
+                rest = args[:i] + [ZeroMatrix(*sub.shape)] + args[i + 2:]
+                out.append((add(rest), "ltac:(by rewrite ?subrK ?addrK ?addNr ?subrr ?addr0 ?add0r)"))
     elif rule == "power_combine" and mats and len(mats) == 2:
         (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
         b = canon(b1)
@@ -408,7 +492,7 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     return out
 
 
-_SUPPORTED_RULES = {"power_combine",
+_SUPPORTED_RULES = {"power_combine", "collect",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
                     "inverse_product", "zero_mul", "zero_add", "distribute"}
@@ -436,7 +520,7 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     if found is None and facts.unchecked:  # Coq must accept the step on its own: it does only up to re-association
         return (f"Lemma {name} : {show(ast(before))} = {show(ast(after))}.\n"
                 f"Proof. (* {rule}: not found at one position; unchecked export *)\n"
-                "by rewrite ?mulmxA ?addrA.\nQed.\n")
+                f"by {facts.norm}.\nQed.\n")
     if found is None:
         raise Unsupported(f"step {name}: the rule {rule} is not found at one position in the exported form")
     ctx, lhs, rhs, proof = found
@@ -450,8 +534,8 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     goal = f"{e1} = {e0}" if flipped else f"{e0} = {e1}"
     lines = [f"Lemma {name} : {goal}.", "Proof.",
              f"have rule_ : {show(ast(lhs))} = {show(ast(rhs))} := {proof}.",
-             f"have e0_ : {e0} = {c0} by rewrite ?mulmxA ?addrA.",
-             f"have e1_ : {c1} = {e1} by rewrite ?mulmxA ?addrA.",
+             f"have e0_ : {e0} = {c0} by {facts.norm}.",
+             f"have e1_ : {c1} = {e1} by {facts.norm}.",
              f"have e_ := etrans e0_ (etrans (congr1 (fun Z_ : {_mtype(rows, cols)} => "
              f"{show(ctx)}) rule_) e1_).",
              "exact: " + ("(esym e_)." if flipped else "e_."), "Qed.", ""]
@@ -480,13 +564,13 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
         proof = f"(etrans {n} {proof})"
     claim = f"{show(ast(lhs))} = {show(ast(rhs))}"
     parts.append(f"{title} {statement_name} : {claim}.\nProof{' using All' if title == 'Theorem' else ''}.\n"
-                 f"have e0_ : {show(ast(lhs))} = {show(ast(exprs[0]))} by rewrite ?mulmxA ?addrA.\n"
-                 f"have e1_ : {show(ast(exprs[-1]))} = {show(ast(rhs))} by rewrite ?mulmxA ?addrA.\n"
+                 f"have e0_ : {show(ast(lhs))} = {show(ast(exprs[0]))} by {facts.norm}.\n"
+                 f"have e1_ : {show(ast(exprs[-1]))} = {show(ast(rhs))} by {facts.norm}.\n"
                  f"exact: (etrans e0_ {proof}).\nQed.\n")
     return "\n".join(parts)
 
 
-def _parameters(proof):
+def _parameters(proof, scalars: dict | None = None):
     """(dimension symbols, matrix symbols that are not defined), each sorted by name: the order of the Coq
     section's variables, so the order of a theorem's arguments."""
     terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
@@ -502,7 +586,7 @@ def _parameters(proof):
         terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
         for h in lem.hypotheses:
             terms += [h.lhs, h.rhs]
-    mats, dims = _symbols(terms)
+    mats, dims = _symbols(terms, scalars)
     defined = {d.symbol.name for d in proof.definitions}
     return sorted(dims), {k: mats[k] for k in sorted(mats) if k not in defined}
 
@@ -565,6 +649,17 @@ def _needs_rcf(data: dict, exported: dict) -> bool:
                if c.get("theorem") in exported)
 
 
+def _has_coefficients(proof) -> bool:
+    terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
+    terms += [d.rhs for d in proof.definitions]
+    terms += [t for h in proof.hypotheses if not h.is_predicate for t in (h.lhs, h.rhs)]
+    for lem in proof.lemmas:
+        terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
+        terms += [t for h in lem.hypotheses if not h.is_predicate for t in (h.lhs, h.rhs)]
+    return any(type(node) is MatMul and factors_of(node)[0] != 1
+               for term in terms for node in sympy.preorder_traversal(canon(term)))
+
+
 def _check_powers(proof, facts: _Facts) -> None:
     """Every rational power is of a matrix the hypotheses make diagonal and positive definite (the prelude's
     ``mpow`` is the entrywise power: A^q only for those)."""
@@ -620,16 +715,26 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             raise Unsupported(f"cites {cid}, which is not exported")
     proof = proof_from_data({**data, "cites": []})
     tid = _ident(proof.theorem)
-    dims, mats = _parameters(proof)
+    scalars: dict = {}
+    dims, mats = _parameters(proof, scalars)
     header = _HEADER + "".join(f"From OLS Require Import {_ident(c)}.\n" for c in cited)
     out = [f"(* {proof.theorem}: {proof.title}.\n   Generated by `derive export coq` from its certificate; "
            "do not edit. *)", header, f"Section {tid}.",
            f"Variable R : {'rcfType' if _needs_rcf(data, exported) else 'realFieldType'}."]
     if dims:
         out.append("Variables " + " ".join(_ident(d) for d in dims) + " : nat.")
+    facts = _Facts({}, {}, [], {}, {}, unchecked)
+    facts.positive, facts.norm = {}, _NORM_SCALARS if scalars or _has_coefficients(proof) else _NORM
+    for name in sorted(scalars):
+        symbol, sn = scalars[name], _ident(name)
+        out.append(f"Variable {sn} : R.")
+        if symbol.is_positive:
+            out.append(f"Hypothesis {sn}_positive : 0 < {sn}.")
+            facts.positive[symbol] = f"{sn}_positive"
+        elif symbol.is_nonnegative or symbol.is_nonzero or symbol.is_negative or symbol.is_nonpositive:
+            raise Unsupported(f"the scalar {name} has a sign other than positive (not exported)")
     for name, symbol in mats.items():
         out.append(f"Variable {_ident(name)} : {_mtype(*symbol.shape)}.")
-    facts = _Facts({}, {}, [], {}, {}, unchecked)
     facts.equations_by_name = {}
     for h in proof.hypotheses:
         hn = _ident(h.name)
@@ -677,7 +782,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     for lem in proof.lemmas:
         ln = _ident(lem.name)
         local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
-                       unchecked)
+                       unchecked, facts.positive, facts.norm)
         local.equations_by_name = dict(facts.equations_by_name)
         head = []
         if lem.hypotheses:
