@@ -71,7 +71,8 @@ def test_powers_and_definedness_are_stated_faithfully():
         assert f"Lemma {tid}_defined :" in export.files[f"{tid}.v"]
     ridge = export.files["kernel_ridge_push_through.v"]
     assert "Variable lambda : R.\nHypothesis lambda_positive : 0 < lambda." in ridge
-    assert "Theorem kernel_ridge_push_through : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y" in ridge
+    claim = "X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y"
+    assert f"Theorem kernel_ridge_push_through : {claim}" in ridge
 
 
 def test_unsupported_constructs_are_listed_with_a_reason():
