@@ -438,11 +438,11 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         out.append((add(keep) if keep else ZeroMatrix(*sub.shape), "ltac:(by rewrite ?addr0 ?add0r)"))
     elif rule == "distribute" and type(sub) is MatMul:
         coeff, ms = factors_of(sub)
-        sums = [m for m in ms if type(m) is MatAdd]
-        if len(sums) == 1:
-            i = ms.index(sums[0])
-            out.append((add([mul(coeff, ms[:i], term, ms[i + 1:]) for term in sums[0].args]),
-                        f"ltac:(by rewrite ?mulmxDr ?mulmxDl; {facts.norm})"))
+        for i in [i for i, m in enumerate(ms) if type(m) is MatAdd]:
+            terms = [mul(coeff, ms[:i], term, ms[i + 1:]) for term in ms[i].args]
+            left = f"!(mulmxDr {show(ast(mul(ms[:i])), False)}) " if i else ""  # only this sum is distributed
+            out.append((add(terms), f"ltac:(by rewrite {left}?mulmxDl; {facts.norm})",
+                        ("add", [ast(t) for t in terms])))  # in the order of the sum distributed
     elif rule == "collect" and type(sub) is MatAdd:  # two adjacent terms c A and -c A cancel (to 0)
         args = list(sub.args)
         for i in range(len(args) - 1):
@@ -499,24 +499,95 @@ _SUPPORTED_RULES = {"power_combine", "collect",
 
 
 def _find(before, after, rule, facts, lemmas, defs):
-    """(context tree, lhs, rhs, Coq proof of lhs = rhs) with ``after`` = canon(context[rhs])."""
+    """Every (context tree, lhs, rhs, Coq proof of lhs = rhs) with ``after`` = canon(context[rhs])."""
     for sub, ctx, build in positions(before):
-        for result, proof in _rule_proofs(rule, sub, facts, lemmas, defs):
+        for result, proof, *tree in _rule_proofs(rule, sub, facts, lemmas, defs):
             try:
                 rebuilt = build(result)
             except Exception:  # noqa: BLE001  a result that does not fit: not this position
                 continue
             if canon(rebuilt) == after:
-                return ctx, sub, result, proof
-    return None
+                yield ctx, sub, result, proof, (tree[0] if tree else ast(result))
+
+
+def _key(a):
+    """The tree with every sum's terms sorted: equal keys, equal up to the order of sums."""
+    if a[0] == "add":
+        return ("add", tuple(sorted((_key(c) for c in a[1]), key=repr)))
+    if a[0] == "mul":
+        return ("mul", tuple(_key(c) for c in a[1]))
+    if a[0] in ("tr", "inv"):
+        return (a[0], _key(a[1]))
+    if a[0] == "pow":
+        return (a[0], _key(a[1]), a[2])
+    if a[0] == "scale":
+        return (a[0], a[1], _key(a[2]))
+    return a
+
+
+def _permutations(t1, t2, used: dict) -> list[str] | None:
+    """Rewrites (``perm_n_...`` lemmas applied to the terms) that turn the flat tree ``t1`` into ``t2``, equal up
+    to the order of sums; None when they are not."""
+    if _key(t1) != _key(t2):
+        return None
+    if t1 == t2:
+        return []
+    kind = t1[0]
+    if kind in ("tr", "inv"):
+        return _permutations(t1[1], t2[1], used)
+    if kind == "pow":
+        return _permutations(t1[1], t2[1], used)
+    if kind == "scale":
+        return _permutations(t1[2], t2[2], used)
+    if kind == "mul":
+        out = []
+        for c1, c2 in zip(t1[1], t2[1], strict=True):
+            out += _permutations(c1, c2, used)
+        return out
+    # a sum: match each term of t2 to a term of t1, reorder inside the terms, then the terms
+    free = list(range(len(t1[1])))
+    order, out = [], []
+    for c2 in t2[1]:
+        i = next(i for i in free if _key(t1[1][i]) == _key(c2))
+        free.remove(i)
+        out += _permutations(t1[1][i], c2, used)
+        order.append(i)
+    if order != sorted(order):
+        n = len(order)
+        name = f"perm_{n}_" + "_".join(map(str, order))
+        used[name] = order
+        terms = [None] * n
+        for j, i in enumerate(order):
+            terms[i] = t2[1][j]
+        out.append(f"({name} " + " ".join(f"({show(c)})" for c in terms) + ")")
+    return out
+
+
+def _perm_lemma(name: str, order: list[int]) -> str:
+    n = len(order)
+    xs = [f"x{i}" for i in range(n)]
+    return (f"Lemma {name} (V : zmodType) ({' '.join(xs)} : V) : {' + '.join(xs)} = "
+            f"{' + '.join(xs[i] for i in order)}.\nProof.\n"
+            f"have h := @sum_perm V [:: {'; '.join(xs)}] [:: {'; '.join(map(str, range(n)))}]%N "
+            f"[:: {'; '.join(map(str, order))}]%N isT.\n"
+            "by rewrite !big_cons big_nil /= !addr0 ?addrA in h.\nQed.\n")
 
 
 def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
-    found = _find(before, after, rule, facts, lemmas, defs)
-    flipped = False
-    if found is None:
-        found = _find(after, before, rule, facts, lemmas, defs)
-        flipped = True
+    found, flipped, any_found, perms = None, False, False, None
+    for flip, (start, end) in ((False, (before, after)), (True, (after, before))):
+        for ctx, lhs, rhs, proof, rtree in _find(start, end, rule, facts, lemmas, defs):
+            any_found = True
+            used: dict = {}
+            p0 = _permutations(flat(ast(start)), flat(_replace_hole(ctx, ast(lhs))), used)
+            p1 = _permutations(flat(_replace_hole(ctx, rtree)), flat(ast(end)), used)
+            if p0 is not None and p1 is not None:
+                found, flipped, perms = (ctx, lhs, rhs, proof), flip, (p0, p1, used, rtree)
+                break
+        if found is not None:
+            break
+    if found is None and any_found and not facts.unchecked:
+        raise Unsupported(f"step {name} ({rule}) reorders a sum; only re-association is exported")
     if found is None and facts.unchecked:  # Coq must accept the step on its own: it does only up to re-association
         return (f"Lemma {name} : {show(ast(before))} = {show(ast(after))}.\n"
                 f"Proof. (* {rule}: not found at one position; unchecked export *)\n"
@@ -525,17 +596,18 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
         raise Unsupported(f"step {name}: the rule {rule} is not found at one position in the exported form")
     ctx, lhs, rhs, proof = found
     start, end = (after, before) if flipped else (before, after)
-    for side, sub in ((start, lhs), (end, rhs)):
-        if flat(_replace_hole(ctx, ast(sub))) != flat(ast(side)):
-            raise Unsupported(f"step {name} ({rule}) reorders a sum; only re-association is exported")
     rows, cols = lhs.shape
     e0, e1 = show(ast(start)), show(ast(end))
-    c0, c1 = show(_replace_hole(ctx, ast(lhs))), show(_replace_hole(ctx, ast(rhs)))
+    c0, c1 = show(_replace_hole(ctx, ast(lhs))), show(_replace_hole(ctx, rtree))
     goal = f"{e1} = {e0}" if flipped else f"{e0} = {e1}"
-    lines = [f"Lemma {name} : {goal}.", "Proof.",
-             f"have rule_ : {show(ast(lhs))} = {show(ast(rhs))} := {proof}.",
-             f"have e0_ : {e0} = {c0} by {facts.norm}.",
-             f"have e1_ : {c1} = {e1} by {facts.norm}.",
+    p0, p1, used, rtree = perms
+    lemmas_ = "".join(_perm_lemma(f"{n}_{name}", order) + "\n" for n, order in used.items())
+    r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in p0)
+    r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in p1)
+    lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.",
+             f"have rule_ : {show(ast(lhs))} = {show(rtree)} := {proof}.",
+             f"have e0_ : {e0} = {c0} by {facts.norm}{r0}.",
+             f"have e1_ : {c1} = {e1} by {facts.norm}{r1}.",
              f"have e_ := etrans e0_ (etrans (congr1 (fun Z_ : {_mtype(rows, cols)} => "
              f"{show(ctx)}) rule_) e1_).",
              "exact: " + ("(esym e_)." if flipped else "e_."), "Qed.", ""]
@@ -556,16 +628,21 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
         names.append(name)
     if canon(rhs) != exprs[-1] and not facts.unchecked:
         raise Unsupported("the chain does not end at the claim")
-    for given, normal in ((lhs, exprs[0]), (rhs, exprs[-1])):
-        if flat(ast(given)) != flat(ast(normal)):
-            raise Unsupported("the claim is stated out of the kernel's order of sums")
+    used: dict = {}
+    p0 = _permutations(flat(ast(lhs)), flat(ast(exprs[0])), used)
+    p1 = _permutations(flat(ast(exprs[-1])), flat(ast(rhs)), used)
+    if p0 is None or p1 is None:
+        raise Unsupported("the claim is not the chain's ends up to association and the order of sums")
+    r0 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in p0)
+    r1 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in p1)
+    parts += [_perm_lemma(f"{n}_{statement_name}", order) for n, order in used.items()]
     proof = "e1_"
     for n in reversed(names):
         proof = f"(etrans {n} {proof})"
     claim = f"{show(ast(lhs))} = {show(ast(rhs))}"
     parts.append(f"{title} {statement_name} : {claim}.\nProof{' using All' if title == 'Theorem' else ''}.\n"
-                 f"have e0_ : {show(ast(lhs))} = {show(ast(exprs[0]))} by {facts.norm}.\n"
-                 f"have e1_ : {show(ast(exprs[-1]))} = {show(ast(rhs))} by {facts.norm}.\n"
+                 f"have e0_ : {show(ast(lhs))} = {show(ast(exprs[0]))} by {facts.norm}{r0}.\n"
+                 f"have e1_ : {show(ast(exprs[-1]))} = {show(ast(rhs))} by {facts.norm}{r1}.\n"
                  f"exact: (etrans e0_ {proof}).\nQed.\n")
     return "\n".join(parts)
 
@@ -638,6 +715,9 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
                 raise Unsupported(f"cites {proof.theorem}: its hypothesis {h.name} is not an equation here")
             found = f"(ltac:(done) : {show(ast(lhs))} = {show(ast(rhs))})"
         args.append(found if found.startswith("(") or " " not in found else f"({found})")
+    for side in (proof.claim.lhs, proof.claim.rhs):
+        if flat(ast(side)) != flat(ast(canon(side))):
+            raise Unsupported(f"cites {proof.theorem}, stated out of the kernel's order of sums (not exported)")
     return inst(proof.claim.lhs), inst(proof.claim.rhs), f"(@{_ident(proof.theorem)} {' '.join(args)})"
 
 
@@ -743,6 +823,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             if getattr(h.lhs.function, "name", None) is None:
                 pred = str(h.lhs.function).split(".")[-1]
             pred = str(h.lhs.function).split(".")[-1]
+            m = canon(m)  # hypotheses in the kernel's order of sums: the steps use them so
             mt = show(ast(m))
             if pred == "invertible":
                 out.append(f"Hypothesis {hn} : {mt} \\in unitmx.")
@@ -760,7 +841,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             else:
                 raise Unsupported(f"the predicate {pred} is not exported")
         else:
-            out.append(f"Hypothesis {hn} : {show(ast(h.lhs))} = {show(ast(h.rhs))}.")
+            out.append(f"Hypothesis {hn} : {show(ast(canon(h.lhs)))} = {show(ast(canon(h.rhs)))}.")
             entry = (canon(h.lhs), canon(h.rhs), hn)
             facts.equations.append(entry)
             facts.equations_by_name[h.name] = entry
@@ -791,11 +872,11 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
                 if h.is_predicate or h.forall:
                     raise Unsupported(f"lemma {lem.name} has a predicate or quantified local hypothesis")
                 hn = _ident(h.name)
-                head.append(f"Hypothesis {hn} : {show(ast(h.lhs))} = {show(ast(h.rhs))}.")
+                head.append(f"Hypothesis {hn} : {show(ast(canon(h.lhs)))} = {show(ast(canon(h.rhs)))}.")
                 entry = (canon(h.lhs), canon(h.rhs), hn)
                 local.equations.append(entry)
                 local.equations_by_name[h.name] = entry
-        body = _chain(f"{ln}", lem.lhs, lem.rhs, lem.steps, local, lemmas, defs, "Lemma", ln, cite)
+        body = _chain(f"{ln}", canon(lem.lhs), canon(lem.rhs), lem.steps, local, lemmas, defs, "Lemma", ln, cite)
         out += head + [body] + ([f"End {ln}_section.", ""] if lem.hypotheses else [])
         if not lem.hypotheses:
             lemmas[lem.name] = (canon(lem.lhs), canon(lem.rhs), ln)

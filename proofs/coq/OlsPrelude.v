@@ -152,3 +152,10 @@ Lemma pow_combine n (A X Y Z : 'M[R]_n) (j k l : int) : posdef A -> j + k = l ->
   X = mpow A j -> Y = mpow A k -> Z = mpow A l -> X *m Y = Z.
 Proof. by move=> pd <- -> -> ->; rewrite mpow_add. Qed.
 End Pow.
+
+Section Perm.
+(* sums reordered: a permutation of n terms is a permutation of the indices 0..n-1 (perm_eq on nat computes) *)
+Lemma sum_perm (V : zmodType) (s : seq V) (p q : seq nat) : perm_eq p q ->
+  \sum_(i <- p) nth 0 s i = \sum_(i <- q) nth 0 s i.
+Proof. exact: perm_big. Qed.
+End Perm.
