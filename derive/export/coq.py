@@ -132,9 +132,8 @@ def flat(a):
     kind = a[0]
     if kind == "scale":
         inner = flat(a[2])
-        if inner[0] == "scale":
-            return ("scale", a[1] * inner[1], inner[2])
-        return ("scale", a[1], inner)
+        c, body = (a[1] * inner[1], inner[2]) if inner[0] == "scale" else (a[1], inner)
+        return body if c == 1 else ("scale", c, body)
     if kind == "mul":
         coeff, out = sympy.S.One, []
         for child in a[1]:
@@ -289,6 +288,7 @@ class _Facts:
     unchecked: bool = False  # what the export cannot justify becomes an obligation for Coq (which fails)
     positive: dict = None  # scalar symbol -> Coq proof of `0 < symbol`
     norm: str = _NORM  # the tactic that re-associates (and, with scalars, moves coefficients out)
+    forall: dict = None  # name -> a quantified local hypothesis
 
 
 def _unit(t, facts: _Facts, depth: int = 0) -> str:
@@ -400,9 +400,13 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             out.append((mats[1], f"mul1mx {show(ast(mats[1]), False)}"))
     elif rule == "inverse_cancel" and mats and len(mats) >= 2:
         if type(mats[0]) is Inverse and mats[0].args[0] == canon(mul(mats[1:])):
-            out.append((Identity(mats[0].shape[0]), f"mulVmx {_unit(mats[0].args[0], facts)}"))
+            u = _unit(mats[0].args[0], facts)
+            out.append((Identity(mats[0].shape[0]), f"mulVmx {u}" if len(mats) == 2 else
+                        f"ltac:(by rewrite -[RHS](mulVmx {u}) ?mulmxA)"))  # M a product: re-associated
         if type(mats[-1]) is Inverse and mats[-1].args[0] == canon(mul(mats[:-1])):
-            out.append((Identity(mats[-1].shape[0]), f"mulmxV {_unit(mats[-1].args[0], facts)}"))
+            u = _unit(mats[-1].args[0], facts)
+            out.append((Identity(mats[-1].shape[0]), f"mulmxV {u}" if len(mats) == 2 else
+                        f"ltac:(by rewrite -[RHS](mulmxV {u}) ?mulmxA)"))
     elif rule == "transpose_product" and type(sub) is Transpose and type(sub.args[0]) is MatMul:
         coeff, ms = factors_of(sub.args[0])
         if coeff == 1:
@@ -435,7 +439,8 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         out.append((ZeroMatrix(*sub.shape), "ltac:(by rewrite ?mulmx0 ?mul0mx)"))
     elif rule == "zero_add" and type(sub) is MatAdd and any(type(a) is ZeroMatrix for a in sub.args):
         keep = [a for a in sub.args if type(a) is not ZeroMatrix]
-        out.append((add(keep) if keep else ZeroMatrix(*sub.shape), "ltac:(by rewrite ?addr0 ?add0r)"))
+        tree = ("add", [ast(a) for a in keep]) if len(keep) > 1 else ast(keep[0] if keep else ZeroMatrix(*sub.shape))
+        out.append((add(keep) if keep else ZeroMatrix(*sub.shape), "ltac:(by rewrite ?addr0 ?add0r)", tree))
     elif rule == "distribute" and type(sub) is MatMul:
         coeff, ms = factors_of(sub)
         for i in [i for i, m in enumerate(ms) if type(m) is MatAdd]:
@@ -614,6 +619,35 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     return "\n".join(lines)
 
 
+def _bound(h):
+    dims = [b for b in h.forall if not isinstance(b, MatrixSymbol)]
+    return dims, [b for b in h.forall if isinstance(b, MatrixSymbol)]
+
+
+def _binders(h) -> str:
+    """``forall (r s : nat) (A : 'M[R]_(r, p)), `` for a hypothesis quantified over these symbols."""
+    dims, mats = _bound(h)
+    out = [f"({' '.join(_dim(d) for d in dims)} : nat)"] if dims else []
+    out += [f"({_ident(m.name)} : {_mtype(*m.shape)})" for m in mats]
+    return f"forall {' '.join(out)}, "
+
+
+def _instance(h, instance):
+    """(lhs, rhs, Coq proof) of a quantified hypothesis ``h`` at a step's instance."""
+    given = dict(instance)
+    dims, mats = _bound(h)
+    dimmap = {k: v for k, v in given.items() if not isinstance(k, MatrixSymbol)}
+    matmap = {k.xreplace(dimmap): v for k, v in given.items() if isinstance(k, MatrixSymbol)}
+    if set(dimmap) != set(dims) or len(matmap) != len(mats):
+        raise Unsupported(f"hypothesis {h.name}: an instance that does not give every bound symbol")
+
+    def inst(t):
+        return canon(t.xreplace(dimmap).xreplace(matmap))
+
+    args = [_dim(dimmap[d]) for d in dims] + [show(ast(canon(matmap[m.xreplace(dimmap)])), False) for m in mats]
+    return inst(h.lhs), inst(h.rhs), f"(@{_ident(h.name)} {' '.join(args)})"
+
+
 def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, cite=None) -> str:
     exprs = [canon(lhs)] + [canon(s.expr) for s in steps]
     parts, names = [], []
@@ -621,6 +655,15 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
         table = lemmas
         if step.rule.startswith("thm:"):
             table = {**lemmas, step.rule: cite(step, facts)}
+        elif step.instance and step.rule.startswith("hyp:") and step.rule[4:] in facts.forall:
+            here = _Facts(facts.unit, facts.sym, facts.equations, facts.diag, facts.pd, facts.unchecked,
+                          facts.positive, facts.norm, facts.forall)
+            here.equations_by_name = {**facts.equations_by_name,
+                                      step.rule[4:]: _instance(facts.forall[step.rule[4:]], step.instance)}
+            name = f"{prefix}_s{k}"
+            parts.append(_step_lemma(name, exprs[k - 1], exprs[k], step.rule, here, table, defs))
+            names.append(name)
+            continue
         elif step.instance:
             raise Unsupported(f"step {k} instantiates a rule (instances are not exported)")
         name = f"{prefix}_s{k}"
@@ -662,7 +705,8 @@ def _parameters(proof, scalars: dict | None = None):
             raise Unsupported("a lemma by induction is not exported")
         terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
         for h in lem.hypotheses:
-            terms += [h.lhs, h.rhs]
+            if not h.forall:  # a quantified hypothesis binds its own symbols
+                terms += [h.lhs, h.rhs]
     mats, dims = _symbols(terms, scalars)
     defined = {d.symbol.name for d in proof.definitions}
     return sorted(dims), {k: mats[k] for k in sorted(mats) if k not in defined}
@@ -803,7 +847,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
            f"Variable R : {'rcfType' if _needs_rcf(data, exported) else 'realFieldType'}."]
     if dims:
         out.append("Variables " + " ".join(_ident(d) for d in dims) + " : nat.")
-    facts = _Facts({}, {}, [], {}, {}, unchecked)
+    facts = _Facts({}, {}, [], {}, {}, unchecked, forall={})
     facts.positive, facts.norm = {}, _NORM_SCALARS if scalars or _has_coefficients(proof) else _NORM
     for name in sorted(scalars):
         symbol, sn = scalars[name], _ident(name)
@@ -863,15 +907,20 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     for lem in proof.lemmas:
         ln = _ident(lem.name)
         local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
-                       unchecked, facts.positive, facts.norm)
+                       unchecked, facts.positive, facts.norm, {})
         local.equations_by_name = dict(facts.equations_by_name)
         head = []
         if lem.hypotheses:
             head.append(f"Section {ln}_section.")
             for h in lem.hypotheses:
-                if h.is_predicate or h.forall:
-                    raise Unsupported(f"lemma {lem.name} has a predicate or quantified local hypothesis")
+                if h.is_predicate:
+                    raise Unsupported(f"lemma {lem.name} has a predicate local hypothesis")
                 hn = _ident(h.name)
+                if h.forall:
+                    head.append(f"Hypothesis {hn} : {_binders(h)}{show(ast(canon(h.lhs)))} = "
+                                f"{show(ast(canon(h.rhs)))}.")
+                    local.forall[h.name] = h
+                    continue
                 head.append(f"Hypothesis {hn} : {show(ast(canon(h.lhs)))} = {show(ast(canon(h.rhs)))}.")
                 entry = (canon(h.lhs), canon(h.rhs), hn)
                 local.equations.append(entry)

@@ -84,7 +84,7 @@ Qed.
 
 Lemma probabilities_sum_to_one_s6 : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = (1%:M : 'M[R]_(1)).
 Proof.
-have rule_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = (1%:M : 'M[R]_(1)) := mulmxV (unit_eq (esym probabilities_sum_to_one_1) (unit_tr (unit_eq (esym sum) (posdef_unit D_positive)))).
+have rule_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = (1%:M : 'M[R]_(1)) := ltac:(by rewrite -[RHS](mulmxV (unit_eq (esym probabilities_sum_to_one_1) (unit_tr (unit_eq (esym sum) (posdef_unit D_positive))))) ?mulmxA).
 have e0_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) by rewrite ?mulmxA ?addrA.
 have e1_ : (1%:M : 'M[R]_(1)) = (1%:M : 'M[R]_(1)) by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => Z_) rule_) e1_).
