@@ -55,6 +55,9 @@ def _dim(d) -> str:
     if isinstance(d, sympy.Integer) and d >= 0:
         return str(int(d))
     if isinstance(d, sympy.Add):
+        if any(a.could_extract_minus_sign() for a in d.args):
+            raise Unsupported(f"the dimension {d} is a difference (not exported: nat subtraction would not give "
+                              "the sizes of a split by computation)")
         return "(" + " + ".join(_dim(a) for a in d.args) + ")%N"
     if isinstance(d, sympy.Mul):
         return "(" + " * ".join(_dim(a) for a in d.args) + ")%N"
