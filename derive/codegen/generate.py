@@ -40,6 +40,7 @@ from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
            "term_expression", "required_theorems", "generate_module", "numpy_module", "mpmath_module",
+           "xp_module", "dask_module",
            "REQUIRED_THEOREMS", "NUMERICS"]
 
 
@@ -70,11 +71,29 @@ def registered_routes() -> dict[str, Route]:
 NUMERICS = {
     "numpy": ("derive.codegen.numerics_numpy", "OLS as single-layer linear attention: NumPy."),
     "mpmath": ("derive.codegen.numerics_mpmath", "OLS as single-layer linear attention: mpmath."),
+    "xp": ("derive.codegen.numerics_xp",
+           "OLS as single-layer linear attention: array API (NumPy, PyTorch, JAX, CuPy)."),
+    "dask": ("derive.codegen.numerics_dask",
+             "OLS as single-layer linear attention: Dask (tall data, chunked by rows)."),
 }
 
 
 def _numerics(backend: str) -> ModuleType:
-    return importlib.import_module(NUMERICS[backend][0])
+    """The backend's numerics module, or, where its library (array_api_compat, dask) is not installed, its
+    declarations read from its source: generating a module never needs the library it runs on."""
+    try:
+        return importlib.import_module(NUMERICS[backend][0])
+    except ImportError:
+        module = NUMERICS[backend][0]
+        source = resources.files(module.rsplit(".", 1)[0]).joinpath(module.rsplit(".", 1)[1] + ".py")
+        declared = ModuleType(module)
+        for node in ast.parse(source.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id in ("PRINTED_PARAMETERS", "RELIES_ON"):
+                        setattr(declared, target.id, ast.literal_eval(node.value))
+        return declared
 
 
 def _called(backend: str) -> dict[str, tuple[str, ...]]:
@@ -277,6 +296,17 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
         return f"(1/{v})" if q == -1 else f"({v}**({q.p}/{q.q}))"
 
 
+class ArrayAPIPrinter(BatchedNumPyPrinter):
+    """Printer for arrays of any array-API namespace: operators only (``@``, ``.mT``, indexing), no namespace
+    name; a general solve is the numerics' ``_solve``."""
+
+    def _transpose(self, a: str) -> str:
+        return f"{a}.mT"
+
+    def _solve(self, a: str, b: str) -> str:
+        return f"_solve({a}, {b})"
+
+
 class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     """mpmath printer for ``mpmath.matrix`` values; helpers are defined in the module template."""
 
@@ -301,6 +331,11 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
 
     def _vector_power(self, v: str, q: Rational) -> str:
         return f"_vector_power({v}, {q.p}, {q.q})"
+
+
+#: Backend -> the printer of its printed functions.
+_PRINTERS = {"numpy": BatchedNumPyPrinter, "mpmath": MatrixMpmathPrinter, "xp": ArrayAPIPrinter,
+             "dask": BatchedNumPyPrinter}
 
 
 def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
@@ -454,9 +489,10 @@ def _public_route_function(theorem: Theorem, route: Route, printer_class, known:
     parameters = [name for name in order if name in needed]
     symbols = {v: k for k, v in route.names.items()}
     expr = assignments[route.result]
-    convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters] if backend == "numpy" else []
+    numpy_like = backend in ("numpy", "dask")
+    convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters] if numpy_like else []
     described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY')})" for name in parameters)
-    kind = "numpy.ndarray" if backend == "numpy" else "mpmath matrix"
+    kind = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
     docstring = [f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).', "",
                  "    Parameters", "    ----------", f"    {', '.join(parameters)} : {kind}",
                  f"        The matrices of the lemma: {described}; the route assumes what the theorem's",
@@ -511,7 +547,7 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
     tree = ast.parse(source)
     known = _top_level_names(tree)
     _check_calls(tree, numerics.PRINTED_PARAMETERS, filename)
-    printer_class = BatchedNumPyPrinter if backend == "numpy" else MatrixMpmathPrinter
+    printer_class = _PRINTERS[backend]
     printed = [declared[name] for name in numerics.PRINTED_PARAMETERS]
     functions = []
     for item in printed:
@@ -523,7 +559,8 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
                                f"{', '.join(unbound)}, which {module} does not pass it")
         functions.append(function)
     registry = ["PRINTED.update({", *(f'    "{d.name}": {d.function},' for d in printed), "})"]
-    public = [d for name, d in declared.items() if isinstance(d, Route) and name not in numerics.PRINTED_PARAMETERS
+    called = {name for other in NUMERICS for name in _called(other)}  # by some backend: not a public function
+    public = [d for name, d in declared.items() if isinstance(d, Route) and name not in called
               and is_issued(theorems.get(d.theorem))]
     public_functions = [_public_route_function(theorems[d.theorem], d, printer_class, known, backend)
                         for d in public]
@@ -545,3 +582,13 @@ def numpy_module(theorems: dict[str, Theorem]) -> str:
 def mpmath_module(theorems: dict[str, Theorem]) -> str:
     """The mpmath module's text (deterministic)."""
     return generate_module(theorems, "mpmath")
+
+
+def xp_module(theorems: dict[str, Theorem]) -> str:
+    """The array-API module's text (deterministic)."""
+    return generate_module(theorems, "xp")
+
+
+def dask_module(theorems: dict[str, Theorem]) -> str:
+    """The Dask module's text (deterministic)."""
+    return generate_module(theorems, "dask")
