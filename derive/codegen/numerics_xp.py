@@ -253,7 +253,16 @@ def _route_cholesky(xp, X, Y, steps):
     for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
         XtY = X.mT @ (Y - X @ beta)
         beta = beta + _printed("cholesky")(C, XtY)
-    return beta
+    return _mark_deficient(xp, C, beta, max(X.shape[-2:]))
+
+
+def _mark_deficient(xp, C, beta, size):
+    """β, NaN for each problem whose Cholesky pivots say κ² eps >= size eps (XᵀX numerically singular: a
+    factor of a rank-deficient X can succeed with a tiny pivot and give a large, wrong β)."""
+    pivots = xp.abs(xp.linalg.diagonal(C))
+    low, high = xp.min(pivots, axis=-1), xp.max(pivots, axis=-1)
+    deficient = (low / high) ** 2 <= size * xp.finfo(C.dtype).eps
+    return xp.where(deficient[..., None, None], xp.full_like(beta, math.nan), beta)
 
 
 def _tolerance(xp, values, size):
@@ -410,7 +419,7 @@ def _factor(xp, X, route):
         L = V * (_tolerance(xp, lam, max(X.shape[-2:])) ** -0.5)[..., None, :]
     elif route == "cholesky":
         C = _cholesky(xp, X.mT @ X)
-        L = _solve_triangular(C, _identity(xp, C), True, False).mT
+        L = _mark_deficient(xp, C, _solve_triangular(C, _identity(xp, C), True, False).mT, max(X.shape[-2:]))
     else:
         _, R = xp.linalg.qr(X)
         L = _solve_triangular(R, _identity(xp, R), False, False)
@@ -466,7 +475,7 @@ def attention_parameters(X: Array, Y: Array, *, route: str = "auto",
     L = sx.mT * L
     _require_finite_result(xp, L, "the attention factor L", "X is rank-deficient; use route='svd'")
     P = P[..., 0] if vector_y else P
-    return L, xp.asarray(L, copy=True), xp.asarray(L, copy=True), P
+    return L, L * 1, L * 1, P  # three arrays (a product keeps the autograd graph, as a copy would not)
 
 
 def attention_scores(X: Array, X_query: Array, *, route: str = "auto", check_finite: bool = True) -> Array:
