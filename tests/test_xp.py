@@ -269,3 +269,12 @@ def test_torch_compile(generated):
             pytest.skip(f"torch.compile cannot build here: {type(exc).__name__}")
         raise
     _close(out.numpy(), oa.predict(X, Y, Q))
+
+
+def test_generating_needs_no_framework(generated, tmp_path):
+    """`derive build` after a plain install (no array_api_compat, no dask) writes the same files."""
+    code = ("import sys\nfor name in ('array_api_compat', 'dask', 'dask.array'):\n    sys.modules[name] = None\n"
+            f"from derive.cli import main\nraise SystemExit(main(['codegen', '--out', {str(tmp_path)!r}]))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+    assert (tmp_path / "ols_attention_xp.py").read_bytes() == (generated[0] / "ols_attention_xp.py").read_bytes()
+    assert (tmp_path / "ols_attention_dask.py").exists()
