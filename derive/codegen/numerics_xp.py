@@ -24,21 +24,22 @@ refinement steps is fixed, and shapes are all that the code inspects. So the fun
 values are concrete: not under ``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``,
 where shapes and dtypes are still checked and a failure shows as NaN in the result.
 
-Columns of X and of Y are scaled by powers of two to a largest entry near 1 (computed as ``2.0 ** -k`` with an
-integral k: exact where the namespace's power is, as in NumPy and PyTorch); β follows exactly from the scaled
-problem's solution.
+Columns are scaled by powers of two (``2.0 ** -k`` with an integral k: exact where the namespace's power is, as
+in NumPy and PyTorch); β follows exactly from the scaled problem's solution. Routes "eigh", "svd", "qr" and the
+attention parameters scale X and Y to a largest entry near 1 (a pass and a scaled copy); "auto" and "cholesky"
+scale inside XᵀX only, from its diagonal (no copy of X), so there the squared column norms of X and XᵀY must fit
+the dtype (about 1e±308 in float64, 1e±38 in float32): data beyond give ValueError (concrete) or NaN (traced).
 
 Routes (each evaluates a kernel-checked identity on the column-scaled data):
-    "auto"      Cholesky of the column-scaled XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route), then
-                REFINEMENT_STEPS (2) preconditioned gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ) (preconditioned_gd)
-                with the residuals in the input precision. Each step shrinks the error that forming XᵀX causes
-                by about κ² eps (κ the condition number of the column-scaled X), so where κ² eps is well under 1
-                the answer is in the accuracy class of a backward-stable solver (lstsq). Less accurate than the
-                NumPy module's "auto", which measures κ², refines until β stops moving, solves exactly
-                rounded for small problems and switches to QR or the SVD for hard ones: here κ² eps near or over
-                1 (cond(X) over about 1e7 in float64, 3e3 in float32, once columns are scaled) leaves an
-                inaccurate answer, and a rank-deficient X gives ValueError (concrete values) or NaN (traced) —
-                use "svd" there.
+    "auto"      Cholesky of the column-scaled XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route), then ``refine``
+                (REFINEMENT_STEPS, 2) preconditioned gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ) (preconditioned_gd)
+                with the residuals in the input precision. Each step shrinks the error that forming XᵀX causes by
+                about κ² eps (κ the condition number of the column-scaled X), so where κ² eps is well under 1 the
+                answer is in the accuracy class of a backward-stable solver (lstsq). Less accurate than the NumPy
+                module's "auto", which measures κ², refines until β stops moving, solves exactly rounded for small
+                problems and switches to QR or the SVD for hard ones: here κ² eps near or over 1 (cond(X) over about
+                1e7 in float64, 3e3 in float32, once columns are scaled) leaves an inaccurate answer, and a rank-
+                deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there.
     "cholesky"  the same without refinement: error about κ² eps, as the NumPy module's "cholesky".
     "eigh"      X_q L Lᵀ XᵀY with L = VΛ^{-1/2}, XᵀX = VΛVᵀ (ols_is_linear_attention, lemma gram_route);
                 eigenvalues under p·eps·λ_max are dropped (minimum norm, pseudo_inverse). Error about κ² eps.
@@ -163,7 +164,7 @@ def _require_finite(xp, **named):
             raise ValueError(f"{name} contains NaN or infinity")
 
 
-def _validate(X, Y, X_query, route, check_finite=True):
+def _validate(X, Y, X_query, route, check_finite=True, pass_over=False):
     """(xp, X, Y as (..., n, k), X_query as (..., m, p) or None, vector_y, vector_q), in the common dtype."""
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
@@ -191,8 +192,9 @@ def _validate(X, Y, X_query, route, check_finite=True):
     dtype = xp.result_type(*given.values())
     X, Y2 = xp.astype(X, dtype, copy=False), xp.astype(Y2, dtype, copy=False)
     Q = None if Q is None else xp.astype(Q, dtype, copy=False)
-    if check_finite:
-        _require_finite(xp, X=X, Y=Y2, X_query=Q)
+    if check_finite:  # the Gram routes of coefficients/predict read NaN off XᵀX and XᵀY (p×p, p×k) instead
+        gram = route in ("auto", "cholesky") and not pass_over
+        _require_finite(xp, X=None if gram else X, Y=None if gram else Y2, X_query=Q)
     return xp, X, Y2, Q, vector_y, vector_q
 
 
@@ -245,15 +247,25 @@ def _cholesky(xp, G):
         raise
 
 
-def _route_cholesky(xp, X, Y, steps):
+def _route_cholesky(xp, X, Y, steps, check_finite):
+    """β on the data as given; the columns scaled by powers of two inside XᵀX only: d from XᵀX's diagonal, so
+    the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X is made."""
     G = X.mT @ X
     XtY = X.mT @ Y
-    C = _cholesky(xp, G)
+    squares = xp.linalg.diagonal(G)
+    if check_finite:  # NaN or infinity in X reaches XᵀX's diagonal; in Y, XᵀY
+        _require_finite(xp, X=squares)
+        _require_finite(xp, Y=XtY)
+    positive = squares > 0
+    k = xp.floor(xp.log2(xp.where(positive, squares, xp.ones_like(squares))) / 2)
+    d = 2.0 ** (-xp.where(positive, k, xp.zeros_like(k)))  # (..., p)
+    C = _cholesky(xp, G * d[..., :, None] * d[..., None, :])
+    XtY = d[..., :, None] * XtY
     beta = _printed("cholesky")(C, XtY)
     for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
-        XtY = X.mT @ (Y - X @ beta)
+        XtY = d[..., :, None] * (X.mT @ (Y - X @ (d[..., :, None] * beta)))
         beta = beta + _printed("cholesky")(C, XtY)
-    return _mark_deficient(xp, C, beta, max(X.shape[-2:]))
+    return d[..., :, None] * _mark_deficient(xp, C, beta, max(X.shape[-2:]))
 
 
 def _mark_deficient(xp, C, beta, size):
@@ -294,12 +306,15 @@ def _route_qr(xp, X, Y):
     return _printed("qr")(Q, R, Y)
 
 
-def _beta(xp, X, Y, route):
+def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
     """β of the data as given (X, Y validated, (..., n, k)): the route on the column-scaled data, unscaled."""
-    X_s, Y_s, sx, _, inv_sy = _scaled(xp, X, Y)
     if route in ("auto", "cholesky"):
-        beta_s = _route_cholesky(xp, X_s, Y_s, REFINEMENT_STEPS if route == "auto" else 0)
-    elif route == "eigh":
+        beta = _route_cholesky(xp, X, Y, refine if route == "auto" else 0, check_finite)
+        _require_finite_result(xp, beta, "the least-squares solution",
+                               "X is rank-deficient (or the solution overflows); use route='svd'")
+        return beta
+    X_s, Y_s, sx, _, inv_sy = _scaled(xp, X, Y)
+    if route == "eigh":
         beta_s = _route_eigh(xp, X_s, Y_s)
     elif route == "svd":
         beta_s = _route_svd(xp, X_s, Y_s)
@@ -314,7 +329,8 @@ def _beta(xp, X, Y, route):
 # --- public functions --------------------------------------------------------------------
 
 
-def coefficients(X: Array, Y: Array, *, route: str = "auto", check_finite: bool = True) -> Array:
+def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
+                 check_finite: bool = True) -> Array:
     """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY, computed as attention: no n×n or m×n matrix is formed.
 
     Parameters
@@ -328,8 +344,11 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", check_finite: bool 
         Which checked identity evaluates β̂ (see the module docstring). ``"auto"``: Cholesky of the column-scaled
         Gram matrix and two refinement steps, accurate where cond(X)² eps is well under 1 once columns are
         scaled; ``"svd"`` for ill-conditioned or rank-deficient X (minimum norm).
+    refine : int, keyword-only
+        The number of refinement steps of route ``"auto"`` (a Python int: it fixes the traced computation).
     check_finite : bool, keyword-only
-        Check the data for NaN and infinity (only where the values are concrete: never under tracing).
+        Check the data for NaN and infinity (only where the values are concrete: never under tracing); the
+        routes "auto" and "cholesky" read it off XᵀX's diagonal and XᵀY, which costs no pass over the data.
 
     Returns
     -------
@@ -355,11 +374,12 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", check_finite: bool 
     dtype('float32')
     """
     xp, X, Y, _, vector_y, _ = _validate(X, Y, None, route, check_finite)
-    beta = _beta(xp, X, Y, route)
+    beta = _beta(xp, X, Y, route, refine, check_finite)
     return beta[..., 0] if vector_y else beta
 
 
-def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", check_finite: bool = True) -> Array:
+def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
+            check_finite: bool = True) -> Array:
     """Predictions X_q β̂ (β̂ as in :func:`coefficients`).
 
     Parameters
@@ -371,6 +391,8 @@ def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", check_fi
     X_query : array, shape (..., m, p) or (..., p)
         The queries; a single query gives a single prediction per problem.
     route : {"auto", "cholesky", "eigh", "svd", "qr"}, keyword-only
+        As in :func:`coefficients`.
+    refine : int, keyword-only
         As in :func:`coefficients`.
     check_finite : bool, keyword-only
         As in :func:`coefficients`.
@@ -395,7 +417,7 @@ def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", check_fi
     5.333333333333
     """
     xp, X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, route, check_finite)
-    out = Q @ _beta(xp, X, Y, route)
+    out = Q @ _beta(xp, X, Y, route, refine, check_finite)
     if vector_y:
         out = out[..., 0]
     return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
@@ -467,7 +489,7 @@ def attention_parameters(X: Array, Y: Array, *, route: str = "auto",
     >>> bool(np.allclose(W_Q @ W_K.T, np.linalg.inv(X.T @ X))), bool(np.allclose(X @ W_V @ P, X @ [5 / 6, 1.5]))
     (True, True)
     """
-    xp, X, Y, _, vector_y, _ = _validate(X, Y, None, route, check_finite)
+    xp, X, Y, _, vector_y, _ = _validate(X, Y, None, route, check_finite, pass_over=True)
     L, X, sx = _factor(xp, X, route)
     sy, inv_sy = _column_scales(xp, Y)
     Y = Y * sy
@@ -514,7 +536,8 @@ def attention_scores(X: Array, X_query: Array, *, route: str = "auto", check_fin
     """
     xp = _namespace(X=X, X_query=X_query)
     _check_array(xp, "X", X, 2)
-    xp, X, _, X_query, _, vector_q = _validate(X, xp.zeros_like(X[..., 0]), X_query, route, check_finite)
+    xp, X, _, X_query, _, vector_q = _validate(X, xp.zeros_like(X[..., 0]), X_query, route, check_finite,
+                                                pass_over=True)
     L, X, sx = _factor(xp, X, route)
     X_query = X_query * sx  # (X_q L)(X L)ᵀ with the scaled factors: the scales of the columns cancel
     scores = _printed("scores")(X_query, L, X)
