@@ -123,7 +123,7 @@ import numpy as np, dask, dask.array as da
 import ols_attention_dask as od
 N, p, solver = {N}, 16, {solver!r}
 X = da.random.default_rng(0).normal(size=(N, p), chunks=(250_000, p))
-X = da.concatenate([da.ones((N, 1), chunks=(250_000, 1)), X[:, 1:] + 50.0], axis=1)
+X = da.concatenate([da.ones((N, 1), chunks=(250_000, 1)), X[:, 1:] + 50.0], axis=1).rechunk({{1: -1}})
 y = X @ np.linspace(1, 2, p) + da.random.default_rng(1).normal(size=N, chunks=250_000)
 X, y = dask.persist(X, y)
 start = time.perf_counter()
