@@ -490,11 +490,18 @@ def _public_route_function(theorem: Theorem, route: Route, printer_class, known:
     symbols = {v: k for k, v in route.names.items()}
     expr = assignments[route.result]
     numpy_like = backend in ("numpy", "dask")
-    convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters] if numpy_like else []
+    if numpy_like:
+        convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters]
+    elif backend == "mpmath":
+        convert = [f"    {name} = _matrix_argument({name!r}, {name})" for name in parameters]
+    else:
+        convert = []
     described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY')})" for name in parameters)
     kind = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
+    given = {"mpmath": "mpmath matrix, or list of rows or of numbers",
+             "xp": "array (any array-API namespace)"}.get(backend, "array_like")
     docstring = [f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).', "",
-                 "    Parameters", "    ----------", f"    {', '.join(parameters)} : {kind}",
+                 "    Parameters", "    ----------", f"    {', '.join(parameters)} : {given}",
                  f"        The matrices of the lemma: {described}; the route assumes what the theorem's",
                  "        hypotheses say of them (they are not checked here).", "",
                  "    Returns", "    -------", f"    {kind}", "        The coefficients β̂.", '    """']

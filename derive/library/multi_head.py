@@ -30,7 +30,15 @@ def _spectral(name: str, Xi, Vi, Lami) -> list[Hypothesis]:
             predicate(f"Lambda_{name}_positive", Q.positive_definite, Lami)]
 
 
-@theorem(sampling={"n": p1 + p2 + 1}, glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_MULTI_HEAD_ATTENTION = (
+    r"Multi-head attention with a concatenation and an output projection is the sum of its heads. When the "
+    r"heads see orthogonal blocks of features, each head can hold the spectral factor of its own block, "
+    r"and their sum is OLS on all the features: heads split the slow memory block by block."
+)
+
+
+@theorem(meaning=MEANING_MULTI_HEAD_ATTENTION, sampling={"n": p1 + p2 + 1}, glossary={
     "X": "design matrix, its features split into two blocks", "X_1": "first block of features",
     "X_2": "second block of features", "X_q": "queries, split like $X$", "X_q1": "queries' first block",
     "X_q2": "queries' second block", "V_1": "eigenvectors of $X_1^{\\top}X_1$",

@@ -29,7 +29,15 @@ def weighted_predictions(X_q, X, Y, W):
     return mul(X_q, inv(mul(transpose(X), W, X)), transpose(X), W, Y)
 
 
-@theorem(glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_WEIGHTED_LS_IS_ATTENTION = (
+    r"Weighting examples is whitening tokens: scaling each context token by $\sqrt{w_i}$ and using the "
+    r"spectral factor of $X^{\top}WX$ turns weighted least squares into plain linear attention. Per-token "
+    r"importance (or a noise model) lives in the tokens, not in the attention rule."
+)
+
+
+@theorem(meaning=MEANING_WEIGHTED_LS_IS_ATTENTION, glossary={
     **GLOSSARY,
     "W": "diagonal matrix of positive weights, one per example",
     "V": "orthogonal matrix of the eigenvectors of $X^{\\top}WX$",
