@@ -278,3 +278,221 @@ def test_generating_needs_no_framework(generated, tmp_path):
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
     assert (tmp_path / "ols_attention_xp.py").read_bytes() == (generated[0] / "ols_attention_xp.py").read_bytes()
     assert (tmp_path / "ols_attention_dask.py").exists()
+
+
+# --- ridge, weights, streaming, layers: the NumPy module's public functions -------------------------
+
+
+def _namespaces():
+    """(name, to-array) for NumPy, array_api_strict, PyTorch and JAX (float64), those installed."""
+    found = [("numpy", np.asarray)]
+    try:
+        import array_api_strict as xps
+
+        found.append(("array_api_strict", xps.asarray))
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        found.append(("torch", torch.as_tensor))
+    except ImportError:
+        pass
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        found.append(("jax", jax.numpy.asarray))
+    except ImportError:
+        pass
+    return found
+
+
+def test_the_xp_module_has_the_numpy_modules_public_functions(generated):
+    _, ox, oa = generated
+    functions = {name for name in oa.__all__ if callable(getattr(oa, name)) and name != "AccuracyWarning"}
+    assert functions <= set(ox.__all__)
+    import inspect
+
+    for name in ("coefficients", "predict"):
+        xp_keywords = set(inspect.signature(getattr(ox, name)).parameters)
+        assert set(inspect.signature(getattr(oa, name)).parameters) <= xp_keywords, name
+    assert set(inspect.signature(oa.multi_layer_predict).parameters) <= set(
+        inspect.signature(ox.multi_layer_predict).parameters)
+
+
+@pytest.mark.parametrize("namespace", [name for name, _ in _namespaces()])
+def test_ridge_and_weights_give_the_numpy_modules_answers(generated, namespace):
+    _, ox, oa = generated
+    conv = dict(_namespaces())[namespace]
+    X, Y, Q = _problems(11)
+    w = np.random.default_rng(11).uniform(0.1, 5.0, X.shape[:-1])
+    for given in ({"ridge": 0.7}, {"weights": w}, {"ridge": 0.3, "weights": w}, {"ridge": 2}):
+        keywords = {k: conv(v) if k == "weights" else v for k, v in given.items()}
+        for route in ox.ROUTES:
+            beta = ox.coefficients(conv(X), conv(Y), route=route, **keywords)
+            tol = 1e-10 if route in ("auto", "svd", "qr") or "ridge" in given else 1e-8
+            _close(np.asarray(beta), oa.coefficients(X, Y, **given), tol)
+        _close(np.asarray(ox.predict(conv(X), conv(Y), conv(Q), **keywords)), oa.predict(X, Y, Q, **given))
+        vector = {k: v[0, ...] if k == "weights" else v for k, v in keywords.items()}
+        _close(np.asarray(ox.predict(conv(X[0]), conv(Y[0, :, 0]), conv(Q[0, 0]), **vector)),
+               oa.predict(X[0], Y[0, :, 0], Q[0, 0], **{k: v[0] if k == "weights" else v for k, v in given.items()}))
+    # ridge on a wide X (p > n), on every route: the augmented problem has full rank
+    rng = np.random.default_rng(12)
+    Xw, yw = rng.normal(size=(2, 10, 30)), rng.normal(size=(2, 10))
+    for route in ox.ROUTES:
+        _close(np.asarray(ox.coefficients(conv(Xw), conv(yw), ridge=0.5, route=route)),
+               oa.coefficients(Xw, yw, ridge=0.5))
+    # weights of ones are OLS
+    _close(np.asarray(ox.coefficients(conv(X), conv(Y), weights=conv(np.ones(X.shape[:-1])))),
+           oa.coefficients(X, Y))
+
+
+def test_ridge_and_weights_keep_float32(generated):
+    _, ox, oa = generated
+    X, Y, Q = _problems(13, uncentred=False)
+    w = np.random.default_rng(13).uniform(0.5, 2.0, X.shape[:-1])
+    X32, Y32, Q32, w32 = (a.astype(np.float32) for a in (X, Y, Q, w))
+    for route in ox.ROUTES:
+        beta = ox.coefficients(X32, Y32, route=route, ridge=1.5, weights=w32)
+        assert beta.dtype == np.float32
+        _close(beta, oa.coefficients(X, Y, ridge=1.5, weights=w), 1e-4)
+        assert ox.predict(X32, Y32, Q32, route=route, ridge=1.5).dtype == np.float32
+    assert ox.coefficients(X32, Y32, weights=w).dtype == np.float64  # float64 weights promote, as X would
+    torch = pytest.importorskip("torch")
+    assert ox.coefficients(torch.tensor(X32), torch.tensor(Y32), ridge=1.0,
+                           weights=torch.tensor(w32)).dtype == torch.float32
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (0.0, ValueError, "ridge must be positive"), (-1.0, ValueError, "ridge must be positive"),
+    (float("nan"), ValueError, "ridge is NaN"), (float("inf"), ValueError, "ridge is infinite"),
+    ("1", TypeError, "ridge must be a positive real number"), (True, TypeError, "ridge must be"),
+    (np.array(1.0), TypeError, "ridge must be a positive real number"),
+])
+def test_a_bad_ridge_is_named(generated, bad, error, message):
+    _, ox, _ = generated
+    X, y = np.eye(3), np.ones(3)
+    with pytest.raises(error, match=message):
+        ox.coefficients(X, y, ridge=bad)
+    with pytest.raises(error, match=message):
+        ox.predict(X, y, X, ridge=bad)
+
+
+@pytest.mark.parametrize("w, error, message", [
+    ([1.0, -1.0, 2.0], ValueError, "weights must be positive: 1 of them"),
+    ([1.0, 0.0, 2.0], ValueError, "weights must be positive"), ([1.0, np.nan, 2.0], ValueError, "weights contain NaN"),
+    ([1.0, np.inf, 2.0], ValueError, "weights contain infinity"), ([1.0, 2.0], ValueError, "weights must have shape"),
+    ([[1.0, 1.0, 1.0]], ValueError, "weights must have shape"), ([1, 2, 3], TypeError, "weights must hold real"),
+])
+def test_bad_weights_are_named_and_never_broadcast(generated, w, error, message):
+    _, ox, _ = generated
+    X, y = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]), np.array([1.0, 2.0, 4.0])
+    with pytest.raises(error, match=message):
+        ox.coefficients(X, y, weights=np.array(w))
+    with pytest.raises(error, match=message):
+        ox.predict(X, y, np.array([1.0, 1.0]), weights=np.array(w))
+    with pytest.raises(TypeError, match="weights"):
+        ox.coefficients(X, y, weights=[1.0, 2.0, 3.0])  # a list is no array
+
+
+def test_bad_weights_in_a_batch_do_not_broadcast(generated):
+    _, ox, _ = generated
+    X, Y, _ = _problems(14)
+    with pytest.raises(ValueError, match=r"weights must have shape \(3, 40\)"):
+        ox.coefficients(X, Y, weights=np.ones(40))  # one row of weights for three problems
+
+
+def test_ridge_and_weights_trace_under_jax(generated, jax64):
+    jax, jnp = jax64, jax64.numpy
+    _, ox, oa = generated
+    X, Y, Q = _problems(15)
+    w = np.random.default_rng(15).uniform(0.1, 5.0, X.shape[:-1])
+    expected = oa.predict(X, Y, Q, ridge=0.7, weights=w)
+    args = [jnp.asarray(a) for a in (X, Y, Q, w)]
+    _close(jax.jit(lambda x, y, q, w: ox.predict(x, y, q, ridge=0.7, weights=w))(*args), expected)
+    _close(jax.vmap(lambda x, y, q, w: ox.predict(x, y, q, ridge=0.7, weights=w))(*args), expected)
+    bad = args[3].at[0, 0].set(-1.0)  # traced: no exception, NaN for that problem only
+    beta = np.asarray(jax.jit(lambda x, y, w: ox.coefficients(x, y, weights=w))(args[0], args[1], bad))
+    assert np.isnan(beta[0]).all() and np.isfinite(beta[1:]).all()
+
+    def loss(x, w):
+        return jnp.sum(ox.predict(x, args[1][0], args[2][0], ridge=0.5, weights=w) ** 2)
+
+    x0, w0 = args[0][0], args[3][0]
+    gx, gw = jax.jit(jax.grad(loss, argnums=(0, 1)))(x0, w0)
+    rng = np.random.default_rng(1)
+    for g, which in ((gx, 0), (gw, 1)):
+        direction, h = jnp.asarray(rng.normal(size=g.shape)), 1e-6
+        plus, minus = [x0, w0], [x0, w0]
+        plus[which], minus[which] = plus[which] + h * direction, minus[which] - h * direction
+        fd = (loss(*plus) - loss(*minus)) / (2 * h)
+        assert abs(float(jnp.vdot(g, direction)) - float(fd)) <= 1e-5 * max(1.0, abs(float(fd)))
+
+
+def test_ridge_and_weights_gradcheck_in_torch(generated):
+    torch = pytest.importorskip("torch")
+    _, ox, _ = generated
+    X, Y, Q = _problems(16, batch=(), n=8, p=2, k=1)
+    w = np.random.default_rng(16).uniform(0.5, 2.0, 8)
+    x, y, q, wt = (torch.tensor(a).requires_grad_(True) for a in (X, Y, Q, w))
+    assert torch.autograd.gradcheck(lambda x, y, q, w: ox.predict(x, y, q, ridge=0.3, weights=w), (x, y, q, wt))
+
+
+@pytest.mark.parametrize("namespace", [name for name, _ in _namespaces()])
+def test_streaming_and_layers_give_the_numpy_modules_answers(generated, namespace):
+    _, ox, oa = generated
+    conv = dict(_namespaces())[namespace]
+    X, Y, Q = _problems(17, uncentred=False)
+    for ridge in (None, 0.25):
+        ours, theirs = ox.RecursiveLeastSquares(4, 2, ridge=ridge), oa.RecursiveLeastSquares(4, 2, ridge=ridge)
+        for i in range(0, 40, 7):
+            ours.update(conv(X[0, i:i + 7]), conv(Y[0, i:i + 7]))
+            theirs.update(X[0, i:i + 7], Y[0, i:i + 7])
+        ours.update(conv(X[1, 0]), conv(Y[1, 0]))  # one row as vectors
+        theirs.update(X[1, 0], Y[1, 0])
+        assert ours.rows == theirs.rows == 41
+        _close(np.asarray(ours.coefficients), theirs.coefficients)
+        _close(np.asarray(ours.predict(conv(Q[0]))), theirs.predict(Q[0]))
+    single = ox.RecursiveLeastSquares(4)
+    single.update(conv(X[0]), conv(Y[0, :, 0]))
+    _close(np.asarray(single.coefficients), oa.coefficients(X[0], Y[0, :, 0]))
+    G = 0.5 * np.linalg.inv(np.swapaxes(X, -1, -2) @ X)
+    for layers in (0, 1, 5):
+        _close(np.asarray(ox.multi_layer_predict(conv(X), conv(Y), conv(Q), layers=layers, step=conv(G))),
+               oa.multi_layer_predict(X, Y, Q, layers=layers, step=G))
+    eta = 1.0 / np.linalg.eigvalsh(X[0].T @ X[0]).max()
+    _close(np.asarray(ox.multi_layer_predict(conv(X[0]), conv(Y[0, :, 0]), conv(Q[0, 0]), layers=30, step=eta)),
+           oa.multi_layer_predict(X[0], Y[0, :, 0], Q[0, 0], layers=30, step=eta))
+
+
+def test_streaming_and_layers_refuse_what_the_numpy_module_refuses(generated):
+    _, ox, _ = generated
+    rls = ox.RecursiveLeastSquares(3)
+    with pytest.raises(ValueError, match="no rows streamed yet"):
+        _ = rls.coefficients
+    rls.update(np.ones((2, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="at least p = 3 rows"):
+        _ = rls.coefficients
+    rls.update(np.ones((2, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="singular"):
+        _ = rls.coefficients
+    with pytest.raises(ValueError, match="X_rows must have shape"):
+        rls.update(np.ones((2, 4)), np.ones(2))
+    with pytest.raises(ValueError, match="X_rows contains NaN"):
+        rls.update(np.array([[1.0, np.nan, 0.0]]), np.ones(1))
+    with pytest.raises(TypeError, match="namespace and dtype"):
+        rls.update(np.ones((1, 3), dtype=np.float32), np.ones(1, dtype=np.float32))
+    with pytest.raises(ValueError, match="ridge must be positive"):
+        ox.RecursiveLeastSquares(3, ridge=0.0)
+    with pytest.raises(TypeError, match="p must be an integer"):
+        ox.RecursiveLeastSquares(3.0)
+    X, y = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]), np.array([1.0, 2.0, 4.0])
+    with pytest.raises(ValueError, match="layers must be at least 0"):
+        ox.multi_layer_predict(X, y, X, layers=-1, step=0.1)
+    with pytest.raises(TypeError, match="layers must be an integer"):
+        ox.multi_layer_predict(X, y, X, layers=2.0, step=0.1)
+    with pytest.raises(ValueError, match="step must be a number or a 2×2 matrix"):
+        ox.multi_layer_predict(X, y, X, layers=2, step=np.eye(3))
+    with pytest.raises(ValueError, match="steps diverge"):
+        ox.multi_layer_predict(X, y, X, layers=2000, step=10.0)

@@ -54,13 +54,15 @@ The standard has no triangular solve: ``_solve_triangular`` uses the namespace's
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from array_api_compat import array_namespace, is_jax_namespace, is_lazy_array, is_torch_namespace
+from array_api_compat import array_namespace, device, is_jax_namespace, is_lazy_array, is_torch_namespace
 
-__all__ = ["ROUTES", "REFINEMENT_STEPS", "coefficients", "predict", "attention_parameters", "attention_scores"]
+__all__ = ["ROUTES", "REFINEMENT_STEPS", "coefficients", "predict", "attention_parameters", "attention_scores",
+           "RecursiveLeastSquares", "multi_layer_predict"]
 
 ROUTES = ("auto", "cholesky", "eigh", "svd", "qr")
 
@@ -164,11 +166,14 @@ def _require_finite(xp, **named):
             raise ValueError(f"{name} contains NaN or infinity")
 
 
-def _validate(X, Y, X_query, route, check_finite=True, pass_over=False):
-    """(xp, X, Y as (..., n, k), X_query as (..., m, p) or None, vector_y, vector_q), in the common dtype."""
+def _validate(X, Y, X_query, route, check_finite=True, pass_over=False, ridge=None, weights=None):
+    """(xp, X, Y as (..., n, k), X_query as (..., m, p) or None, vector_y, vector_q), in the common dtype; with
+    ``weights``, X and Y are the weighted rows √w X, √w Y."""
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
     given = {"X": X, "Y": Y} if X_query is None else {"X": X, "Y": Y, "X_query": X_query}
+    if weights is not None:
+        given["weights"] = weights
     xp = _namespace(**given)
     _check_array(xp, "X", X, 2)
     _check_array(xp, "Y", Y, 1)
@@ -186,7 +191,12 @@ def _validate(X, Y, X_query, route, check_finite=True, pass_over=False):
         if Q.ndim != X.ndim or tuple(Q.shape[:-2]) != batch or Q.shape[-1] != p:
             raise ValueError(f"X_query must have shape {batch + ('m', p)} or {batch + (p,)} to match X of shape "
                              f"{tuple(X.shape)}, got {tuple(X_query.shape)}")
-    if route in ("auto", "cholesky", "qr") and n < p:
+    if weights is not None:
+        _check_array(xp, "weights", weights, 1)
+        if tuple(weights.shape) != tuple(X.shape[:-1]):
+            raise ValueError(f"weights must have shape {tuple(X.shape[:-1])} (one per row of X), got "
+                             f"{tuple(weights.shape)}")
+    if route in ("auto", "cholesky", "qr") and n < p and ridge is None:
         raise ValueError(f"route {route!r} needs n >= p (X of shape {tuple(X.shape)} cannot have full column "
                          "rank): use route='svd' for the minimum-norm solution")
     dtype = xp.result_type(*given.values())
@@ -195,7 +205,53 @@ def _validate(X, Y, X_query, route, check_finite=True, pass_over=False):
     if check_finite:  # the Gram routes of coefficients/predict read NaN off XᵀX and XᵀY (p×p, p×k) instead
         gram = route in ("auto", "cholesky") and not pass_over
         _require_finite(xp, X=None if gram else X, Y=None if gram else Y2, X_query=Q)
+    if weights is not None:
+        root = _root_weights(xp, xp.astype(weights, dtype, copy=False))[..., None]
+        X, Y2 = X * root, Y2 * root
     return xp, X, Y2, Q, vector_y, vector_q
+
+
+def _ridge_value(ridge):
+    """λ as a float: None (no ridge) or a positive finite real number, else a TypeError or ValueError naming it
+    (as the NumPy module's; a Python number, so that it fixes the traced computation)."""
+    if ridge is None:
+        return None
+    if isinstance(ridge, bool) or type(ridge).__name__ == "bool_" or not isinstance(ridge, numbers.Real):
+        raise TypeError(f"ridge must be a positive real number, not {type(ridge).__name__}")
+    value = float(ridge)
+    if math.isnan(value):
+        raise ValueError("ridge is NaN: it must be a positive real number")
+    if math.isinf(value):
+        raise ValueError("ridge is infinite: it must be a positive finite real number")
+    if value <= 0:
+        raise ValueError(f"ridge must be positive, got {value!r} (leave it out, ridge=None, for OLS)")
+    return value
+
+
+def _root_weights(xp, w):
+    """√w; where values are concrete a ValueError naming what is wrong with the weights (NaN, zero or negative,
+    infinite), and traced a weight that is not positive and finite gives NaN (a masked choice, no branch)."""
+    if _concrete(w):
+        if bool(xp.any(xp.isnan(w))):
+            raise ValueError("weights contain NaN")
+        bad = int(xp.sum(xp.astype(w <= 0, xp.int64)))
+        if bad:
+            raise ValueError(f"weights must be positive: {bad} of them are zero or negative (drop those rows "
+                             f"instead of giving them weight 0)")
+        if bool(xp.any(xp.isinf(w))):
+            raise ValueError("weights contain infinity")
+    good = (w > 0) & (w < math.inf)
+    safe = xp.where(good, w, xp.ones_like(w))
+    return xp.where(good, xp.sqrt(safe), xp.full_like(w, math.nan))
+
+
+def _augmented(xp, X, Y, lam):
+    """[X; √λ I] and [Y; 0]: their least-squares solution is the ridge solution (XᵀX + λI)⁻¹XᵀY
+    (ridge_is_linear_attention), their Gram matrix XᵀX + λI; the shapes fix the traced computation."""
+    batch, p, k = tuple(X.shape[:-2]), X.shape[-1], Y.shape[-1]
+    place = {"dtype": X.dtype, "device": device(X)}
+    root = xp.broadcast_to(math.sqrt(lam) * xp.eye(p, **place), batch + (p, p))
+    return xp.concat([X, root], axis=-2), xp.concat([Y, xp.zeros(batch + (p, k), **place)], axis=-2)
 
 
 def _require_finite_result(xp, result, what, hint):
@@ -326,11 +382,18 @@ def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
     return beta
 
 
+def _solve(xp, X, Y, route, refine, check_finite, lam):
+    """β of OLS (weighted rows already applied) or, with λ, of ridge: the route on the augmented problem."""
+    if lam is not None:
+        X, Y = _augmented(xp, X, Y, lam)
+    return _beta(xp, X, Y, route, refine, check_finite)
+
+
 # --- public functions --------------------------------------------------------------------
 
 
 def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
-                 check_finite: bool = True) -> Array:
+                 check_finite: bool = True, ridge: float | None = None, weights: Array | None = None) -> Array:
     """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY, computed as attention: no n×n or m×n matrix is formed.
 
     Parameters
@@ -349,6 +412,19 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
     check_finite : bool, keyword-only
         Check the data for NaN and infinity (only where the values are concrete: never under tracing); the
         routes "auto" and "cholesky" read it off XᵀX's diagonal and XᵀY, which costs no pass over the data.
+    ridge : float, optional, keyword-only
+        λ > 0 (a Python number): the ridge coefficients (XᵀX + λI)⁻¹XᵀY (ridge_is_linear_attention), every
+        coefficient penalised (add no intercept column you do not want shrunk). The route solves the
+        least-squares problem of X with the rows √λ I appended (its Gram matrix is XᵀX + λI), so every route
+        works for any X, rank-deficient or wider than tall. Unlike the NumPy module's "auto" there is no dual
+        (n×n token) route for p > n: the augmented problem is solved there too. Zero, negative, NaN or
+        infinite λ: ValueError; not a real number: TypeError.
+    weights : array, shape (..., n), optional, keyword-only
+        Positive finite weights, one per row of every problem, of the same namespace and a real floating dtype:
+        the weighted least-squares coefficients, argmin Σ w_i ‖y_i − x_i β‖² (+ λ‖β‖²), solved as OLS of the
+        rows √w_i x_i, √w_i y_i. Their shape must be exactly X.shape[:-1] (nothing broadcasts). Where values are
+        concrete, NaN, zero, negative or infinite weights raise ValueError naming them; while traced they give
+        NaN.
 
     Returns
     -------
@@ -360,8 +436,10 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
     TypeError
         An argument is not an array of a real floating dtype, or the arguments mix namespaces.
     ValueError
-        A bad shape, an empty array, an unknown route, n < p for a route that needs full rank; where values are
-        concrete, NaN or infinity in the data or a result that is not finite (rank-deficient X).
+        A bad shape, an empty array, an unknown route, n < p for a route that needs full rank (without a ridge);
+        where values are concrete, NaN or infinity in the data or a result that is not finite (rank-deficient
+        X); a ridge that is not positive and finite; weights not one per row or (concrete) not positive and
+        finite.
 
     Examples
     --------
@@ -372,14 +450,23 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
     True
     >>> coefficients(X.astype(np.float32), np.float32([1, 2, 4])).dtype
     dtype('float32')
+    >>> lam = 0.5
+    >>> bool(np.allclose(coefficients(X, np.array([1.0, 2.0, 4.0]), ridge=lam),
+    ...                  np.linalg.solve(X.T @ X + lam * np.eye(2), X.T @ [1.0, 2.0, 4.0])))
+    True
+    >>> w = np.array([1.0, 2.0, 3.0])
+    >>> bool(np.allclose(coefficients(X, np.array([1.0, 2.0, 4.0]), weights=w),
+    ...                  np.linalg.solve(X.T @ (w[:, None] * X), X.T @ (w * [1.0, 2.0, 4.0]))))
+    True
     """
-    xp, X, Y, _, vector_y, _ = _validate(X, Y, None, route, check_finite)
-    beta = _beta(xp, X, Y, route, refine, check_finite)
+    lam = _ridge_value(ridge)
+    xp, X, Y, _, vector_y, _ = _validate(X, Y, None, route, check_finite, ridge=lam, weights=weights)
+    beta = _solve(xp, X, Y, route, refine, check_finite, lam)
     return beta[..., 0] if vector_y else beta
 
 
 def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
-            check_finite: bool = True) -> Array:
+            check_finite: bool = True, ridge: float | None = None, weights: Array | None = None) -> Array:
     """Predictions X_q β̂ (β̂ as in :func:`coefficients`).
 
     Parameters
@@ -396,6 +483,10 @@ def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", refine: 
         As in :func:`coefficients`.
     check_finite : bool, keyword-only
         As in :func:`coefficients`.
+    ridge : float, optional, keyword-only
+        λ > 0: the ridge predictions X_q (XᵀX + λI)⁻¹XᵀY, as in :func:`coefficients`.
+    weights : array, shape (..., n), optional, keyword-only
+        Positive weights, one per row: the weighted least-squares predictions, as in :func:`coefficients`.
 
     Returns
     -------
@@ -416,8 +507,9 @@ def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", refine: 
     >>> round(float(predict(X, np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0]))), 12)  # 5/6 + 3 · 3/2
     5.333333333333
     """
-    xp, X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, route, check_finite)
-    out = Q @ _beta(xp, X, Y, route, refine, check_finite)
+    lam = _ridge_value(ridge)
+    xp, X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, route, check_finite, ridge=lam, weights=weights)
+    out = Q @ _solve(xp, X, Y, route, refine, check_finite, lam)
     if vector_y:
         out = out[..., 0]
     return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
@@ -543,3 +635,194 @@ def attention_scores(X: Array, X_query: Array, *, route: str = "auto", check_fin
     scores = _printed("scores")(X_query, L, X)
     _require_finite_result(xp, scores, "the attention score matrix", "X is rank-deficient; use route='svd'")
     return scores[..., 0, :] if vector_q else scores
+
+
+# --- streaming least squares and k layers -----------------------------------------------------
+
+
+class RecursiveLeastSquares:
+    """Streaming OLS or ridge: causal linear attention with a square-root memory (causal_online_ls).
+
+    As the NumPy module's: an upper-triangular R with RᵀR = X_tᵀX_t + λI and Z = R⁻ᵀX_tᵀY_t, replaced at each
+    :meth:`update` by the triangle of the QR factorization of [R Z; X_rows Y_rows] (the square-root information
+    filter: backward stable), and β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY. The state lives in the namespace, dtype and device
+    of the first update's arrays (later updates must match them); it is an ordinary Python object (eager).
+
+    Parameters
+    ----------
+    p : int
+        Number of columns of X (features).
+    k : int, default 1
+        Number of targets; with k = 1 targets may come one per row and :attr:`coefficients` is a vector.
+    ridge : float or None, keyword-only
+        λ > 0 for ridge regression; None for OLS, which needs rows enough for XᵀX to be invertible.
+
+    Raises
+    ------
+    TypeError
+        p or k not an integer; data not arrays of a real floating dtype, or of another namespace or dtype than
+        the first update's.
+    ValueError
+        p or k under 1, a ridge that is not positive and finite; data of the wrong shape or (concrete) not
+        finite; the coefficients read before any row, or (OLS) while XᵀX is singular.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.standard_normal((100, 3)), rng.standard_normal(100)
+    >>> rls = RecursiveLeastSquares(3)
+    >>> for i in range(0, 100, 20):
+    ...     rls.update(X[i:i + 20], y[i:i + 20])
+    >>> bool(np.allclose(rls.coefficients, np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-12))
+    True
+    """
+
+    def __init__(self, p: int, k: int = 1, *, ridge: float | None = None) -> None:
+        for name, value in (("p", p), ("k", k)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        self.p, self.k = int(p), int(k)
+        self.ridge = _ridge_value(ridge)
+        self._state = None  # [R Z; 0 ·], made at the first update in its arrays' namespace
+        self.rows = 0
+
+    def update(self, X_rows: Array, Y_rows: Array) -> None:
+        """Add rows (one row as a vector of p, or a chunk (r, p)) and their targets (r numbers for k = 1, or rows
+        of k values): one QR factorization of the (p + k + r)-row stack [R Z; X_rows Y_rows]."""
+        xp = _namespace(X_rows=X_rows, Y_rows=Y_rows)
+        _check_array(xp, "X_rows", X_rows, 1)
+        _check_array(xp, "Y_rows", Y_rows, 0)
+        X = X_rows[None, :] if X_rows.ndim == 1 else X_rows
+        if X.ndim != 2 or X.shape[1] != self.p:
+            raise ValueError(f"X_rows must have shape ({self.p},) or (r, {self.p}), got {tuple(X_rows.shape)}")
+        r, Y = X.shape[0], Y_rows
+        if self.k == 1 and tuple(Y.shape) in ((), (r,)):
+            Y = xp.reshape(Y, (r, 1))
+        elif r == 1 and tuple(Y.shape) == (self.k,):
+            Y = Y[None, :]
+        if tuple(Y.shape) != (r, self.k):
+            raise ValueError(f"Y_rows must hold {r} row(s) of {self.k} target(s), got shape {tuple(Y_rows.shape)}")
+        dtype = xp.result_type(X, Y)
+        X, Y = xp.astype(X, dtype, copy=False), xp.astype(Y, dtype, copy=False)
+        _require_finite(xp, X_rows=X, Y_rows=Y)
+        if self._state is None:
+            size = self.p + self.k
+            eye = xp.eye(size, dtype=dtype, device=device(X))
+            scale = math.sqrt(self.ridge) if self.ridge is not None else 0.0
+            mask = xp.reshape(xp.arange(size, device=device(X)) < self.p, (1, size))
+            self._state = xp.where(mask & mask.mT, eye * scale, xp.zeros_like(eye))
+        elif array_namespace(self._state) is not xp or self._state.dtype != dtype:
+            raise TypeError(f"the rows must be arrays of the first update's namespace and dtype "
+                            f"({self._state.dtype}), got {dtype}")
+        stacked = xp.concat([self._state, xp.concat([X, Y], axis=1)], axis=0)
+        _, state = xp.linalg.qr(stacked)
+        if _concrete(state) and not bool(xp.all(xp.isfinite(state))):
+            raise ValueError("the streamed data overflow the dtype (their squared norms): rescale X or Y")
+        self._state = state
+        self.rows += r
+
+    @property
+    def coefficients(self) -> Array:
+        """β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY of every row so far: shape (p,) for k = 1, else (p, k)."""
+        if self._state is None:
+            raise ValueError("no rows streamed yet: the coefficients' namespace and dtype come from the first "
+                             "update")
+        xp = array_namespace(self._state)
+        R, Z = self._state[:self.p, :self.p], self._state[:self.p, self.p:]
+        if self.ridge is None:
+            if self.rows < self.p:
+                raise ValueError(f"OLS needs at least p = {self.p} rows before its coefficients, got {self.rows} "
+                                 f"(or give a ridge)")
+            if _concrete(R):
+                s = xp.linalg.svdvals(R)  # those of X: the rank test of numpy.linalg.lstsq
+                if not bool(s[-1] > s[0] * (max(self.rows, self.p) * xp.finfo(R.dtype).eps)):
+                    raise ValueError(f"XᵀX of the {self.rows} rows so far is singular (X is rank-deficient): no "
+                                     f"unique OLS coefficients; give a ridge, or stream more rows")
+        beta = _solve_triangular(R, Z, False, False)
+        _require_finite_result(xp, beta, "the streamed coefficients", "they overflow the dtype")
+        return beta[:, 0] if self.k == 1 else beta
+
+    def predict(self, X_query: Array) -> Array:
+        """X_q β for queries (m, p) or one query (p,): shape (m,) / () for k = 1, else (m, k) / (k,)."""
+        beta = self.coefficients
+        xp = _namespace(X_query=X_query, coefficients=beta)
+        _check_array(xp, "X_query", X_query, 1)
+        if X_query.shape[-1] != self.p or X_query.ndim > 2:
+            raise ValueError(f"X_query must have shape ({self.p},) or (m, {self.p}), got {tuple(X_query.shape)}")
+        _require_finite(xp, X_query=X_query)
+        return xp.astype(X_query, beta.dtype, copy=False) @ beta
+
+
+def multi_layer_predict(X: Array, Y: Array, X_query: Array, *, layers: int, step: float | Array,
+                        check_finite: bool = True) -> Array:
+    """The prediction of k layers of linear self-attention: X_q β_k, β_k after k preconditioned gradient steps.
+
+    As the NumPy module's (multi_layer_gd): β_0 = 0 and β_{t+1} = β_t + ΓXᵀ(Y − Xβ_t), evaluated with p×p and
+    p×k products; ``layers`` is a Python int, so the loop unrolls into a fixed traced computation.
+
+    Parameters
+    ----------
+    X : array, shape (..., n, p)
+        The context (keys), one example per row; leading dimensions are a batch.
+    Y : array, shape (..., n) or (..., n, k)
+        The targets (values).
+    X_query : array, shape (..., m, p) or (..., p)
+        The queries.
+    layers : int, keyword-only
+        k >= 0, the number of layers (0 layers predict 0).
+    step : float or array of shape (p, p) or (..., p, p), keyword-only
+        Γ = W_Q W_Kᵀ restricted to the features: a Python number η (Γ = ηI) or a p×p matrix of the same namespace.
+    check_finite : bool, keyword-only
+        As in :func:`coefficients`.
+
+    Returns
+    -------
+    array, shape (..., m[, k]), (...[, k]) for a single query
+        The predictions X_q β_k, in the arguments' common floating dtype.
+
+    Raises
+    ------
+    TypeError
+        An argument is not an array of a real floating dtype (``step``: or a real number), ``layers`` not an int.
+    ValueError
+        Bad shapes, negative ``layers``; where values are concrete, NaN or infinity, or iterates that leave the
+        float range (the steps diverge: Γ too large).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> y, q = np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0])
+    >>> round(float(multi_layer_predict(X, y, q, layers=1, step=np.linalg.inv(X.T @ X))), 12)
+    5.333333333333
+    """
+    if isinstance(layers, bool) or not isinstance(layers, numbers.Integral):
+        raise TypeError(f"layers must be an integer, not {type(layers).__name__}")
+    if layers < 0:
+        raise ValueError(f"layers must be at least 0, got {layers}")
+    xp, X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, "svd", check_finite)
+    p = X.shape[-1]
+    if isinstance(step, numbers.Real) and not isinstance(step, bool):
+        G = float(step) * _identity(xp, X.mT @ X)
+    else:
+        xp_step = _namespace(X=X, step=step)
+        _check_array(xp_step, "step", step, 2)
+        if tuple(step.shape[-2:]) != (p, p) or tuple(step.shape[:-2]) not in ((), tuple(X.shape[:-2])):
+            raise ValueError(f"step must be a number or a {p}×{p} matrix (per problem), got shape "
+                             f"{tuple(step.shape)}")
+        G = xp.astype(step, X.dtype, copy=False)
+    if check_finite:
+        _require_finite(xp, step=G)
+    GXtY, GXtX = G @ (X.mT @ Y), G @ (X.mT @ X)
+    beta = GXtY * 0
+    for _ in range(int(layers)):  # β_{t+1} = β_t + ΓXᵀY − ΓXᵀXβ_t
+        beta = beta + (GXtY - GXtX @ beta)
+    _require_finite_result(xp, beta, f"the iterates β_t of {layers} layers",
+                           "the steps diverge (the step Γ is too large: I − ΓXᵀX must have spectral radius under 1)")
+    out = Q @ beta
+    if vector_y:
+        out = out[..., 0]
+    return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
