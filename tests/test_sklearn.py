@@ -60,6 +60,16 @@ def test_ridge_matches_sklearns_ridge():
         ours, theirs = OLSAttentionRegressor(ridge=alpha).fit(X, y), Ridge(alpha=alpha, solver="svd").fit(X, y)
         np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-8, atol=1e-8 * np.abs(theirs.coef_).max())
         assert abs(ours.intercept_ - theirs.intercept_) <= 1e-8 * abs(theirs.intercept_)
+    for alpha in (0.01, 30.0):  # without an intercept, every coefficient is penalised, as in Ridge
+        ours = OLSAttentionRegressor(ridge=alpha, fit_intercept=False).fit(X, y)
+        theirs = Ridge(alpha=alpha, fit_intercept=False, solver="svd").fit(X, y)
+        np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-8, atol=1e-8 * np.abs(theirs.coef_).max())
+        assert ours.intercept_ == 0.0
+    # the intercept is not penalised: a shift of y moves the intercept only
+    shifted = OLSAttentionRegressor(ridge=30.0).fit(X, y + 1000.0)
+    plain = OLSAttentionRegressor(ridge=30.0).fit(X, y)
+    np.testing.assert_allclose(shifted.coef_, plain.coef_, rtol=1e-10, atol=1e-10 * np.abs(plain.coef_).max())
+    assert abs(shifted.intercept_ - plain.intercept_ - 1000.0) <= 1e-8 * abs(shifted.intercept_)
     with pytest.raises(ValueError, match="ridge must be"):
         OLSAttentionRegressor(ridge=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="route must be"):
