@@ -33,54 +33,31 @@ print(f"derive {derive.__version__} from {Path(derive.__file__).parent}")
 
 # %%
 # %matplotlib inline
-import importlib.util
-import tempfile
-
-import matplotlib.pyplot as plt
 import numpy as np
 
-from derive.codegen import REQUIRED_THEOREMS, numpy_module
-from derive.kernel import check
-from derive.library import build
+from derive.experiments.beyond import generated_numpy_module, layers_convergence, ridge_path, streaming_vs_batch
+from derive.experiments.figures import beyond_figure
 
-theorems = {theorem_id: check(build(theorem_id)) for theorem_id in REQUIRED_THEOREMS}
-with tempfile.TemporaryDirectory() as tmp:
-    path = Path(tmp) / "ols_attention.py"
-    path.write_text(numpy_module(theorems), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("ols_attention", path)
-    oa = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(oa)
+# the module `derive codegen` writes, generated here from freshly checked theorems
+oa = generated_numpy_module()
 print(", ".join(name for name in oa.__all__))
 
 # %% [markdown]
 # ## Ridge across $\lambda$
 #
 # A tall problem (n = 60, p = 8) and a wide one (n = 12, p = 40, where OLS has no unique answer). For the wide
-# one `auto` takes the dual route, an n×n Cholesky factor of $XX^\top + \lambda I$; the primal formula, solved
-# here directly, must agree. As $\lambda \to 0$ the tall path tends to OLS and the wide one to the minimum-norm
-# solution; as $\lambda$ grows, $\|\beta(\lambda)\|$ shrinks to 0.
+# one `auto` takes the dual route, the n×n solve with $XX^\top + \lambda I$ printed from
+# `kernel_ridge_push_through`; the primal formula, solved directly, must agree. As $\lambda \to 0$ the tall path
+# tends to OLS and the wide one to the minimum-norm solution; as $\lambda$ grows, $\|\beta(\lambda)\|$ shrinks
+# to 0.
 
 # %%
-rng = np.random.default_rng(0)
-lams = np.logspace(-6, 4, 41)
-fig, ax = plt.subplots(figsize=(6, 3.5))
-for n, p in ((60, 8), (12, 40)):
-    X, y = rng.standard_normal((n, p)), rng.standard_normal(n)
-    path_ = np.array([oa.coefficients(X, y, ridge=lam) for lam in lams])
-    primal = np.array([np.linalg.solve(X.T @ X + lam * np.eye(p), X.T @ y) for lam in lams[lams >= 1e-2]])
-    agree = np.abs(path_[lams >= 1e-2] - primal).max() / np.abs(primal).max()
-    limit = oa.coefficients(X, y)  # OLS, or the minimum-norm solution where p > n
-    gap = np.abs(path_[0] - limit).max() / np.abs(limit).max()
-    print(f"n = {n}, p = {p}: primal formula vs module (λ ≥ 1e-2) {agree:.1e}; λ = 1e-6 vs λ → 0 limit {gap:.1e}")
-    assert agree < 1e-10 and gap < 1e-3
-    norms = np.linalg.norm(path_, axis=1)
-    assert (np.diff(norms) <= 1e-12).all()  # ridge shrinks: ‖β(λ)‖ decreases with λ
-    ax.loglog(lams, norms, label=f"n = {n}, p = {p}")
-ax.set_xlabel("λ")
-ax.set_ylabel("‖β(λ)‖")
-ax.legend()
-ax.set_title("The ridge path")
-plt.show()
+ridge = ridge_path(seed=0)
+for problem in ridge["problems"]:
+    print(f"n = {problem['n']}, p = {problem['p']}: primal formula vs module (λ ≥ 1e-2) "
+          f"{problem['primal_agreement']:.1e}; λ = 1e-6 vs the λ → 0 limit {problem['limit_gap']:.1e}")
+    assert problem["primal_agreement"] < 1e-10 and problem["limit_gap"] < 1e-3
+    assert (np.diff(problem["norms"]) <= 1e-12).all()  # ridge shrinks: ‖β(λ)‖ decreases with λ
 
 # %% [markdown]
 # ## Streaming against batch
@@ -92,31 +69,10 @@ plt.show()
 # (`benchmarks/bench_rls.py` runs the same on 10⁶ rows.)
 
 # %%
-n, p, lam = 20_000, 10, 1e-3
-X = rng.standard_normal((n, p)) * np.logspace(0, 3, p)
-y = X @ rng.standard_normal(p) + rng.standard_normal(n)
-rls = oa.RecursiveLeastSquares(p, ridge=lam)
-P, beta = np.eye(p) / lam, np.zeros(p)
-marks, err_sqrt, err_sm = [], [], []
-for i in range(n):
-    rls.update(X[i], y[i])
-    Px = P @ X[i]
-    gain = Px / (1 + X[i] @ Px)
-    beta, P = beta + gain * (y[i] - X[i] @ beta), P - np.outer(gain, Px)
-    if (i + 1) % 1000 == 0:
-        batch = oa.coefficients(X[:i + 1], y[:i + 1], ridge=lam)
-        marks.append(i + 1)
-        err_sqrt.append(np.abs(rls.coefficients - batch).max() / np.abs(batch).max())
-        err_sm.append(np.abs(beta - batch).max() / np.abs(batch).max())
-print(f"after {n} rows: square root {err_sqrt[-1]:.1e}, Sherman–Morrison {err_sm[-1]:.1e} (relative to batch)")
-assert max(err_sqrt) < 1e-11
-fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.semilogy(marks, err_sqrt, "o-", label="square root (RecursiveLeastSquares)")
-ax.semilogy(marks, err_sm, "s-", label="covariance form (Sherman–Morrison)")
-ax.set_xlabel("rows streamed")
-ax.set_ylabel("relative error vs batch")
-ax.legend()
-plt.show()
+stream = streaming_vs_batch(seed=0, rows=20_000)
+print(f"after {stream['rows'][-1]} rows: square root {stream['square_root'][-1]:.1e}, "
+      f"Sherman–Morrison {stream['sherman_morrison'][-1]:.1e} (relative to batch)")
+assert max(stream["square_root"]) < 1e-11
 
 # %% [markdown]
 # ## k layers converge at the rate of the spectrum of $I - \Gamma X^\top X$
@@ -127,29 +83,18 @@ plt.show()
 # makes $\rho$ small; $\Gamma = (X^\top X)^{-1}$ needs one layer.
 
 # %%
-n, p = 200, 5
-scales = np.array([1.0, 1.5, 2.0, 3.0, 4.0])
-X = rng.standard_normal((n, p)) * scales
-y = X @ rng.standard_normal(p) + 0.1 * rng.standard_normal(n)
-Xq = rng.standard_normal((50, p)) * scales
-ols = oa.predict(X, y, Xq)
-G = X.T @ X
-eigs = np.linalg.eigvalsh(G)
-steps = {"η = 1/λ_max": 1 / eigs[-1], "Γ = (n Σ)⁻¹": np.diag(1 / (n * scales**2))}
-ks = np.arange(0, 61, 3)
-fig, ax = plt.subplots(figsize=(6, 3.5))
-for label, step in steps.items():
-    Gamma = step * np.eye(p) if np.ndim(step) == 0 else step
-    rho = np.abs(np.linalg.eigvals(np.eye(p) - Gamma @ G)).max()
-    errors = [np.abs(oa.multi_layer_predict(X, y, Xq, layers=int(k), step=step) - ols).max() for k in ks]
-    print(f"{label}: spectral radius of I − ΓXᵀX {rho:.3f}; error after 30 layers {errors[10]:.1e}")
-    assert errors[10] <= 2 * errors[0] * rho**30 * np.sqrt(np.linalg.cond(Gamma @ G)) + 1e-12
-    ax.semilogy(ks, errors, "o", label=f"{label}, measured")
-    ax.semilogy(ks, errors[0] * rho**ks, "-", label=f"{label}, ρ^k = {rho:.2f}^k")
-one = oa.multi_layer_predict(X, y, Xq, layers=1, step=np.linalg.inv(G))
-print(f"Γ = (XᵀX)⁻¹, one layer: {np.abs(one - ols).max():.1e} from OLS")
-assert np.abs(one - ols).max() < 1e-10 * np.abs(ols).max()
-ax.set_xlabel("layers k")
-ax.set_ylabel("max |prediction − OLS|")
-ax.legend(fontsize=7)
-plt.show()
+layers = layers_convergence(seed=0)
+ks = np.asarray(layers["layers"])
+for run in layers["runs"]:
+    errors = np.asarray(run["errors"])
+    print(f"{run['label']}: spectral radius of I − ΓXᵀX {run['rho']:.3f}; error after {ks[10]} layers "
+          f"{errors[10]:.1e}")
+    assert (errors <= 2 * errors[0] * run["rho"] ** ks * np.sqrt(run["cond"]) + 1e-12).all()
+print(f"Γ = (XᵀX)⁻¹, one layer: {layers['one_layer_exact']:.1e} from OLS (relative)")
+assert layers["one_layer_exact"] < 1e-10
+
+# %% [markdown]
+# The three panels, as `derive reproduce` draws them (`beyond_the_paper.png`):
+
+# %%
+beyond_figure({"ridge": ridge, "streaming": stream, "layers": layers})

@@ -94,11 +94,14 @@ def test_declarations_give_the_printed_functions_and_the_required_theorems():
     declared = registered_printed()
     assert {name: d.theorem for name, d in declared.items()} == {
         "eigh": "ols_is_linear_attention", "scores": "ols_is_linear_attention", "P": "paper_construction",
-        "cholesky": "gauge_invariance", "svd": "gauge_invariance", "qr": "gauge_invariance"}
+        "cholesky": "gauge_invariance", "svd": "gauge_invariance", "qr": "gauge_invariance",
+        "ridge_spectral": "ridge_is_linear_attention", "ridge_dual": "kernel_ridge_push_through"}
     assert set(REQUIRED_THEOREMS) == {"ols_is_linear_attention", "gauge_invariance", "paper_construction",
-                                      "pseudo_inverse", "preconditioned_gd"}
+                                      "pseudo_inverse", "preconditioned_gd", "ridge_is_linear_attention",
+                                      "kernel_ridge_push_through"}
     assert "preconditioned_gd" not in required_theorems(["mpmath"])  # the mpmath numerics do not refine
-    assert tuple(REQUIRED_THEOREMS) == required_theorems() and len(REQUIRED_THEOREMS) == 5
+    assert "kernel_ridge_push_through" not in required_theorems(["mpmath"])  # its route is public there
+    assert tuple(REQUIRED_THEOREMS) == required_theorems() and len(REQUIRED_THEOREMS) == 7
 
 
 @pytest.mark.parametrize("backend, numerics", [("ols_attention", numerics_numpy),
@@ -161,6 +164,26 @@ def test_printed_functions_evaluate_their_lemmas(generated):
         Xm, Ym = mpmath.matrix(X[0].tolist()), mpmath.matrix(Y[0].tolist())
         Lm = mpmath.matrix(L[0].tolist())
         assert om._P(Lm, Xm, Ym) == Lm.T * (Xm.T * Ym)  # right to left
+
+
+def test_printed_ridge_routes_evaluate_their_lemmas(generated):
+    """Scalars and multiples of I print: Λ + λI as a shifted vector, XXᵀ + λI as a matrix plus λ on its diagonal."""
+    _, oa, om = generated
+    rng = np.random.default_rng(13)
+    X, Y, ridge = rng.normal(size=(2, 7, 10)), rng.normal(size=(2, 7, 2)), 0.37
+    Xt = np.swapaxes(X, -1, -2)
+    want = np.linalg.solve(Xt @ X + ridge * np.eye(10), Xt @ Y)  # p > n: XᵀX alone is singular
+    lam, V = np.linalg.eigh(Xt @ X)
+    np.testing.assert_allclose(oa._ridge_spectral_beta(V, lam, ridge, Xt @ Y), want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(oa._ridge_dual_beta(X, ridge, Y), want, rtol=1e-9, atol=1e-12)
+    assert "ridge" not in om.__all__ and {"ridge_spectral", "ridge_dual"} <= set(om.__all__)  # public in mpmath
+    with mpmath.mp.workdps(40):
+        got = om.ridge_dual(X[0].tolist(), Y[0].tolist(), "0.37")
+        np.testing.assert_allclose(np.array(got.tolist(), dtype=float), want[0], rtol=1e-12, atol=1e-14)
+        got = om.ridge_spectral(V[0].tolist(), lam[0].tolist(), 0.37, (Xt @ Y)[0].tolist())
+        np.testing.assert_allclose(np.array(got.tolist(), dtype=float), want[0], rtol=1e-9, atol=1e-12)
+        with pytest.raises(TypeError, match="ridge"):
+            om.ridge_dual(X[0].tolist(), Y[0].tolist(), [1.0])
 
 
 def test_generator_refuses_what_it_cannot_print(theorems, monkeypatch):

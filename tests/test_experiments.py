@@ -143,7 +143,10 @@ def test_reproduce_writes_figures_and_summary(tmp_path):
     assert set(provenance["versions"]) >= {"python", "sympy", "matplotlib"}
     assert provenance["seeds"] == {"training": 0, "hopfield": 0, "shift": 0} and provenance["quick"] is True
     assert summary["figures"] == ["training.png", "hopfield_success.png", "hopfield_capacity.png",
-                                  "distribution_shift.png"]
+                                  "distribution_shift.png", "beyond_the_paper.png"]
+    beyond = summary["beyond"]
+    assert all(problem["primal_agreement"] < 1e-10 for problem in beyond["ridge"])
+    assert beyond["streaming"]["square_root"] < 1e-11 and beyond["layers"]["one_layer_exact"] < 1e-10
     for name in [*summary["figures"], "summary.json"]:
         path = tmp_path / name
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, name  # world-readable, as open() would make it
@@ -174,3 +177,24 @@ def test_reproduce_names_the_output_it_cannot_write(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot write {tmp_path / 'summary.json'}:" in err and ".tmp" not in err
     assert not list(tmp_path.glob(".*"))
+
+
+def test_beyond_the_paper_measures_what_the_theorems_predict():
+    """k layers converge at the rate of the spectrum of I − ΓXᵀX (multi_layer_gd's closed form); the ridge path
+    shrinks and tends to OLS or the minimum-norm solution; streaming stays at batch accuracy."""
+    from derive.experiments.beyond import layers_convergence, ridge_path, streaming_vs_batch
+
+    layers = layers_convergence(seed=3)
+    ks = np.asarray(layers["layers"])
+    for run in layers["runs"]:
+        errors = np.asarray(run["errors"])
+        assert run["rho"] < 1 and errors[-1] < errors[0]
+        bound = 2 * errors[0] * run["rho"] ** ks * np.sqrt(run["cond"]) + 1e-12
+        assert (errors <= bound).all(), (run["label"], errors, bound)
+    assert layers["one_layer_exact"] < 1e-10
+    ridge = ridge_path(seed=3)
+    for problem in ridge["problems"]:
+        assert problem["primal_agreement"] < 1e-10 and problem["limit_gap"] < 1e-3
+        assert (np.diff(problem["norms"]) <= 1e-12).all()  # ridge shrinks: ‖β(λ)‖ decreases with λ
+    stream = streaming_vs_batch(seed=3, rows=3000)
+    assert stream["rows"][-1] == 3000 and max(stream["square_root"]) < 1e-11

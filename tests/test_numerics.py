@@ -51,6 +51,10 @@ NUMPY_REFERENCE = {
     "qr": lambda Q, R, Y: nn._solve_triangular(R, swap(Q) @ Y, False, False),  # R⁻¹ Qᵀ Y
     "P": lambda L, X, Y: swap(L) @ swap(X) @ Y,  # Lᵀ Xᵀ Y
     "scores": lambda X_query, L, X: X_query @ L @ swap(X @ L),  # (X_q L)(X L)ᵀ
+    # V (Λ + λI)⁻¹ Vᵀ XᵀY
+    "ridge_spectral": lambda V, lam, ridge, XtY: V @ ((1 / (lam + ridge))[..., :, None] * (swap(V) @ XtY)),
+    # Xᵀ (XXᵀ + λI)⁻¹ Y
+    "ridge_dual": lambda X, ridge, Y: swap(X) @ np.linalg.solve(X @ swap(X) + ridge * np.eye(X.shape[-2]), Y),
 }
 
 

@@ -164,6 +164,45 @@ def qr_predictions():
 '''
 
 
+SCALAR_ROUTE_FILE = '''
+from sympy import Identity, MatrixSymbol
+
+from derive import ProofBuilder, add, dim, inv, mul, scalar, theorem, transpose
+from derive.routes import Route
+
+n, p, k, m = dim("n"), dim("p"), dim("k"), dim("m")
+X, Y, X_q = MatrixSymbol("X", n, p), MatrixSymbol("Y", n, k), MatrixSymbol("X_q", m, p)
+eta = scalar("eta", positive=True)
+
+
+@theorem(routes=[Route("shrunk", "main", {"X_q": "X_query", "X": "X", "Y": "Y", "eta": "eta"})])
+def shrunk_dual():
+    b = ProofBuilder("shrunk_dual", "Ridge with 2η, dual", "Push-through with a scaled penalty.", [])
+    gram = add(mul(transpose(X), X), mul(2 * eta, Identity(p)))
+    b.main(mul(X_q, inv(gram), transpose(X), Y)).auto(
+        mul(X_q, transpose(X), inv(add(mul(X, transpose(X)), mul(2 * eta, Identity(n)))), Y))
+    return b.proof()
+'''
+
+
+def test_a_route_of_a_users_theorem_with_a_scalar_becomes_a_public_function(tmp_path):
+    """A user's route with a scalar and a multiple of I prints as the built-in ridge routes do."""
+    (tmp_path / "routes.py").write_text(SCALAR_ROUTE_FILE)
+    result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
+    assert result.returncode == 0, result.stderr
+    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, ols_attention as oa, ols_attention_mp as om\n"
+             "rng = np.random.default_rng(2); X = rng.standard_normal((6, 9)); Y = rng.standard_normal((6, 2))\n"
+             "want = np.linalg.solve(X.T @ X + 0.5 * np.eye(9), X.T @ Y)\n"
+             "beta = oa.shrunk(X, Y, 0.25)\n"
+             "assert np.allclose(beta, want, rtol=1e-10, atol=1e-12), (beta, want)\n"
+             "mp = om.shrunk(X.tolist(), Y.tolist(), '0.25')\n"
+             "assert abs(float(mp[0, 0]) - want[0, 0]) < 1e-12\n"
+             "print(oa.shrunk.__doc__)")
+    used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=tmp_path)
+    assert used.returncode == 0, used.stderr
+    assert "matrices and scalars" in used.stdout and "eta" in used.stdout
+
+
 def test_a_route_of_a_users_theorem_becomes_a_public_function_of_the_generated_modules(tmp_path):
     (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "qr_coefficients"))
     result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")

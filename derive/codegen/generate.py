@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 from types import ModuleType
 
-from sympy import Basic, Rational, cse
-from sympy.matrices.expressions import Inverse, MatMul, MatPow, MatrixSymbol, Transpose
+from sympy import Basic, Rational, Symbol, cse
+from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import MpmathPrinter
 
@@ -201,9 +201,38 @@ def printed_assignments(theorem: Theorem, declared: Printed) -> dict[str, Basic]
 # --- printing -----------------------------------------------------------------------
 
 
+def _identity_multiple(term):
+    """c for a term c·I (I alone: 1), else None."""
+    if isinstance(term, Identity):
+        return 1
+    if isinstance(term, MatMul):
+        coeff, factors = factors_of(term)
+        if len(factors) == 1 and isinstance(factors[0], Identity):
+            return coeff
+    return None
+
+
+def _is_diagonal_sum(term, route: Route) -> bool:
+    """Λ + λI, Λ − cI, ...: a sum of a held diagonal and scalar multiples of I (held as a vector too)."""
+    if not isinstance(term, MatAdd):
+        return False
+    held = 0
+    for arg in term.args:
+        if _identity_multiple(arg) is not None:
+            continue
+        _, factors = factors_of(arg) if isinstance(arg, MatMul) else (1, [arg])
+        if len(factors) != 1 or not _is_diagonal_atom(factors[0], route):
+            return False
+        held += 1
+    return held > 0
+
+
 def _is_diagonal_atom(term, route: Route) -> bool:
+    """A factor held as the vector of its diagonal: a declared diagonal symbol, or a diagonal sum, to a power."""
     base, _ = exponent_form(term)
-    return isinstance(base, MatrixSymbol) and str(base.name) in route.diagonal
+    if isinstance(base, MatrixSymbol):
+        return str(base.name) in route.diagonal
+    return _is_diagonal_sum(base, route)
 
 
 class _FoldingMixin:
@@ -220,8 +249,50 @@ class _FoldingMixin:
     def _diagonal(self, term) -> str:
         """The vector of a diagonal factor's entries, raised to its exponent."""
         base, q = exponent_form(term)
-        vector = self._var(base)
+        vector = self._diagonal_vector(base)
         return vector if q == 1 else self._vector_power(vector, q)
+
+    def _diagonal_vector(self, base) -> str:
+        """The entries of a held diagonal, or of a diagonal sum Λ + cI (a vector plus scalars)."""
+        if not isinstance(base, MatAdd):
+            return self._var(base)
+        vectors, shift = [], []
+        for arg in base.args:
+            c = _identity_multiple(arg)
+            if c is not None:
+                shift.append(self._print(c))
+                continue
+            coeff, (factor,) = factors_of(arg) if isinstance(arg, MatMul) else (1, [arg])
+            vector = self._diagonal(factor)
+            vectors.append(vector if coeff == 1 else self._vector_scale(vector, self._print(coeff)))
+        out = vectors[0]
+        for vector in vectors[1:]:
+            out = self._vector_add(out, vector)
+        return self._vector_shift(out, " + ".join(f"({c})" for c in shift)) if shift else out
+
+    def _print_Symbol(self, expr):
+        """A scalar of the theorem (λ), named by the route like its matrices."""
+        name = str(expr.name)
+        if name not in self.route.names:
+            raise CodegenError(f"the scalar {name} has no name in route {self.route.name}: map it in its names")
+        return self.route.names[name]
+
+    def _print_MatAdd(self, expr):
+        """A sum of matrices; its multiples of I are added to the diagonal of the rest."""
+        if _is_diagonal_sum(expr, self.route):
+            raise CodegenError(f"a diagonal sum alone is a vector, not a matrix: {expr}")
+        rest, shift = [], []
+        for arg in expr.args:
+            c = _identity_multiple(arg)
+            (rest if c is None else shift).append(arg if c is None else self._print(c))
+        if not rest:
+            raise CodegenError(f"cannot print {expr}: a multiple of I alone has no size in a printed function")
+        out = " + ".join(self._print(arg) for arg in rest)
+        out = f"({out})" if len(rest) > 1 else out
+        return self._plus_identity(out, " + ".join(f"({c})" for c in shift)) if shift else out
+
+    def _print_Identity(self, expr):
+        raise CodegenError("I alone has no size in a printed function (only I added to a matrix is printed)")
 
     def _fold(self, factors: list) -> str:
         """Print a product right to left; diagonal factors scale, inverses solve."""
@@ -295,6 +366,18 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
     def _vector_power(self, v: str, q: Rational) -> str:
         return f"(1/{v})" if q == -1 else f"({v}**({q.p}/{q.q}))"
 
+    def _vector_add(self, a: str, b: str) -> str:
+        return f"({a} + {b})"
+
+    def _vector_scale(self, v: str, c: str) -> str:
+        return f"(({c}) * {v})"
+
+    def _vector_shift(self, v: str, c: str) -> str:
+        return f"({v} + {c})"
+
+    def _plus_identity(self, a: str, c: str) -> str:
+        return f"_plus_identity({a}, {c})"
+
 
 class ArrayAPIPrinter(BatchedNumPyPrinter):
     """Printer for arrays of any array-API namespace: operators only (``@``, ``.mT``, indexing), no namespace
@@ -327,10 +410,22 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
         return f"_scale_columns({a}, {d})"
 
     def _solve(self, a: str, b: str) -> str:
-        return f"mp.lu_solve({a}, {b})"
+        return f"_lu_solve({a}, {b})"
 
     def _vector_power(self, v: str, q: Rational) -> str:
         return f"_vector_power({v}, {q.p}, {q.q})"
+
+    def _vector_add(self, a: str, b: str) -> str:
+        return f"_vector_add({a}, {b})"
+
+    def _vector_scale(self, v: str, c: str) -> str:
+        return f"_vector_scale({v}, {c})"
+
+    def _vector_shift(self, v: str, c: str) -> str:
+        return f"_vector_shift({v}, {c})"
+
+    def _plus_identity(self, a: str, c: str) -> str:
+        return f"_plus_identity({a}, {c})"
 
 
 #: Backend -> the printer of its printed functions.
@@ -371,8 +466,7 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
     reveal = {v: k for k, v in atoms.items()}
     names = dict(printer.route.names)
     for atom, term in reveal.items():
-        base, q = exponent_form(term)
-        names[str(atom.name)] = printer._vector_power(printer._var(base), q)
+        names[str(atom.name)] = printer._diagonal(term)
     names["XtY"] = "XtY"
     printer.route = dataclasses.replace(printer.route, names=names,
                                         diagonal=printer.route.diagonal + tuple(str(a.name) for a in reveal))
@@ -489,21 +583,28 @@ def _public_route_function(theorem: Theorem, route: Route, printer_class, known:
     parameters = [name for name in order if name in needed]
     symbols = {v: k for k, v in route.names.items()}
     expr = assignments[route.result]
-    numpy_like = backend in ("numpy", "dask")
-    if numpy_like:
+    matrices = {str(m.name) for e in assignments.values() for m in e.atoms(MatrixSymbol)}
+    scalars = {route.names[str(s.name)] for e in assignments.values() for s in e.atoms(Symbol)
+               if str(s.name) in route.names and str(s.name) not in matrices}
+    if backend in ("numpy", "dask"):
         convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters]
     elif backend == "mpmath":
-        convert = [f"    {name} = _matrix_argument({name!r}, {name})" for name in parameters]
+        convert = [f"    {name} = _{'scalar' if name in scalars else 'matrix'}_argument({name!r}, {name})"
+                   for name in parameters]
     else:
         convert = []
     described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY')})" for name in parameters)
     kind = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
     given = {"mpmath": "mpmath matrix, or list of rows or of numbers",
              "xp": "array (any array-API namespace)"}.get(backend, "array_like")
-    docstring = [f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).', "",
+    summary = f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).'
+    if len(summary) > 116:
+        summary = f'    """β̂ printed from {route.theorem}, {route.source} (route {route.name}).'
+    said = (f"The {'matrices and scalars' if scalars else 'matrices'} of the lemma: {described}; the route "
+            "assumes what the theorem's hypotheses say of them (they are not checked here).")
+    docstring = [summary, "", f"    β̂ = {expr}.", "",
                  "    Parameters", "    ----------", f"    {', '.join(parameters)} : {given}",
-                 f"        The matrices of the lemma: {described}; the route assumes what the theorem's",
-                 "        hypotheses say of them (they are not checked here).", "",
+                 *textwrap.wrap(said, 112, initial_indent="        ", subsequent_indent="        "), "",
                  "    Returns", "    -------", f"    {kind}", "        The coefficients β̂.", '    """']
     return "\n".join([f"def {route.name}({', '.join(parameters)}):", *docstring, *convert,
                       *("    " + line for line in lines), f"    return {route.result}"])
@@ -566,7 +667,11 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
                                f"{', '.join(unbound)}, which {module} does not pass it")
         functions.append(function)
     registry = ["PRINTED.update({", *(f'    "{d.name}": {d.function},' for d in printed), "})"]
-    called = {name for other in NUMERICS for name in _called(other)}  # by some backend: not a public function
+    # not public: what this backend's numerics call; the xp and Dask modules, which call fewer, leave out too
+    # what any backend calls (their public functions are the fixed ones); the NumPy and mpmath modules print
+    # the rest of the routes (ridge_spectral and ridge_dual are public in mpmath, called by the NumPy numerics)
+    called = (set(numerics.PRINTED_PARAMETERS) if backend in ("numpy", "mpmath")
+              else {name for other in NUMERICS for name in _called(other)})
     public = [d for name, d in declared.items() if isinstance(d, Route) and name not in called
               and is_issued(theorems.get(d.theorem))]
     public_functions = [_public_route_function(theorems[d.theorem], d, printer_class, known, backend)

@@ -70,6 +70,12 @@ def _solve_triangular(T, B, lower, transpose):
 # --- validation -----------------------------------------------------------------------
 
 
+def _plus_identity(A, c):
+    """A + cI for a small square matrix (a printed sum with a multiple of I)."""
+    A = np.asarray(A, dtype=float)
+    return A + np.asarray(c, dtype=A.dtype)[..., None, None] * np.eye(A.shape[-1], dtype=A.dtype)
+
+
 def _dask(name, value, ndim):
     array = value if isinstance(value, da.Array) else da.asarray(np.asarray(value))
     if array.dtype.kind not in "biuf":

@@ -226,6 +226,35 @@ def _scale_columns(A, d):
     return mp.matrix([[A[i, j] * d[j] for j in range(A.cols)] for i in range(A.rows)])
 
 
+def _vector_add(a, b):
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def _vector_scale(d, c):
+    return [c * x for x in d]
+
+
+def _vector_shift(d, c):
+    """Λ + cI held as its diagonal: every entry shifted by c."""
+    return [x + c for x in d]
+
+
+def _lu_solve(A, B):
+    """A⁻¹B for a square A and any number of columns of B (mpmath's lu_solve takes one)."""
+    columns = [mp.lu_solve(A, B.column(j)) for j in range(B.cols)]
+    return mp.matrix([[columns[j][i] for j in range(B.cols)] for i in range(A.rows)])
+
+
+def _plus_identity(A, c):
+    """A + cI for a square matrix (a printed sum with a multiple of I)."""
+    return A + c * mp.eye(A.rows)
+
+
+def _scalar_argument(name, value):
+    """A scalar argument of a public route function (λ of a user's theorem) as an mpf, read like the data."""
+    return _number(name, value)
+
+
 def _vector_power(d, num, den):
     """Entrywise power of a diagonal's entries; dropped (zero-rank) entries stay 0."""
     return [mp.mpf(0) if v == mp.inf else v ** (mp.mpf(num) / den) for v in d]

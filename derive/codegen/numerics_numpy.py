@@ -114,6 +114,8 @@ PRINTED_PARAMETERS: dict[str, tuple[str, ...]] = {
     "qr": ("Q", "R", "Y"),  # β̂ from X = QR
     "P": ("L", "X", "Y"),  # the construction's output projection
     "scores": ("X_query", "L", "X"),  # the attention score matrix
+    "ridge_spectral": ("V", "lam", "ridge", "XtY"),  # ridge β̂ from XᵀX = VΛVᵀ, Λ as the vector lam
+    "ridge_dual": ("X", "ridge", "Y"),  # ridge β̂ by the n×n token solve (attention over tokens)
 }
 
 #: Name -> printed function; the generated module fills it at its end.
@@ -462,6 +464,11 @@ def _fast_memory(X, Y):
         return (Y.T @ X).T  # (YᵀX)ᵀ: NumPy then makes one product, not two
     parts = [X[i : i + step].T @ Y[i : i + step] for i in range(0, X.shape[0], step)]
     return np.sum(parts, axis=0)
+
+
+def _plus_identity(A, c):
+    """A + cI for a stack of square matrices (a printed sum with a multiple of I)."""
+    return A + np.asarray(c, dtype=A.dtype)[..., None, None] * np.eye(A.shape[-1], dtype=A.dtype)
 
 
 def _solve_triangular(T, B, lower, transpose):
@@ -1442,6 +1449,10 @@ def _solve(X, Y, route, ridge, weights):
         beta = _ridge_dual(X, Y, lam)
         if beta is not None:
             return beta
+    if route == "eigh":
+        beta = _ridge_spectral(X, Y, lam)
+        if beta is not None:
+            return beta
     root_lam = math.sqrt(lam)
     batch = X.shape[:-2]
     A = np.concatenate([X, np.broadcast_to(root_lam * np.eye(p), batch + (p, p))], axis=-2)
@@ -1449,24 +1460,36 @@ def _solve(X, Y, route, ridge, weights):
     return _ROUTES[route](A, B)
 
 
-def _ridge_dual(X, Y, lam):
-    """Xᵀ(XXᵀ + λI)⁻¹Y (kernel_ridge_push_through, lemma dual_route) by Cholesky of the n×n token Gram matrix and
-    one step of refinement; None where its first-order error bound (‖X‖_F² + λ) eps / λ is over _DUAL_RISK, the
-    Gram matrix overflows or has no Cholesky factor (the caller then solves the augmented problem)."""
+def _ridge_dual(X, Y, ridge):
+    """Xᵀ(XXᵀ + λI)⁻¹Y, printed from kernel_ridge_push_through (lemma dual_route): one n×n solve with the token
+    Gram matrix; None where its first-order error bound (‖X‖_F² + λ) eps / λ is over _DUAL_RISK or anything
+    overflows (the caller then solves the augmented problem)."""
     with np.errstate(over="ignore", invalid="ignore"):
         frobenius = (X * X).sum(axis=(-2, -1))
-        if not np.isfinite(frobenius).all() or ((frobenius + lam) * _EPS / lam > _DUAL_RISK).any():
+        if not np.isfinite(frobenius).all() or ((frobenius + ridge) * _EPS / ridge > _DUAL_RISK).any():
             return None
-        Xt = np.swapaxes(X, -1, -2)
-        K = X @ Xt + lam * np.eye(X.shape[-2])
-        try:
-            C = np.linalg.cholesky(K)
-        except np.linalg.LinAlgError:
-            return None
-        alpha = _solve_triangular(C, _solve_triangular(C, Y, True, False), False, True)
-        residual = Y - (X @ (Xt @ alpha) + lam * alpha)  # one step of refinement in float64
-        alpha = alpha + _solve_triangular(C, _solve_triangular(C, residual, True, False), False, True)
-        beta = Xt @ alpha
+        beta = _printed("ridge_dual")(X, ridge, Y)
+    return beta if np.isfinite(beta).all() else None
+
+
+def _ridge_spectral(X, Y, ridge):
+    """V(Λ + λI)⁻¹VᵀXᵀY, printed from ridge_is_linear_attention (lemma ridge_route), from XᵀX = VΛVᵀ (rounded
+    eigenvalues below 0 read as 0: XᵀX is positive semidefinite); warns where cond(XᵀX + λI) eps is over
+    _GRAM_RISK. None where XᵀX or XᵀY overflows (the caller then solves the augmented problem)."""
+    G, XtY = _gram(X, Y)
+    if not (np.isfinite(G).all() and np.isfinite(XtY).all()):
+        return None
+    lam, V = np.linalg.eigh(G)
+    lam = np.maximum(lam, 0.0)
+    cond = (lam[..., -1] + ridge) / (lam[..., 0] + ridge)
+    risky = cond * _EPS > _GRAM_RISK
+    if risky.any():
+        where, worst = _where(risky)
+        _warn(f"route 'eigh' with ridge={ridge!r}{where}: cond(XᵀX + λI) = {float(np.max(cond)):.1e}{worst}, so its "
+              f"error may reach {float(np.max(cond)) * _EPS:.0e} of the coefficients; route='auto' solves the "
+              f"augmented least-squares problem to full accuracy")
+    with np.errstate(over="ignore", invalid="ignore"):
+        beta = _printed("ridge_spectral")(V, lam, ridge, XtY)
     return beta if np.isfinite(beta).all() else None
 
 

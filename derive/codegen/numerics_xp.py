@@ -126,6 +126,15 @@ def _solve(A, B):
     return array_namespace(A, B).linalg.solve(A, B)
 
 
+def _plus_identity(A, c):
+    """A + cI for a stack of square matrices (a printed sum with a multiple of I); c a number or one per problem."""
+    xp = array_namespace(A)
+    eye = xp.eye(A.shape[-1], dtype=A.dtype, device=device(A))
+    if isinstance(c, (int, float)):
+        return A + c * eye
+    return A + xp.astype(c, A.dtype)[..., None, None] * eye
+
+
 # --- validation -----------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ import io
 
 import numpy as np
 
-__all__ = ["capacity_figure", "hopfield_figure", "nist_figure", "png", "shift_figure", "training_figure"]
+__all__ = ["beyond_figure", "capacity_figure", "hopfield_figure", "nist_figure", "png", "shift_figure",
+           "training_figure"]
 
 DPI = 110
 
@@ -142,4 +143,29 @@ def nist_figure(table: dict[str, dict[str, float]]):
            title="Accuracy of the OLS coefficients on the NIST StRD linear least-squares problems")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(ncol=1, fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
+    return _finish(fig)
+
+
+def beyond_figure(beyond: dict):
+    """Beyond the paper (:func:`derive.experiments.beyond.beyond_the_paper`): the ridge path, streaming against
+    batch, and k layers against OLS at the rate ρ^k of the spectrum of I − ΓXᵀX."""
+    fig, axes = _figure(15, 4, 3)
+    ridge, stream, layers = beyond["ridge"], beyond["streaming"], beyond["layers"]
+    for problem in ridge["problems"]:
+        axes[0].loglog(ridge["lams"], problem["norms"], label=f"n = {problem['n']}, p = {problem['p']}")
+    axes[0].set(xlabel="λ", ylabel="‖β(λ)‖", title="Ridge as attention: the path")
+    axes[1].semilogy(stream["rows"], stream["square_root"], "o-", label="square root (RecursiveLeastSquares)")
+    axes[1].semilogy(stream["rows"], stream["sherman_morrison"], "s-", label="covariance form (Sherman–Morrison)")
+    axes[1].set(xlabel="rows streamed", ylabel="relative error vs batch ridge", title="Streaming least squares")
+    ks = np.asarray(layers["layers"])
+    for run in layers["runs"]:
+        line, = axes[2].semilogy(ks, run["errors"], "o", label=f"{run['label']}, measured")
+        axes[2].semilogy(ks, run["errors"][0] * run["rho"] ** ks, "-", color=line.get_color(),
+                         label=f"{run['label']}, ρ^k, ρ = {run['rho']:.2f}")
+    floor = min(min(e for e in run["errors"] if e > 0) for run in layers["runs"]) / 10
+    axes[2].set(xlabel="layers k", ylabel="max |prediction − OLS|", title="k layers = k gradient steps",
+                ylim=(floor, None))
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
     return _finish(fig)

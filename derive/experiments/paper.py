@@ -411,13 +411,23 @@ def _hopfield_summary(hopfield: dict) -> dict:
             "softmax": part("softmax")}
 
 
+def _beyond_summary(beyond: dict) -> dict:
+    stream, layers = beyond["streaming"], beyond["layers"]
+    return {"ridge": [{k: v for k, v in problem.items() if k != "norms"} for problem in beyond["ridge"]["problems"]],
+            "streaming": {"rows": stream["rows"][-1], "square_root": stream["square_root"][-1],
+                          "sherman_morrison": stream["sherman_morrison"][-1]},
+            "layers": {"rates": {run["label"]: run["rho"] for run in layers["runs"]},
+                       "one_layer_exact": layers["one_layer_exact"]}}
+
+
 def reproduce(out: Path, show_progress: bool = True, quick: bool = False) -> dict:
-    """Run the experiments of notebooks 03–05, write the figures and ``summary.json``; return the summary.
+    """Run the experiments of notebooks 03–05 and 07, write the figures and ``summary.json``; return the summary.
 
     Needs matplotlib (checked before anything is computed). Every file is written atomically.
     """
     require_matplotlib()
     from . import figures
+    from .beyond import beyond_the_paper
 
     out = Path(out)
     try:
@@ -430,15 +440,18 @@ def reproduce(out: Path, show_progress: bool = True, quick: bool = False) -> dic
     training = train(config, show_progress=show_progress)
     hopfield = hopfield_capacity(capacity, show_progress=show_progress)
     shift = distribution_shift(prompts=300 if quick else 2000, seed=shift_seed, show_progress=show_progress)
+    beyond = beyond_the_paper(seed=0, quick=quick)
     drawn = {"training.png": figures.training_figure(training),
              "hopfield_success.png": figures.hopfield_figure(hopfield),
              "hopfield_capacity.png": figures.capacity_figure(hopfield),
-             "distribution_shift.png": figures.shift_figure(shift)}
+             "distribution_shift.png": figures.shift_figure(shift),
+             "beyond_the_paper.png": figures.beyond_figure(beyond)}
     paths = [_write(out / name, figures.png(fig)) for name, fig in drawn.items()]
     summary = {
         "training": {k: v for k, v in training.items() if k != "history"},
         "hopfield": _hopfield_summary(hopfield),
         "shift": shift,
+        "beyond": _beyond_summary(beyond),
         "figures": [p.name for p in paths],
         "provenance": provenance({"training": config.seed, "hopfield": capacity.seed, "shift": shift_seed}, quick),
     }

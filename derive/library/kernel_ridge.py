@@ -30,7 +30,8 @@ MEANING_KERNEL_RIDGE_PUSH_THROUGH = (
 )
 
 
-@theorem(meaning=MEANING_KERNEL_RIDGE_PUSH_THROUGH, glossary={**GLOSSARY, "lambda": "ridge penalty, $\\lambda > 0$"})
+@theorem(meaning=MEANING_KERNEL_RIDGE_PUSH_THROUGH, routes=[DUAL_ROUTE],
+         glossary={**GLOSSARY, "lambda": "ridge penalty, $\\lambda > 0$"})
 def kernel_ridge_push_through() -> Proof:
     b = ProofBuilder(
         "kernel_ridge_push_through",

@@ -28,9 +28,10 @@ def ridge_predictions(X_q, X, Y, ridge=lam):
     return mul(X_q, inv(ridge_gram(X, ridge)), transpose(X), Y)
 
 
-#: The generated "ridge" route: X_q V (Λ + λI)⁻¹ Vᵀ XᵀY with Λ held as the vector of its diagonal.
-RIDGE_ROUTE = Route("ridge", "ridge_route", {"X": "X", "Y": "Y", "X_q": "X_query", "V": "V", "Lambda": "lam",
-                                             "lambda": "ridge"}, diagonal=("Lambda",), gram=True)
+#: The generated "ridge_spectral" route: X_q V (Λ + λI)⁻¹ Vᵀ XᵀY with Λ held as the vector of its diagonal.
+RIDGE_ROUTE = Route("ridge_spectral", "ridge_route", {"X": "X", "Y": "Y", "X_q": "X_query", "V": "V",
+                                                      "Lambda": "lam", "lambda": "ridge"},
+                    diagonal=("Lambda",), gram=True)
 
 
 #: What the theorem means for transformers (printed after its proof in the article).
@@ -42,7 +43,7 @@ MEANING_RIDGE_IS_LINEAR_ATTENTION = (
 )
 
 
-@theorem(meaning=MEANING_RIDGE_IS_LINEAR_ATTENTION, glossary={
+@theorem(meaning=MEANING_RIDGE_IS_LINEAR_ATTENTION, routes=[RIDGE_ROUTE], glossary={
     **GLOSSARY,
     "Lambda": "diagonal matrix of the eigenvalues of $X^{\\top}X$ (some may be zero)",
     "L_lambda": "ridge spectral factor $V(\\Lambda + \\lambda I)^{-1/2}$",
