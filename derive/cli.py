@@ -363,9 +363,12 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--symbols", metavar="FILE",
                    help="NAME = LATEX lines mapping the package's symbols to your own macros (docs/latex.md)")
     t.set_defaults(run=_cmd_latex)
-    g = sub.add_parser("codegen", help="write NumPy and mpmath modules generated from checked theorems")
-    g.add_argument("--backend", choices=("numpy", "mpmath", "all"), default="all")
-    g.add_argument("--out", required=True, metavar="DIR", help="directory for ols_attention.py / ols_attention_mp.py")
+    g = sub.add_parser("codegen",
+                       help="write NumPy, mpmath, array-API and Dask modules generated from checked theorems")
+    g.add_argument("--backend", choices=(*pipeline.BACKENDS, "all"), default="all")
+    g.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for ols_attention.py, ols_attention_mp.py, ols_attention_xp.py, "
+                        "ols_attention_dask.py")
     g.set_defaults(run=_cmd_codegen)
     r = sub.add_parser("reproduce", help="run the paper's experiments headless: figures and summary.json")
     r.add_argument("--out", required=True, metavar="DIR")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .certificates import certificate_text
 from .codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module, registered_routes
+from .codegen.generate import dask_module, xp_module
 from .files import write_atomic
 from .kernel import ProofError
 from .latex import TexError, article_latex, compile_pdf, tex_engine, theorem_latex
@@ -25,7 +26,8 @@ __all__ = ["ARTICLE", "BACKENDS", "BuildResult", "PipelineError", "UserInputErro
 ARTICLE = "ols_transformer.tex"
 
 #: Code backend -> (file name, generator from checked theorems).
-BACKENDS = {"numpy": ("ols_attention.py", numpy_module), "mpmath": ("ols_attention_mp.py", mpmath_module)}
+BACKENDS = {"numpy": ("ols_attention.py", numpy_module), "mpmath": ("ols_attention_mp.py", mpmath_module),
+            "xp": ("ols_attention_xp.py", xp_module), "dask": ("ols_attention_dask.py", dask_module)}
 
 
 class PipelineError(Exception):

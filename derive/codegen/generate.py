@@ -40,6 +40,7 @@ from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
            "term_expression", "required_theorems", "generate_module", "numpy_module", "mpmath_module",
+           "xp_module", "dask_module",
            "REQUIRED_THEOREMS", "NUMERICS"]
 
 
@@ -70,11 +71,29 @@ def registered_routes() -> dict[str, Route]:
 NUMERICS = {
     "numpy": ("derive.codegen.numerics_numpy", "OLS as single-layer linear attention: NumPy."),
     "mpmath": ("derive.codegen.numerics_mpmath", "OLS as single-layer linear attention: mpmath."),
+    "xp": ("derive.codegen.numerics_xp",
+           "OLS as single-layer linear attention: array API (NumPy, PyTorch, JAX, CuPy)."),
+    "dask": ("derive.codegen.numerics_dask",
+             "OLS as single-layer linear attention: Dask (tall data, chunked by rows)."),
 }
 
 
 def _numerics(backend: str) -> ModuleType:
-    return importlib.import_module(NUMERICS[backend][0])
+    """The backend's numerics module, or, where its library (array_api_compat, dask) is not installed, its
+    declarations read from its source: generating a module never needs the library it runs on."""
+    try:
+        return importlib.import_module(NUMERICS[backend][0])
+    except ImportError:
+        module = NUMERICS[backend][0]
+        source = resources.files(module.rsplit(".", 1)[0]).joinpath(module.rsplit(".", 1)[1] + ".py")
+        declared = ModuleType(module)
+        for node in ast.parse(source.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id in ("PRINTED_PARAMETERS", "RELIES_ON"):
+                        setattr(declared, target.id, ast.literal_eval(node.value))
+        return declared
 
 
 def _called(backend: str) -> dict[str, tuple[str, ...]]:
@@ -360,6 +379,17 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
         return f"_plus_identity({a}, {c})"
 
 
+class ArrayAPIPrinter(BatchedNumPyPrinter):
+    """Printer for arrays of any array-API namespace: operators only (``@``, ``.mT``, indexing), no namespace
+    name; a general solve is the numerics' ``_solve``."""
+
+    def _transpose(self, a: str) -> str:
+        return f"{a}.mT"
+
+    def _solve(self, a: str, b: str) -> str:
+        return f"_solve({a}, {b})"
+
+
 class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     """mpmath printer for ``mpmath.matrix`` values; helpers are defined in the module template."""
 
@@ -396,6 +426,11 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
 
     def _plus_identity(self, a: str, c: str) -> str:
         return f"_plus_identity({a}, {c})"
+
+
+#: Backend -> the printer of its printed functions.
+_PRINTERS = {"numpy": BatchedNumPyPrinter, "mpmath": MatrixMpmathPrinter, "xp": ArrayAPIPrinter,
+             "dask": BatchedNumPyPrinter}
 
 
 def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
@@ -551,12 +586,17 @@ def _public_route_function(theorem: Theorem, route: Route, printer_class, known:
     matrices = {str(m.name) for e in assignments.values() for m in e.atoms(MatrixSymbol)}
     scalars = {route.names[str(s.name)] for e in assignments.values() for s in e.atoms(Symbol)
                if str(s.name) in route.names and str(s.name) not in matrices}
-    convert = [f"    {name} = np.asarray({name}, dtype=float)" if backend == "numpy" else
-               f"    {name} = _{'scalar' if name in scalars else 'matrix'}_argument({name!r}, {name})"
-               for name in parameters]
+    if backend in ("numpy", "dask"):
+        convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters]
+    elif backend == "mpmath":
+        convert = [f"    {name} = _{'scalar' if name in scalars else 'matrix'}_argument({name!r}, {name})"
+                   for name in parameters]
+    else:
+        convert = []
     described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY')})" for name in parameters)
-    kind = "numpy.ndarray" if backend == "numpy" else "mpmath matrix"
-    given = "array_like" if backend == "numpy" else "mpmath matrix, or list of rows or of numbers"
+    kind = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
+    given = {"mpmath": "mpmath matrix, or list of rows or of numbers",
+             "xp": "array (any array-API namespace)"}.get(backend, "array_like")
     summary = f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).'
     if len(summary) > 116:
         summary = f'    """β̂ printed from {route.theorem}, {route.source} (route {route.name}).'
@@ -615,7 +655,7 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
     tree = ast.parse(source)
     known = _top_level_names(tree)
     _check_calls(tree, numerics.PRINTED_PARAMETERS, filename)
-    printer_class = BatchedNumPyPrinter if backend == "numpy" else MatrixMpmathPrinter
+    printer_class = _PRINTERS[backend]
     printed = [declared[name] for name in numerics.PRINTED_PARAMETERS]
     functions = []
     for item in printed:
@@ -627,7 +667,12 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
                                f"{', '.join(unbound)}, which {module} does not pass it")
         functions.append(function)
     registry = ["PRINTED.update({", *(f'    "{d.name}": {d.function},' for d in printed), "})"]
-    public = [d for name, d in declared.items() if isinstance(d, Route) and name not in numerics.PRINTED_PARAMETERS
+    # not public: what this backend's numerics call; the xp and Dask modules, which call fewer, leave out too
+    # what any backend calls (their public functions are the fixed ones); the NumPy and mpmath modules print
+    # the rest of the routes (ridge_spectral and ridge_dual are public in mpmath, called by the NumPy numerics)
+    called = (set(numerics.PRINTED_PARAMETERS) if backend in ("numpy", "mpmath")
+              else {name for other in NUMERICS for name in _called(other)})
+    public = [d for name, d in declared.items() if isinstance(d, Route) and name not in called
               and is_issued(theorems.get(d.theorem))]
     public_functions = [_public_route_function(theorems[d.theorem], d, printer_class, known, backend)
                         for d in public]
@@ -649,3 +694,13 @@ def numpy_module(theorems: dict[str, Theorem]) -> str:
 def mpmath_module(theorems: dict[str, Theorem]) -> str:
     """The mpmath module's text (deterministic)."""
     return generate_module(theorems, "mpmath")
+
+
+def xp_module(theorems: dict[str, Theorem]) -> str:
+    """The array-API module's text (deterministic)."""
+    return generate_module(theorems, "xp")
+
+
+def dask_module(theorems: dict[str, Theorem]) -> str:
+    """The Dask module's text (deterministic)."""
+    return generate_module(theorems, "dask")

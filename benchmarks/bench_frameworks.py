@@ -1,0 +1,264 @@
+"""The generated array-API and Dask modules against the frameworks' own least-squares solvers.
+
+Batches of prompts (B problems of n × p, float64), Gaussian and uncentred (an intercept column and features of
+mean 50): ``ols_attention_xp.py`` jitted in JAX against ``jax.jit(jax.vmap(jnp.linalg.lstsq))`` and a jitted
+Cholesky solve (``cho_factor``/``cho_solve`` of XᵀX); in PyTorch (one thread: ``torch.set_num_threads(1)``)
+against ``torch.linalg.lstsq`` and ``torch.linalg.cholesky`` + ``torch.cholesky_solve``. Beside every time, the
+accuracy: the optimality error ‖Xᵀ(Xβ − y)‖ / (‖X‖²‖β‖ + ‖X‖‖y‖) (Frobenius norms, residuals in long double),
+median and maximum over the problems. Then tall data chunked by rows: ``ols_attention_dask.py`` against
+``dask.array.linalg.lstsq``, with each run's peak resident memory (a fresh process per run).
+
+    python benchmarks/bench_frameworks.py [--batch 4096] [--n 64] [--p 8] [--tall 2000000] [--repeats 5]
+        [--lazy 20000000 --lazy-p 32 --lazy-rows 250000 --lazy-repeats 3]
+
+With ``--lazy N`` an N × p problem (intercept + features of mean 50) is generated chunk by chunk inside the
+Dask graph and never persisted, so each pass over it makes the chunks again; its peak resident memory (the
+``ru_maxrss`` of a fresh process per run) shows what memory the solver needs. Times there are medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def generate(out: Path) -> None:
+    from derive.cli import main
+
+    assert main(["codegen", "--backend", "all", "--out", str(out)]) == 0
+
+
+def load(out: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, out / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def problems(kind: str, B: int, n: int, p: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(B, n, p))
+    if kind == "uncentred":
+        X[..., 0] = 1.0
+        X[..., 1:] += 50.0
+    y = X @ rng.normal(size=(B, p, 1)) + rng.normal(size=(B, n, 1))
+    return X, y[..., 0]
+
+
+def optimality(X, y, beta) -> tuple[float, float]:
+    """(median, max) over problems of ‖Xᵀ(Xβ − y)‖ / (‖X‖²‖β‖ + ‖X‖‖y‖), residuals in long double."""
+    Xl, yl, bl = (np.asarray(a, dtype=np.longdouble) for a in (X, y, beta))
+    r = np.einsum("bij,bj->bi", Xl, bl) - yl
+    g = np.linalg.norm(np.einsum("bij,bi->bj", Xl, r).astype(np.float64), axis=-1)
+    nx = np.linalg.norm(X, axis=(-2, -1))
+    scale = nx**2 * np.linalg.norm(np.asarray(beta, dtype=np.float64), axis=-1) + nx * np.linalg.norm(y, axis=-1)
+    e = g / scale
+    return float(np.median(e)), float(e.max())
+
+
+def best_time(run, repeats: int) -> float:
+    """The median of ``repeats`` timed runs after a warm-up (the median, not the minimum: shared machines)."""
+    run()  # compile / warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def bench_jax(ox, kinds, B, n, p, repeats):
+    import jax
+    import jax.numpy as jnp
+    from jax.scipy.linalg import cho_factor, cho_solve
+
+    jax.config.update("jax_enable_x64", True)
+    ours = jax.jit(lambda X, y: ox.coefficients(X, y))
+    once = jax.jit(lambda X, y: ox.coefficients(X, y, refine=1))
+    lstsq = jax.jit(jax.vmap(lambda X, y: jnp.linalg.lstsq(X, y)[0]))
+    chol = jax.jit(jax.vmap(lambda X, y: cho_solve(cho_factor(X.T @ X, lower=True), X.T @ y)))
+    rows = []
+    for kind in kinds:
+        X, y = problems(kind, B, n, p)
+        jX, jy = jnp.asarray(X), jnp.asarray(y)
+        for name, f in (("xp module (jit)", ours), ("xp module, refine=1 (jit)", once), ("jit(vmap(lstsq))", lstsq),
+                        ("jit(vmap(cho_solve))", chol)):
+            seconds = best_time(lambda f=f, a=jX, b=jy: f(a, b).block_until_ready(), repeats)
+            rows.append({"framework": "jax", "data": kind, "solver": name, "ms": 1e3 * seconds,
+                         "optimality": optimality(X, y, np.asarray(f(jX, jy)))})
+    return rows
+
+
+def bench_torch(ox, kinds, B, n, p, repeats):
+    import torch
+
+    torch.set_num_threads(1)
+    ours = lambda X, y: ox.coefficients(X, y)  # noqa: E731
+    once = lambda X, y: ox.coefficients(X, y, refine=1)  # noqa: E731
+    lstsq = lambda X, y: torch.linalg.lstsq(X, y[..., None]).solution[..., 0]  # noqa: E731
+
+    def chol(X, y):
+        C = torch.linalg.cholesky(X.mT @ X)
+        return torch.cholesky_solve((X.mT @ y[..., None]), C)[..., 0]
+
+    compiled = torch.compile(ours)
+    rows = []
+    for kind in kinds:
+        X, y = problems(kind, B, n, p)
+        tX, ty = torch.tensor(X), torch.tensor(y)
+        for name, f in (("xp module", ours), ("xp module, refine=1", once), ("xp module (torch.compile)", compiled),
+                        ("xp module, refine=0 (= route 'cholesky')", lambda X, y: ox.coefficients(X, y, refine=0)),
+                        ("torch.linalg.lstsq", lstsq), ("cholesky + cholesky_solve", chol)):
+            seconds = best_time(lambda f=f, a=tX, b=ty: f(a, b), repeats)
+            rows.append({"framework": "torch (1 thread)", "data": kind, "solver": name, "ms": 1e3 * seconds,
+                         "optimality": optimality(X, y, f(tX, ty).numpy())})
+    return rows
+
+
+DASK_RUN = """
+import json, resource, sys, time
+sys.path.insert(0, {out!r})
+import numpy as np, dask, dask.array as da
+import ols_attention_dask as od
+N, p, solver = {N}, 16, {solver!r}
+X = da.random.default_rng(0).normal(size=(N, p), chunks=(250_000, p))
+X = da.concatenate([da.ones((N, 1), chunks=(250_000, 1)), X[:, 1:] + 50.0], axis=1).rechunk({{1: -1}})
+y = X @ np.linspace(1, 2, p) + da.random.default_rng(1).normal(size=N, chunks=250_000)
+X, y = dask.persist(X, y)
+start = time.perf_counter()
+if solver == "lstsq":
+    beta = da.linalg.lstsq(X, y)[0].compute()
+else:
+    beta = od.coefficients(X, y, route=solver)
+seconds = time.perf_counter() - start
+g = (X.T @ (X @ beta - y)).compute()
+nx = float(da.sqrt((X * X).sum()).compute())
+e = float(np.linalg.norm(g) / (nx**2 * np.linalg.norm(beta) + nx * float(da.linalg.norm(y).compute())))
+print(json.dumps({{"seconds": seconds, "optimality": e,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+LAZY_RUN = """
+import json, resource, sys, time
+sys.path.insert(0, {out!r})
+import numpy as np, dask, dask.array as da
+import ols_attention_dask as od
+N, p, rows, solver = {N}, {p}, {rows}, {solver!r}
+truth = np.linspace(1, 2, p)
+
+def block(block_id=None):  # rows of [X y], made when a pass needs them and dropped after: never all in memory
+    size = min(rows, N - block_id[0] * rows)
+    rng = np.random.default_rng([7, block_id[0]])
+    Z = np.empty((size, p + 1))
+    Z[:, 0] = 1.0
+    Z[:, 1:p] = rng.standard_normal((size, p - 1)) + 50.0
+    Z[:, p] = Z[:, :p] @ truth + rng.standard_normal(size)
+    return Z
+
+chunks = (tuple([rows] * (N // rows) + ([N % rows] if N % rows else [])), (p + 1,))
+Z = da.map_blocks(block, chunks=chunks, dtype=np.float64)
+X, y = Z[:, :p], Z[:, p]
+start = time.perf_counter()
+if solver == "lstsq":
+    beta = da.linalg.lstsq(X, y)[0].compute()
+else:
+    beta = od.coefficients(X, y, route=solver)
+seconds = time.perf_counter() - start
+g, xx, yy = dask.compute(X.T @ (X @ beta - y), (X * X).sum(), (y * y).sum())  # one more pass, for the accuracy
+nx = float(np.sqrt(xx))
+e = float(np.linalg.norm(g) / (nx**2 * np.linalg.norm(beta) + nx * float(np.sqrt(yy))))
+print(json.dumps({{"seconds": seconds, "optimality": e,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def bench_dask_lazy(out: Path, N: int, p: int, rows: int, repeats: int, solvers=("auto", "lstsq")):
+    """N × p generated chunk by chunk inside the graph (never persisted): time, accuracy and peak RSS per run."""
+    results = []
+    for solver in solvers:
+        runs = []
+        for _ in range(repeats):
+            done = subprocess.run([sys.executable, "-c", LAZY_RUN.format(out=str(out), N=N, p=p, rows=rows,
+                                                                         solver=solver)],
+                                  capture_output=True, text=True)
+            if done.returncode:
+                runs.append({"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"})
+                break
+            runs.append(json.loads(done.stdout))
+        good = [r for r in runs if "error" not in r]
+        name = "dask.array.linalg.lstsq" if solver == "lstsq" else f"dask module, route={solver!r}"
+        if not good:
+            print(f"{name}: {runs[-1]['error']}", file=sys.stderr)
+            continue
+        results.append({"framework": "dask (lazy)", "data": f"uncentred {N} x {p}, chunks of {rows} rows",
+                        "solver": name, "ms": 1e3 * float(np.median([r["seconds"] for r in good])),
+                        "optimality": (float(np.median([r["optimality"] for r in good])),
+                                       max(r["optimality"] for r in good)),
+                        "peak_rss_mib": max(r["peak_rss_mib"] for r in good), "runs": len(good)})
+    return results
+
+
+def bench_dask(out: Path, N: int, repeats: int):
+    rows = []
+    for solver in ("auto", "cholesky", "tsqr", "lstsq"):
+        runs = [json.loads(subprocess.run([sys.executable, "-c", DASK_RUN.format(out=str(out), N=N, solver=solver)],
+                                          capture_output=True, text=True, check=True).stdout)
+                for _ in range(max(1, repeats // 2))]
+        best = min(runs, key=lambda r: r["seconds"])
+        name = "dask.array.linalg.lstsq" if solver == "lstsq" else f"dask module, route={solver!r}"
+        rows.append({"framework": "dask", "data": f"uncentred {N} x 16", "solver": name, "ms": 1e3 * best["seconds"],
+                     "optimality": (best["optimality"], best["optimality"]), "peak_rss_mib": best["peak_rss_mib"]})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=4096)
+    parser.add_argument("--n", type=int, default=64)
+    parser.add_argument("--p", type=int, default=8)
+    parser.add_argument("--tall", type=int, default=2_000_000, help="rows of the Dask problem (0: skip)")
+    parser.add_argument("--lazy", type=int, default=0, help="rows of the lazy Dask problem, made chunk by chunk "
+                        "(0: skip; the issue's is 20000000)")
+    parser.add_argument("--lazy-p", type=int, default=32)
+    parser.add_argument("--lazy-rows", type=int, default=250_000, help="rows per chunk of the lazy problem")
+    parser.add_argument("--lazy-repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", choices=("jax", "torch", "dask"), action="append")
+    args = parser.parse_args()
+    only = set(args.only or ("jax", "torch", "dask"))
+    out = Path(tempfile.mkdtemp())
+    generate(out)
+    ox = load(out, "ols_attention_xp")
+    kinds = ("gaussian", "uncentred")
+    rows = []
+    if "jax" in only:
+        rows += bench_jax(ox, kinds, args.batch, args.n, args.p, args.repeats)
+    if "torch" in only:
+        rows += bench_torch(ox, kinds, args.batch, args.n, args.p, args.repeats)
+    if "dask" in only and args.tall:
+        rows += bench_dask(out, args.tall, args.repeats)
+    if "dask" in only and args.lazy:
+        rows += bench_dask_lazy(out, args.lazy, args.lazy_p, args.lazy_rows, args.lazy_repeats)
+    print("| framework | data | solver | ms | optimality error, median / max | vs the lstsq's ms |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for row in rows:
+        peers = [r for r in rows if r["framework"] == row["framework"] and r["data"] == row["data"]
+                 and "lstsq" in r["solver"]]
+        ratio = peers[-1]["ms"] / row["ms"] if peers else float("nan")
+        extra = f" (peak RSS {row['peak_rss_mib']:.0f} MiB)" if "peak_rss_mib" in row else ""
+        print(f"| {row['framework']} | {row['data']} | {row['solver']}{extra} | {row['ms']:.1f} | "
+              f"{row['optimality'][0]:.1e} / {row['optimality'][1]:.1e} | {ratio:.2f}× |")
+
+
+if __name__ == "__main__":
+    main()

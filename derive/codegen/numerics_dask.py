@@ -1,0 +1,253 @@
+"""OLS as single-layer linear attention, Dask (tall data chunked by rows): the fixed numerics.
+
+X (n, p) and Y (n,) or (n, k) are Dask arrays chunked by rows (NumPy arrays are wrapped); n may be far larger
+than memory, p and k are small. The big products are tree reductions over the row chunks, the small p×p solve
+runs in NumPy on the machine that calls, like the NumPy module's: nothing n×n, nor n×p on one machine, is formed.
+Like the NumPy module, the solves themselves are not here: each route calls a function printed by ``derive
+codegen`` from a kernel-checked lemma, looked up by name in ``PRINTED`` (arguments as in ``PRINTED_PARAMETERS``).
+
+Routes:
+    "auto"      "cholesky" where the condition estimate allows it (κ² eps < 1e-2, κ the condition number of the
+                column-scaled X from the eigenvalues of its p×p Gram matrix), else "tsqr".
+    "cholesky"  XᵀX and XᵀY in one pass over the data (per-chunk products summed by a tree reduction), the
+                columns scaled by powers of two (exactly, in the p×p matrices), CCᵀ = the scaled XᵀX and
+                β̂ = C⁻ᵀC⁻¹XᵀY (gauge_invariance, lemma cholesky_route); where κ² eps > 1e-13, preconditioned
+                gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ) (preconditioned_gd), each one more pass over the data,
+                until the correction is under eps of β (at most 4). Raises ValueError where XᵀX is not positive
+                definite (rank-deficient X).
+    "tsqr"      X = QR by dask.array.linalg.tsqr (a tree of small QR factorizations) and β̂ = R⁻¹QᵀY
+                (gauge_invariance, lemma qr_route): backward stable, for ill-conditioned X; full rank needed.
+Results are NumPy arrays (β̂ is p×k); :func:`predict` returns a Dask array for Dask queries. The computation
+runs on whatever scheduler is active: the default threads, or a ``dask.distributed`` client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import dask
+import dask.array as da
+import numpy as np
+
+__all__ = ["ROUTES", "coefficients", "predict"]
+
+ROUTES = ("auto", "cholesky", "tsqr")
+_EPS = np.finfo(np.float64).eps
+
+#: Checked theorems these fixed numerics rest on (beyond the printed functions' own), and what for.
+RELIES_ON = {"preconditioned_gd": "refinement of the Cholesky route by preconditioned gradient steps"}
+
+
+# --- functions printed from checked lemmas ----------------------------------------------
+
+#: The printed functions this code calls, by name, and the arguments it passes them (in order).
+PRINTED_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "cholesky": ("C", "XtY"),  # β̂ from XᵀX = CCᵀ
+    "qr": ("Q", "R", "Y"),  # β̂ from X = QR
+}
+
+#: Name -> printed function; the generated module fills it at its end.
+PRINTED: dict[str, Callable[..., np.ndarray]] = {}
+
+
+def _printed(name: str) -> Callable[..., np.ndarray]:
+    """The printed function ``name``; ``LookupError`` when the printed section is missing."""
+    try:
+        return PRINTED[name]
+    except KeyError:
+        raise LookupError(f"no printed function {name!r}: this module's printed section is missing (generate "
+                          f"the standalone module with `derive codegen --backend dask`)") from None
+
+
+def _solve_triangular(T, B, lower, transpose):
+    """T⁻¹B (Tᵀ⁻¹B with ``transpose``) for a small triangular T; Dask operands are computed first (together)."""
+    if isinstance(T, da.Array) or isinstance(B, da.Array):
+        T, B = dask.compute(T, B)
+    T = np.swapaxes(T, -1, -2) if transpose else T
+    return np.linalg.solve(T, B)  # p×p: an LU solve of the triangular matrix (backward stable)
+
+
+# --- validation -----------------------------------------------------------------------
+
+
+def _plus_identity(A, c):
+    """A + cI for a small square matrix (a printed sum with a multiple of I)."""
+    A = np.asarray(A, dtype=float)
+    return A + np.asarray(c, dtype=A.dtype)[..., None, None] * np.eye(A.shape[-1], dtype=A.dtype)
+
+
+def _dask(name, value, ndim):
+    array = value if isinstance(value, da.Array) else da.asarray(np.asarray(value))
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, not values of dtype {array.dtype}")
+    if array.ndim not in ndim:
+        raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimension(s), got shape {array.shape}")
+    if any(d == 0 for d in array.shape):
+        raise ValueError(f"{name} is empty (shape {array.shape})")
+    return array.astype(np.float64)
+
+
+def _validate(X, Y, route):
+    """(X as (n, p), Y as (n, k), vector_y): float64 Dask arrays, X in one column chunk, Y chunked like X."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
+    X, Y = _dask("X", X, (2,)), _dask("Y", Y, (1, 2))
+    vector_y = Y.ndim == 1
+    Y = Y[:, None] if vector_y else Y
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"Y must have shape ({X.shape[0]},) or ({X.shape[0]}, k) to match X of shape {X.shape}, "
+                         f"got {Y.shape}")
+    if X.shape[0] < X.shape[1]:
+        raise ValueError(f"X of shape {X.shape} has fewer rows than columns: it cannot have full column rank")
+    X = X.rechunk({1: -1})
+    Y = Y.rechunk((X.chunks[0], -1))
+    return X, Y, vector_y
+
+
+# --- routes ---------------------------------------------------------------------------
+
+
+def _products(X, Y):
+    """XᵀX and XᵀY (NumPy), one pass over the data: per-chunk products summed by a tree reduction."""
+    G, XtY = dask.compute(X.T @ X, X.T @ Y)
+    if not (np.isfinite(G).all() and np.isfinite(XtY).all()):
+        raise ValueError("X or Y contains NaN or infinity (or XᵀX overflows float64)")
+    return G, XtY
+
+
+def _scales(G):
+    """d = 2^-k per column: the scaled Gram matrix d G d has a diagonal in [1/4, 1) (exact scaling)."""
+    diagonal = np.diag(G)
+    if (diagonal <= 0).any():
+        raise ValueError("X has a column of zeros: it is rank-deficient")
+    return np.ldexp(1.0, -np.frexp(np.sqrt(diagonal))[1])
+
+
+def _factor(G_s):
+    """(C, κ² eps) of the scaled Gram matrix; C is None where it is not positive definite."""
+    lam = np.linalg.eigvalsh(G_s)
+    risk = np.inf if lam[0] <= 0 else lam[-1] / lam[0] * _EPS
+    try:
+        return np.linalg.cholesky(G_s), risk
+    except np.linalg.LinAlgError:
+        return None, np.inf
+
+
+def _route_cholesky(X, Y, G, XtY, C, d, risk, steps=4):
+    XtY = d[:, None] * XtY
+    beta = _printed("cholesky")(C, XtY)
+    if risk <= 1e-13:
+        return d[:, None] * beta
+    for _ in range(steps):  # preconditioned gradient steps, one pass over the data each
+        XtY = d[:, None] * (X.T @ (Y - X @ (d[:, None] * beta))).compute()
+        delta = _printed("cholesky")(C, XtY)
+        beta = beta + delta
+        if np.abs(delta).max() <= _EPS * np.abs(beta).max():
+            break
+    return d[:, None] * beta
+
+
+def _route_tsqr(X, Y):
+    Q, R = da.linalg.tsqr(X)
+    beta = _printed("qr")(Q, R, Y)
+    if not np.isfinite(beta).all():
+        raise ValueError("R of X = QR is singular: X is rank-deficient")
+    return beta
+
+
+def _beta(X, Y, route):
+    if route == "tsqr":
+        return _route_tsqr(X, Y)
+    G, XtY = _products(X, Y)
+    d = _scales(G)
+    C, risk = _factor(d[:, None] * G * d[None, :])
+    if route == "auto" and (C is None or risk >= 1e-2):
+        return _route_tsqr(X, Y)
+    if C is None:
+        raise ValueError("XᵀX is not positive definite once the columns of X are scaled: X is rank-deficient or "
+                         "too ill-conditioned for the Cholesky route; use route='tsqr'")
+    return _route_cholesky(X, Y, G, XtY, C, d, risk)
+
+
+# --- public functions --------------------------------------------------------------------
+
+
+def coefficients(X, Y, *, route: str = "auto") -> np.ndarray:
+    """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY of tall data chunked by rows.
+
+    Parameters
+    ----------
+    X : dask.array.Array or array_like, shape (n, p)
+        The design, one example per row, chunked by rows (a chunk has all p columns; it is rechunked otherwise).
+    Y : dask.array.Array or array_like, shape (n,) or (n, k)
+        The targets; rechunked to X's row chunks.
+    route : {"auto", "cholesky", "tsqr"}, keyword-only
+        ``"cholesky"``: one pass for XᵀX and XᵀY, refined by further passes where the condition needs it;
+        ``"tsqr"``: Dask's tall-and-skinny QR, backward stable; ``"auto"`` picks from the condition estimate.
+
+    Returns
+    -------
+    numpy.ndarray, shape (p,) or (p, k)
+        β̂, float64.
+
+    Raises
+    ------
+    TypeError
+        An argument does not hold real numbers.
+    ValueError
+        A bad shape, an empty array, fewer rows than columns, an unknown route, NaN or infinity in the data, or a
+        rank-deficient X.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> X = da.from_array(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]), chunks=(2, 2))
+    >>> bool(np.allclose(coefficients(X, da.from_array(np.array([1.0, 2.0, 4.0]), chunks=2)), [5 / 6, 1.5]))
+    True
+    """
+    X, Y, vector_y = _validate(X, Y, route)
+    beta = _beta(X, Y, route)
+    return beta[:, 0] if vector_y else beta
+
+
+def predict(X, Y, X_query, *, route: str = "auto"):
+    """Predictions X_q β̂ (β̂ as in :func:`coefficients`).
+
+    Parameters
+    ----------
+    X : dask.array.Array or array_like, shape (n, p)
+        The design (the keys).
+    Y : dask.array.Array or array_like, shape (n,) or (n, k)
+        The targets (the values).
+    X_query : dask.array.Array or array_like, shape (m, p) or (p,)
+        The queries.
+    route : {"auto", "cholesky", "tsqr"}, keyword-only
+        As in :func:`coefficients`.
+
+    Returns
+    -------
+    dask.array.Array or numpy.ndarray, shape (m[, k]) or ([k]) for a single query
+        The predictions: a Dask array for Dask queries, else a NumPy array.
+
+    Raises
+    ------
+    TypeError
+        As in :func:`coefficients`.
+    ValueError
+        As in :func:`coefficients`, or queries whose shape does not match ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> round(float(predict(X, [1.0, 2.0, 4.0], [1.0, 3.0])), 12)  # 5/6 + 3 · 3/2
+    5.333333333333
+    """
+    beta = coefficients(X, Y, route=route)
+    lazy = isinstance(X_query, da.Array)
+    Q = X_query if lazy else np.asarray(X_query)
+    if Q.dtype.kind not in "biuf":
+        raise TypeError(f"X_query must hold real numbers, not values of dtype {Q.dtype}")
+    if Q.ndim not in (1, 2) or Q.shape[-1] != beta.shape[0]:
+        raise ValueError(f"X_query must have shape (m, {beta.shape[0]}) or ({beta.shape[0]},), got {Q.shape}")
+    return Q.astype(np.float64) @ beta

@@ -1,0 +1,837 @@
+"""OLS as single-layer linear attention, array API (NumPy, PyTorch, JAX, CuPy): the fixed numerics.
+
+Validation, column scaling, factorizations, refinement and the public functions, written against the Python
+array API standard through ``array_api_compat.array_namespace``: the same code runs on NumPy, PyTorch, JAX and
+CuPy arrays (and on ``array_api_strict``, which holds only what the standard defines). Like the NumPy module, the
+matrix products themselves are not here: each route calls a function printed by ``derive codegen`` from a
+kernel-checked lemma, looked up by name in ``PRINTED`` (arguments as in ``PRINTED_PARAMETERS``); the printed
+functions use only operators (``@``, ``.mT``, indexing) and this module's ``_solve_triangular``.
+
+Shapes (leading batch dimensions "..." are allowed, must agree exactly, and never broadcast):
+    X        (..., n, p)          design, one example per row, n >= 1, p >= 1
+    Y        (..., n) or (..., n, k)  targets; a vector Y gives vector results
+    X_query  (..., m, p) or (..., p)  queries; a single query gives a single prediction
+
+Arrays only: every argument must be an array of one namespace (NumPy, PyTorch, JAX, CuPy, ...), of a real
+floating dtype; integers, complex numbers, Python lists and arrays of two namespaces raise TypeError. The
+arithmetic is in the arguments' common floating dtype (``result_type``: float32 in, float32 out, residuals of the
+refinement included) and on their device; nothing is copied to the host.
+
+Traceable: no route branches in Python on array values (a masked choice is ``xp.where``), the number of
+refinement steps is fixed, and shapes are all that the code inspects. So the functions work under ``jax.jit``,
+``jax.vmap``, ``torch.compile`` and are differentiable (``jax.grad``, ``torch.autograd``). Checks of values
+(NaN or infinity in the data, a result that is not finite because X is rank-deficient) run only where the
+values are concrete: not under ``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``,
+where shapes and dtypes are still checked and a failure shows as NaN in the result.
+
+Columns are scaled by powers of two (``2.0 ** -k`` with an integral k: exact where the namespace's power is, as
+in NumPy and PyTorch); β follows exactly from the scaled problem's solution. Routes "eigh", "svd", "qr" and the
+attention parameters scale X and Y to a largest entry near 1 (a pass and a scaled copy); "auto" and "cholesky"
+scale inside XᵀX only, from its diagonal (no copy of X), so there the squared column norms of X and XᵀY must fit
+the dtype (about 1e±308 in float64, 1e±38 in float32): data beyond give ValueError (concrete) or NaN (traced).
+
+Routes (each evaluates a kernel-checked identity on the column-scaled data):
+    "auto"      Cholesky of the column-scaled XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route), then ``refine``
+                (REFINEMENT_STEPS, 2) preconditioned gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ) (preconditioned_gd)
+                with the residuals in the input precision. Each step shrinks the error that forming XᵀX causes by
+                about κ² eps (κ the condition number of the column-scaled X), so where κ² eps is well under 1 the
+                answer is in the accuracy class of a backward-stable solver (lstsq). Less accurate than the NumPy
+                module's "auto", which measures κ², refines until β stops moving, solves exactly rounded for small
+                problems and switches to QR or the SVD for hard ones: here κ² eps near or over 1 (cond(X) over about
+                1e7 in float64, 3e3 in float32, once columns are scaled) leaves an inaccurate answer, and a rank-
+                deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there.
+    "cholesky"  the same without refinement: error about κ² eps, as the NumPy module's "cholesky".
+    "eigh"      X_q L Lᵀ XᵀY with L = VΛ^{-1/2}, XᵀX = VΛVᵀ (ols_is_linear_attention, lemma gram_route);
+                eigenvalues under p·eps·λ_max are dropped (minimum norm, pseudo_inverse). Error about κ² eps.
+    "svd"       X_q V S⁻¹ UᵀY with X = USVᵀ (gauge_invariance, lemma svd_route): backward stable, and the
+                minimum-norm solution where X is rank-deficient (singular values under max(n, p)·eps·s_max are
+                dropped, as numpy.linalg.pinv does).
+    "qr"        X_q R⁻¹ QᵀY with X = QR (gauge_invariance, lemma qr_route): backward stable; needs full rank.
+The standard has no triangular solve: ``_solve_triangular`` uses the namespace's own where it has one
+(``torch.linalg.solve_triangular``, ``jax.lax.linalg.triangular_solve``) and ``xp.linalg.solve`` otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from array_api_compat import array_namespace, device, is_jax_namespace, is_lazy_array, is_torch_namespace
+
+__all__ = ["ROUTES", "REFINEMENT_STEPS", "coefficients", "predict", "attention_parameters", "attention_scores",
+           "RecursiveLeastSquares", "multi_layer_predict"]
+
+ROUTES = ("auto", "cholesky", "eigh", "svd", "qr")
+
+#: Preconditioned gradient steps of the "auto" route (fixed, so the computation traces to one graph).
+REFINEMENT_STEPS = 2
+
+#: Checked theorems these fixed numerics rest on (beyond the printed functions' own), and what for.
+RELIES_ON = {
+    "pseudo_inverse": "rank-deficient X (routes eigh and svd): the minimum-norm solution, from dropped values",
+    "preconditioned_gd": "refinement of the Cholesky route by preconditioned gradient steps",
+}
+
+Array = Any  # an array of some array-API namespace
+
+
+# --- functions printed from checked lemmas ----------------------------------------------
+
+#: The printed functions this code calls, by name, and the arguments it passes them (in order).
+PRINTED_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "eigh": ("V", "lam", "XtY"),  # β̂ from XᵀX = VΛVᵀ, Λ as the vector lam
+    "cholesky": ("C", "XtY"),  # β̂ from XᵀX = CCᵀ
+    "svd": ("U", "s", "V", "Y"),  # β̂ from X = USVᵀ, S as the vector s
+    "qr": ("Q", "R", "Y"),  # β̂ from X = QR
+    "P": ("L", "X", "Y"),  # the construction's output projection
+    "scores": ("X_query", "L", "X"),  # the attention score matrix
+}
+
+#: Name -> printed function; the generated module fills it at its end.
+PRINTED: dict[str, Callable[..., Array]] = {}
+
+
+def _printed(name: str) -> Callable[..., Array]:
+    """The printed function ``name``; ``LookupError`` when the printed section is missing."""
+    try:
+        return PRINTED[name]
+    except KeyError:
+        raise LookupError(f"no printed function {name!r}: this module's printed section is missing (generate "
+                          f"the standalone module with `derive codegen --backend xp`)") from None
+
+
+# --- solves the standard lacks ----------------------------------------------------------
+
+
+def _solve_triangular(T, B, lower, transpose):
+    """op(T)⁻¹B for triangular T (..., p, p) and B (..., p, k): op(T) = Tᵀ with ``transpose``, else T; ``lower``
+    says whether op(T) is lower triangular."""
+    xp = array_namespace(T, B)
+    if transpose:
+        T = T.mT
+    if is_torch_namespace(xp):
+        return sys.modules["torch"].linalg.solve_triangular(T, B, upper=not lower)
+    if is_jax_namespace(xp):
+        from jax.lax.linalg import triangular_solve
+
+        return triangular_solve(T, B, left_side=True, lower=lower)
+    return xp.linalg.solve(T, B)  # the standard: an LU solve of the triangular matrix (backward stable)
+
+
+def _solve(A, B):
+    """A⁻¹B for a general square A (printed for a lemma whose inverse is not triangular)."""
+    return array_namespace(A, B).linalg.solve(A, B)
+
+
+def _plus_identity(A, c):
+    """A + cI for a stack of square matrices (a printed sum with a multiple of I); c a number or one per problem."""
+    xp = array_namespace(A)
+    eye = xp.eye(A.shape[-1], dtype=A.dtype, device=device(A))
+    if isinstance(c, (int, float)):
+        return A + c * eye
+    return A + xp.astype(c, A.dtype)[..., None, None] * eye
+
+
+# --- validation -----------------------------------------------------------------------
+
+
+def _namespace(**arrays):
+    try:
+        return array_namespace(*arrays.values())
+    except TypeError as exc:
+        names = ", ".join(arrays)
+        raise TypeError(f"{names} must be arrays of one array-API namespace (NumPy, PyTorch, JAX, CuPy; not "
+                        f"Python lists or a mix of libraries): {exc}") from None
+
+
+def _check_array(xp, name, a, min_ndim):
+    if not xp.isdtype(a.dtype, "real floating"):
+        raise TypeError(f"{name} must hold real floating-point numbers, not dtype {a.dtype} (convert it, e.g. "
+                        f"xp.astype({name}, xp.float64))")
+    if a.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {tuple(a.shape)}")
+    if any(d == 0 for d in a.shape):
+        raise ValueError(f"{name} is empty (shape {tuple(a.shape)})")
+
+
+def _concrete(*arrays) -> bool:
+    """Whether the values can be read: not while JAX traces (jit, vmap, grad) nor inside torch.compile."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.compiler.is_compiling():
+        return False
+    jax = sys.modules.get("jax")
+    if jax is not None and any(isinstance(a, jax.core.Tracer) for a in arrays):
+        return False
+    return not any(is_lazy_array(a) for a in arrays)
+
+
+def _require_finite(xp, **named):
+    """ValueError naming the first argument with NaN or infinity (only where the values are concrete)."""
+    for name, a in named.items():
+        if a is not None and _concrete(a) and not bool(xp.all(xp.isfinite(a))):
+            raise ValueError(f"{name} contains NaN or infinity")
+
+
+def _validate(X, Y, X_query, route, check_finite=True, pass_over=False, ridge=None, weights=None):
+    """(xp, X, Y as (..., n, k), X_query as (..., m, p) or None, vector_y, vector_q), in the common dtype; with
+    ``weights``, X and Y are the weighted rows √w X, √w Y."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
+    given = {"X": X, "Y": Y} if X_query is None else {"X": X, "Y": Y, "X_query": X_query}
+    if weights is not None:
+        given["weights"] = weights
+    xp = _namespace(**given)
+    _check_array(xp, "X", X, 2)
+    _check_array(xp, "Y", Y, 1)
+    batch, n, p = tuple(X.shape[:-2]), X.shape[-2], X.shape[-1]
+    vector_y = Y.ndim == X.ndim - 1
+    Y2 = Y[..., None] if vector_y else Y
+    if Y2.ndim != X.ndim or tuple(Y2.shape[:-2]) != batch or Y2.shape[-2] != n:
+        raise ValueError(f"Y must have shape {batch + (n,)} or {batch + (n, 'k')} to match X of shape "
+                         f"{tuple(X.shape)}, got {tuple(Y.shape)}")
+    vector_q, Q = False, None
+    if X_query is not None:
+        _check_array(xp, "X_query", X_query, 1)
+        vector_q = X_query.ndim == X.ndim - 1
+        Q = X_query[..., None, :] if vector_q else X_query
+        if Q.ndim != X.ndim or tuple(Q.shape[:-2]) != batch or Q.shape[-1] != p:
+            raise ValueError(f"X_query must have shape {batch + ('m', p)} or {batch + (p,)} to match X of shape "
+                             f"{tuple(X.shape)}, got {tuple(X_query.shape)}")
+    if weights is not None:
+        _check_array(xp, "weights", weights, 1)
+        if tuple(weights.shape) != tuple(X.shape[:-1]):
+            raise ValueError(f"weights must have shape {tuple(X.shape[:-1])} (one per row of X), got "
+                             f"{tuple(weights.shape)}")
+    if route in ("auto", "cholesky", "qr") and n < p and ridge is None:
+        raise ValueError(f"route {route!r} needs n >= p (X of shape {tuple(X.shape)} cannot have full column "
+                         "rank): use route='svd' for the minimum-norm solution")
+    dtype = xp.result_type(*given.values())
+    X, Y2 = xp.astype(X, dtype, copy=False), xp.astype(Y2, dtype, copy=False)
+    Q = None if Q is None else xp.astype(Q, dtype, copy=False)
+    if check_finite:  # the Gram routes of coefficients/predict read NaN off XᵀX and XᵀY (p×p, p×k) instead
+        gram = route in ("auto", "cholesky") and not pass_over
+        _require_finite(xp, X=None if gram else X, Y=None if gram else Y2, X_query=Q)
+    if weights is not None:
+        root = _root_weights(xp, xp.astype(weights, dtype, copy=False))[..., None]
+        X, Y2 = X * root, Y2 * root
+    return xp, X, Y2, Q, vector_y, vector_q
+
+
+def _ridge_value(ridge):
+    """λ as a float: None (no ridge) or a positive finite real number, else a TypeError or ValueError naming it
+    (as the NumPy module's; a Python number, so that it fixes the traced computation)."""
+    if ridge is None:
+        return None
+    if isinstance(ridge, bool) or type(ridge).__name__ == "bool_" or not isinstance(ridge, numbers.Real):
+        raise TypeError(f"ridge must be a positive real number, not {type(ridge).__name__}")
+    value = float(ridge)
+    if math.isnan(value):
+        raise ValueError("ridge is NaN: it must be a positive real number")
+    if math.isinf(value):
+        raise ValueError("ridge is infinite: it must be a positive finite real number")
+    if value <= 0:
+        raise ValueError(f"ridge must be positive, got {value!r} (leave it out, ridge=None, for OLS)")
+    return value
+
+
+def _root_weights(xp, w):
+    """√w; where values are concrete a ValueError naming what is wrong with the weights (NaN, zero or negative,
+    infinite), and traced a weight that is not positive and finite gives NaN (a masked choice, no branch)."""
+    if _concrete(w):
+        if bool(xp.any(xp.isnan(w))):
+            raise ValueError("weights contain NaN")
+        bad = int(xp.sum(xp.astype(w <= 0, xp.int64)))
+        if bad:
+            raise ValueError(f"weights must be positive: {bad} of them are zero or negative (drop those rows "
+                             f"instead of giving them weight 0)")
+        if bool(xp.any(xp.isinf(w))):
+            raise ValueError("weights contain infinity")
+    good = (w > 0) & (w < math.inf)
+    safe = xp.where(good, w, xp.ones_like(w))
+    return xp.where(good, xp.sqrt(safe), xp.full_like(w, math.nan))
+
+
+def _augmented(xp, X, Y, lam):
+    """[X; √λ I] and [Y; 0]: their least-squares solution is the ridge solution (XᵀX + λI)⁻¹XᵀY
+    (ridge_is_linear_attention), their Gram matrix XᵀX + λI; the shapes fix the traced computation."""
+    batch, p, k = tuple(X.shape[:-2]), X.shape[-1], Y.shape[-1]
+    place = {"dtype": X.dtype, "device": device(X)}
+    root = xp.broadcast_to(math.sqrt(lam) * xp.eye(p, **place), batch + (p, p))
+    return xp.concat([X, root], axis=-2), xp.concat([Y, xp.zeros(batch + (p, k), **place)], axis=-2)
+
+
+def _require_finite_result(xp, result, what, hint):
+    if _concrete(result) and not bool(xp.all(xp.isfinite(result))):
+        raise ValueError(f"{what} is not finite: {hint}")
+
+
+# --- column scaling by powers of two --------------------------------------------------
+
+
+def _column_scales(xp, A):
+    """(s, 1/s), each (..., 1, c): s = 2^-k with 2^k near the largest |entry| of each column (1 for a zero column).
+
+    k is an integer-valued float; the maximum is read through ``where`` twice so that no infinite log2 (of a
+    zero column) reaches a gradient."""
+    m = xp.max(xp.abs(A), axis=-2, keepdims=True)
+    positive = m > 0
+    k = xp.floor(xp.log2(xp.where(positive, m, xp.ones_like(m))))
+    top = math.floor(math.log2(xp.finfo(A.dtype).max)) - 1  # 2^±k stays a normal number of the dtype
+    k = xp.clip(xp.where(positive, k, xp.zeros_like(k)), -top, top)
+    return 2.0 ** (-k), 2.0**k
+
+
+def _scaled(xp, X, Y):
+    sx, inv_sx = _column_scales(xp, X)
+    sy, inv_sy = _column_scales(xp, Y)
+    return X * sx, Y * sy, sx, inv_sx, inv_sy
+
+
+def _unscale_beta(beta_s, sx, inv_sy):
+    """β = diag(2^-kx) β_s 2^ky: X = X_s diag(2^kx) and Y = Y_s diag(2^ky)."""
+    return sx.mT * beta_s * inv_sy
+
+
+# --- routes on the column-scaled data --------------------------------------------------
+
+
+def _linalg_error(exc: Exception) -> bool:
+    return "LinAlgError" in {c.__name__ for c in type(exc).__mro__} or "positive-definite" in str(exc)
+
+
+def _cholesky(xp, G):
+    try:
+        return xp.linalg.cholesky(G)
+    except Exception as exc:  # NumPy, array_api_strict and PyTorch raise their own LinAlgError; JAX gives NaN
+        if _linalg_error(exc):
+            raise ValueError("XᵀX is not positive definite once the columns of X are scaled: X is rank-deficient "
+                             "or too ill-conditioned for the Cholesky route; use route='svd'") from None
+        raise
+
+
+def _route_cholesky(xp, X, Y, steps, check_finite):
+    """β on the data as given; the columns scaled by powers of two inside XᵀX only: d from XᵀX's diagonal, so
+    the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X is made."""
+    G = X.mT @ X
+    XtY = X.mT @ Y
+    squares = xp.linalg.diagonal(G)
+    if check_finite:  # NaN or infinity in X reaches XᵀX's diagonal; in Y, XᵀY
+        _require_finite(xp, X=squares)
+        _require_finite(xp, Y=XtY)
+    positive = squares > 0
+    k = xp.floor(xp.log2(xp.where(positive, squares, xp.ones_like(squares))) / 2)
+    d = 2.0 ** (-xp.where(positive, k, xp.zeros_like(k)))  # (..., p)
+    C = _cholesky(xp, G * d[..., :, None] * d[..., None, :])
+    XtY = d[..., :, None] * XtY
+    beta = _printed("cholesky")(C, XtY)
+    for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
+        XtY = d[..., :, None] * (X.mT @ (Y - X @ (d[..., :, None] * beta)))
+        beta = beta + _printed("cholesky")(C, XtY)
+    return d[..., :, None] * _mark_deficient(xp, C, beta, max(X.shape[-2:]))
+
+
+def _mark_deficient(xp, C, beta, size):
+    """β, NaN for each problem whose Cholesky pivots say κ² eps >= size eps (XᵀX numerically singular: a
+    factor of a rank-deficient X can succeed with a tiny pivot and give a large, wrong β)."""
+    pivots = xp.abs(xp.linalg.diagonal(C))
+    low, high = xp.min(pivots, axis=-1), xp.max(pivots, axis=-1)
+    deficient = (low / high) ** 2 <= size * xp.finfo(C.dtype).eps
+    return xp.where(deficient[..., None, None], xp.full_like(beta, math.nan), beta)
+
+
+def _tolerance(xp, values, size):
+    """Values under ``size`` eps times the largest become +inf, so their inverse is 0 (pseudo_inverse)."""
+    eps = xp.finfo(values.dtype).eps
+    top = xp.max(values, axis=-1, keepdims=True)
+    return xp.where(values > top * (size * eps), values, xp.full_like(values, math.inf))
+
+
+def _route_eigh(xp, X, Y):
+    lam, V = xp.linalg.eigh(X.mT @ X)
+    lam = _tolerance(xp, lam, max(X.shape[-2:]))
+    XtY = X.mT @ Y
+    return _printed("eigh")(V, lam, XtY)
+
+
+def _svd_factors(xp, X):
+    U, s, Vh = xp.linalg.svd(X, full_matrices=False)
+    return U, _tolerance(xp, s, max(X.shape[-2:])), Vh.mT
+
+
+def _route_svd(xp, X, Y):
+    U, s, V = _svd_factors(xp, X)
+    return _printed("svd")(U, s, V, Y)
+
+
+def _route_qr(xp, X, Y):
+    Q, R = xp.linalg.qr(X)
+    return _printed("qr")(Q, R, Y)
+
+
+def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
+    """β of the data as given (X, Y validated, (..., n, k)): the route on the column-scaled data, unscaled."""
+    if route in ("auto", "cholesky"):
+        beta = _route_cholesky(xp, X, Y, refine if route == "auto" else 0, check_finite)
+        _require_finite_result(xp, beta, "the least-squares solution",
+                               "X is rank-deficient (or the solution overflows); use route='svd'")
+        return beta
+    X_s, Y_s, sx, _, inv_sy = _scaled(xp, X, Y)
+    if route == "eigh":
+        beta_s = _route_eigh(xp, X_s, Y_s)
+    elif route == "svd":
+        beta_s = _route_svd(xp, X_s, Y_s)
+    else:
+        beta_s = _route_qr(xp, X_s, Y_s)
+    beta = _unscale_beta(beta_s, sx, inv_sy)
+    _require_finite_result(xp, beta, "the least-squares solution",
+                           "X is rank-deficient (or the solution overflows); use route='svd'")
+    return beta
+
+
+def _solve(xp, X, Y, route, refine, check_finite, lam):
+    """β of OLS (weighted rows already applied) or, with λ, of ridge: the route on the augmented problem."""
+    if lam is not None:
+        X, Y = _augmented(xp, X, Y, lam)
+    return _beta(xp, X, Y, route, refine, check_finite)
+
+
+# --- public functions --------------------------------------------------------------------
+
+
+def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
+                 check_finite: bool = True, ridge: float | None = None, weights: Array | None = None) -> Array:
+    """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY, computed as attention: no n×n or m×n matrix is formed.
+
+    Parameters
+    ----------
+    X : array, shape (..., n, p)
+        The design, one example per row, an array of a real floating dtype of any array-API namespace; leading
+        dimensions are a batch of independent problems.
+    Y : array, shape (..., n) or (..., n, k)
+        The targets, of the same namespace; the batch dimensions must equal those of ``X`` (nothing broadcasts).
+    route : {"auto", "cholesky", "eigh", "svd", "qr"}, keyword-only
+        Which checked identity evaluates β̂ (see the module docstring). ``"auto"``: Cholesky of the column-scaled
+        Gram matrix and two refinement steps, accurate where cond(X)² eps is well under 1 once columns are
+        scaled; ``"svd"`` for ill-conditioned or rank-deficient X (minimum norm).
+    refine : int, keyword-only
+        The number of refinement steps of route ``"auto"`` (a Python int: it fixes the traced computation).
+    check_finite : bool, keyword-only
+        Check the data for NaN and infinity (only where the values are concrete: never under tracing); the
+        routes "auto" and "cholesky" read it off XᵀX's diagonal and XᵀY, which costs no pass over the data.
+    ridge : float, optional, keyword-only
+        λ > 0 (a Python number): the ridge coefficients (XᵀX + λI)⁻¹XᵀY (ridge_is_linear_attention), every
+        coefficient penalised (add no intercept column you do not want shrunk). The route solves the
+        least-squares problem of X with the rows √λ I appended (its Gram matrix is XᵀX + λI), so every route
+        works for any X, rank-deficient or wider than tall. Unlike the NumPy module's "auto" there is no dual
+        (n×n token) route for p > n: the augmented problem is solved there too. Zero, negative, NaN or
+        infinite λ: ValueError; not a real number: TypeError.
+    weights : array, shape (..., n), optional, keyword-only
+        Positive finite weights, one per row of every problem, of the same namespace and a real floating dtype:
+        the weighted least-squares coefficients, argmin Σ w_i ‖y_i − x_i β‖² (+ λ‖β‖²), solved as OLS of the
+        rows √w_i x_i, √w_i y_i. Their shape must be exactly X.shape[:-1] (nothing broadcasts). Where values are
+        concrete, NaN, zero, negative or infinite weights raise ValueError naming them; while traced they give
+        NaN.
+
+    Returns
+    -------
+    array, shape (..., p) or (..., p, k)
+        β̂ in the arguments' common floating dtype, on their device.
+
+    Raises
+    ------
+    TypeError
+        An argument is not an array of a real floating dtype, or the arguments mix namespaces.
+    ValueError
+        A bad shape, an empty array, an unknown route, n < p for a route that needs full rank (without a ridge);
+        where values are concrete, NaN or infinity in the data or a result that is not finite (rank-deficient
+        X); a ridge that is not positive and finite; weights not one per row or (concrete) not positive and
+        finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> beta = coefficients(X, np.array([1.0, 2.0, 4.0]))
+    >>> bool(np.allclose(beta, [5 / 6, 1.5]))
+    True
+    >>> coefficients(X.astype(np.float32), np.float32([1, 2, 4])).dtype
+    dtype('float32')
+    >>> lam = 0.5
+    >>> bool(np.allclose(coefficients(X, np.array([1.0, 2.0, 4.0]), ridge=lam),
+    ...                  np.linalg.solve(X.T @ X + lam * np.eye(2), X.T @ [1.0, 2.0, 4.0])))
+    True
+    >>> w = np.array([1.0, 2.0, 3.0])
+    >>> bool(np.allclose(coefficients(X, np.array([1.0, 2.0, 4.0]), weights=w),
+    ...                  np.linalg.solve(X.T @ (w[:, None] * X), X.T @ (w * [1.0, 2.0, 4.0]))))
+    True
+    """
+    lam = _ridge_value(ridge)
+    xp, X, Y, _, vector_y, _ = _validate(X, Y, None, route, check_finite, ridge=lam, weights=weights)
+    beta = _solve(xp, X, Y, route, refine, check_finite, lam)
+    return beta[..., 0] if vector_y else beta
+
+
+def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
+            check_finite: bool = True, ridge: float | None = None, weights: Array | None = None) -> Array:
+    """Predictions X_q β̂ (β̂ as in :func:`coefficients`).
+
+    Parameters
+    ----------
+    X : array, shape (..., n, p)
+        The design (the keys), one example per row.
+    Y : array, shape (..., n) or (..., n, k)
+        The targets (the values).
+    X_query : array, shape (..., m, p) or (..., p)
+        The queries; a single query gives a single prediction per problem.
+    route : {"auto", "cholesky", "eigh", "svd", "qr"}, keyword-only
+        As in :func:`coefficients`.
+    refine : int, keyword-only
+        As in :func:`coefficients`.
+    check_finite : bool, keyword-only
+        As in :func:`coefficients`.
+    ridge : float, optional, keyword-only
+        λ > 0: the ridge predictions X_q (XᵀX + λI)⁻¹XᵀY, as in :func:`coefficients`.
+    weights : array, shape (..., n), optional, keyword-only
+        Positive weights, one per row: the weighted least-squares predictions, as in :func:`coefficients`.
+
+    Returns
+    -------
+    array, shape (..., m[, k]), (...[, k]) for a single query
+        The predictions, in the arguments' common floating dtype.
+
+    Raises
+    ------
+    TypeError
+        As in :func:`coefficients`.
+    ValueError
+        As in :func:`coefficients`, or queries whose shape does not match ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> round(float(predict(X, np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0]))), 12)  # 5/6 + 3 · 3/2
+    5.333333333333
+    """
+    lam = _ridge_value(ridge)
+    xp, X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, route, check_finite, ridge=lam, weights=weights)
+    out = Q @ _solve(xp, X, Y, route, refine, check_finite, lam)
+    if vector_y:
+        out = out[..., 0]
+    return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
+
+
+def _identity(xp, like):
+    eye = xp.eye(like.shape[-1], dtype=like.dtype, device=getattr(like, "device", None))
+    return xp.broadcast_to(eye, like.shape)
+
+
+def _factor(xp, X, route):
+    """(L_s, X_s, sx): X_s = X sx (columns scaled by powers of two) and L_s L_sᵀ = (X_sᵀX_s)⁻¹ (minimum norm for
+    "auto", "svd", "eigh"); L = diag(sx) L_s has L Lᵀ = (XᵀX)⁻¹."""
+    sx, _ = _column_scales(xp, X)
+    X = X * sx
+    if route in ("auto", "svd"):
+        _, s, V = _svd_factors(xp, X)
+        L = V * (1 / s)[..., None, :]
+    elif route == "eigh":
+        lam, V = xp.linalg.eigh(X.mT @ X)
+        L = V * (_tolerance(xp, lam, max(X.shape[-2:])) ** -0.5)[..., None, :]
+    elif route == "cholesky":
+        C = _cholesky(xp, X.mT @ X)
+        L = _mark_deficient(xp, C, _solve_triangular(C, _identity(xp, C), True, False).mT, max(X.shape[-2:]))
+    else:
+        _, R = xp.linalg.qr(X)
+        L = _solve_triangular(R, _identity(xp, R), False, False)
+    return L, X, sx
+
+
+def attention_parameters(X: Array, Y: Array, *, route: str = "auto",
+                         check_finite: bool = True) -> tuple[Array, Array, Array, Array]:
+    """(W_Q, W_K, W_V, P) of the paper's construction: W_Q = W_K = W_V = L, P = LᵀXᵀY (paper_construction).
+
+    X L P is then the fitted values H Y; every route's L satisfies L Lᵀ = (XᵀX)⁻¹ (gauge_invariance); "auto",
+    "svd" and "eigh" give the minimum-norm factor, L Lᵀ = (XᵀX)⁺, on a rank-deficient X (pseudo_inverse).
+
+    Parameters
+    ----------
+    X : array, shape (..., n, p)
+        The design, one example per row.
+    Y : array, shape (..., n) or (..., n, k)
+        The targets.
+    route : {"auto", "cholesky", "eigh", "svd", "qr"}, keyword-only
+        Which factor L, of the column-scaled X (L = diag(2^-kx) L_s): ``"auto"`` and ``"svd"`` V S⁻¹ from the SVD
+        of X (without forming XᵀX), ``"eigh"`` VΛ^{-1/2}, ``"cholesky"`` C⁻ᵀ, ``"qr"`` R⁻¹.
+    check_finite : bool, keyword-only
+        As in :func:`coefficients`.
+
+    Returns
+    -------
+    W_Q, W_K, W_V : array, shape (..., p, p)
+        Three copies of L.
+    P : array, shape (..., p) or (..., p, k)
+        The output projection LᵀXᵀY.
+
+    Raises
+    ------
+    TypeError
+        As in :func:`coefficients`.
+    ValueError
+        As in :func:`coefficients`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> W_Q, W_K, W_V, P = attention_parameters(X, np.array([1.0, 2.0, 4.0]))
+    >>> bool(np.allclose(W_Q @ W_K.T, np.linalg.inv(X.T @ X))), bool(np.allclose(X @ W_V @ P, X @ [5 / 6, 1.5]))
+    (True, True)
+    """
+    xp, X, Y, _, vector_y, _ = _validate(X, Y, None, route, check_finite, pass_over=True)
+    L, X, sx = _factor(xp, X, route)
+    sy, inv_sy = _column_scales(xp, Y)
+    Y = Y * sy
+    P = _printed("P")(L, X, Y) * inv_sy  # LᵀXᵀY: the scales of the columns of X cancel
+    L = sx.mT * L
+    _require_finite_result(xp, L, "the attention factor L", "X is rank-deficient; use route='svd'")
+    P = P[..., 0] if vector_y else P
+    return L, L * 1, L * 1, P  # three arrays (a product keeps the autograd graph, as a copy would not)
+
+
+def attention_scores(X: Array, X_query: Array, *, route: str = "auto", check_finite: bool = True) -> Array:
+    """The m×n score matrix (X_q L)(X L)ᵀ, for teaching: :func:`predict` never forms it.
+
+    Parameters
+    ----------
+    X : array, shape (..., n, p)
+        The design (the keys).
+    X_query : array, shape (..., m, p) or (..., p)
+        The queries.
+    route : {"auto", "cholesky", "eigh", "svd", "qr"}, keyword-only
+        Which factor L, as in :func:`attention_parameters`.
+    check_finite : bool, keyword-only
+        As in :func:`coefficients`.
+
+    Returns
+    -------
+    array, shape (..., m, n), or (..., n) for a single query
+        The scores; scores @ Y are the predictions.
+
+    Raises
+    ------
+    TypeError
+        As in :func:`coefficients`.
+    ValueError
+        As in :func:`coefficients`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> scores = attention_scores(X, np.array([1.0, 3.0]))
+    >>> scores.shape, bool(np.isclose(scores @ [1.0, 2.0, 4.0], 5 / 6 + 4.5))
+    ((3,), True)
+    """
+    xp = _namespace(X=X, X_query=X_query)
+    _check_array(xp, "X", X, 2)
+    xp, X, _, X_query, _, vector_q = _validate(X, xp.zeros_like(X[..., 0]), X_query, route, check_finite,
+                                                pass_over=True)
+    L, X, sx = _factor(xp, X, route)
+    X_query = X_query * sx  # (X_q L)(X L)ᵀ with the scaled factors: the scales of the columns cancel
+    scores = _printed("scores")(X_query, L, X)
+    _require_finite_result(xp, scores, "the attention score matrix", "X is rank-deficient; use route='svd'")
+    return scores[..., 0, :] if vector_q else scores
+
+
+# --- streaming least squares and k layers -----------------------------------------------------
+
+
+class RecursiveLeastSquares:
+    """Streaming OLS or ridge: causal linear attention with a square-root memory (causal_online_ls).
+
+    As the NumPy module's: an upper-triangular R with RᵀR = X_tᵀX_t + λI and Z = R⁻ᵀX_tᵀY_t, replaced at each
+    :meth:`update` by the triangle of the QR factorization of [R Z; X_rows Y_rows] (the square-root information
+    filter: backward stable), and β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY. The state lives in the namespace, dtype and device
+    of the first update's arrays (later updates must match them); it is an ordinary Python object (eager).
+
+    Parameters
+    ----------
+    p : int
+        Number of columns of X (features).
+    k : int, default 1
+        Number of targets; with k = 1 targets may come one per row and :attr:`coefficients` is a vector.
+    ridge : float or None, keyword-only
+        λ > 0 for ridge regression; None for OLS, which needs rows enough for XᵀX to be invertible.
+
+    Raises
+    ------
+    TypeError
+        p or k not an integer; data not arrays of a real floating dtype, or of another namespace or dtype than
+        the first update's.
+    ValueError
+        p or k under 1, a ridge that is not positive and finite; data of the wrong shape or (concrete) not
+        finite; the coefficients read before any row, or (OLS) while XᵀX is singular.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.standard_normal((100, 3)), rng.standard_normal(100)
+    >>> rls = RecursiveLeastSquares(3)
+    >>> for i in range(0, 100, 20):
+    ...     rls.update(X[i:i + 20], y[i:i + 20])
+    >>> bool(np.allclose(rls.coefficients, np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-12))
+    True
+    """
+
+    def __init__(self, p: int, k: int = 1, *, ridge: float | None = None) -> None:
+        for name, value in (("p", p), ("k", k)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        self.p, self.k = int(p), int(k)
+        self.ridge = _ridge_value(ridge)
+        self._state = None  # [R Z; 0 ·], made at the first update in its arrays' namespace
+        self.rows = 0
+
+    def update(self, X_rows: Array, Y_rows: Array) -> None:
+        """Add rows (one row as a vector of p, or a chunk (r, p)) and their targets (r numbers for k = 1, or rows
+        of k values): one QR factorization of the (p + k + r)-row stack [R Z; X_rows Y_rows]."""
+        xp = _namespace(X_rows=X_rows, Y_rows=Y_rows)
+        _check_array(xp, "X_rows", X_rows, 1)
+        _check_array(xp, "Y_rows", Y_rows, 0)
+        X = X_rows[None, :] if X_rows.ndim == 1 else X_rows
+        if X.ndim != 2 or X.shape[1] != self.p:
+            raise ValueError(f"X_rows must have shape ({self.p},) or (r, {self.p}), got {tuple(X_rows.shape)}")
+        r, Y = X.shape[0], Y_rows
+        if self.k == 1 and tuple(Y.shape) in ((), (r,)):
+            Y = xp.reshape(Y, (r, 1))
+        elif r == 1 and tuple(Y.shape) == (self.k,):
+            Y = Y[None, :]
+        if tuple(Y.shape) != (r, self.k):
+            raise ValueError(f"Y_rows must hold {r} row(s) of {self.k} target(s), got shape {tuple(Y_rows.shape)}")
+        dtype = xp.result_type(X, Y)
+        X, Y = xp.astype(X, dtype, copy=False), xp.astype(Y, dtype, copy=False)
+        _require_finite(xp, X_rows=X, Y_rows=Y)
+        if self._state is None:
+            size = self.p + self.k
+            eye = xp.eye(size, dtype=dtype, device=device(X))
+            scale = math.sqrt(self.ridge) if self.ridge is not None else 0.0
+            mask = xp.reshape(xp.arange(size, device=device(X)) < self.p, (1, size))
+            self._state = xp.where(mask & mask.mT, eye * scale, xp.zeros_like(eye))
+        elif array_namespace(self._state) is not xp or self._state.dtype != dtype:
+            raise TypeError(f"the rows must be arrays of the first update's namespace and dtype "
+                            f"({self._state.dtype}), got {dtype}")
+        stacked = xp.concat([self._state, xp.concat([X, Y], axis=1)], axis=0)
+        _, state = xp.linalg.qr(stacked)
+        if _concrete(state) and not bool(xp.all(xp.isfinite(state))):
+            raise ValueError("the streamed data overflow the dtype (their squared norms): rescale X or Y")
+        self._state = state
+        self.rows += r
+
+    @property
+    def coefficients(self) -> Array:
+        """β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY of every row so far: shape (p,) for k = 1, else (p, k)."""
+        if self._state is None:
+            raise ValueError("no rows streamed yet: the coefficients' namespace and dtype come from the first "
+                             "update")
+        xp = array_namespace(self._state)
+        R, Z = self._state[:self.p, :self.p], self._state[:self.p, self.p:]
+        if self.ridge is None:
+            if self.rows < self.p:
+                raise ValueError(f"OLS needs at least p = {self.p} rows before its coefficients, got {self.rows} "
+                                 f"(or give a ridge)")
+            if _concrete(R):
+                s = xp.linalg.svdvals(R)  # those of X: the rank test of numpy.linalg.lstsq
+                if not bool(s[-1] > s[0] * (max(self.rows, self.p) * xp.finfo(R.dtype).eps)):
+                    raise ValueError(f"XᵀX of the {self.rows} rows so far is singular (X is rank-deficient): no "
+                                     f"unique OLS coefficients; give a ridge, or stream more rows")
+        beta = _solve_triangular(R, Z, False, False)
+        _require_finite_result(xp, beta, "the streamed coefficients", "they overflow the dtype")
+        return beta[:, 0] if self.k == 1 else beta
+
+    def predict(self, X_query: Array) -> Array:
+        """X_q β for queries (m, p) or one query (p,): shape (m,) / () for k = 1, else (m, k) / (k,)."""
+        beta = self.coefficients
+        xp = _namespace(X_query=X_query, coefficients=beta)
+        _check_array(xp, "X_query", X_query, 1)
+        if X_query.shape[-1] != self.p or X_query.ndim > 2:
+            raise ValueError(f"X_query must have shape ({self.p},) or (m, {self.p}), got {tuple(X_query.shape)}")
+        _require_finite(xp, X_query=X_query)
+        return xp.astype(X_query, beta.dtype, copy=False) @ beta
+
+
+def multi_layer_predict(X: Array, Y: Array, X_query: Array, *, layers: int, step: float | Array,
+                        check_finite: bool = True) -> Array:
+    """The prediction of k layers of linear self-attention: X_q β_k, β_k after k preconditioned gradient steps.
+
+    As the NumPy module's (multi_layer_gd): β_0 = 0 and β_{t+1} = β_t + ΓXᵀ(Y − Xβ_t), evaluated with p×p and
+    p×k products; ``layers`` is a Python int, so the loop unrolls into a fixed traced computation.
+
+    Parameters
+    ----------
+    X : array, shape (..., n, p)
+        The context (keys), one example per row; leading dimensions are a batch.
+    Y : array, shape (..., n) or (..., n, k)
+        The targets (values).
+    X_query : array, shape (..., m, p) or (..., p)
+        The queries.
+    layers : int, keyword-only
+        k >= 0, the number of layers (0 layers predict 0).
+    step : float or array of shape (p, p) or (..., p, p), keyword-only
+        Γ = W_Q W_Kᵀ restricted to the features: a Python number η (Γ = ηI) or a p×p matrix of the same namespace.
+    check_finite : bool, keyword-only
+        As in :func:`coefficients`.
+
+    Returns
+    -------
+    array, shape (..., m[, k]), (...[, k]) for a single query
+        The predictions X_q β_k, in the arguments' common floating dtype.
+
+    Raises
+    ------
+    TypeError
+        An argument is not an array of a real floating dtype (``step``: or a real number), ``layers`` not an int.
+    ValueError
+        Bad shapes, negative ``layers``; where values are concrete, NaN or infinity, or iterates that leave the
+        float range (the steps diverge: Γ too large).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> y, q = np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0])
+    >>> round(float(multi_layer_predict(X, y, q, layers=1, step=np.linalg.inv(X.T @ X))), 12)
+    5.333333333333
+    """
+    if isinstance(layers, bool) or not isinstance(layers, numbers.Integral):
+        raise TypeError(f"layers must be an integer, not {type(layers).__name__}")
+    if layers < 0:
+        raise ValueError(f"layers must be at least 0, got {layers}")
+    xp, X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, "svd", check_finite)
+    p = X.shape[-1]
+    if isinstance(step, numbers.Real) and not isinstance(step, bool):
+        G = float(step) * _identity(xp, X.mT @ X)
+    else:
+        xp_step = _namespace(X=X, step=step)
+        _check_array(xp_step, "step", step, 2)
+        if tuple(step.shape[-2:]) != (p, p) or tuple(step.shape[:-2]) not in ((), tuple(X.shape[:-2])):
+            raise ValueError(f"step must be a number or a {p}×{p} matrix (per problem), got shape "
+                             f"{tuple(step.shape)}")
+        G = xp.astype(step, X.dtype, copy=False)
+    if check_finite:
+        _require_finite(xp, step=G)
+    GXtY, GXtX = G @ (X.mT @ Y), G @ (X.mT @ X)
+    beta = GXtY * 0
+    for _ in range(int(layers)):  # β_{t+1} = β_t + ΓXᵀY − ΓXᵀXβ_t
+        beta = beta + (GXtY - GXtX @ beta)
+    _require_finite_result(xp, beta, f"the iterates β_t of {layers} layers",
+                           "the steps diverge (the step Γ is too large: I − ΓXᵀX must have spectral radius under 1)")
+    out = Q @ beta
+    if vector_y:
+        out = out[..., 0]
+    return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out

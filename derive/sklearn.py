@@ -1,0 +1,151 @@
+"""A scikit-learn regressor that fits by the generated NumPy module: OLS (or ridge) as linear attention.
+
+:class:`OLSAttentionRegressor` runs the code ``derive codegen --backend numpy`` writes (``ols_attention.py``): on
+first use it proves the theorems code generation rests on, generates the module's text from the checked
+theorems and loads it (once per process, a few seconds). Importing this module imports scikit-learn; nothing
+else in the package does.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from types import ModuleType
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["OLSAttentionRegressor", "generated_numpy"]
+
+
+@functools.lru_cache(maxsize=1)
+def generated_numpy() -> ModuleType:
+    """The generated NumPy module (``ols_attention.py``), generated from freshly checked theorems and loaded."""
+    from .codegen import numpy_module
+    from .pipeline import PipelineError, codegen_theorems, prove
+
+    records = prove(codegen_theorems())
+    failed = [r.get("error", r["id"]) for r in records if "theorem" not in r]
+    if failed:
+        raise PipelineError("code is generated from checked theorems only: " + "; ".join(failed))
+    text = numpy_module({r["id"]: r["theorem"] for r in records})
+    module = ModuleType("ols_attention")
+    module.__file__ = "<derive codegen: ols_attention.py>"
+    exec(compile(text, module.__file__, "exec"), module.__dict__)  # noqa: S102 - our own generated code
+    return module
+
+
+class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
+    """Least squares (or ridge) fitted as single-layer linear attention by the generated NumPy module.
+
+    Parameters
+    ----------
+    route : {"auto", "eigh", "cholesky", "svd", "qr"}, default="auto"
+        The route of the generated module's ``coefficients`` (``"auto"``: the least-squares solution of the data
+        as given, refined where the data need it).
+    fit_intercept : bool, default=True
+        Fit an intercept: X and y are centred (column means) before the fit, as ``LinearRegression`` does.
+    ridge : float or None, default=None
+        λ ≥ 0 of ridge regression, β = (XᵀX + λI)⁻¹XᵀY on the centred data (the intercept is not penalised):
+        solved as the least-squares problem of X stacked on √λ I and Y on zeros (ridge_is_linear_attention),
+        which the generated module solves like any other. ``None`` or 0: ordinary least squares.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+        The coefficients, as in ``LinearRegression``.
+    intercept_ : float or ndarray of shape (n_targets,)
+        The intercept (0.0 when ``fit_intercept=False``).
+    query_key_ : ndarray of shape (n_features, n_features)
+        The attention factor L = W_Q = W_K = W_V with L Lᵀ = (XᵀX + λI)⁻¹ (the minimum-norm factor where that
+        is singular), of the centred data.
+    output_projection_ : ndarray of shape (n_features,) or (n_features, n_targets)
+        P = Lᵀ XᵀY: then X L P are the fitted values of the centred data, and ``coef_`` is (L P)ᵀ.
+    n_features_in_ : int
+        The number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The feature names, where X had them (a DataFrame).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [2.0]])
+    >>> model = OLSAttentionRegressor().fit(X, [1.0, 2.0, 4.0])
+    >>> bool(np.allclose(model.coef_, [1.5])), round(float(model.intercept_), 12)
+    (True, 0.833333333333)
+    """
+
+    def __init__(self, route: str = "auto", fit_intercept: bool = True, ridge: float | None = None):
+        self.route = route
+        self.fit_intercept = fit_intercept
+        self.ridge = ridge
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # several target columns are fitted together, as one Y
+        return tags
+
+    def _check_params(self):
+        if self.route not in ("auto", "eigh", "cholesky", "svd", "qr"):
+            raise ValueError(f"route must be one of 'auto', 'eigh', 'cholesky', 'svd', 'qr', not {self.route!r}")
+        if self.ridge is not None and not (isinstance(self.ridge, numbers.Real) and np.isfinite(self.ridge)
+                                           and self.ridge >= 0):
+            raise ValueError(f"ridge must be None or a finite number >= 0, not {self.ridge!r}")
+
+    def fit(self, X, y):
+        """Fit the coefficients and the attention parameters.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The design.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            The targets.
+
+        Returns
+        -------
+        self : OLSAttentionRegressor
+            The fitted estimator.
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32])
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        vector = y.ndim == 1
+        Y = y[:, None] if vector else y
+        if self.fit_intercept:
+            x_mean, y_mean = X.mean(axis=0), Y.mean(axis=0)
+            X, Y = X - x_mean, Y - y_mean
+        else:
+            x_mean, y_mean = np.zeros(X.shape[1]), np.zeros(Y.shape[1])
+        if self.ridge:  # (XᵀX + λI)⁻¹XᵀY is the least-squares solution of [X; √λ I] β = [Y; 0]
+            p = X.shape[1]
+            X = np.vstack([X, np.sqrt(float(self.ridge)) * np.eye(p)])
+            Y = np.vstack([Y, np.zeros((p, Y.shape[1]))])
+        module = generated_numpy()
+        beta = module.coefficients(X, Y, route=self.route)  # (p, k)
+        L, _, _, P = module.attention_parameters(X, Y, route=self.route)
+        intercept = y_mean - x_mean @ beta
+        self.coef_ = beta[:, 0] if vector else beta.T
+        self.intercept_ = float(intercept[0]) if vector else intercept
+        self.query_key_ = L
+        self.output_projection_ = P[:, 0] if vector else P
+        return self
+
+    def predict(self, X):
+        """Predictions X β + intercept.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The queries.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_targets)
+            The predictions.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return np.asarray(X, dtype=np.float64) @ self.coef_.T + self.intercept_
