@@ -381,13 +381,13 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
 
 class ArrayAPIPrinter(BatchedNumPyPrinter):
     """Printer for arrays of any array-API namespace: operators only (``@``, ``.mT``, indexing), no namespace
-    name; a general solve is the numerics' ``_solve``."""
+    name; a general solve is the numerics' ``_general_solve``."""
 
     def _transpose(self, a: str) -> str:
         return f"{a}.mT"
 
     def _solve(self, a: str, b: str) -> str:
-        return f"_solve({a}, {b})"
+        return f"_general_solve({a}, {b})"
 
 
 class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):

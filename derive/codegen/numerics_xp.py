@@ -121,7 +121,7 @@ def _solve_triangular(T, B, lower, transpose):
     return xp.linalg.solve(T, B)  # the standard: an LU solve of the triangular matrix (backward stable)
 
 
-def _solve(A, B):
+def _general_solve(A, B):
     """A⁻¹B for a general square A (printed for a lemma whose inverse is not triangular)."""
     return array_namespace(A, B).linalg.solve(A, B)
 
