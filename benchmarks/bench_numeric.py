@@ -7,7 +7,7 @@ baseline, so machine noise hits both alike; the tables give the median of the pa
 the ratio of the minimums.  On a loaded machine, ``--threads 1`` avoids oversubscribed BLAS threads.
 
     python benchmarks/bench_numeric.py [--quick] [--nist PATH ...] [--repeats N] [--batch B] [--threads T]
-                                       [--parts abcdef]
+                                       [--parts abcdefg]
 
 (a) NIST StRD linear sets: log relative error (LRE, digits) of the coefficients, with the exact least-squares
     solution of the float64 data (rational arithmetic) as the ceiling for any solver of that data, and the
@@ -22,6 +22,9 @@ the ratio of the minimums.  On a loaded machine, ``--threads 1`` avoids oversubs
     extended precision relative to lstsq's, and the extra peak memory of one call in a fresh process.
 (f) Realistic batches: prompts with an intercept and uncentred features, with one rank-deficient prompt,
     with one prompt of cond 1e8: speed-up over a loop of lstsq.
+(g) Extreme scales: auto on data scaled from 1e-300 to 1e300 (XᵀX under- or overflows), subnormal data, columns
+    scaled 1e-150 and 1e150, and batches with a scale per prompt: the largest relative error against the β the
+    data were made from, and the time as a ratio to lstsq (or its loop) and to the same data at scale 1.
 
 Baselines come from scipy, scikit-learn and statsmodels (``pip install ".[bench]"``); a missing
 one is reported as skipped.
@@ -721,6 +724,84 @@ def realistic_batches(sizes: Sizes, oa: ModuleType) -> str:
     return "\n".join(lines)
 
 
+# --- (g) extreme scales -----------------------------------------------------------------
+
+EXTREME_SCALES = (1e-300, 1e-170, 1.0, 1e150, 1e300)
+
+
+def _scaled_case(label: str, X: np.ndarray, beta: np.ndarray, oa: ModuleType, reference: Callable[[], object],
+                 at_one: float | None, repeats: int) -> tuple[list[str], float]:
+    """One row of (g): auto's and the reference's largest relative error against β, and auto's time as a ratio
+    to the reference (paired) and to ``at_one`` (auto's median time on the same data at scale 1)."""
+    Y = np.einsum("...np,...p->...n", X, beta)
+    tasks: dict[str, Callable[[], object]] = {"reference": lambda: reference(X, Y),
+                                              "auto": lambda: oa.coefficients(X, Y)}
+    results = {name: np.asarray(task()) for name, task in tasks.items()}
+    timing = paired(tasks, "reference", repeats)["auto"]
+    errors = [float(np.max(np.abs(results[name] - beta) / np.abs(beta))) for name in ("auto", "reference")]
+    row = [label, f"{errors[0]:.1e}", f"{errors[1]:.1e}", f"{timing.median() * 1e3:.2f}", f"{timing.ratio():.2f}",
+           "–" if at_one is None else f"{timing.median() / at_one:.2f}"]
+    return row, timing.median()
+
+
+def extreme_scales(sizes: Sizes, oa: ModuleType) -> str:
+    """auto where XᵀX leaves the float range: accuracy against the β the data were made from, and cost."""
+    rng = np.random.default_rng(SEED + 7)
+    repeats = max(sizes.repeats, 5)
+
+    def lstsq(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.linalg.lstsq(X, Y, rcond=None)[0]
+
+    def loop(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.stack([np.linalg.lstsq(X[b], Y[b], rcond=None)[0] for b in range(len(X))])
+
+    B, n, p = 512, sizes.batch_n, sizes.batch_p
+    cases = {"20 × 3": ((20, 3), lstsq), "100,000 × 5": ((100_000, 5), lstsq),
+             f"batch {B} × {n} × {p}, uncentred": ((B, n, p), loop)}
+    rows = []
+    for label, (shape, reference) in cases.items():
+        X = rng.standard_normal(shape)
+        if len(shape) == 3:
+            X[..., 1:] += 50.0
+            X[..., 0] = 1.0
+        beta = rng.uniform(0.5, 2.0, shape[:-2] + shape[-1:])
+        at_one = None
+        for scale in (1.0, *(s for s in EXTREME_SCALES if s != 1.0)):
+            row, median = _scaled_case(f"{label}, scale {scale:.0e}", X * scale, beta, oa, reference, at_one, repeats)
+            at_one = at_one or median
+            rows.append(row)
+        if len(shape) == 3:  # every prompt at its own scale: a quarter ordinary, the others from 1e-290 to 1e150
+            exponents = rng.uniform(-290, 150, B)
+            exponents[: B // 4] = 0.0
+            mixed = X * 10.0 ** exponents[:, None, None]
+            row, _ = _scaled_case(f"{label}, a scale per prompt (1e-290 to 1e150)", mixed, beta, oa, reference, at_one,
+                                  repeats)
+            rows.append(row)
+    X = rng.standard_normal((20, 3))
+    rows.append(_scaled_case("20 × 3, subnormal (scale 1e-310)", X * 1e-310, np.array([1.0, -2.0, 0.5]), oa, lstsq,
+                             None, repeats)[0])
+    columns = rng.standard_normal((1_000, 2)) * [1e-150, 1e150]
+    wild = np.array([3e150, -2e-150])
+    rows.append(_scaled_case("1,000 × 2, columns 1e-150 and 1e150", columns, wild, oa, lstsq, None, repeats)[0])
+    routes = []
+    for route in ("svd", "qr", "eigh", "cholesky"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = oa.coefficients(columns, columns @ wild, route=route)
+        routes.append(f"{route} {float(np.max(np.abs(got - wild) / np.abs(wild))):.1e}")
+    return "\n".join([
+        "### (g) Extreme scales", "",
+        f"X Gaussian (the batch uncentred, mean 50, with an intercept), Y = Xβ with β uniform on [0.5, 2] (seed "
+        f"{SEED + 7}), X scaled as said: at 1e-170 and below XᵀX underflows, at 1e160 and above it overflows. "
+        f"Error = largest |Δβ_j| / |β_j| against that β (the data are Xβ rounded, so about eps cond(X) is the floor "
+        f"for any solver). Time: auto's median ms, paired with the reference (numpy.linalg.lstsq, or its loop for the "
+        f"batch) in {repeats} rounds, and auto's time over its own time on the same data at scale 1 (the cost of "
+        f"the scaling).", "",
+        table(["data", "auto error", "lstsq error", "auto ms", "auto / lstsq", "auto / auto at scale 1"], rows), "",
+        f"- the same columns scaled 1e-150 and 1e150 through the other routes (error against β): {', '.join(routes)}",
+    ])
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -779,12 +860,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=None, help="number of prompts in (c) (default 4096, quick 1024)")
     parser.add_argument("--threads", type=int, default=None,
                         help="limit BLAS threads (needs threadpoolctl); default: leave the libraries' own setting")
-    parser.add_argument("--parts", default="abcdef", help="which parts to run (letters a-f, default all)")
+    parser.add_argument("--parts", default="abcdefg", help="which parts to run (letters a-g, default all)")
     parser.add_argument("--memory-n", type=int, default=None,
                         help="rows of the memory measurement in (e) (default 1,000,000, quick 100,000)")
     args = parser.parse_args(argv)
-    if not set(args.parts) <= set("abcdef"):
-        parser.error("--parts takes letters among abcdef")
+    if not set(args.parts) <= set("abcdefg"):
+        parser.error("--parts takes letters among abcdefg")
     sizes = QUICK if args.quick else Sizes()
     if args.repeats is not None:
         sizes = dataclasses.replace(sizes, repeats=max(1, args.repeats))
@@ -813,7 +894,7 @@ def main(argv: list[str] | None = None) -> int:
                 "b": lambda: tall_data(sizes, oa, solvers), "c": lambda: batched(sizes, oa),
                 "d": lambda: small_problems(sizes, oa, solvers),
                 "e": lambda: tall_classes(sizes, oa, solvers, memory_n, Path(tmp) / "ols_attention.py", args.threads),
-                "f": lambda: realistic_batches(sizes, oa)}
+                "f": lambda: realistic_batches(sizes, oa), "g": lambda: extreme_scales(sizes, oa)}
         parts = [run() for letter, run in runs.items() if letter in args.parts]
     given = sys.argv[1:] if argv is None else argv
     command = "python benchmarks/bench_numeric.py" + "".join(f" {shlex.quote(a)}" for a in given)

@@ -19,16 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .certificates import CertificateError, certificate_text, read_certificate, verify_certificate
-from .codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module, registered_routes
-from .files import write_atomic
-from .kernel import ProofError
-from .latex import TexError, article_latex, compile_pdf, tex_engine, theorem_latex
+from . import __version__, pipeline
+from .certificates import CertificateError, read_certificate, verify_certificate
+from .pipeline import ARTICLE, PipelineError, UserInputError
 
-__all__ = ["main", "prove"]
+__all__ = ["ARTICLE", "main", "prove", "statement_lines"]
 
-ARTICLE = "ols_transformer.tex"
+prove = pipeline.prove  # kept importable from here
 
 
 class UsageError(Exception):
@@ -88,89 +85,6 @@ def _output_dir(path: str) -> Path:
     return out
 
 
-def prove(ids: list[str], witness: bool = False) -> list[dict]:
-    """Build and check each theorem; one record per theorem (``theorem`` set when verified).
-
-    With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
-    """
-    from .authoring.registry import checked
-
-    records = []
-    for theorem_id in ids:
-        start = time.perf_counter()
-        record = {"id": theorem_id, "status": "failed", "steps": 0, "seconds": 0.0}
-        try:
-            theorem = checked(theorem_id)
-            proof = theorem.proof
-            record["steps"] = theorem.steps
-            record["theorem"] = theorem
-            record["status"] = "verified"
-            if witness:
-                from .witness import WitnessError, witness_all
-
-                try:
-                    record["witness"] = witness_all(proof)
-                except WitnessError as exc:
-                    record["status"] = "failed"
-                    verdict = "cannot check" if "cannot sample" in exc.reason else "refutes"
-                    record["error"] = f"{theorem_id}: the witness {verdict} the proof: {exc}"
-                    del record["theorem"]
-        except ProofError as exc:
-            record["error"] = str(exc)
-        except Exception as exc:  # a user's proof function that raises: report it, no traceback
-            record["error"] = f"{theorem_id}: building the proof raised {type(exc).__name__}: {exc}"
-        record["seconds"] = round(time.perf_counter() - start, 3)
-        records.append(record)
-    return records
-
-
-def _write_certificates(records: list[dict], out: Path) -> int:
-    written = 0
-    for record in records:
-        if "theorem" in record:
-            write_atomic(out / f"{record['id']}.json", certificate_text(record["theorem"]))
-            written += 1
-    return written
-
-
-def _write_latex(theorems: list, out: Path, style: str, symbols: str | None = None) -> Path:
-    """The package, one fragment per theorem (and per theorem they cite) and the article; returns its path.
-
-    ``symbols`` is a ``--symbols`` file mapping the package's symbols to the paper's own LaTeX: read and
-    checked before anything is written (a bad file is a usage error).
-    """
-    from .latex import PACKAGE, SymbolsError, article_theorems, macro_table, package_latex, read_symbols
-    from .latex.article import descriptions, resolved_glossaries
-
-    ordered = article_theorems(theorems)  # the cited theorems too: their labels resolve in a paper
-    table = macro_table(ordered)
-    try:
-        mapping = read_symbols(symbols, table) if symbols else {}
-    except SymbolsError as exc:
-        raise UsageError(str(exc)) from None
-    glossaries = resolved_glossaries()
-    write_atomic(out / f"{PACKAGE}.sty", package_latex(ordered, style, mapping, descriptions(ordered, glossaries)))
-    for theorem in ordered:
-        write_atomic(out / f"{theorem.id}.tex", theorem_latex(theorem, symbol_names=table) + "\n")
-    article = out / ARTICLE
-    write_atomic(article, article_latex(theorems, matrix_style=style))
-    return article
-
-
-def _pdf(article: Path) -> str:
-    """Compile when a TeX engine is present; a one-line account either way."""
-    if tex_engine() is None:
-        return f"no TeX engine (latexmk or pdflatex) found: wrote {article} without a PDF"
-    try:
-        return f"PDF: {compile_pdf(article)}"
-    except TexError as exc:
-        raise _Failed(str(exc)) from None
-
-
-class _Failed(Exception):
-    """A step of the job failed (exit code 1) after reporting what it could."""
-
-
 def _failures(records: list[dict]) -> None:
     for r in records:
         if "error" in r:
@@ -180,69 +94,40 @@ def _failures(records: list[dict]) -> None:
 def _cmd_latex(args) -> int:
     ids = _select(args.ids)
     out = _output_dir(args.out)
-    records = prove(ids)
+    records = pipeline.prove(ids)
     _failures(records)
     theorems = [r["theorem"] for r in records if "theorem" in r]
     if theorems:
-        article = _write_latex(theorems, out, args.style, args.symbols)
+        article = pipeline.write_latex(theorems, out, args.style, args.symbols)
         print(f"wrote {out / 'olstransformer.sty'}, the theorem fragments and {article}")
         if args.pdf:
-            print(_pdf(article))
+            print(pipeline.pdf(article))
     return 0 if len(theorems) == len(records) else 1
 
 
 def _cmd_build(args) -> int:
     out = _output_dir(args.out)
-    certs, tex = _output_dir(str(out / "certificates")), _output_dir(str(out / "latex"))
-    ids = list(_library())
-    records = []
-    for index, theorem_id in enumerate(ids, start=1):
-        (record,) = prove([theorem_id])
-        records.append(record)
+    for sub in ("certificates", "latex", "code"):
+        _output_dir(str(out / sub))
+
+    def progress(index: int, total: int, record: dict) -> None:
         status = "verified" if "theorem" in record else "FAILED"
-        print(f"[{index}/{len(ids)}] {theorem_id:30} {status} ({record['steps']} steps, {record['seconds']:.2f} s)",
+        print(f"[{index}/{total}] {record['id']:30} {status} ({record['steps']} steps, {record['seconds']:.2f} s)",
               flush=True)
-    _failures(records)
-    written = _write_certificates(records, certs)
-    theorems = [r["theorem"] for r in records if "theorem" in r]
-    article = _write_latex(theorems, tex, args.style, args.symbols)
-    code = _write_code(records, _output_dir(str(out / "code")), list(BACKENDS))
-    pdf = _pdf(article) if not args.no_pdf else "PDF skipped (--no-pdf)"
-    verified = len(theorems)
-    print(f"{verified}/{len(ids)} theorems verified; {written} certificates in {certs}; LaTeX in {article}; "
-          f"code in {code[0].parent}; {pdf}")
-    return 0 if verified == len(ids) else 1
 
-
-BACKENDS = {"numpy": ("ols_attention.py", numpy_module), "mpmath": ("ols_attention_mp.py", mpmath_module)}
-
-
-def _write_code(records: list[dict], out: Path, backends: list[str]) -> list[Path]:
-    """Generated modules from the checked theorems (all the ones codegen rests on must be checked)."""
-    theorems = {r["id"]: r["theorem"] for r in records if "theorem" in r}
-    missing = [t for t in REQUIRED_THEOREMS if t not in theorems]
-    if missing:
-        raise _Failed(f"code is generated from checked theorems only; not checked: {', '.join(missing)}")
-    written = []
-    for backend in backends:
-        name, generate = BACKENDS[backend]
-        try:
-            text = generate(theorems)
-        except CodegenError as exc:  # a route a theorem file declares cannot be printed: the user's to fix
-            raise UsageError(str(exc)) from None
-        write_atomic(out / name, text)
-        written.append(out / name)
-    return written
+    result = pipeline.build(out, list(_library()), style=args.style, symbols=args.symbols, make_pdf=not args.no_pdf,
+                            progress=progress)
+    _failures(result.records)
+    print(result.summary())
+    return 0 if result.verified == len(result.records) else 1
 
 
 def _cmd_codegen(args) -> int:
     out = _output_dir(args.out)
-    ids = list(REQUIRED_THEOREMS)  # and the theorems declaring the other routes (printed as public functions)
-    ids += [d.theorem for d in registered_routes().values() if d.theorem not in ids]
-    records = prove(list(dict.fromkeys(ids)))
+    records = pipeline.prove(pipeline.codegen_theorems())
     _failures(records)
-    backends = list(BACKENDS) if args.backend == "all" else [args.backend]
-    for path in _write_code(records, out, backends):
+    backends = list(pipeline.BACKENDS) if args.backend == "all" else [args.backend]
+    for path in pipeline.write_code(records, out, backends):
         print(f"wrote {path}")
     return 0
 
@@ -290,9 +175,9 @@ def _cmd_list(args) -> int:
 def _cmd_prove(args) -> int:
     ids = _select(args.ids)
     out = _output_dir(args.certificates) if args.certificates else None
-    records = prove(ids, witness=args.witness)
+    records = pipeline.prove(ids, witness=args.witness)
     if out is not None:
-        _write_certificates(records, out)
+        pipeline.write_certificates(records, out)
     if args.json:
         rows = [{k: r[k] for k in ("id", "status", "steps", "seconds", "witness", "error") if k in r}
                 for r in records]
@@ -484,10 +369,10 @@ def _run(argv: list[str] | None) -> int:
         if hasattr(args, "library") and args.command != "check":  # check runs no code but the package's own
             _load_libraries(args.library)
         return args.run(args)
-    except UsageError as exc:
+    except (UsageError, UserInputError) as exc:
         print(f"derive: error: {exc}", file=sys.stderr)
         return 2
-    except _Failed as exc:
+    except PipelineError as exc:
         print(f"derive: {exc}", file=sys.stderr)
         return 1
     except CannotWrite as exc:

@@ -405,12 +405,18 @@ def test_the_number_of_threads_comes_from_the_environment(monkeypatch):
 def test_threads_keep_the_error_state_and_pass_errors_on(monkeypatch):
     monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", "2")
     monkeypatch.setattr(nn, "_STACK_BLOCK_BYTES", 8 * 6 * 3 * 4)
-    X = np.ones((200, 6, 3))
-    X[150, 2, 1] = 1e200  # its square overflows in a worker's block: no warning, a named error
+    X = np.random.default_rng(17).standard_normal((200, 6, 3))
+    X[150, 2, 1] = 1e200  # its square overflows in a worker's block: no warning, and that problem is solved scaled
+    Y = np.ones((200, 6))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(ValueError, match="XᵀX or XᵀY overflows"):
-            nn.coefficients(X, np.ones((200, 6)))
+        beta = nn.coefficients(X, Y)
+    np.testing.assert_allclose(beta[150], exact_least_squares(X[150], Y[150]), rtol=1e-12)
+    Y[150] *= 1e300  # now the solution itself is beyond the float range: a named error, still no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="does not fit in float64"):
+            nn.coefficients(X * 1e-100, Y)
     done = []
 
     def work(block):

@@ -147,7 +147,7 @@ ROUTE_FILE = '''
 from sympy import Identity, MatrixSymbol, Q
 
 from derive import Hypothesis, ProofBuilder, dim, inv, mul, predicate, theorem, transpose
-from derive.codegen import Route
+from derive.routes import Route
 
 n, p, k, m = dim("n"), dim("p"), dim("k"), dim("m")
 X, Y, X_q = MatrixSymbol("X", n, p), MatrixSymbol("Y", n, k), MatrixSymbol("X_q", m, p)

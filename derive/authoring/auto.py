@@ -20,6 +20,7 @@ them from scratch later like any other chain.  The search, in order:
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import time
@@ -36,6 +37,7 @@ from sympy.matrices.expressions import (
     MatMul,
     MatPow,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
@@ -44,10 +46,12 @@ from ..kernel import ProofError, Step
 from ..kernel.axioms import AXIOMS, equation_rule
 from ..kernel.checking import _statement_symbols, one_step, resolve_rule, rewrites
 from ..kernel.judgments import OutOfTime, check_defined
+from ..kernel.scalars import canon_coefficient
 from ..kernel.terms import (
     MATRIX_NODES,
     FamilyMatrix,
     TermError,
+    add,
     canon,
     children,
     exponent_form,
@@ -57,6 +61,7 @@ from ..kernel.terms import (
     power,
     rebuild,
     require_index,
+    shape,
     subterms,
 )
 
@@ -70,11 +75,16 @@ SEARCH_SIZE_SLACK = 12  # the fallback search visits terms at most this many nod
 
 @dataclass(frozen=True)
 class Move:
-    """One proposed step: the whole expression after it, and the rule (with instance) that gives it."""
+    """One proposed step: the whole expression after it, and the rule (with instance) that gives it.
+
+    A move with ``steps`` is several kernel steps taken together (``expr`` is where the last one ends); the
+    normaliser records them one by one.
+    """
 
     expr: Basic
     rule: str
     instance: tuple = ()
+    steps: tuple = ()
 
 
 class _Failed(Exception):
@@ -115,8 +125,8 @@ class RuleSource(Source):
     def __init__(self, name: str, fn, side: Basic | None = None, accept: Callable | None = None, instance=()):
         self.name, self.fn, self.side, self.accept, self.instance = name, fn, side, accept, tuple(instance)
         self.symbols = frozenset() if side is None else frozenset(side.atoms(MatrixSymbol))
-        self.parts = frozenset() if side is None else frozenset(children(side) if isinstance(side, MatMul)
-                                                                else [side])
+        self.parts = frozenset() if side is None else frozenset(
+            children(side) if isinstance(side, (MatMul, MatAdd)) else [side])
 
     def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
         if self.name in NEEDS and not _has_node(expr, NEEDS[self.name]):
@@ -271,6 +281,8 @@ def _match(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict |
     if isinstance(pattern, BlockMatrix) and pattern.blockshape != term.blockshape:
         return None
     left, right = children(pattern), children(term)
+    if isinstance(pattern, MatAdd):  # a sum matches in any order: its normal-form order depends on the instance
+        return _match_sum(left, right, variables, binding)
     if len(left) != len(right):
         return None
     out = binding
@@ -279,6 +291,44 @@ def _match(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict |
         if out is None:
             return None
     return out
+
+
+def _match_sum(patterns: list, terms: list, variables: set, binding: dict) -> dict | None:
+    """A sum pattern against a sum: term by term in some order, or — with one bare variable among the
+    pattern's terms — the other terms matched and the variable bound to the sum of what is left
+    ((A + uvᵀ)⁻¹ against (λI + xxᵀ + XᵀX)⁻¹ binds A to λI + XᵀX)."""
+    if len(patterns) == len(terms):
+        out = _match_terms(patterns, terms, variables, binding)
+        if out is not None:
+            return out
+    free = [q for q in patterns if isinstance(q, MatrixSymbol) and q in variables and q not in binding]
+    if len(free) != 1 or len(terms) <= len(patterns):
+        return None
+    rest_patterns = [q for q in patterns if q is not free[0]]
+    for chosen in itertools.permutations(range(len(terms)), len(rest_patterns)):
+        out = _match_terms(rest_patterns, [terms[i] for i in chosen], variables, binding)
+        if out is None:
+            continue
+        leftover = [term for i, term in enumerate(terms) if i not in chosen]
+        try:
+            return _match(free[0], add(leftover), variables, out)
+        except TermError:
+            return None
+    return None
+
+
+def _match_terms(patterns: list, terms: list, variables: set, binding: dict) -> dict | None:
+    """Bindings that match the patterns to the terms one to one, in some order (backtracking; sums are small)."""
+    if not patterns:
+        return binding
+    first, rest = patterns[0], patterns[1:]
+    for i, term in enumerate(terms):
+        out = _match(first, term, variables, binding)
+        if out is not None:
+            out = _match_terms(rest, terms[:i] + terms[i + 1 :], variables, out)
+            if out is not None:
+                return out
+    return None
 
 
 def _match_shape(pattern: Basic, term: Basic, variables: set, binding: dict) -> dict | None:
@@ -348,12 +398,14 @@ def _expand_power(node: Basic) -> Basic | None:
 def _directed_axioms() -> list[Source]:
     """The axioms in the order the normaliser tries them: cancellations first, expansions last."""
     plain = ["transpose_transpose", "transpose_zero", "transpose_symmetric", "transpose_product",
-             "transpose_sum", "transpose_inverse", "block_transpose", "inverse_inverse", "inverse_cancel",
-             "identity_mul", "zero_mul", "zero_add", "collect", "block_single", "inverse_product"]
-    out: list[Source] = [RuleSource(name, AXIOMS[name]) for name in plain]
+             "transpose_sum", "transpose_inverse", "block_transpose", "inverse_inverse", "inverse_identity",
+             "inverse_cancel", "identity_mul", "zero_mul", "zero_add", "collect", "block_single", "block_zero",
+             "block_identity", "block_inverse_diagonal", "inverse_product"]
+    out: list[Source] = [_Unscalarise()] + [RuleSource(name, AXIOMS[name]) for name in plain]
     out.append(RuleSource("power_combine", AXIOMS["power_combine"], accept=_combine_reduces))
     out.append(CheckedSource("power_combine", _expand_power))
-    out += [RuleSource(name, AXIOMS[name]) for name in ("block_multiply", "distribute")]
+    out.append(_FactorToCancel())
+    out += [RuleSource(name, AXIOMS[name]) for name in ("block_scale", "block_add", "block_multiply", "distribute")]
     return out
 
 
@@ -406,11 +458,16 @@ class Engine:
         self.chain, self.ctx, self.deadline = chain, chain.ctx, deadline
         for theorem in chain.builder.cites:  # cited after this chain was opened
             self.ctx.citations.setdefault(theorem.id, theorem)
-        self.equations = [
+        equations = [
             _oriented(name, canon(lhs), canon(rhs))
             for name, (lhs, rhs, bound) in ((n, _plain(e)) for n, e in self.ctx.rules.items())
             if lhs is not None and not bound and canon(lhs) != canon(rhs)
         ]
+        # lemmas in an order of their own (by what they say), so the result does not depend on the order in
+        # which earlier chains proved them; hypotheses and definitions keep the statement's order
+        lemmas = sorted((e for e in equations if e.name.startswith("lemma:")),
+                        key=lambda e: (default_sort_key(e.lhs), default_sort_key(e.rhs)))
+        self.equations = [e for e in equations if not e.name.startswith("lemma:")] + lemmas
         self.flips: set[str] = set()
         self.goal: set | None = None  # symbols the other side speaks about (see sources)
         self.goal_all = False  # defer lemmas off the goal too, not only hypotheses
@@ -420,6 +477,8 @@ class Engine:
         self.defined_memo: dict = {}
         self.best: tuple | None = None  # the first pair of normal forms, for the error message
         self.cite_cache: dict = {}
+        self.zero_lemmas: dict[Basic, str | None] = {}
+        self.tried: list[str] = []  # what was tried, for the message when nothing works
 
     # -- bookkeeping
     def tick(self) -> None:
@@ -451,12 +510,13 @@ class Engine:
         eqs = [e for e in eqs if e not in deferred]
         cited = [CitedSource(t) for t in self.ctx.citations.values() if not _binds(t)]
         lemmas = [e.source() for e in eqs if e.name.startswith("lemma:")]
-        constant = [e for e in eqs if e.definition and isinstance(e.rhs, (Identity, ZeroMatrix))]  # β₀ := 0
+        # β₀ := 0, and block weights (W_Q := [[Γ], [0]]): unfolded early, so block products meet blocks
+        constant = [e for e in eqs if e.definition and isinstance(e.rhs, (Identity, ZeroMatrix, BlockMatrix))]
         hypotheses = [e.source() for e in eqs if not e.name.startswith(("lemma:", "def:"))] + [
             e.source() for e in constant]
         definitions = [e.source() for e in reversed(eqs) if e.name.startswith("def:") and e not in constant]
-        return (cited + lemmas + hypotheses + _directed_axioms() + definitions + [e.source() for e in deferred]
-                + [_UnfoldFamilies(), _InverseTactic()])
+        return (cited + lemmas + hypotheses + [_TransposedZero()] + _directed_axioms() + definitions
+                + [e.source() for e in deferred] + [_UnfoldFamilies(), _InverseTactic()])
 
     def goal_of(self, term: Basic) -> set:
         """The matrix symbols of ``term`` and of the definitions of its symbols, transitively."""
@@ -496,9 +556,10 @@ class Engine:
             move = self.first_move(expr, self.sources(), seen)
             if move is None:
                 break
-            steps.append(move)
+            for step in move.steps or (move,):
+                steps.append(step)
+                seen.add(step.expr)
             expr = move.expr
-            seen.add(expr)
         return expr, steps
 
     # -- lemmas proved on the way
@@ -545,6 +606,32 @@ class Engine:
         chain.qed()
         self.add_equation(chain.name, lhs, nf)
         return chain.name, nf
+
+    def transposed_zero_lemma(self, flipped: Basic, product: Basic, zero: Basic, rule: str) -> str | None:
+        """A lemma flipped = 0 from the hypothesis ``rule``: product = 0, where flipped is productᵀ written with
+        the transposes pushed in: flipped = (factors' transposes restored) = productᵀ = 0ᵀ = 0."""
+        if flipped in self.zero_lemmas:
+            return self.zero_lemmas[flipped]
+        self.zero_lemmas[flipped] = None
+        chain = self.chain.builder.lemma(self._fresh_name("transposed_zero"), flipped)
+        try:
+            _, mats = factors_of(flipped)
+            current = list(mats)
+            for i, m in enumerate(mats):  # G (from Gᵀ in the product) back to (Gᵀ)ᵀ
+                if not isinstance(m, Transpose):
+                    current[i] = Transpose(Transpose(m))
+                    chain.to(mul(current), "transpose_transpose")
+            chain.to(Transpose(product), "transpose_product")
+            chain.rw(rule, at=product)
+            chain.rw("transpose_zero")
+            if chain.current != ZeroMatrix(*shape(flipped)):
+                return None
+            chain.qed()
+        except (ProofError, TermError):
+            return None
+        self.add_equation(chain.name, flipped, chain.current)
+        self.zero_lemmas[flipped] = chain.name
+        return chain.name
 
     def inverse_lemma(self, m: Basic) -> tuple[str, Basic] | None:
         """A lemma M⁻¹ = N from an equation M N = I or N M = I of the theorem (M square): M⁻¹ = M⁻¹(M N) = N."""
@@ -628,6 +715,179 @@ class Engine:
                         next_frontier.append(move.expr)
             frontiers[side] = next_frontier
         return None
+
+
+class _Unscalarise(Source):
+    """A 1×1 matrix read as a scalar, tr(m), back into its product where it conforms (``scalar_matrix``
+    read backwards): −tr(s)·A⁻¹u vᵀA⁻¹ becomes −A⁻¹u s vᵀA⁻¹, where matrix algebra can work on s."""
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        for path, node in _positions(expr):
+            if not isinstance(node, MatMul):
+                continue
+            coeff, mats = factors_of(node)
+            for atom in sorted(coeff.atoms(Trace), key=default_sort_key):
+                matrix = atom.args[0]
+                try:
+                    rest = canon_coefficient(coeff / atom, canon)
+                except (TermError, ValueError):
+                    continue
+                if atom in rest.atoms(Trace) or atom in rest.free_symbols:
+                    continue
+                for i in range(len(mats) + 1):
+                    left = i == 0 or _literal_one(shape(mats[i - 1])[1])
+                    right = i == len(mats) or _literal_one(shape(mats[i])[0])
+                    if not (left and right) or (i == 0 and not _literal_one(shape(mats[0])[0])) or (
+                            i == len(mats) and not _literal_one(shape(mats[-1])[1])):
+                        continue
+                    try:
+                        new = MatMul(*([rest] if rest != 1 else []), *mats[:i], matrix, *mats[i:], evaluate=False)
+                        candidate = canon(_replace_at(expr, path, new))
+                    except (TermError, ValueError, TypeError):
+                        continue
+                    if one_step(expr, candidate, AXIOMS["scalar_matrix"], engine.ctx):
+                        yield Move(candidate, "scalar_matrix")
+                        return
+
+
+def _literal_one(dim) -> bool:
+    return dim == 1 and dim.is_Integer
+
+
+class _FactorToCancel(Source):
+    """A group of terms of a sum that factors as c·L·K·K⁻¹·R (or c·L·K⁻¹·K·R), rewritten so: the reverse of
+    distribution, taken only where it makes an inverse cancel (so it cannot undo ``distribute`` forever).
+
+    (A + uvᵀ)(A⁻¹ − A⁻¹u s vᵀA⁻¹) distributes to I + uvᵀA⁻¹ − u s vᵀA⁻¹ − u vᵀA⁻¹u s vᵀA⁻¹ with
+    s = (1 + vᵀA⁻¹u)⁻¹; the last two terms are −u (1 + vᵀA⁻¹u) s vᵀA⁻¹ = −u vᵀA⁻¹.  Terms missing the middle
+    factor get an identity first (``identity_mul``), then one ``distribute`` read backwards makes K K⁻¹.
+    """
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        for path, node in _positions(expr):
+            if isinstance(node, MatAdd) and _has_node(node, (Inverse,)):
+                move = _factor_group(engine, expr, path, node)
+                if move is not None:
+                    yield move
+                    return
+
+
+def _factor_group(engine: Engine, expr: Basic, path: tuple, total: MatAdd) -> Move | None:
+    terms = [factors_of(t) for t in total.args]
+    for side in ("left", "right"):
+        for _, mats in terms:
+            for j, factor in enumerate(mats):
+                if not (isinstance(factor, Inverse) and isinstance(factor.args[0], MatAdd)):
+                    continue
+                group = _cancelling_group(terms, factor, mats[j + 1 :] if side == "left" else mats[:j], side)
+                if group is not None:
+                    move = _group_moves(engine, expr, path, total, group, factor, side)
+                    if move is not None:
+                        return move
+    return None
+
+
+def _cancelling_group(terms: list, inverse: Basic, fixed: list, side: str):
+    """Members (term index, coefficient, varying part) whose varying parts sum to c·K next to K⁻¹, with the
+    common run ``outer`` beyond them: (members, c, outer), or None."""
+    K = inverse.args[0]
+    wanted = {}
+    for coeff, mats in (factors_of(t) for t in K.args):
+        wanted[mul(mats)] = coeff
+    candidates = []
+    for index, (coeff, mats) in enumerate(terms):
+        for j, factor in enumerate(mats):
+            if factor != inverse:
+                continue
+            if side == "left" and list(mats[j + 1 :]) == list(fixed):
+                candidates.append((index, coeff, list(mats[:j])))
+            elif side == "right" and list(mats[:j]) == list(fixed):
+                candidates.append((index, coeff, list(mats[j + 1 :])))
+    if len(candidates) < len(K.args):
+        return None
+    longest = min(len(parts) for _, _, parts in candidates)
+    for outer_length in range(longest, -1, -1):
+        first = candidates[0][2]
+        outer = first[:outer_length] if side == "left" else first[len(first) - outer_length :]
+        members, ratio, covered = [], None, []
+        for index, coeff, parts in candidates:
+            mine = parts[:outer_length] if side == "left" else parts[len(parts) - outer_length :]
+            if mine != outer:
+                continue
+            varying = parts[outer_length:] if side == "left" else parts[: len(parts) - outer_length]
+            key = mul(varying) if varying else Identity(shape(K)[0])
+            if key not in wanted or key in covered:
+                continue
+            try:
+                this = canon_coefficient(coeff / wanted[key], canon)
+            except (TermError, ValueError, ZeroDivisionError):
+                continue
+            if ratio is None:
+                ratio = this
+            if this != ratio:
+                continue
+            members.append((index, coeff, varying))
+            covered.append(key)
+        if len(covered) == len(wanted):
+            return members, ratio, outer, fixed
+    return None
+
+
+def _group_moves(engine: Engine, expr: Basic, path: tuple, total: MatAdd, group, inverse: Basic,
+                 side: str) -> Move | None:
+    members, ratio, outer, fixed = group
+    K = inverse.args[0]
+    args = list(total.args)
+    steps: list[Move] = []
+    current = expr
+    for index, coeff, varying in members:  # an identity where the varying part is empty
+        if varying:
+            continue
+        identity = Identity(shape(K)[0])
+        parts = [*outer, identity, inverse, *fixed] if side == "left" else [*fixed, inverse, identity, *outer]
+        args[index] = mul(coeff, parts)
+        try:
+            after = canon(_replace_at(expr, path, add(args)))
+        except TermError:
+            return None
+        if after == current or not one_step(current, after, AXIOMS["identity_mul"], engine.ctx):
+            return None
+        steps.append(Move(after, "identity_mul"))
+        current = after
+    taken = {index for index, _, _ in members}
+    rest = [a for i, a in enumerate(args) if i not in taken]
+    factored = mul(ratio, [*outer, K, inverse, *fixed] if side == "left" else [*fixed, inverse, K, *outer])
+    try:
+        after = canon(_replace_at(expr, path, add(rest, factored) if rest else factored))
+    except TermError:
+        return None
+    if not one_step(current, after, AXIOMS["distribute"], engine.ctx) or not engine.defined(after):
+        return None
+    steps.append(Move(after, "distribute"))
+    return Move(after, "distribute", steps=tuple(steps))
+
+
+class _TransposedZero(Source):
+    """A product whose transpose a hypothesis equates to zero (X₂ᵀX₁ from X₁ᵀX₂ = 0): a lemma proved on the
+    spot (the product is (X₁ᵀX₂)ᵀ = 0ᵀ = 0), then the rewrite."""
+
+    def moves(self, engine: Engine, expr: Basic) -> Iterator[Move]:
+        for rule, (lhs, rhs, bound) in [(n, _plain(e)) for n, e in engine.ctx.rules.items()]:
+            if lhs is None or bound or not rule.startswith("hyp:"):
+                continue
+            for product, zero in ((canon(lhs), canon(rhs)), (canon(rhs), canon(lhs))):
+                if not isinstance(zero, ZeroMatrix) or not isinstance(product, MatMul):
+                    continue
+                coeff, mats = factors_of(product)
+                if coeff != 1:
+                    continue
+                flipped = mul([m.args[0] if isinstance(m, Transpose) else Transpose(m) for m in reversed(mats)])
+                if flipped == product or flipped not in set(_subterms_and_runs(expr)):
+                    continue
+                lemma = engine.transposed_zero_lemma(flipped, product, zero, rule)
+                if lemma is not None:
+                    yield from RuleSource(f"lemma:{lemma}", equation_rule(flipped, ZeroMatrix(*shape(flipped))),
+                                          side=flipped).moves(engine, expr)
 
 
 class _UnfoldFamilies(Source):
@@ -813,11 +1073,161 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
             best = engine.best = (left_nf, right_nf, left_steps, right_steps)
     left_nf, right_nf, left_steps, right_steps = best
     engine.flips, engine.goal, engine.goal_all = set(), None, False
+    crossed = _cross_multiply(engine, left_nf, right_nf)
+    if crossed is not None:
+        return prefix + left_steps + crossed + _reverse(right_start, right_steps) + suffix
     middle = engine.search(left_nf, right_nf)
     if middle is not None:
         return prefix + left_steps + middle + _reverse(right_start, right_steps) + suffix
-    engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}", "auto")
+    engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}; {_tried(engine)}"
+                       f"{_nearest_step(engine, left_nf, right_nf)}", "auto")
     raise AssertionError("unreachable")
+
+
+def _tried(engine: Engine) -> str:
+    strategies = sum(1 for _ in _strategies(engine))
+    return (f"it tried directed normalisation of both sides under {strategies} orientations of the equations, "
+            f"inverses cleared by cross-multiplication where one side has an inverse at an end, and a search of "
+            f"up to {MAX_SEARCH_TERMS} terms")
+
+
+def _nearest_step(engine: Engine, left: Basic, right: Basic) -> str:
+    """A hand step from the left normal form that brings it closest to the right one (a hint), or ""."""
+    target = collections.Counter(subterms(right))
+    here = collections.Counter(subterms(left))
+    best, best_distance = None, sum(((here - target) + (target - here)).values())
+    deadline = time.monotonic() + 0.5
+    sources = [e.source() for e in engine.equations] + [e.flipped().source() for e in engine.equations]
+    sources += _all_axioms()
+    for source in sources:
+        try:
+            for move in source.moves(engine, left):
+                if time.monotonic() > deadline:
+                    break
+                found = collections.Counter(subterms(move.expr))
+                distance = sum(((found - target) + (target - found)).values())
+                if distance < best_distance and engine.defined(move.expr):
+                    best, best_distance = move, distance
+        except (OutOfTime, TermError):
+            break
+    if best is None:
+        return ""
+    return f"; the nearest hand step: .rw({best.rule!r}) gives {_show(best.expr)}"
+
+
+MAX_CROSS_DEPTH = 2  # cross-multiplications nested inside the lemmas of one another
+
+
+def _cross_multiply(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
+    """Clear an inverse at an end of one side by multiplying it into the other: the moves from ``left`` to
+    ``right``, or None.
+
+    P⁻¹ L' = R follows from the lemma L' = P R (left = P⁻¹(P R) = (P⁻¹P) R = R); L = R' Q⁻¹ from L Q = R'
+    (left = L (Q Q⁻¹) = (L Q) Q⁻¹ = R' Q⁻¹); and the same with the sides exchanged.  So (A + uvᵀ)⁻¹ = R
+    needs (A + uvᵀ) R = I, and (XᵀX + λI)⁻¹Xᵀ = Xᵀ(XXᵀ + λI)⁻¹ needs Xᵀ(XXᵀ + λI) = (XᵀX + λI)Xᵀ; each lemma
+    is proved by ``.auto`` in turn.
+    """
+    builder = engine.chain.builder
+    depth = getattr(builder, "_cross_depth", 0)
+    if depth >= MAX_CROSS_DEPTH:
+        return None
+    builder._cross_depth = depth + 1
+    try:
+        stripped = _strip_common_factors(engine, left, right)
+        if stripped is not None:
+            engine.tried.append("a lemma for the factors between the common outer ones")
+            return stripped
+        for a, b, flipped in ((left, right, False), (right, left, True)):
+            for end in ("first", "last"):
+                moves = _clear_inverse(engine, a, b, end)
+                if moves is not None:
+                    engine.tried.append(f"cross-multiplication by the {end} factor of {_show(a)}")
+                    return _reverse(b, moves) if flipped else moves
+        return None
+    finally:
+        builder._cross_depth = depth
+
+
+def _strip_common_factors(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
+    """A F₁ B = A F₂ B from the lemma F₁ = F₂ when the sides share outer factors A and B: X_q K⁻¹ XᵀY =
+    X_q V S⁻¹ Vᵀ XᵀY needs K⁻¹ = V S⁻¹ Vᵀ, which cross-multiplication then proves."""
+    (left_coeff, a), (right_coeff, b) = factors_of(left), factors_of(right)
+    if left_coeff != right_coeff or len(a) < 2 or len(b) < 2:
+        return None
+    prefix = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    suffix = next((i for i, (x, y) in enumerate(zip(reversed(a), reversed(b), strict=False)) if x != y),
+                  min(len(a), len(b)))
+    suffix = min(suffix, len(a) - prefix, len(b) - prefix)
+    middle_a, middle_b = a[prefix : len(a) - suffix], b[prefix : len(b) - suffix]
+    if not (prefix or suffix) or not middle_a or not middle_b:
+        return None
+    name = _prove_equation(engine, mul(middle_a), mul(middle_b))
+    if name is None:
+        return None
+    return [Move(right, f"lemma:{name}")]
+
+
+def _clear_inverse(engine: Engine, a: Basic, b: Basic, end: str) -> list[Move] | None:
+    """Moves from ``a`` to ``b`` clearing the inverse at ``end`` of ``a`` (see :func:`_cross_multiply`)."""
+    coeff, mats = factors_of(a)
+    if coeff != 1:
+        return None
+    inverse = mats[0] if end == "first" else mats[-1]
+    if not isinstance(inverse, Inverse) or b.has(inverse):
+        return None
+    P = inverse.args[0]
+    rest = mats[1:] if end == "first" else mats[:-1]
+    identity = Identity(shape(P)[0])
+    rest_term = mul(rest) if rest else identity
+    lemma_rhs = canon(mul(P, b) if end == "first" else mul(b, P))
+    name = _prove_equation(engine, canon(rest_term), lemma_rhs)
+    if name is None:
+        return None
+    moves: list[Move] = []
+    if not rest:  # P⁻¹ → P⁻¹ I (or I P⁻¹): the identity the lemma I = P b rewrites
+        moves.append(Move(mul(inverse, identity) if end == "first" else mul(identity, inverse), "identity_mul"))
+    # P⁻¹ L' → P⁻¹ (P b) → I b → b, or L' P⁻¹ → (b P) P⁻¹ → b I → b
+    current = canon(mul(inverse, lemma_rhs) if end == "first" else mul(lemma_rhs, inverse))
+    moves.append(Move(current, f"lemma:{name}"))
+    moves += _finish(engine, current, b, ("inverse_cancel", "identity_mul"))
+    return moves if moves[-1].expr == b else None
+
+
+def _finish(engine: Engine, start: Basic, goal: Basic, rules: tuple[str, ...]) -> list[Move]:
+    """Apply the named axioms (in order of preference) until ``goal`` is reached or nothing applies."""
+    moves, current = [], start
+    for _ in range(8):
+        if current == goal:
+            break
+        for name in rules:
+            found = next((r for _, r in _safe(rewrites(current, AXIOMS[name], engine.ctx))
+                          if r != current and engine.defined(r)), None)
+            if found is not None:
+                moves.append(Move(found, name))
+                current = found
+                break
+        else:
+            break
+    return moves
+
+
+def _prove_equation(engine: Engine, lhs: Basic, rhs: Basic) -> str | None:
+    """A lemma ``lhs = rhs`` proved by ``.auto`` in the time left, or None (nothing recorded then)."""
+    known = engine._known(lhs)
+    if known is not None and known[1] == rhs:
+        return known[0]
+    left = engine.deadline - time.monotonic()
+    if left <= 0.05:
+        return None
+    chain = engine.chain.builder.lemma(engine._fresh_name("cross"), lhs)
+    saved = list(engine.chain.builder.lemmas)
+    try:
+        close(chain, rhs, timeout=left)
+    except ProofError:
+        engine.chain.builder.lemmas[:] = saved  # lemmas a failed attempt proved are dropped with it
+        return None
+    engine.add_equation(chain.name, lhs, rhs)
+    return chain.name
 
 
 def _differ(left_nf: Basic, right_nf: Basic) -> str:

@@ -7,11 +7,12 @@ records the step; :func:`derive.kernel.check` later re-checks every step from sc
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from sympy import Basic
 
-from ..kernel import Chain, Definition, Hypothesis, Induction, Proof, ProofError, Step, Theorem
+from ..kernel import AXIOMS, Chain, Definition, Hypothesis, Induction, Proof, ProofError, Step, Theorem
 from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
 from ..kernel.judgments import check_defined
 from ..kernel.terms import TermError, canon
@@ -41,6 +42,16 @@ class ChainBuilder:
     def _fail(self, reason: str, rule: str | None = None):
         raise ProofError(self.builder.theorem, self.name, len(self.steps) + 1, rule, reason)
 
+    def _explain(self, reason: str, rule: str) -> str:
+        """The kernel's reason, and for an unknown rule the closest rule names this chain has."""
+        if reason != "no such rule" or not isinstance(rule, str):
+            return reason
+        known = [*AXIOMS, *self.ctx.rules, *(f"thm:{i}" for i in self.ctx.citations)]
+        close = difflib.get_close_matches(rule, known, n=3, cutoff=0.5)
+        return reason + (f"; the closest rule names are {', '.join(close)}" if close else
+                         f"; rules are the axioms ({', '.join(sorted(AXIOMS)[:6])}, ...), hyp:NAME, def:NAME, "
+                         "lemma:NAME, thm:ID, base:FAMILY and step:FAMILY")
+
     def _cite(self, rule: str) -> None:
         """A ``thm:ID`` rule: make sure the proof cites the checked theorem ID."""
         if rule.startswith("thm:") and rule[4:] not in self.ctx.citations:
@@ -55,7 +66,7 @@ class ChainBuilder:
         """
         self._cite(rule)
         step = Step(self.current, rule, tuple(instance))
-        fn = resolve_rule(step, self.ctx, lambda reason: self._fail(reason, rule))
+        fn = resolve_rule(step, self.ctx, lambda reason: self._fail(self._explain(reason, rule), rule))
         entry = self.ctx.rules.get(rule)
         if at is None and entry is not None and (not entry[2] or (len(entry) > 3 and not instance)):
             at = self.ctx.rules[rule][0]  # equations run left to right unless told where
@@ -82,7 +93,8 @@ class ChainBuilder:
         """Step to an explicit expression (for rules used right to left)."""
         expr = canon(expr)
         self._cite(rule)
-        fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx, lambda reason: self._fail(reason, rule))
+        fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx,
+                          lambda reason: self._fail(self._explain(reason, rule), rule))
         try:
             check_defined(expr, self.ctx)
         except TermError as exc:

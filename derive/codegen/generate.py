@@ -26,7 +26,6 @@ import dataclasses
 import importlib
 import textwrap
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from types import ModuleType
 
@@ -37,98 +36,11 @@ from sympy.printing.pycode import MpmathPrinter
 
 from ..kernel import Theorem, is_issued
 from ..kernel.terms import exponent_form, factors_of
+from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
            "term_expression", "required_theorems", "generate_module", "numpy_module", "mpmath_module",
            "REQUIRED_THEOREMS", "NUMERICS"]
-
-
-class CodegenError(ValueError):
-    """The generator was asked for something it cannot print safely."""
-
-
-@dataclass(frozen=True)
-class Route:
-    """A route: the checked lemma whose right-hand side is evaluated, and how symbols are named.
-
-    Declared by the theorem that proves the lemma (``@theorem(routes=[Route(...)])``); ``theorem`` is
-    filled in from the registry.  Printed as ``_<name>_beta``, called by the numerics as ``PRINTED[name]``.
-    """
-
-    name: str
-    lemma: str
-    names: dict[str, str]  # matrix symbol -> Python variable
-    diagonal: tuple[str, ...] = ()  # symbols held as vectors of their diagonal
-    lower: tuple[str, ...] = ()  # lower-triangular symbols (solved by substitution)
-    upper: tuple[str, ...] = ()  # upper-triangular symbols
-    gram: bool = False  # XᵀY arrives precomputed as ``XtY`` (the fast memory), so X itself is not needed
-    theorem: str = ""
-
-    @property
-    def function(self) -> str:
-        """The printed function's name."""
-        return f"_{self.name}_beta"
-
-    @property
-    def result(self) -> str:
-        return "beta"
-
-    @property
-    def source(self) -> str:
-        """Where in the theorem the printed term comes from, in words."""
-        return f"lemma {self.lemma}"
-
-
-#: How a :class:`Term`'s symbols are named unless it says otherwise.
-TERM_NAMES = {"X": "X", "Y": "Y", "L": "L", "X_q": "X_query"}
-
-
-@dataclass(frozen=True)
-class Term:
-    """A term of a checked theorem printed as a function ``_<name>`` (not a route; no definitions expanded).
-
-    Either the right side of the definition ``definition`` (the construction's ``P``), or the right side of
-    the chain ``lemma`` (``"main"``: the claim) without its last factor, which must be the symbol ``values``:
-    the weights that the right side applies to the values (the score matrix).  Declared like a route
-    (``@theorem(routes=[Term(...)])``); ``theorem`` is filled in from the registry.
-    """
-
-    name: str
-    definition: str = ""
-    lemma: str = ""
-    values: str = ""
-    names: dict[str, str] = field(default_factory=lambda: dict(TERM_NAMES))
-    diagonal: tuple[str, ...] = ()
-    lower: tuple[str, ...] = ()
-    upper: tuple[str, ...] = ()
-    gram: bool = False
-    theorem: str = ""
-
-    def __post_init__(self):
-        if bool(self.definition) == bool(self.lemma) or bool(self.lemma) != bool(self.values):
-            raise CodegenError(f"term {self.name}: give either definition=, or lemma= with values=")
-        if not self.name.isidentifier():
-            raise CodegenError(f"term name {self.name!r} must be a Python identifier")
-
-    @property
-    def function(self) -> str:
-        """The printed function's name."""
-        return f"_{self.name}"
-
-    @property
-    def result(self) -> str:
-        return self.name
-
-    @property
-    def source(self) -> str:
-        """Where in the theorem the printed term comes from, in words."""
-        if self.definition:
-            return f"definition {self.definition}"
-        chain = "the claim" if self.lemma == "main" else f"lemma {self.lemma}"
-        return f"{chain}, weights of {self.values}"
-
-
-Printed = Route | Term
 
 
 def registered_printed() -> dict[str, Printed]:

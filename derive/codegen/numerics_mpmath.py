@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from numbers import Integral
+from numbers import Complex, Integral, Real
 
 import mpmath
 from mpmath import mp
@@ -61,9 +61,28 @@ def _printed(name: str) -> Callable[..., mpmath.matrix]:
 # --- validation -------------------------------------------------------------------------
 
 
+def _working_precision(dps):
+    """``mp.workdps(dps)`` for a whole number of decimal digits, at least 1 (0 or fewer would give zeros)."""
+    if isinstance(dps, bool) or not isinstance(dps, Integral):
+        raise TypeError(f"dps must be a whole number of decimal digits, not {dps!r}")
+    if dps < 1:
+        raise ValueError(f"dps must be at least 1 decimal digit, not {dps}")
+    return mp.workdps(int(dps))
+
+
+def _masked(value):
+    """Whether ``value`` is a NumPy masked array or masked entry (told by its type's module: numpy is not imported)."""
+    return type(value).__module__.startswith("numpy.ma")
+
+
 def _number(name, value):
-    if isinstance(value, bool):
+    if isinstance(value, bool) or type(value).__name__ == "bool" and type(value).__module__ == "numpy":
         raise TypeError(f"{name} holds a bool, not a number")
+    if _masked(value):
+        raise TypeError(f"{name} holds a masked entry: the mask would be ignored; drop it or fill it")
+    if isinstance(value, Complex) and not isinstance(value, Real):  # Python and NumPy complex numbers
+        raise TypeError(f"{name} holds {type(value).__name__}, not a number this solves: complex numbers are refused "
+                        f"({value!r}), only real ones are solved")
     if isinstance(value, mpmath.mpf):
         result = mp.mpf(value)
     elif isinstance(value, str):
@@ -77,7 +96,7 @@ def _number(name, value):
         result = mp.mpf(value.numerator) / value.denominator
     elif isinstance(value, (Integral, float)) or type(value).__module__ == "numpy":
         try:
-            result = mp.mpf(value) if isinstance(value, Integral) else mp.mpf(float(value))
+            result = mp.mpf(int(value)) if isinstance(value, Integral) else mp.mpf(float(value))
         except TypeError:
             raise TypeError(f"{name} holds {type(value).__name__}, not a real number") from None
     else:
@@ -87,9 +106,29 @@ def _number(name, value):
     return result
 
 
+def _refuse_text_and_masks(name, value):
+    """A string would be read digit by digit, a masked array without its mask: both are refused."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a list of numbers or of rows, not a string ({value!r})")
+    if _masked(value):
+        raise TypeError(f"{name} is a masked array, whose mask would be ignored: drop the masked rows, or pass "
+                        f"{name}.filled(value)")
+    dtype = getattr(value, "dtype", None)
+    if getattr(dtype, "kind", None) == "c":  # a complex NumPy array, refused as a whole
+        raise TypeError(f"{name} must be real, not complex (dtype {dtype})")
+
+
 def _rows(name, value):
+    _refuse_text_and_masks(name, value)
     try:
-        rows = [list(row) for row in value]
+        rows = list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of rows") from None
+    for row in rows:
+        if isinstance(row, (str, bytes)):  # it would be read digit by digit
+            raise TypeError(f"{name} must be a list of rows of numbers, not of strings ({row!r})")
+    try:
+        rows = [list(row) for row in rows]
     except TypeError:
         raise TypeError(f"{name} must be a list of rows") from None
     if not rows or not rows[0]:
@@ -107,6 +146,7 @@ def _validate(X, Y, X_query=None, route="auto"):
     X = _rows("X", X)
     if isinstance(Y, mpmath.matrix):
         Y = Y.tolist()
+    _refuse_text_and_masks("Y", Y)
     try:
         items = list(Y)
     except TypeError:
@@ -246,10 +286,12 @@ def coefficients(X: Matrix, Y: Vector | Matrix, *, route: str = "auto", dps: int
     Raises
     ------
     TypeError
-        An entry is not a number (or a bool), or an argument is not a list of rows.
+        An entry is not a real number (a bool, a complex number, a masked entry), an argument is not a list of
+        rows (a string, which would be read digit by digit; a masked array, whose mask would be ignored), or
+        ``dps`` is not a whole number.
     ValueError
         An entry is not a decimal number, NaN or infinite; rows of different lengths; mismatched shapes; an
-        empty argument; an unknown route.
+        empty argument; an unknown route; ``dps`` under 1.
 
     Examples
     --------
@@ -257,7 +299,7 @@ def coefficients(X: Matrix, Y: Vector | Matrix, *, route: str = "auto", dps: int
     >>> [mpmath.nstr(v, 10) for v in beta]
     ['0.8333333333', '1.5']
     """
-    with mp.workdps(dps):
+    with _working_precision(dps):
         X, Y, _ = _validate(X, Y, None, route)
         return _ROUTES[route](X, Y)
 
@@ -292,7 +334,7 @@ def predict(X: Matrix, Y: Vector | Matrix, X_query: Matrix, *, route: str = "aut
     >>> mpmath.nstr(yhat[0, 0], 12)
     '5.33333333333'
     """
-    with mp.workdps(dps):
+    with _working_precision(dps):
         X, Y, Q = _validate(X, Y, X_query, route)
         return Q * _ROUTES[route](X, Y)
 
@@ -351,6 +393,6 @@ def attention_parameters(X: Matrix, Y: Vector | Matrix, *, route: str = "auto",
     >>> bool(mpmath.mnorm(W_Q * W_K.T - mpmath.inverse(X.T * X), 1) < 1e-12)
     True
     """
-    with mp.workdps(dps):
+    with _working_precision(dps):
         X, Y, _ = _validate(X, Y, None, route)
         return _attention_parameters(X, Y, route)

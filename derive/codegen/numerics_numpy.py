@@ -13,16 +13,33 @@ Shapes (leading batch dimensions "..." are allowed, must agree exactly, and neve
 
 Precision: the arithmetic is float64 (refinement residuals in float64, in extended precision or exactly
 rounded, as said below). Results are float32 when every array argument is float32 (or float16), else float64. A
-solution outside the float range raises ValueError; it is never returned as NaN or infinity.
+result outside the float range raises ValueError naming it; it is never returned as NaN, infinity or a silent 0
+(nor as a subnormal group that keeps fewer than half its bits: under 2^-1048, 2^-138 for float32).
 
-Routes (each evaluates a kernel-checked identity):
+Scale: any finite data are solved, from subnormal entries to about 1e308. Every column of X and of Y is scaled by
+a power of two to a largest entry near 1 (exact, "column-scaled"); where X has full rank the least-squares
+solution is related exactly, β = β_s 2^(ky - kx), and where X is rank-deficient the minimum-norm solution is that
+of X scaled by one power of two per problem (it is not invariant under scaling columns apart). "auto" scales
+only problems whose squared column norms (of X: XᵀX's diagonal, of Y) leave [2^-500, 2^500]; in that range the
+data are solved as given (the scaling then is only implicit, in the condition estimates).
+
+Routes (each evaluates a kernel-checked identity, on the column-scaled data):
     "eigh"  X_q L Lᵀ XᵀY with L = VΛ^{-1/2}, XᵀX = VΛVᵀ (ols_is_linear_attention, lemma gram_route)
     "svd"   X_q V S⁻¹ UᵀY with X = USVᵀ (gauge_invariance, lemma svd_route)
     "qr"    X_q R⁻¹ QᵀY with X = QR (gauge_invariance, lemma qr_route)
     "cholesky"  X_q C⁻ᵀ C⁻¹ XᵀY with XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route)
+            "eigh" and "cholesky" form XᵀX, whose condition is the square of X's: use them where X is
+            well-conditioned once its columns are scaled (cond(X)² eps far under 1e-6), to see those identities
+            at work or for speed. They warn (AccuracyWarning, a UserWarning and a RuntimeWarning) where they
+            cannot give the least-squares solution:
+            where their answer is truncated (XᵀX lost dimensions that X has: the warning names the rank used and
+            X's, and the condition estimate), and where cond(X)² eps, their error to first order, is over 1e-6.
+            "svd" and "qr" are backward stable (error about cond(X) eps); on rank-deficient X they give the
+            minimum-norm solution, and warn where that drops columns that are independent once scaled.
     "auto"  the least-squares solution of the data as given, paying for accuracy only where the data need
             it. Columns are scaled by powers of two (exactly); XᵀX and XᵀY are formed once (BLAS) and
-            their Cholesky factor gives a condition estimate κ² of the scaled X.
+            their Cholesky factor gives a condition estimate κ² of the scaled X. Problems whose data leave the
+            range above take every path below on their column-scaled data, the QR path on the data as given.
             - One small problem (n·p·k <= 400,000): the "cholesky" route when the estimate puts the
               error that conditioning causes (κ² eps times the largest scaled coefficient, to first
               order) under 1e-12 of every coefficient's size; the rounding of the sums in XᵀY, which
@@ -64,14 +81,16 @@ import collections
 import math
 import operator
 import os
+import sys
 import threading
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROUTES", "coefficients", "predict", "attention_parameters", "attention_scores"]
+__all__ = ["ROUTES", "AccuracyWarning", "coefficients", "predict", "attention_parameters", "attention_scores"]
 
 ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
 _EPS = np.finfo(np.float64).eps
@@ -115,6 +134,9 @@ def _printed(name: str) -> Callable[..., np.ndarray]:
 def _array(name, value, min_ndim):
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a numeric array, not {type(value).__name__}")
+    if isinstance(value, np.ma.MaskedArray):  # np.asarray would drop the mask and solve with the masked values
+        raise TypeError(f"{name} is a masked array, whose mask would be ignored: drop the masked rows, or pass "
+                        f"{name}.filled(value) to say what the masked entries are")
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as exc:
@@ -169,18 +191,37 @@ def _validate(X, Y, X_query=None, route="auto"):
     return X.astype(np.float64, copy=False), Y2.astype(np.float64, copy=False), Q, vector_y, vector_q, dtype
 
 
-def _result(array, dtype):
-    """The result in ``dtype``; a ValueError, not NaN or infinity, when it does not fit."""
+def _result(array, dtype, what="the least-squares solution", axes=(-2,)):
+    """``array`` in ``dtype``; a ValueError naming ``what``, never NaN, infinity or a silent 0, where it does not fit:
+    an overflow, or (float32) a group along ``axes`` whose largest entry keeps fewer than half its bits."""
     if not (all(map(math.isfinite, array.ravel().tolist())) if array.size <= 64 else np.isfinite(array).all()):
-        raise ValueError("the least-squares solution does not fit in float64 (overflow); rescale X or Y")
+        raise ValueError(f"{what} does not fit in float64 (overflow); rescale X or Y")
     if dtype is np.float64:
         return array
     if np.abs(array).max() > np.finfo(np.float32).max:
-        raise ValueError("the result does not fit in float32 (overflow); pass float64 data")
+        raise ValueError(f"{what} does not fit in float32 (overflow); pass float64 data")
+    _require_kept_bits(array, array.astype(dtype), _TINY_FLOAT32, what, "float32", axes)
     return array.astype(dtype)
 
 
-# --- routes (their products are the printed functions) ----------------------------------
+_TINY_RESULT = 2.0**-1048  # results all under this (subnormal) keep fewer than half of float64's 53 bits ...
+_TINY_FLOAT32 = 2.0**-138  # ... and of float32's 24
+
+
+def _require_kept_bits(exact, rounded, tiny, what, kind, axes):
+    """A ValueError where a group of results (along ``axes``) with a nonzero value has underflowed: its largest
+    ``rounded`` entry is under ``tiny``, so the group keeps fewer than half its bits (or is 0)."""
+    top = np.abs(rounded).max(axis=axes)
+    if (top < tiny).any() and ((top < tiny) & (np.abs(exact).max(axis=axes) > 0)).any():
+        raise _underflow(what, kind, tiny)
+
+
+def _underflow(what, kind, tiny):
+    return ValueError(f"{what} does not fit in {kind} (underflow: under {tiny:.1e}, too few of its bits are left); "
+                      f"rescale X or Y")
+
+
+# --- exact scaling by powers of two --------------------------------------------------------
 
 
 def _require_finite(*named):
@@ -189,23 +230,117 @@ def _require_finite(*named):
             raise ValueError(f"{name} contains NaN or infinity")
 
 
-_GRAM_LIMIT = np.finfo(np.float64).max / 4  # diagonal entries under this: no sum in XᵀX can overflow
+_SAFE_LOW, _SAFE_HIGH = 2.0**-500, 2.0**500  # squared column norms of X and Y in this range: no product of the
+# Gram route or its refinement under- or overflows enough to matter, and the data are solved as given (no copy);
+# outside it (or for NaN and infinity, which the scaling then names) the columns are scaled first
+_XTY_LOW, _XTY_HIGH = 2.0**-500, 2.0**500  # one small problem: every column of XᵀY has its largest entry in this
+# range (with XᵀX's diagonal in the range above), else its data are scaled: a smaller one may have underflowed, and
+# within both ranges |β| >= |XᵀY| / |XᵀX| stays a normal float
+
+
+def _max_abs_exponents(A):
+    """Per column of each matrix of A (..., rows, columns): the k with max |column| = m 2^k, m in [0.5, 1), as
+    integers (0 for a column of zeros): exact for every finite float, subnormal ones included. Read a block of
+    rows (of problems, for a stack) of about _BLOCK_BYTES at a time: the extra memory is one block."""
+    if A.size <= 1 << 14:  # small: NumPy's own reduction has the least overhead
+        return np.frexp(np.abs(A).max(axis=-2))[1]
+    if A.ndim > 2:  # a stack: blocks of whole problems
+        step = max(1, _BLOCK_BYTES // max(1, A[0].nbytes))
+        return np.concatenate([np.frexp(_column_maxima(np.abs(A[i : i + step])))[1] for i in range(0, len(A), step)])
+    step = _block_rows(A.shape[-1])
+    top = _column_maxima(np.abs(A[:step]))
+    for start in range(step, A.shape[0], step):
+        np.maximum(top, _column_maxima(np.abs(A[start : start + step])), out=top)
+    return np.frexp(top)[1]
+
+
+def _column_maxima(B):
+    """max over rows of B (..., rows, columns), B non-negative and contiguous. NumPy reduces across rows slowly
+    where the columns are few (a short inner loop): one matrix is read with groups of rows as one wide row, ten
+    times faster; a stack is halved, row block against row block, until one row is left, four times faster."""
+    rows, p = B.shape[-2:]
+    if B.ndim > 2:
+        while rows > 1:
+            half = rows // 2
+            top = np.maximum(B[..., :half, :], B[..., half : 2 * half, :])
+            if rows % 2:
+                np.maximum(top[..., :1, :], B[..., 2 * half :, :], out=top[..., :1, :])
+            B, rows = top, half
+        return B[..., 0, :]
+    group = max(1, 256 // p)
+    head = rows // group * group
+    if not head:
+        return B.max(axis=-2)
+    top = B[:head].reshape(rows // group, group * p).max(axis=0).reshape(group, p).max(axis=0)
+    return top if head == rows else np.maximum(top, B[head:].max(axis=0))
+
+
+def _times_power_of_two(A, k):
+    """A 2^k (k integers, broadcast against A): exact where the result is a normal float. One multiplication by
+    an exact power of two (much faster than np.ldexp), two where 2^k itself is outside the float range."""
+    if np.abs(k).max(initial=0) < 1000:
+        return A * np.ldexp(1.0, k)
+    half = k // 2
+    return A * np.ldexp(1.0, half) * np.ldexp(1.0, k - half)
+
+
+def _scaled(X, Y):
+    """(X 2^-kx, Y 2^-ky, kx, ky): every column of X and of Y scaled by a power of two to a largest entry in
+    [0.5, 1), kx (..., p) and ky (..., k) the exponents. Exact (but for entries under 2^-1074 of their column's
+    largest, which vanish), and the least-squares solution is related exactly: β = β_s 2^(ky - kx) where X has
+    full rank (``_shift``). NaN and infinity in the data are named here."""
+    _require_finite(("X", X), ("Y", Y))
+    kx, ky = _max_abs_exponents(X), _max_abs_exponents(Y)
+    return _times_power_of_two(X, -kx[..., None, :]), _times_power_of_two(Y, -ky[..., None, :]), kx, ky
+
+
+def _shift(kx, ky):
+    """The exponents taking β_s of the column-scaled problem to β: ky_t - kx_j for coefficient j and target t."""
+    return ky[..., None, :] - kx[..., :, None]
+
+
+def _unscale(values, shift, what, axes=(-2,)):
+    """values 2^shift, exact where the results are normal floats; a ValueError naming ``what`` where they do not
+    fit float64 (an overflow, or a group along ``axes`` underflowing: see ``_require_kept_bits``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.ldexp(values, shift)
+    if not np.isfinite(out).all():
+        raise ValueError(f"{what} does not fit in float64 (overflow); rescale X or Y")
+    _require_kept_bits(values, out, _TINY_RESULT, what, "float64", axes)
+    return out
+
+
+def _needs_scaling(A, squares):
+    """Per matrix of A (..., rows, columns): whether a column's squared norm (``squares``, (..., columns), as computed)
+    is outside [_SAFE_LOW, _SAFE_HIGH] (NaN included). A zero square is read as a column of zeros only where the data
+    say so: elsewhere the squares underflowed."""
+    if _SAFE_LOW <= squares.min() and squares.max() <= _SAFE_HIGH:  # the usual case, in two passes (NaN fails)
+        return np.zeros(squares.shape[:-1], dtype=bool)
+    outside = ~((squares >= _SAFE_LOW) & (squares <= _SAFE_HIGH))
+    zero = squares == 0
+    if zero.any():
+        outside[zero] = (np.moveaxis(A, -1, -2)[zero] != 0).any(axis=-1)  # those columns' entries, gathered
+    return outside.any(axis=-1)
+
+
+def _column_squares(A):
+    """The squared norm of every column of every matrix of A (..., rows, columns), as float64 computes them."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.einsum("...ij,...ij->...j", A, A)
+
+
+# --- routes (their products are the printed functions) ----------------------------------
 
 
 def _gram(X, Y, packed=False):
-    """G = XᵀX and the fast memory XᵀY. X is read once: a NaN or infinity in X always reaches the diagonal of G,
-    and one in Y reaches XᵀY. ``packed`` (a stack factored across it, see ``_across``): G as its packed lower
-    triangles (``_Across``, not yet factored), the layout the factorization across the stack works in."""
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is named below
+    """G = XᵀX and the fast memory XᵀY, from one read of X. ``packed`` (a stack factored across it, see
+    ``_across``): G as its packed lower triangles (``_Across``, not yet factored), the layout the factorization
+    across the stack works in. Nothing is checked: overflows are silent, and callers test the diagonal of G
+    (``_needs_scaling``), which NaN or infinity in X always reaches."""
+    with np.errstate(over="ignore", invalid="ignore"):
         if X.ndim > 2:
-            G, XtY = _stack_gram(X, Y, packed)
-        else:
-            G, XtY = X.T @ X, _fast_memory(X, Y)
-    diagonal = G.diagonal() if packed else G.diagonal(0, -2, -1)
-    if not ((diagonal <= _GRAM_LIMIT).all() and np.isfinite(XtY).all()):  # NaN and infinity in Y reach XᵀY
-        _require_finite(("X", X), ("Y", Y))
-        raise ValueError("X or Y is too large: XᵀX or XᵀY overflows float64")
-    return G, XtY
+            return _stack_gram(X, Y, packed)
+        return X.T @ X, _fast_memory(X, Y)
 
 
 _STACK_BLOCK_BYTES = 1 << 20  # a stack is read this many bytes of X at a time: every product over a block is
@@ -392,49 +527,167 @@ def _eigh_factors(G, size):
     return np.where(lam > tol, lam, np.inf), V
 
 
-def _scaled_gram(G, XtY, size):
-    """G and XᵀY of X D⁻¹, D the column norms rounded to powers of two (exact), when X has full rank.
-
-    Scaling changes nothing in exact arithmetic but much in floating point on badly scaled data; the
-    minimum-norm solution of a rank-deficient X is not scale-invariant, so then D = I.
-    """
-    d = _power_of_two(np.sqrt(np.diagonal(G, axis1=-2, axis2=-1)))
-    Gs = G / d[..., :, None] / d[..., None, :]
-    if np.isfinite(_eigh_factors(Gs, size)[0]).all():
-        return Gs, XtY / d[..., :, None], d
-    return G, XtY, np.ones_like(d)
-
-
-def _eigh_solve(G, XtY, size):
-    G, XtY, d = _scaled_gram(G, XtY, size)
-    lam, V = _eigh_factors(G, size)
-    beta = _printed("eigh")(V, lam, XtY)
-    return beta / d[..., :, None]
+def _scaled_gram(X, Y):
+    """(G, XᵀY, kx, ky) of the column-scaled problem X 2^-kx, Y 2^-ky (``_scaled``). Where every squared column norm
+    is in the safe range, G and XᵀY are formed from the data and scaled after (exactly, with kx from the norms:
+    no copy of X); elsewhere from the scaled data."""
+    G, XtY = _gram(X, Y)
+    diagonal = np.diagonal(G, axis1=-2, axis2=-1)
+    if not (_needs_scaling(X, diagonal).any() or _needs_scaling(Y, _column_squares(Y)).any()):
+        kx = np.frexp(np.sqrt(diagonal))[1]
+        ky = np.zeros(Y.shape[:-2] + Y.shape[-1:], dtype=kx.dtype)
+        d = np.ldexp(1.0, -kx)  # |kx| <= 250 here: exact powers of two, and so are their products
+        return G * (d[..., :, None] * d[..., None, :]), XtY * d[..., :, None], kx, ky
+    Xs, Ys, kx, ky = _scaled(X, Y)
+    G, XtY = _gram(Xs, Ys)
+    return G, XtY, kx, ky
 
 
-def _route_eigh(X, Y):
-    return _eigh_solve(*_gram(X, Y), max(X.shape[-2:]))
+def _full_rank_or_minimum_norm(X, Y, beta_s, deficient, kx, ky, minimum_norm):
+    """β = β_s 2^(ky - kx) for the problems whose column-scaled X has full rank (β_s solves the scaled problem);
+    ``minimum_norm(X, Y)`` of the data as given for the others (``deficient``, per problem), since the minimum-norm
+    solution changes when columns are scaled apart. One problem (X 2-D) comes with 0-d masks."""
+    if not deficient.any():
+        return _unscale(beta_s, _shift(kx, ky), "the least-squares solution")
+    beta = np.empty(beta_s.shape)
+    full = ~deficient
+    if full.any():
+        beta[full] = _unscale(beta_s[full], _shift(kx[full], ky[full]), "the least-squares solution")
+    beta[deficient] = minimum_norm(X[deficient], Y[deficient])
+    return beta
+
+
+def _uniformly_scaled(X, Y):
+    """(X 2^-c, Y 2^-ky, kx, ky) with one exponent c per matrix of X (kx: c for every column), Y by columns: the
+    scaling under which the minimum-norm solution is related exactly (β = β_u 2^(ky - c))."""
+    _require_finite(("X", X), ("Y", Y))
+    kx = _max_abs_exponents(X)
+    kx = np.broadcast_to(kx.max(axis=-1, keepdims=True), kx.shape)
+    ky = _max_abs_exponents(Y)
+    return _times_power_of_two(X, -kx[..., None, :]), _times_power_of_two(Y, -ky[..., None, :]), kx, ky
+
+
+def _minimum_norm(X, Y, route="svd"):
+    """The minimum-norm least-squares solution (pseudo_inverse) from the SVD of X scaled by one power of two per
+    problem; warns where that drops dimensions X has once its columns are scaled (``_warn_truncated``)."""
+    Xu, Yu, kx, ky = _uniformly_scaled(X, Y)
+    U, s, V = _svd_factors(Xu)
+    _warn_truncated(route, X, np.isfinite(s).sum(axis=-1))
+    return _unscale(_svd_solve(U, s, V, Yu), _shift(kx, ky), "the least-squares solution")
+
+
+def _svd_solve(U, s, V, Y):
+    return _printed("svd")(U, s, V, Y)
+
+
+def _qr_solve(Q, R, Y):
+    return _printed("qr")(Q, R, Y)
+
+
+def _eigh_minimum_norm(X, Y, route="eigh"):
+    """As _minimum_norm, by the eigh identity (gram_route with pseudo_inverse): eigenvalues of XᵀX under the rank
+    tolerance dropped, which on an ill-conditioned X drops dimensions X has (then it warns)."""
+    Xu, Yu, kx, ky = _uniformly_scaled(X, Y)
+    G, XtY = _gram(Xu, Yu)
+    lam, V = _eigh_factors(G, max(X.shape[-2:]))
+    _warn_truncated(route, X, np.isfinite(lam).sum(axis=-1))
+    return _unscale(_printed("eigh")(V, lam, XtY), _shift(kx, ky), "the least-squares solution")
+
+
+class AccuracyWarning(UserWarning, RuntimeWarning):
+    """A route could not give the least-squares solution of the data: "eigh" or "cholesky" truncated the answer or
+    lose digits to cond(X)², or a minimum-norm answer dropped columns independent once scaled. Both a UserWarning
+    and a RuntimeWarning, so that a filter for either catches it."""
+
+
+def _warn(message):
+    """warnings.warn(message, AccuracyWarning), attributed to the first caller outside this module."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, AccuracyWarning, stacklevel=level)
+
+
+def _where(mask, whole=True):
+    """How a warning counts the problems of ``mask`` (of the whole stack, or of a part of it), and how it says that
+    the figures are the worst problem's: both empty for one problem."""
+    if mask.ndim == 0 or mask.size == 1 and not whole:
+        return "", ""
+    return f" in {int(mask.sum())}{f' of {mask.size}' if whole else ''} problems", " (the worst of them)"
+
+
+def _warn_truncated(route, X, used):
+    """Warn where an answer used fewer dimensions (``used``, per problem) than X has once its columns are scaled
+    (its numerical rank from the SVD): the answer is then truncated, not the least-squares solution. That happens
+    on the Gram routes when X is full-rank but so ill-conditioned that XᵀX loses its smallest eigenvalues, and
+    on a rank-deficient X whose columns' scales differ so much that some fall under the rank tolerance of X."""
+    if (used == min(X.shape[-2:])).all():  # no rank is higher
+        return
+    s = np.linalg.svd(_times_power_of_two(X, -_max_abs_exponents(X)[..., None, :]), compute_uv=False)
+    rank = (s > s[..., :1] * max(X.shape[-2:]) * _EPS).sum(axis=-1)
+    truncated = used < rank
+    if not truncated.any():
+        return
+    cond = s[..., 0] / np.take_along_axis(s, np.maximum(rank - 1, 0)[..., None], axis=-1)[..., 0]
+    w = np.unravel_index(int(np.argmax(np.where(truncated, cond, -1.0))), truncated.shape)
+    if route in ("eigh", "cholesky"):
+        why = ("XᵀX, whose condition is the square of X's, lost its smallest eigenvalues in float64; route='auto' "
+               "gives the least-squares solution (and 'qr' or 'svd' one to their accuracy)")
+    else:
+        why = ("X is rank-deficient and its columns' scales differ so much that the minimum-norm solution of X as "
+               "given drops columns that are independent once scaled; rescale those columns, or drop dependent ones")
+    where, worst = _where(truncated, whole=False)
+    _warn(f"route {route!r} truncated the answer{where}: it used rank {int(used[w])} where X (its columns scaled) has "
+          f"rank {int(rank[w])}, condition estimate {float(cond[w]):.1e}{worst}: {why}")
+
+
+def _warn_inaccurate(route, cond2):
+    """Warn where a Gram route's error to first order, cond(X D⁻¹)² eps (``cond2`` per problem, D the column
+    scales; not finite where the problem was rank-deficient, which _warn_truncated judges), exceeds _GRAM_RISK."""
+    risky = np.isfinite(cond2) & (cond2 * _EPS > _GRAM_RISK)
+    if risky.any():
+        c2 = float(np.max(np.where(risky, cond2, -1.0)))
+        where, worst = _where(risky)
+        _warn(f"route {route!r}{where}: condition estimate cond(X)² = {c2:.1e}{worst}, its columns scaled, "
+              f"so its error may reach cond² eps = {c2 * _EPS:.0e} of the coefficients; route='auto' gives the "
+              f"least-squares solution to full accuracy")
+
+
+def _route_eigh(X, Y, route="eigh"):
+    G, XtY, kx, ky = _scaled_gram(X, Y)
+    lam, V = _eigh_factors(G, max(X.shape[-2:]))
+    deficient = np.isinf(lam).any(axis=-1)
+    _warn_inaccurate(route, np.where(deficient, np.inf, lam[..., -1] / lam[..., 0]))
+    return _full_rank_or_minimum_norm(X, Y, _printed("eigh")(V, lam, XtY), deficient, kx, ky,
+                                      lambda X, Y: _eigh_minimum_norm(X, Y, route))
 
 
 def _cholesky_solve(C, XtY):
     return _printed("cholesky")(C, XtY)
 
 
+def _cholesky_factors(G, size):
+    """(C, deficient, cond²) for G = CCᵀ (any batch shape): C the identity where G has no numerical factor or a
+    pivot falls under the rank tolerance (``deficient``), cond² the pivot estimate (``_pivot_estimate``)."""
+    stack = G.reshape((-1,) + G.shape[-2:])
+    C, relative = _cholesky_each(stack)
+    deficient = _rank_deficient(C, size) | ~(relative > 0).all(axis=0)
+    C[deficient] = np.eye(G.shape[-1])
+    return C.reshape(G.shape), deficient.reshape(G.shape[:-2]), _pivot_estimate(relative).reshape(G.shape[:-2])
+
+
 def _route_cholesky(X, Y):
-    G, XtY = _gram(X, Y)
-    try:
-        C = np.linalg.cholesky(G)
-    except np.linalg.LinAlgError:
-        C = None
-    if C is None or _rank_deficient(C, max(X.shape[-2:])):
-        return _eigh_solve(G, XtY, max(X.shape[-2:]))  # the minimum-norm solution (pseudo_inverse)
-    return _cholesky_solve(C, XtY)
+    G, XtY, kx, ky = _scaled_gram(X, Y)
+    C, deficient, cond2 = _cholesky_factors(G, max(X.shape[-2:]))
+    _warn_inaccurate("cholesky", np.where(deficient, np.inf, cond2))
+    return _full_rank_or_minimum_norm(X, Y, _cholesky_solve(C, XtY), deficient, kx, ky,
+                                      lambda X, Y: _route_eigh(X, Y, "cholesky"))  # minimum norm (pseudo_inverse)
 
 
 def _rank_deficient(C, size):
-    """A Cholesky pivot under the rank tolerance of the Gram matrix."""
+    """Per problem: a Cholesky pivot under the rank tolerance of the Gram matrix."""
     pivots = np.diagonal(C, axis1=-2, axis2=-1) ** 2
-    return bool((pivots <= pivots.max(axis=-1, keepdims=True) * size * _EPS).any())
+    return (pivots <= pivots.max(axis=-1, keepdims=True) * size * _EPS).any(axis=-1)
 
 
 def _svd_factors(X):
@@ -445,9 +698,11 @@ def _svd_factors(X):
 
 
 def _route_svd(X, Y):
-    _require_finite(("X", X), ("Y", Y))
-    U, s, V = _svd_factors(X)
-    return _printed("svd")(U, s, V, Y)
+    """The svd route on the column-scaled data, so that no column falls under the rank tolerance for its scale."""
+    Xs, Ys, kx, ky = _scaled(X, Y)
+    U, s, V = _svd_factors(Xs)
+    deficient = np.isinf(s).any(axis=-1) | (X.shape[-2] < X.shape[-1])
+    return _full_rank_or_minimum_norm(X, Y, _svd_solve(U, s, V, Ys), deficient, kx, ky, _minimum_norm)
 
 
 def _qr_each(X):
@@ -459,19 +714,16 @@ def _qr_each(X):
     return Q, R, deficient | (X.shape[-2] < X.shape[-1])
 
 
-def _qr_factors(X):
-    """X = QR, or None when any problem is rank-deficient."""
-    Q, R, deficient = _qr_each(X)
-    return None if deficient.any() else (Q, R)
-
-
 def _route_qr(X, Y):
-    _require_finite(("X", X), ("Y", Y))
-    factors = _qr_factors(X)
-    if factors is None:
-        return _route_svd(X, Y)
-    Q, R = factors
-    return _printed("qr")(Q, R, Y)
+    """The qr route on the column-scaled data (as _route_svd); the SVD where X is rank-deficient."""
+    if X.shape[-2] < X.shape[-1]:
+        return _minimum_norm(X, Y, "qr")
+    Xs, Ys, kx, ky = _scaled(X, Y)
+    Q, R, deficient = _qr_each(Xs)
+    if deficient.any():
+        R = np.where(deficient[..., None, None], np.eye(R.shape[-1]), R)  # replaced below: no division by 0
+    return _full_rank_or_minimum_norm(X, Y, _qr_solve(Q, R, Ys), deficient, kx, ky,
+                                      lambda X, Y: _minimum_norm(X, Y, "qr"))
 
 
 # --- auto: exact scaling, condition estimates, refinement ----------------------------------
@@ -600,35 +852,26 @@ def _power_of_two(norms):
     return np.where(norms > 0, np.exp2(np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)
 
 
-def _target_scale(Y):
-    """A power of two e per problem and column bringing Y near 1 when its entries are huge or tiny (so no
-    product in the exactly rounded refinement overflows); 1 otherwise, leaving the data untouched."""
-    top = np.max(np.abs(Y), axis=-2, keepdims=True)
-    extreme = (top > 2.0**400) | ((top < 2.0**-400) & (top > 0))
-    return np.where(extreme, _power_of_two(top), 1.0)
-
-
 def _qr_or_svd(X, Y):
-    """A stack of problems the Gram route cannot take: exactly scaled QR with refinement, or, where X is
-    rank-deficient, the minimum-norm solution of X itself (pseudo_inverse; it is not scale-invariant).
-    Refinement sums are exactly rounded when the refined problems hold few products together (_FSUM_LIMIT), else
-    in extended precision."""
-    d = _power_of_two(np.sqrt(np.sum(X * X, axis=-2)))
-    Xs = X / d[..., None, :]  # X D⁻¹ with D a power of two: exact, and β = D⁻¹ β_s exactly
-    e = _target_scale(Y)
-    Ys = Y / e  # exact unless Y holds entries 2^400 times smaller than its largest
+    """A stack of problems the Gram route cannot take: QR of the column-scaled data (``_scaled``) with refinement, or,
+    where X is rank-deficient, the minimum-norm solution of X itself (_minimum_norm: it is not invariant under
+    scaling columns apart). Refinement sums are exactly rounded when the refined problems hold few products together
+    (_FSUM_LIMIT), else in extended precision. NaN and infinity in the data are named here."""
+    Xs, Ys, kx, ky = _scaled(X, Y)
     Q, R, deficient = _qr_each(Xs)
     beta = np.empty(X.shape[:-2] + (X.shape[-1], Y.shape[-1]))
     if deficient.any():
-        beta[deficient] = _route_svd(X[deficient], Y[deficient])
+        beta[deficient] = _minimum_norm(X[deficient], Y[deficient], "auto")
     full = np.flatnonzero(~deficient)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing solution is reported by _result
+    shift = _shift(kx, ky)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing solution is named by _unscale
         if X[0].size * Y.shape[-1] * len(full) <= _FSUM_LIMIT:
             for i in full:
-                beta[i] = _solve_qr_refined(Xs[i], Ys[i], Q[i], R[i], True) / d[i][:, None] * e[i]
+                beta_s = _solve_qr_refined(Xs[i], Ys[i], Q[i], R[i], True)
+                beta[i] = _unscale(beta_s, shift[i], "the least-squares solution")
         elif len(full):
-            beta[full] = (_solve_qr_refined(Xs[full], Ys[full], Q[full], R[full], False) / d[full][..., :, None]
-                          * e[full])
+            beta_s = _solve_qr_refined(Xs[full], Ys[full], Q[full], R[full], False)
+            beta[full] = _unscale(beta_s, shift[full], "the least-squares solution")
     return beta
 
 
@@ -787,32 +1030,55 @@ def _trusted(columns, squares, risk):
 def _auto_small(X, Y):
     """One small problem: the Cholesky answer if the estimate trusts every coefficient, else exact refinement.
 
-    NaN or infinity in X reaches the diagonal of XᵀX, in Y (or an overflow) XᵀY and so β: the cheap checks run
-    on those, and any failure goes to the exact path, which names the problem.
+    Data whose XᵀX diagonal or XᵀY leave the safe range are solved column-scaled (``_auto_small_scaled``); NaN or
+    infinity in X reaches the diagonal of XᵀX, in Y XᵀY and so β, and the path they then take names them.
     """
     n, p = X.shape
     k = Y.shape[1]
     if p == 1 and n * k <= _ONE_COLUMN_EXACT:
         return _one_column(X, Y)
-    G = X.T @ X  # NaN or infinity here warns before the exact path names it: an errstate costs 4 % at 20 × 3
-    XtY = X.T @ Y
-    if n >= p:
-        found = (_cholesky_tiny if p * p * k <= 64 else _cholesky_small)(G, XtY)
-        if found is not None:
-            beta, C, squares, risk = found
-            if _trusted(beta.T.tolist(), squares, risk):
-                return beta
-            # extended-precision steps (None where long double is no wider than double) come close to the exact
-            # solution at a tenth of the QR path's cost; where they are affordable, exact gradients finish, from
-            # there usually in one step
-            refined = _refine_wide(X, Y, beta, C)
-            if n * p * k <= _INTEGER_LIMIT:
-                refined = _refine_exactly(X, Y, beta if refined is None else refined, C)
-            if refined is not None:
-                return refined
-    _gram(X, Y)  # names NaN, infinity or overflow in the data
-    _require_finite(("X", X))
-    return _qr_or_svd(X[None], Y[None])[0]
+    if n < p:  # rank-deficient: the minimum-norm solution
+        return _qr_or_svd(X[None], Y[None])[0]
+    with np.errstate(over="ignore", invalid="ignore"):  # out of range: scaled below
+        G = X.T.dot(X)  # the same sums as X.T @ X (BLAS), with less overhead: it pays for the errstate
+        XtY = X.T.dot(Y)
+    beta = _small_gram(X, Y, G, XtY)
+    if beta is False:
+        return _auto_small_scaled(X, Y)
+    if beta is None:
+        return _qr_or_svd(X[None], Y[None])[0]
+    return beta
+
+
+def _auto_small_scaled(X, Y):
+    """One small problem whose data must be scaled first: as _auto_small on the column-scaled data (``_scaled``),
+    the QR path on the data as given where the Gram route does not settle (it scales them the same way)."""
+    Xs, Ys, kx, ky = _scaled(X, Y)
+    beta = _small_gram(Xs, Ys, Xs.T.dot(Xs), Xs.T.dot(Ys))
+    if beta is None or beta is False:  # False: a column of zeros, or XᵀY tiny after all (the data are scaled)
+        return _qr_or_svd(X[None], Y[None])[0]
+    return _unscale(beta, _shift(kx, ky), "the least-squares solution")
+
+
+def _small_gram(X, Y, G, XtY):
+    """β of one small problem from the Cholesky factor of G = XᵀX: trusted, or refined exactly; False where G's
+    diagonal or XᵀY are outside the safe range (_cholesky_tiny), None where G has no factor (numerically) or the
+    refinement fails."""
+    n, p = X.shape
+    k = Y.shape[1]
+    found = (_cholesky_tiny if p * p * k <= 64 else _cholesky_small)(G, XtY)
+    if not found:
+        return found
+    beta, C, squares, risk = found
+    if _trusted(beta.T.tolist(), squares, risk):
+        return beta
+    # extended-precision steps (None where long double is no wider than double) come close to the exact solution
+    # at a tenth of the QR path's cost; where they are affordable, exact gradients finish, from there usually in
+    # one step
+    refined = _refine_wide(X, Y, beta, C)
+    if n * p * k <= _INTEGER_LIMIT:
+        refined = _refine_exactly(X, Y, beta if refined is None else refined, C)
+    return refined
 
 
 _INTEGER_LIMIT = 1_024  # products up to which gradients are exact (Python integers): the NIST StRD sets and the like
@@ -899,10 +1165,13 @@ def _one_column(X, Y):
     for column in columns:
         y, y_scale = _integers(column)
         # β = (xᵀy / (x_scale y_scale)) / (xᵀx / x_scale²): one division of exact integers, correctly rounded
+        numerator = sum(a * b for a, b in zip(x, y, strict=True))
         try:
-            beta.append(sum(a * b for a, b in zip(x, y, strict=True)) * x_scale / (square * y_scale))
+            beta.append(numerator * x_scale / (square * y_scale))
         except OverflowError:
             raise ValueError("the least-squares solution does not fit in float64 (overflow); rescale X or Y") from None
+        if numerator and abs(beta[-1]) < _TINY_RESULT:
+            raise _underflow("the least-squares solution", "float64", _TINY_RESULT)
     return np.array([beta])
 
 
@@ -915,18 +1184,22 @@ def _integers(values):
 
 def _cholesky_tiny(G, XtY):
     """(β, C, diagonal of G, estimated cond(X D⁻¹)² eps) from the Cholesky factor C of G = XᵀX in Python floats;
-    None where a diagonal entry of G is not positive and finite, a pivot is not positive, or the estimate is
-    _GRAM_RISK or more. NaN or infinity in XᵀY reaches β, which the trust test then rejects. For tiny p, Python
-    floats beat the overhead of LAPACK calls through NumPy; the factor is kept as ragged rows (row i holds its
-    first i + 1 entries), which the printed solve reads.
+    False where a diagonal entry of G or the largest entry of a column of XᵀY is outside the safe range (or NaN:
+    the data must be scaled first); None where a pivot is not positive, or the estimate is _GRAM_RISK or more.
+    NaN or infinity elsewhere in XᵀY reaches β,
+    which the trust test then rejects. For tiny p, Python floats beat the overhead of LAPACK calls through NumPy;
+    the factor is kept as ragged rows (row i holds its first i + 1 entries), which the printed solve reads.
     """
+    targets = XtY.ravel().tolist() if XtY.shape[1] == 1 else XtY.tolist()
+    if not _targets_in_range(targets):
+        return False
     C: list[list[float]] = []
     squares = []
     low, high = math.inf, 0.0  # the extreme squared pivots relative to the diagonal
     for j, given in enumerate(G.tolist()):
         square = given[j]
-        if not 0.0 < square <= _GRAM_LIMIT:  # also false for NaN
-            return None
+        if not _SAFE_LOW <= square <= _SAFE_HIGH:  # also false for NaN
+            return False
         row: list[float] = []
         for t, other in enumerate(C):
             acc = given[t]
@@ -947,17 +1220,26 @@ def _cholesky_tiny(G, XtY):
     if risk >= _GRAM_RISK:
         return None
     if XtY.shape[1] == 1:  # one target: the solves run on a flat list
-        return np.array(_cholesky_solve(C, XtY.ravel().tolist()))[:, None], C, squares, risk
-    return np.array(_cholesky_solve(C, XtY.tolist())), C, squares, risk
+        return np.array(_cholesky_solve(C, targets))[:, None], C, squares, risk
+    return np.array(_cholesky_solve(C, targets)), C, squares, risk
+
+
+def _targets_in_range(targets):
+    """Whether every column of XᵀY (a flat list for one target, else its rows) has its largest entry in
+    [_XTY_LOW, _XTY_HIGH] (false for NaN): smaller ones may have underflowed."""
+    if not isinstance(targets[0], list):
+        top = max(map(abs, targets))
+        return _XTY_LOW <= top <= _XTY_HIGH
+    return all(_XTY_LOW <= max(map(abs, column)) <= _XTY_HIGH for column in zip(*targets, strict=True))
 
 
 def _cholesky_small(G, XtY):
     """As _cholesky_tiny, with LAPACK's Cholesky factor and solves (and the diagonal as a list)."""
     squares = G.diagonal().tolist()
     # the sum of these positive numbers is finite only when every one is: NaN and infinity propagate
-    if not (min(squares) > 0 and math.isfinite(sum(squares)) and max(squares) <= _GRAM_LIMIT
-            and np.isfinite(XtY).all()):
-        return None
+    if not (min(squares) >= _SAFE_LOW and math.isfinite(sum(squares)) and max(squares) <= _SAFE_HIGH
+            and _targets_in_range(XtY.ravel().tolist() if XtY.shape[1] == 1 else XtY.tolist())):
+        return False
     try:
         C = np.linalg.cholesky(G)  # the factor of X D⁻¹ is D⁻¹C exactly: the scaling need not be applied
     except np.linalg.LinAlgError:
@@ -979,10 +1261,23 @@ def _tsqr(X):
 
 
 def _auto_large(X, Y):
-    """One large problem: the refined Gram route where its exact scaled condition allows, else R of X = QR."""
+    """One large problem: the refined Gram route where its exact scaled condition allows, else R of X = QR; on the
+    column-scaled data (``_scaled``, a copy of X) where the squared column norms of X or Y leave the safe range."""
     if X.shape[0] < X.shape[1]:  # wide: rank-deficient, and the SVD of X is no larger than X
-        return _route_svd(X, Y)
+        return _minimum_norm(X, Y, "auto")
     G, XtY = _gram(X, Y)
+    if _needs_scaling(X, np.diagonal(G)) or _needs_scaling(Y, _column_squares(Y)):
+        Xs, Ys, kx, ky = _scaled(X, Y)
+        beta = _large_gram(Xs, Ys, *_gram(Xs, Ys), minimum_norm=False)
+        if beta is None:  # rank-deficient: the minimum norm is that of X as given
+            return _minimum_norm(X, Y, "auto")
+        return _unscale(beta, _shift(kx, ky), "the least-squares solution")
+    return _large_gram(X, Y, G, XtY)
+
+
+def _large_gram(X, Y, G, XtY, minimum_norm=True):
+    """β of one large problem from G = XᵀX and XᵀY (see _auto_large); where X is rank-deficient, the minimum-norm
+    solution from the SVD of R, or None if not ``minimum_norm``."""
     d = _power_of_two(np.sqrt(np.diagonal(G)))
     Gs = G / d[:, None] / d[None, :]
     lam = np.linalg.eigvalsh(Gs)
@@ -1003,34 +1298,78 @@ def _auto_large(X, Y):
         C = R.T
         kappa = s[0] / s[-1] * _EPS  # RᵀR = XᵀX to the accuracy of a QR factorization: contraction about κ eps
         return _refine_gram(X, Y, _cholesky_solve(C, XtY), C, rate=min(1.0, 10 * kappa), floor=kappa)
+    if not minimum_norm:
+        return None
     lam = np.where(s > s[0] * max(X.shape) * _EPS, s * s, np.inf)  # XᵀX = VΛVᵀ with Λ = S²: pseudo_inverse
     V = Vt.T
     return _printed("eigh")(V, lam, XtY)
 
 
 def _auto_stack(X, Y):
-    """A stack of problems, each on its own route. The Cholesky factor of XᵀX is that of the column-scaled X
-    times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by the diagonal."""
-    G, XtY = _gram(X, Y, packed=_across(len(X), X.shape[-1]))
+    """A stack of problems, each on its own route (_solve_stack); those whose squared column norms of X or Y leave
+    the safe range are solved column-scaled, by themselves (_auto_stack_scaled), and the hard ones by QR."""
+    if X.shape[-2] < X.shape[-1]:  # wide: every problem rank-deficient
+        return _qr_or_svd(X, Y)
+    packed = _across(len(X), X.shape[-1])
+    G, XtY = _gram(X, Y, packed)
+    scale = _needs_scaling(X, G.diagonal().T if packed else np.diagonal(G, axis1=-2, axis2=-1))
+    scale |= _needs_scaling(Y, _column_squares(Y))
+    if scale.all():
+        return _auto_stack_scaled(X, Y)
+    if scale.any():  # solved below; here a harmless identity
+        if packed:
+            G.packed[:, scale] = np.array([1.0 if i == j else 0.0 for j in range(G.p) for i in range(j, G.p)])[:, None]
+        else:
+            G[scale] = np.eye(X.shape[-1])
+        XtY[scale] = 0.0
+    beta, fast = _solve_stack(X, Y, G, XtY, usable=~scale if scale.any() else None)
+    hard = ~fast & ~scale
+    if hard.any():  # ill-conditioned or rank-deficient problems, by themselves
+        beta[hard] = _qr_or_svd(X[hard], Y[hard])
+    if scale.any():
+        beta[scale] = _auto_stack_scaled(X[scale], Y[scale])
+    return beta
+
+
+def _auto_stack_scaled(X, Y):
+    """A stack of problems whose data must be scaled first: _solve_stack on the column-scaled data (``_scaled``),
+    the QR path on the data as given for the problems it leaves (it scales them the same way)."""
+    Xs, Ys, kx, ky = _scaled(X, Y)
+    beta_s, fast = _solve_stack(Xs, Ys, *_gram(Xs, Ys, _across(len(Xs), Xs.shape[-1])))
+    if fast.all():
+        return _unscale(beta_s, _shift(kx, ky), "the least-squares solution")
+    beta = np.empty(beta_s.shape)
+    if fast.any():
+        beta[fast] = _unscale(beta_s[fast], _shift(kx[fast], ky[fast]), "the least-squares solution")
+    beta[~fast] = _qr_or_svd(X[~fast], Y[~fast])
+    return beta
+
+
+def _solve_stack(X, Y, G, XtY, usable=None):
+    """(β, fast) for a stack from G = XᵀX and XᵀY: β from the Cholesky factors where the problem is ``fast`` (its
+    pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the estimate is over _REFINE_RISK;
+    the other problems are left to the caller (β 0 or meaningless there). The Cholesky factor of XᵀX is that of the
+    column-scaled X times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by
+    the diagonal."""
     C, cond2 = _cholesky_estimate(G)
     risk = cond2 * _EPS
     fast = risk < _GRAM_RISK
-    if X.shape[-2] < X.shape[-1]:
-        fast[...] = False
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # unsafe factors: replaced below
-        beta = _cholesky_solve(C, XtY)  # where not fast, C is the identity or unsafe: replaced below
+    if usable is not None:
+        fast &= usable
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # unsafe factors: replaced by the caller
+        beta = _cholesky_solve(C, XtY)  # where not fast, C is the identity or unsafe
     refine = fast & (risk > _REFINE_RISK)
     worst = float(risk[refine].max()) if refine.any() else 0.0
     rate, floor = 10 * worst, math.sqrt(worst * _EPS)
     if refine.sum() * 4 >= len(refine):  # most problems: refine in place, the others held fixed
         if not fast.all():
             beta[~fast] = 0.0
-        beta = _refine_gram(X, Y, beta, C, rate=rate, floor=floor, active=None if refine.all() else refine)
+        # the problems set aside for scaling may overflow in their (discarded) gradients
+        with np.errstate(**({} if usable is None else {"over": "ignore", "invalid": "ignore"})):
+            beta = _refine_gram(X, Y, beta, C, rate=rate, floor=floor, active=None if refine.all() else refine)
     elif refine.any():
         beta[refine] = _refine_gram(X[refine], Y[refine], beta[refine], C[refine], rate=rate, floor=floor)
-    if not fast.all():  # ill-conditioned or rank-deficient problems, by themselves
-        beta[~fast] = _qr_or_svd(X[~fast], Y[~fast])
-    return beta
+    return beta, fast
 
 
 def _route_auto(X, Y):
@@ -1061,7 +1400,10 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> 
         The targets; the batch dimensions must equal those of ``X`` (nothing broadcasts).
     route : {"auto", "eigh", "cholesky", "svd", "qr"}, keyword-only
         Which checked identity evaluates β̂ (see ``ROUTES`` and the module docstring). ``"auto"`` gives the
-        least-squares solution of the data as given, refining only where the data need it.
+        least-squares solution of the data as given, at any scale, refining only where the data need it.
+        ``"eigh"`` and ``"cholesky"`` form XᵀX, which squares the condition of X: use them only where X is
+        well-conditioned once its columns are scaled; on ill-conditioned X their answer loses digits or is
+        truncated, and they warn. ``"svd"`` and ``"qr"`` are backward stable.
 
     Returns
     -------
@@ -1072,10 +1414,17 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> 
     Raises
     ------
     TypeError
-        An argument is not a real numeric array.
+        An argument is not a real numeric array (a masked array is refused: its mask would be ignored).
     ValueError
-        A bad shape, an empty array, NaN or infinity in the data, an unknown route, data whose XᵀX overflows,
-        or a solution that does not fit in the result's float type.
+        A bad shape, an empty array, NaN or infinity in the data, an unknown route, or a solution outside the
+        result's float range (an overflow, or an underflow that would leave it too few bits).
+
+    Warns
+    -----
+    AccuracyWarning
+        (a UserWarning and a RuntimeWarning) Route ``"eigh"`` or ``"cholesky"`` truncated the answer (it names
+        the rank it used, X's rank and the condition estimate) or its error to first order, cond(X)² eps, is over
+        1e-6; a minimum-norm answer dropped columns that are independent once scaled.
 
     Examples
     --------
@@ -1114,9 +1463,15 @@ def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route
     Raises
     ------
     TypeError
-        An argument is not a real numeric array.
+        An argument is not a real numeric array (or a masked array).
     ValueError
-        As in :func:`coefficients`, or queries whose shape does not match ``X``.
+        As in :func:`coefficients`, or queries whose shape does not match ``X``, or predictions outside the float
+        range.
+
+    Warns
+    -----
+    AccuracyWarning
+        As in :func:`coefficients`.
 
     Examples
     --------
@@ -1126,37 +1481,77 @@ def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route
     5.333333333333
     """
     X, Y, Q, vector_y, vector_q, dtype = _validate(X, Y, X_query, route)
-    out = _result(Q @ _ROUTES[route](X, Y), dtype)
+    out = _result(_predictions(Q, _result(_ROUTES[route](X, Y), np.float64)), dtype, "the prediction matrix X_query β̂")
     if vector_y:
         out = out[..., 0]
     return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
 
 
+def _predictions(Q, beta):
+    """X_q β̂; a ValueError where the predictions do not fit float64: an overflow, or a group (one problem's
+    predictions of one target) in which every product q_j β_j is under _TINY_RESULT but not all are 0."""
+    with np.errstate(over="ignore", invalid="ignore"):  # named below
+        out = Q @ beta
+    if out.size <= 64:
+        values = out.ravel().tolist()
+        if all(map(math.isfinite, values)) and min(map(abs, values)) >= _TINY_RESULT:
+            return out
+    elif np.isfinite(out).all() and np.abs(out).min() >= _TINY_RESULT:
+        return out
+    if not np.isfinite(out).all():
+        raise ValueError("the prediction matrix X_query β̂ does not fit in float64 (overflow); rescale X_query or Y")
+    top_q, top_beta = np.abs(Q).max(axis=-2)[..., :, None], np.abs(beta)  # (..., p, 1) and (..., p, k)
+    with np.errstate(divide="ignore"):  # log2 of 0 is -inf: no product there
+        largest = (np.log2(top_q) + np.log2(top_beta)).max(axis=-2)  # the largest product's log2, per group
+    if ((np.abs(out).max(axis=-2) < _TINY_RESULT) & (largest > -np.inf) & (largest < math.log2(_TINY_RESULT))).any():
+        raise _underflow("the prediction matrix X_query β̂", "float64", _TINY_RESULT)
+    return out
+
+
 def _factor(X, route):
-    """A factor L with L Lᵀ = (XᵀX)⁻¹, or L Lᵀ = (XᵀX)⁺ on the row space when X is rank-deficient."""
+    """(L_s, X_s, kx): X_s = X 2^-kx with every column scaled by a power of two (``_max_abs_exponents``) and a factor
+    L_s with L_s L_sᵀ = (X_sᵀX_s)⁻¹, so that L = 2^-kx L_s (by rows) has L Lᵀ = (XᵀX)⁻¹ and X L = X_s L_s. Where X is
+    rank-deficient, the minimum-norm factor (L Lᵀ = (XᵀX)⁺ on the row space: pseudo_inverse) of X scaled by one
+    power of two (kx then the same for every column), since the minimum norm changes when columns are scaled apart."""
     _require_finite(("X", X))
-    if route in ("auto", "eigh"):
-        G, _, d = _scaled_gram(np.swapaxes(X, -1, -2) @ X, X[..., :1, :1], max(X.shape[-2:]))
-        lam, V = _eigh_factors(G, max(X.shape[-2:]))
-        return V * (lam ** -0.5)[..., None, :] / d[..., :, None]  # L = D⁻¹ L_s: L Lᵀ = (XᵀX)⁻¹
-    if route == "cholesky":
-        G = np.swapaxes(X, -1, -2) @ X
-        try:
-            C = np.linalg.cholesky(G)
-        except np.linalg.LinAlgError:
-            C = None
-        if C is None or _rank_deficient(C, max(X.shape[-2:])):
-            return _factor(X, "eigh")  # the minimum-norm factor (pseudo_inverse)
-        identity = np.broadcast_to(np.eye(C.shape[-1]), C.shape)
-        return np.swapaxes(_solve_triangular(C, identity, True, False), -1, -2)
-    if route == "svd":
+    kx = _max_abs_exponents(X)
+    X_s = _times_power_of_two(X, -kx[..., None, :])
+    L_s, deficient = _scaled_factor(X_s, route)
+    if deficient.any():
+        kx[deficient] = kx[deficient].max(axis=-1, keepdims=True)
+        X_s[deficient] = _times_power_of_two(X[deficient], -kx[deficient][..., None, :])
+        L_s[deficient] = _scaled_factor(X_s[deficient], route, minimum_norm=True)[0]
+    return L_s, X_s, kx
+
+
+def _scaled_factor(X, route, minimum_norm=False):
+    """(L, deficient) for the route's factor of X (already scaled: see _factor): "auto" and "svd" V S⁻¹ from the
+    SVD of X (the factor VΛ^{-1/2} of XᵀX = VΛVᵀ, computed without XᵀX, so as accurate as X allows), "eigh"
+    VΛ^{-1/2}, "cholesky" C⁻ᵀ, "qr" R⁻¹; ``deficient`` per problem, where a factor of full rank was not found
+    (the minimum-norm factor is then L: with ``minimum_norm``, checked for truncation by _warn_truncated)."""
+    size = max(X.shape[-2:])
+    if route in ("auto", "svd") or route == "qr" and (minimum_norm or X.shape[-2] < X.shape[-1]):
         _, s, V = _svd_factors(X)
-        return V * (1 / s)[..., None, :]
-    factors = _qr_factors(X)
-    if factors is None:
-        return _factor(X, "svd")
-    _, R = factors
-    return _solve_triangular(R, np.broadcast_to(np.eye(R.shape[-1]), R.shape), lower=False, transpose=False)
+        if minimum_norm:
+            _warn_truncated(route, X, np.isfinite(s).sum(axis=-1))
+        return V * (1 / s)[..., None, :], np.isinf(s).any(axis=-1) | (X.shape[-2] < X.shape[-1])
+    if route == "qr":
+        _, R, deficient = _qr_each(X)
+        R = np.where(deficient[..., None, None], np.eye(R.shape[-1]), R)  # replaced by the caller
+        return _solve_triangular(R, np.broadcast_to(np.eye(R.shape[-1]), R.shape), False, False), deficient
+    G = np.swapaxes(X, -1, -2) @ X
+    if route == "eigh" or minimum_norm:
+        lam, V = _eigh_factors(G, size)
+        deficient = np.isinf(lam).any(axis=-1)
+        if minimum_norm:
+            _warn_truncated(route, X, np.isfinite(lam).sum(axis=-1))
+        else:
+            _warn_inaccurate(route, np.where(deficient, np.inf, lam[..., -1] / lam[..., 0]))
+        return V * (lam**-0.5)[..., None, :], deficient
+    C, deficient, cond2 = _cholesky_factors(G, size)
+    _warn_inaccurate(route, np.where(deficient, np.inf, cond2))
+    identity = np.broadcast_to(np.eye(C.shape[-1]), C.shape)
+    return np.swapaxes(_solve_triangular(C, identity, True, False), -1, -2), deficient
 
 
 def attention_parameters(X: npt.ArrayLike, Y: npt.ArrayLike, *,
@@ -1173,8 +1568,10 @@ def attention_parameters(X: npt.ArrayLike, Y: npt.ArrayLike, *,
     Y : array_like, shape (..., n) or (..., n, k)
         The targets.
     route : {"auto", "eigh", "cholesky", "svd", "qr"}, keyword-only
-        Which factor L: ``"auto"`` and ``"eigh"`` V Λ^{-1/2} of the exactly column-scaled Gram matrix,
-        ``"cholesky"`` C⁻ᵀ, ``"svd"`` V S⁻¹, ``"qr"`` R⁻¹.
+        Which factor L, of the exactly column-scaled X (L = D⁻¹ L_s for X = X_s D): ``"auto"`` and ``"svd"``
+        V S⁻¹ from the SVD of X (the factor VΛ^{-1/2} of XᵀX = VΛVᵀ, without forming XᵀX, so as accurate as X
+        allows), ``"eigh"`` VΛ^{-1/2}, ``"cholesky"`` C⁻ᵀ, ``"qr"`` R⁻¹; the Gram routes warn as in
+        :func:`coefficients`.
 
     Returns
     -------
@@ -1186,9 +1583,15 @@ def attention_parameters(X: npt.ArrayLike, Y: npt.ArrayLike, *,
     Raises
     ------
     TypeError
-        An argument is not a real numeric array.
+        An argument is not a real numeric array (or a masked array).
     ValueError
-        A bad shape, an empty array, NaN or infinity in the data, or an unknown route.
+        A bad shape, an empty array, NaN or infinity in the data, or an unknown route; L (about 1/X: beyond the
+        float range for subnormal X) or P outside the float range.
+
+    Warns
+    -----
+    AccuracyWarning
+        As in :func:`coefficients`.
 
     Examples
     --------
@@ -1199,9 +1602,14 @@ def attention_parameters(X: npt.ArrayLike, Y: npt.ArrayLike, *,
     (True, True)
     """
     X, Y, _, vector_y, _, dtype = _validate(X, Y, None, route)
-    L = _factor(X, route)
-    P = _printed("P")(L, X, Y)
-    L, P = _result(L, dtype), _result(P, dtype)
+    _require_finite(("X", X), ("Y", Y))
+    L, X, kx = _factor(X, route)  # L and X column-scaled: L Lᵀ = (XᵀX)⁻¹ with L 2^-kx and X 2^kx
+    ky = _max_abs_exponents(Y)
+    Y = _times_power_of_two(Y, -ky[..., None, :])
+    P = _printed("P")(L, X, Y)  # LᵀXᵀY: the scales of the columns of X cancel
+    named_L, named_P = "the attention factor W_Q = W_K = W_V = L (L Lᵀ = (XᵀX)⁻¹)", "the output projection P"
+    L = _result(_unscale(L, -kx[..., :, None], named_L, (-2, -1)), dtype, named_L, (-2, -1))
+    P = _result(_unscale(P, ky[..., None, :], named_P), dtype, named_P)
     return L, L.copy(), L.copy(), (P[..., 0] if vector_y else P)
 
 
@@ -1225,9 +1633,15 @@ def attention_scores(X: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "
     Raises
     ------
     TypeError
-        An argument is not a real numeric array.
+        An argument is not a real numeric array (or a masked array).
     ValueError
-        A bad shape, an empty array, NaN or infinity in the data, or an unknown route.
+        A bad shape, an empty array, NaN or infinity in the data, or an unknown route. The scores themselves are
+        dimensionless (computed from the column-scaled X), so in range for any X but queries far larger than X.
+
+    Warns
+    -----
+    AccuracyWarning
+        As in :func:`coefficients`.
 
     Examples
     --------
@@ -1239,6 +1653,9 @@ def attention_scores(X: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "
     """
     X = _array("X", X, 2)
     X, _, X_query, _, vector_q, dtype = _validate(X, np.zeros(X.shape[:-1], X.dtype), X_query, route)
-    L = _factor(X, route)
-    scores = _result(_printed("scores")(X_query, L, X), dtype)
+    L, X, kx = _factor(X, route)  # L and X column-scaled: L Lᵀ = (XᵀX)⁻¹ with L 2^-kx and X 2^kx
+    with np.errstate(over="ignore"):  # an overflow is named by _result
+        X_query = _times_power_of_two(X_query, -kx[..., None, :])
+    # (X_q L)(X L)ᵀ with the scaled factors: the scales of the columns cancel
+    scores = _result(_printed("scores")(X_query, L, X), dtype, "the attention score matrix", (-2, -1))
     return scores[..., 0, :] if vector_q else scores

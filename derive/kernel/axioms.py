@@ -399,5 +399,7 @@ def equation_rule(lhs: Basic, rhs: Basic) -> Rule:
     rule.lhs, rule.rhs = lhs, rhs
     lengths = {len(factors_of(side)[1]) for side in (lhs, rhs) if isinstance(side, MatMul) and factors_of(side)[0] == 1}
     rule.runs = (lambda mats, i, j: j - i in lengths) if lengths else None  # a run is matched whole, as a side
+    # a side that is a sum also matches those terms inside a bigger sum (addition is associative and commutative)
+    rule.sum_sides = tuple((side, other) for side, other in ((lhs, rhs), (rhs, lhs)) if isinstance(side, MatAdd))
     return rule
 

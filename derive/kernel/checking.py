@@ -29,6 +29,7 @@ from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
     Inverse,
+    MatAdd,
     MatMul,
     MatPow,
     MatrixSymbol,
@@ -65,6 +66,7 @@ from .terms import (
     MATRIX_NODES,
     FamilyMatrix,
     TermError,
+    add,
     canon,
     children,
     dims_equal,
@@ -149,10 +151,34 @@ def rewrites(term: Basic, rule: Rule, ctx: Context, target: Basic | None = None)
                 run = mul(mats[i:j])  # the factors of a normal form are in normal form
                 for result in rule(run, ctx):
                     yield run, canon(mul(coeff, mats[:i], result, mats[j:]))
+    if isinstance(term, MatAdd) and getattr(rule, "sum_sides", ()):
+        yield from _sub_sums(term, rule.sum_sides, ctx)
     kids = children(term)
     for index, child_target in _child_targets(term, kids, target):
         for matched, result in rewrites(kids[index], rule, ctx, child_target):
             yield matched, canon(rebuild(term, kids[:index] + [result] + kids[index + 1 :]))
+
+
+def _sub_sums(term: MatAdd, sides, ctx: Context) -> Iterator[tuple[Basic, Basic]]:
+    """An equation a₁ + … + a_r = b applied to those terms inside a bigger sum: a₁ + … + a_r + c = b + c.
+
+    Near-linear: the side's terms are looked up in the sum's terms once, as a multiset.
+    """
+    ctx.tick()
+    have: dict = {}
+    for arg in term.args:
+        have[arg] = have.get(arg, 0) + 1
+    for side, other in sides:
+        if len(side.args) >= len(term.args):
+            continue  # the whole sum is the node itself, tried as such
+        need: dict = {}
+        for arg in side.args:
+            need[arg] = need.get(arg, 0) + 1
+        if all(have.get(arg, 0) >= count for arg, count in need.items()):
+            rest = list(term.args)
+            for arg in side.args:
+                rest.remove(arg)
+            yield side, canon(add(rest, other))
 
 
 def one_step(before: Basic, after: Basic, rule: Rule, ctx: Context) -> bool:

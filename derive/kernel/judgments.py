@@ -45,7 +45,7 @@ from .terms import (
 __all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "invertible", "nonnegative", "nonzero",
            "positive", "positive_definite", "positive_semidefinite", "sign", "symmetric"]
 
-_SEARCH_DEPTH = 4  # how far judgments follow hypothesis equations (any bound is sound)
+_SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; any bound is sound)
 
 
 class OutOfTime(TermError):
@@ -128,11 +128,11 @@ def sign(c: Basic, ctx: Context, depth: int = 0) -> frozenset:
         return POSITIVE if scalar_kind(c) == "positive" else UNKNOWN
     if kind is Trace:
         m = c.args[0]
-        if positive_definite(m, ctx, depth + 1):
+        if positive_definite(m, ctx, depth):
             return POSITIVE
-        if positive_semidefinite(m, ctx, depth + 1):
+        if positive_semidefinite(m, ctx, depth):
             return NONNEGATIVE
-        return NONZERO if invertible(m, ctx, depth + 1) else UNKNOWN
+        return NONZERO if invertible(m, ctx, depth) else UNKNOWN
     if kind is Mul:
         out = POSITIVE
         for arg in c.args:
@@ -167,13 +167,18 @@ def nonzero(c: Basic, ctx: Context) -> bool:
 # --- matrices ----------------------------------------------------------------------------------
 
 
+def _transposes(a: Basic, b: Basic) -> bool:
+    """``a`` is ``bᵀ`` or ``b`` is ``aᵀ`` (as written in normal form)."""
+    return a == Transpose(b) or b == Transpose(a)
+
+
 def _congruence(mats: list) -> Basic | None:
     """The middle factor M of a product F M Fᵀ (F a run of factors, Fᵀ its transpose read backwards)."""
     if len(mats) % 2 == 0:
         return None
     half = len(mats) // 2
     outer, middle, inner = mats[:half], mats[half], mats[half + 1:]
-    if all(Transpose(a) == b or Transpose(b) == a for a, b in zip(outer, reversed(inner), strict=True)):
+    if all(_transposes(a, b) for a, b in zip(outer, reversed(inner), strict=True)):
         return middle
     return None
 
@@ -203,25 +208,25 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
     if isinstance(term, Identity) or ctx.has("positive_definite", term):
         return True
     if isinstance(term, (Inverse, MatPow)):
-        return positive_definite(term.args[0], ctx, depth + 1)
+        return positive_definite(term.args[0], ctx, depth)
     if isinstance(term, Transpose):
-        return positive_definite(term.args[0], ctx, depth + 1)
+        return positive_definite(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
         if positive(coeff, ctx):
             if len(mats) == 1:
-                return positive_definite(mats[0], ctx, depth + 1)  # c·M, c > 0
+                return positive_definite(mats[0], ctx, depth)  # c·M, c > 0
             if len(mats) == 2 and mats[0] == Transpose(mats[1]):
-                return _square(mats[1]) and invertible(mats[1], ctx, depth + 1)  # Bᵀ B, B invertible
+                return _square(mats[1]) and invertible(mats[1], ctx, depth)  # Bᵀ B, B invertible
             middle = _congruence(mats)
-            if middle is not None and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
-                return positive_definite(middle, ctx, depth + 1)  # F M Fᵀ, F square invertible
+            if middle is not None and all(_square(m) and invertible(m, ctx, depth) for m in mats):
+                return positive_definite(middle, ctx, depth)  # F M Fᵀ, F square invertible
     if isinstance(term, MatAdd):  # positive semidefinite terms, one of them positive definite
-        if all(positive_semidefinite(a, ctx, depth + 1) for a in term.args):
-            return any(positive_definite(a, ctx, depth + 1) for a in term.args)
+        if all(positive_semidefinite(a, ctx, depth) for a in term.args):
+            return any(positive_definite(a, ctx, depth) for a in term.args)
     diagonal = _block_diagonal(term)
     if diagonal is not None:
-        return all(positive_definite(b, ctx, depth + 1) for b in diagonal)
+        return all(positive_definite(b, ctx, depth) for b in diagonal)
     return any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term))
 
 
@@ -235,25 +240,25 @@ def positive_semidefinite(term, ctx: Context, depth: int = 0) -> bool:
 def _positive_semidefinite(term, ctx: Context, depth: int) -> bool:
     if depth > _SEARCH_DEPTH or not _square(term):
         return False
-    if isinstance(term, ZeroMatrix) or positive_definite(term, ctx, depth + 1):
+    if isinstance(term, ZeroMatrix) or positive_definite(term, ctx, depth):
         return True
     if isinstance(term, Transpose):
-        return positive_semidefinite(term.args[0], ctx, depth + 1)
+        return positive_semidefinite(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
         if nonnegative(coeff, ctx):
             if len(mats) == 1:
-                return positive_semidefinite(mats[0], ctx, depth + 1)  # c·M, c ≥ 0
-            if len(mats) == 2 and mats[0] == Transpose(mats[1]):
-                return True  # Bᵀ B
+                return positive_semidefinite(mats[0], ctx, depth)  # c·M, c ≥ 0
+            if len(mats) == 2 and _transposes(mats[0], mats[1]):
+                return True  # Bᵀ B or B Bᵀ
             middle = _congruence(mats)
             if middle is not None:
-                return positive_semidefinite(middle, ctx, depth + 1)  # F M Fᵀ, any F
+                return positive_semidefinite(middle, ctx, depth)  # F M Fᵀ, any F
     if isinstance(term, MatAdd):
-        return all(positive_semidefinite(a, ctx, depth + 1) for a in term.args)
+        return all(positive_semidefinite(a, ctx, depth) for a in term.args)
     diagonal = _block_diagonal(term)
     if diagonal is not None:
-        return all(positive_semidefinite(b, ctx, depth + 1) for b in diagonal)
+        return all(positive_semidefinite(b, ctx, depth) for b in diagonal)
     if any(positive_semidefinite(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
         return True
     return _congruent_to_semidefinite(term, ctx, depth)
@@ -286,16 +291,18 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
         return False
     if isinstance(term, Identity) or ctx.has("invertible", term):
         return True
-    if positive_definite(term, ctx, depth + 1):
+    if positive_definite(term, ctx, depth):
         return True
     if isinstance(term, (Transpose, Inverse, MatPow)):
-        return invertible(term.args[0], ctx, depth + 1)
+        return invertible(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
-        if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
+        if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth) for m in mats):
             return True
     diagonal = _block_diagonal(term)
-    if diagonal is not None and all(invertible(b, ctx, depth + 1) for b in diagonal):
+    if diagonal is not None and all(invertible(b, ctx, depth) for b in diagonal):
+        return True
+    if isinstance(term, MatAdd) and _low_rank_update_invertible(term, ctx, depth):
         return True
     for lhs, rhs in ctx.equations:  # a square matrix with a one-sided inverse is invertible
         for product, unit in ((lhs, rhs), (rhs, lhs)):
@@ -304,6 +311,32 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
                 if term in (mats[0], mats[-1]):
                     return True
     return any(invertible(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+
+
+def _low_rank_update_invertible(term: MatAdd, ctx: Context, depth: int) -> bool:
+    """A + c U V is invertible when A is and I + c V A⁻¹ U is (det(A + cUV) = det A · det(I + cVA⁻¹U)): the
+    invertibility half of the Sherman–Morrison–Woodbury formula.  One term of the sum is the update c U V,
+    split between any two of its factors; the other terms are A."""
+    if depth > _SEARCH_DEPTH:
+        return False
+    for position, update in enumerate(term.args):
+        coeff, mats = factors_of(update)
+        if len(mats) < 2:
+            continue
+        rest = [a for i, a in enumerate(term.args) if i != position]
+        base = rest[0] if len(rest) == 1 else MatAdd(*rest, evaluate=False)
+        if not invertible(base, ctx, depth + 1):
+            continue
+        for split in range(1, len(mats)):
+            left, right = mats[:split], mats[split:]
+            inner = shape(left[-1])[1]
+            left_term = left[0] if len(left) == 1 else MatMul(*left, evaluate=False)
+            right_term = right[0] if len(right) == 1 else MatMul(*right, evaluate=False)
+            small = MatAdd(Identity(inner), MatMul(coeff, right_term, Inverse(base), left_term, evaluate=False),
+                           evaluate=False)
+            if invertible(small, ctx, depth + 1):
+                return True
+    return False
 
 
 def symmetric(term, ctx: Context, depth: int = 0) -> bool:
@@ -322,21 +355,21 @@ def _symmetric(term, ctx: Context, depth: int) -> bool:
     if isinstance(term, (Identity, ZeroMatrix)) or ctx.has("symmetric", term) or ctx.has("diagonal", term):
         return True
     if isinstance(term, (Inverse, MatPow, Transpose)):
-        return symmetric(term.args[0], ctx, depth + 1)
+        return symmetric(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         _, mats = factors_of(term)  # a real coefficient keeps symmetry
         if len(mats) == 1:
-            return symmetric(mats[0], ctx, depth + 1)
-        if len(mats) == 2 and mats[0] == Transpose(mats[1]):
-            return True
+            return symmetric(mats[0], ctx, depth)
+        if len(mats) == 2 and _transposes(mats[0], mats[1]):
+            return True  # Bᵀ B or B Bᵀ
         middle = _congruence(mats)
         if middle is not None:
-            return symmetric(middle, ctx, depth + 1)  # F M Fᵀ
+            return symmetric(middle, ctx, depth)  # F M Fᵀ
     if isinstance(term, MatAdd):
-        return all(symmetric(a, ctx, depth + 1) for a in term.args)
+        return all(symmetric(a, ctx, depth) for a in term.args)
     diagonal = _block_diagonal(term)
     if diagonal is not None:
-        return all(symmetric(b, ctx, depth + 1) for b in diagonal)
+        return all(symmetric(b, ctx, depth) for b in diagonal)
     return any(symmetric(t, ctx, depth + 1) for t in ctx.equal_terms(term))
 
 

@@ -21,12 +21,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sympy import Basic, Symbol
-from sympy.matrices.expressions import BlockMatrix, MatrixSymbol
+from sympy.matrices.expressions import BlockMatrix, MatrixExpr, MatrixSymbol
 
-from ..kernel import Chain, Hypothesis, Theorem, is_issued
+from ..kernel import Chain, Family, Hypothesis, Induction, Theorem, is_issued
+from ..kernel.scalars import scalar_kind
+from ..kernel.terms import FamilyMatrix, canon, index_kind
 from .grouping import display_groups
 from .printer import PaperLatexPrinter
-from .symbols import macro_table, theorem_dimensions, theorem_symbols
+from .symbols import (
+    family_macros,
+    family_member,
+    macro_table,
+    theorem_dimensions,
+    theorem_families,
+    theorem_scalars,
+    theorem_symbols,
+)
 
 __all__ = ["RULE_TEXT", "article_latex", "article_theorems", "describe", "notation_rows", "rule_text",
            "theorem_display", "theorem_latex"]
@@ -51,6 +61,13 @@ RULE_TEXT = {
     "block_multiply": "block multiplication",
     "block_transpose": "block transpose",
     "block_single": "a single block",
+    "block_add": "block sum",
+    "block_scale": "scaling a block matrix",
+    "block_identity": "the identity in blocks",
+    "block_zero": "zero blocks",
+    "block_inverse_diagonal": "inverse of a block-diagonal matrix",
+    "inverse_identity": "inverse of the identity",
+    "scalar_matrix": "a 1-by-1 matrix is a scalar",
 }
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
@@ -84,6 +101,7 @@ class _Context:
     printer: PaperLatexPrinter
     stated: dict = field(default_factory=dict)  # lemma statement key -> its label, shared by the article
     aliases: dict = field(default_factory=dict)  # this theorem's lemma name -> label of the same statement
+    local: dict = field(default_factory=dict)  # hypotheses of the chain being printed (hyp:IH) -> their words
 
 
 BREAK = "\\olsbreak"  # where a long display may break: between the factors of an outermost product
@@ -93,7 +111,9 @@ def _printer(theorems: Sequence[Theorem], macros: bool, settings: Mapping) -> Pa
     """The printer of a fragment or the article: symbols as the package's macros, breakable displays."""
     settings = dict(settings)
     if macros:
-        settings["symbol_names"] = {**macro_table(theorems), **(settings.get("symbol_names") or {})}
+        names = {**macro_table(theorems), **(settings.get("symbol_names") or {})}
+        settings["symbol_names"] = names
+        settings["family_names"] = {name: names[name] for name in family_macros(theorems) if name in names}
         settings.setdefault("breaks", BREAK)
     return PaperLatexPrinter(settings)
 
@@ -151,11 +171,22 @@ def _rule_text(step, ctx: _Context) -> str:
         pairs = _instance(step.instance, printer)
         return f"Theorem~\\ref{{{_label(name)}}}" + (f" with ${pairs}$" if pairs else "")
     if kind == "lemma":
-        return f"Lemma~\\ref{{{ctx.aliases.get(name, _label(ctx.theorem.id, name))}}}"
+        text = f"Lemma~\\ref{{{ctx.aliases.get(name, _label(ctx.theorem.id, name))}}}"
+        pairs = [(v, e) for v, e in step.instance if v != e]  # an induction lemma at another index
+        return text + "".join(f" with ${printer.doprint(e)}$ for ${printer.doprint(v)}$" for v, e in pairs)
+    if kind in ("base", "step"):
+        family = theorem_families(ctx.theorem).get(name)
+        if family is None:
+            return f"rule {_text(rule)}"
+        if kind == "base":
+            return f"definition of ${printer.family_latex(name, 0)}$"
+        return f"recurrence of ${printer.family_latex(name)}$"
     if kind == "def":
         definition = next((d for d in proof.definitions if d.name == name), None)
         return f"definition of ${printer.doprint(definition.symbol)}$" if definition else f"definition {_text(name)}"
     if kind == "hyp":
+        if name in ctx.local:
+            return ctx.local[name]
         hyps = list(proof.hypotheses) + [h for c in proof.lemmas for h in c.hypotheses]
         h = next((h for h in hyps if h.name == name), None)
         if h is None:
@@ -194,10 +225,67 @@ def _chain_latex(chain: Chain, ctx: _Context) -> str:
     return "\n".join(lines)
 
 
-def _shapes(theorem: Theorem, printer: PaperLatexPrinter) -> str:
-    items = [f"${printer.doprint(s)} \\in \\mathbb{{R}}^{{{printer.dimension(s.rows)} \\times "
-             f"{printer.dimension(s.cols)}}}$" for s in theorem_symbols(theorem).values()]
-    return ", ".join(items)
+def _size(printer: PaperLatexPrinter, rows: Basic, cols: Basic) -> str:
+    return f"\\mathbb{{R}}^{{{printer.dimension(rows)} \\times {printer.dimension(cols)}}}"
+
+
+def _shapes(theorem: Theorem, printer: PaperLatexPrinter) -> list[str]:
+    return [f"${printer.doprint(s)} \\in {_size(printer, s.rows, s.cols)}$" for s in theorem_symbols(theorem).values()]
+
+
+def _first_index(theorem: Theorem, family: Family) -> int:
+    """1 when every member of a free family the theorem uses has an index of at least 1 (data x₁, x₂, ...),
+    else 0."""
+    proof = theorem.proof
+    terms = [t for chain in (*proof.lemmas, proof.claim) for t in (chain.lhs, chain.rhs, *(s.expr for s in
+                                                                                             chain.steps))]
+    terms += [t for f in proof.families if f.is_defined for t in (f.base, f.step)]
+    terms += [t for h in proof.hypotheses for t in (h.lhs, h.rhs) if not h.is_predicate]
+    for term in terms:
+        for member in term.atoms(FamilyMatrix):
+            if member.name == family.name and not (member.index.as_coeff_Add()[0] >= 1):
+                return 0
+    return 1
+
+
+def _free_families(theorem: Theorem, printer: PaperLatexPrinter) -> list[str]:
+    """``$x_1, x_2, \\ldots \\in \\mathbb{R}^{p \\times 1}$`` for each free family; ``$X_s \\in \\mathbb{R}^{s
+    \\times p}$ ($s = 0, 1, \\ldots$)`` for one whose shape depends on the index."""
+    out = []
+    for family in theorem_families(theorem).values():
+        if family.is_defined:
+            continue
+        first = _first_index(theorem, family)
+        if family.index in family.rows.free_symbols | family.cols.free_symbols:
+            member = printer.doprint(family_member(family))
+            out.append(f"${member} \\in {_size(printer, family.rows, family.cols)}$ "
+                       f"(${printer.doprint(family.index)} = {first}, {first + 1}, \\ldots$)")
+        else:
+            members = ", ".join(printer.family_latex(family.name, value) for value in (first, first + 1))
+            out.append(f"${members}, \\ldots \\in {_size(printer, family.rows, family.cols)}$")
+    return out
+
+
+def _let(theorem: Theorem, printer: PaperLatexPrinter) -> str:
+    """The sentence that introduces the theorem's matrices and its free families (empty when there are none)."""
+    shapes, families = _shapes(theorem, printer), _free_families(theorem, printer)
+    sequences = ""
+    if families:
+        listed = families[0] if len(families) == 1 else ", ".join(families[:-1]) + f" and {families[-1]}"
+        sequences = f"{listed} be any sequence{'s' if len(families) > 1 else ''} of matrices"
+    if shapes and sequences:
+        return f"Let {', '.join(shapes)}, and let {sequences}."
+    if shapes or sequences:
+        return f"Let {', '.join(shapes) or sequences}."
+    return ""
+
+
+def _recurrence(family: Family, printer: PaperLatexPrinter, breakable: bool = False) -> str:
+    """``S_0 = 0, S_{s+1} = S_s + ...`` (with ``\\olssep`` between the two in a display)."""
+    show = printer.doprint_breakable if breakable else printer.doprint
+    base = f"{printer.family_latex(family.name, 0)} = {show(family.base)}"
+    step = f"{printer.family_latex(family.name, family.index + 1)} = {show(family.step)}"
+    return f"{base} \\olssep {step}" if breakable else f"${base}$ and ${step}$"
 
 
 def _tall(*terms: Basic) -> bool:
@@ -205,21 +293,86 @@ def _tall(*terms: Basic) -> bool:
     return any(t.atoms(BlockMatrix) or isinstance(t, BlockMatrix) for t in terms)
 
 
-def _items(verb: str, sep: str, items: list, printer: PaperLatexPrinter) -> str:
-    """``Assume a; b.`` in the text; equations holding block matrices displayed after the others."""
-    inline = [text for text, tall, _ in items if not tall]
-    tall = [terms for _, is_tall, terms in items if is_tall]
+@dataclass
+class _Item:
+    """One clause of a statement's ``Assume`` or ``Define`` sentence: inline text, or a display when tall."""
+
+    text: str
+    shown: str | None = None  # the display of a tall clause (set when the clause holds block matrices)
+
+
+def _items(verb: str, sep: str, items: list[_Item], printer: PaperLatexPrinter) -> str:
+    """``Assume a; b.`` in the text; clauses holding block matrices displayed after the others."""
+    inline = [item.text for item in items if item.shown is None]
+    tall = [item.shown for item in items if item.shown is not None]
+    if printer._settings["breaks"] is not None:
+        sep = sep.rstrip() + "\\olsnext "  # a break that leaves the line ragged, never overfull
     if not tall or printer._settings["breaks"] is None:
-        return f"{verb} " + sep.join(text for text, _, _ in items) + "."
-    shown = " \\olssep ".join((f"\\text{{{quantifier}:}}\\ " if quantifier else "")
-                               + f"{printer.doprint(a)} = {printer.doprint(b)}" for a, b, quantifier in tall)
+        return f"{verb} " + sep.join(item.text for item in items) + "."
     head = f"{verb} " + sep.join(inline) + (sep.strip() + " and" if inline else "")
+    shown = " \\olssep ".join(tall)
     return head + f"\n\\olsdisplay{{{shown}.}}"
 
 
-def _lemma_key(lemma: Chain) -> tuple:
+def _hypothesis_item(h: Hypothesis, printer: PaperLatexPrinter) -> _Item:
+    if h.is_predicate or not _tall(h.lhs, h.rhs):
+        return _Item(_equation(h, printer))
+    quantifier = _quantifier(h, printer) if h.forall else ""
+    prefix = f"\\text{{{quantifier}:}}\\ " if quantifier else ""
+    shown = f"{printer.doprint_breakable(h.lhs)} = {printer.doprint_breakable(h.rhs)}"
+    return _Item(_equation(h, printer), prefix + shown)
+
+
+def _definitions(theorem: Theorem, printer: PaperLatexPrinter) -> list[_Item]:
+    """The recurrences of the defined families, then the definitions of matrix symbols."""
+    items = []
+    for family in theorem_families(theorem).values():
+        if not family.is_defined:
+            continue
+        member = printer.doprint(family_member(family))
+        text = f"${member} \\in {_size(printer, family.rows, family.cols)}$ by {_recurrence(family, printer)}"
+        shown = None
+        if _tall(family.base, family.step):
+            shown = (f"\\text{{${member} \\in {_size(printer, family.rows, family.cols)}$:}}\\ "
+                     + _recurrence(family, printer, breakable=True))
+        items.append(_Item(text, shown))
+    for d in theorem.proof.definitions:
+        shown = f"{printer.doprint(d.symbol)} = {printer.doprint_breakable(d.rhs)}" if _tall(d.rhs) else None
+        items.append(_Item(f"${printer.doprint(d.symbol)} = {printer.doprint(d.rhs)}$", shown))
+    return items
+
+
+def _lemma_key(lemma: Chain | Induction) -> tuple:
     """A lemma's statement as the kernel sees it (symbols with their shapes), for finding one stated twice."""
+    if isinstance(lemma, Induction):
+        return "induction", lemma.variable, lemma.lhs, lemma.rhs
     return lemma.lhs, lemma.rhs, tuple((h.lhs, h.rhs, h.forall) for h in lemma.hypotheses)
+
+
+def _induction_chain(lemma: Induction, part: str) -> Chain:
+    """The base (at 0) or step (at variable + 1) chain of an induction lemma, as a chain to print."""
+    value = 0 if part == "base" else lemma.variable + 1
+    lhs, rhs = (canon(side.xreplace({lemma.variable: value})) for side in (lemma.lhs, lemma.rhs))
+    return Chain(f"{lemma.name}_{part}", lhs, rhs, lemma.base if part == "base" else lemma.step)
+
+
+def _induction_latex(lemma: Induction, ctx: _Context) -> str:
+    """``By induction on t. For t = 0: <chain>. If <claim at t> (the induction hypothesis), then for t + 1:
+    <chain>.``"""
+    printer = ctx.printer
+    t = printer.doprint(lemma.variable)
+    claim = f"${printer.doprint(lemma.lhs)} = {printer.doprint(lemma.rhs)}$"
+    if _tall(lemma.lhs, lemma.rhs):
+        claim = f"the claim holds for ${t}$"
+    ctx.local = {}
+    out = [f"By induction on ${t}$. For ${t} = 0$:", _chain_latex(_induction_chain(lemma, "base"), ctx)]
+    ctx.local = {"IH": "induction hypothesis"}
+    try:
+        out += [f"If {claim} (the induction hypothesis), then for ${printer.doprint(lemma.variable + 1)}$:",
+                _chain_latex(_induction_chain(lemma, "step"), ctx)]
+    finally:
+        ctx.local = {}
+    return "\n".join(out)
 
 
 def _theorem_latex(ctx: _Context) -> str:
@@ -227,15 +380,12 @@ def _theorem_latex(ctx: _Context) -> str:
     theorem, printer = ctx.theorem, ctx.printer
     proof = theorem.proof
     out = [f"\\begin{{theorem}}[{theorem.title}]\\label{{{_label(theorem.id)}}}"]
-    out.append(f"Let {_shapes(theorem, printer)}.")
+    out.append(_let(theorem, printer))
     if proof.hypotheses:
-        out.append(_items("Assume", "; ", [(_equation(h, printer), not h.is_predicate and _tall(h.lhs, h.rhs),
-                                           (h.lhs, h.rhs, _quantifier(h, printer) if h.forall else ""))
-                                          for h in proof.hypotheses], printer))
-    if proof.definitions:
-        out.append(_items("Define", ", ", [(f"${printer.doprint(d.symbol)} = {printer.doprint(d.rhs)}$",
-                                           _tall(d.rhs), (d.symbol, d.rhs, "")) for d in proof.definitions],
-                          printer))
+        out.append(_items("Assume", "; ", [_hypothesis_item(h, printer) for h in proof.hypotheses], printer))
+    definitions = _definitions(theorem, printer)
+    if definitions:
+        out.append(_items("Define", ", ", definitions, printer))
     out.append("Then")
     out.append(_display(printer, proof.claim.lhs, proof.claim.rhs, end="."))
     out.append("\\end{theorem}\n")
@@ -248,13 +398,17 @@ def _theorem_latex(ctx: _Context) -> str:
             continue
         ctx.stated[key] = _label(theorem.id, lemma.name)
         header = f"\\begin{{lemma}}\\label{{{_label(theorem.id, lemma.name)}}}"
-        header += (" If " + " and ".join(_equation(h, printer) for h in lemma.hypotheses) + ", then"
-                   if lemma.hypotheses else "\\leavevmode")
+        if isinstance(lemma, Induction):
+            header += f" For every ${printer.doprint(lemma.variable)}$,"
+        elif lemma.hypotheses:
+            header += " If " + " and ".join(_equation(h, printer) for h in lemma.hypotheses) + ", then"
+        else:
+            header += "\\leavevmode"
         out.append(header)
         out.append(_display(printer, lemma.lhs, lemma.rhs, end="."))
         out.append("\\end{lemma}")
         out.append("\\begin{proof}")
-        out.append(_chain_latex(lemma, ctx))
+        out.append(_induction_latex(lemma, ctx) if isinstance(lemma, Induction) else _chain_latex(lemma, ctx))
         out.append("\\end{proof}\n")
     fresh = len(proof.lemmas) > len(again)
     out.append(f"\\begin{{proof}}[Proof of Theorem~\\ref{{{_label(theorem.id)}}}]" if fresh else "\\begin{proof}")
@@ -296,6 +450,10 @@ def theorem_display(theorem: Theorem, **settings) -> str:
             lines.append(f"&{matrix}\\ \\text{{{name}}}")
         else:
             lines.append(f"&{printer.doprint(h.lhs)} = {printer.doprint(h.rhs)}")
+    for family in proof.families:
+        if family.is_defined:
+            recurrence = _recurrence(family, printer, breakable=True).replace(" \\olssep ", ",\\quad ")
+            lines.append(f"&{recurrence}")
     for d in proof.definitions:
         lines.append(f"&{printer.doprint(d.symbol)} := {printer.doprint(d.rhs)}")
     lines.append(f"&\\implies {printer.doprint(proof.claim.lhs)} = {printer.doprint(proof.claim.rhs)}")
@@ -366,8 +524,7 @@ def _meaning(theorem: Theorem, sym: Basic, glossaries: Mapping[str, Mapping[str,
         else:
             renamed = _cited_as(theorem)
             for cited in theorem.proof.cites:
-                pool = (theorem_symbols(cited, bound_too=True) if isinstance(sym, MatrixSymbol)
-                        else theorem_dimensions(cited))
+                pool = _pool(cited, _kind(sym))
                 if sym in pool.values() and sym not in renamed.get(cited.id, ()):
                     meaning = _meaning(cited, sym, glossaries, memo)
                     if meaning:
@@ -376,15 +533,53 @@ def _meaning(theorem: Theorem, sym: Basic, glossaries: Mapping[str, Mapping[str,
     return memo[key]
 
 
+def _kind(sym: Basic) -> str:
+    """Which of a theorem's pools of symbols ``sym`` belongs to."""
+    if isinstance(sym, FamilyMatrix):
+        return "matrices"
+    if isinstance(sym, Symbol):
+        return "scalars" if scalar_kind(sym) is not None else "dimensions"
+    return "matrices"
+
+
+def _pool(theorem: Theorem, kind: str) -> dict[str, Basic]:
+    """A theorem's dimensions and indices, scalars, or matrices and families (each family as its member ``x_s``)."""
+    if kind == "dimensions":
+        return theorem_dimensions(theorem)
+    if kind == "scalars":
+        return theorem_scalars(theorem)
+    families = {name: family_member(f) for name, f in theorem_families(theorem).items()}
+    return {**theorem_symbols(theorem, bound_too=True), **families}
+
+
+def _describe_family(theorem: Theorem, member: FamilyMatrix, printer: PaperLatexPrinter) -> str:
+    family = theorem_families(theorem)[member.name]
+    if not family.is_defined:
+        if family.cols == 1 and family.index not in family.rows.free_symbols:
+            return f"a sequence of vectors in $\\mathbb{{R}}^{{{printer.doprint(family.rows)}}}$"
+        return f"a sequence of ${printer.dimension(family.rows)} \\times {printer.dimension(family.cols)}$ matrices"
+    size = f"${printer.dimension(family.rows)} \\times {printer.dimension(family.cols)}$"
+    if _tall(family.base, family.step):
+        return f"the {size} matrices defined by a recurrence"
+    return f"the {size} matrices with {_recurrence(family, printer)}"
+
+
 def describe(theorem: Theorem, sym: Basic, printer: PaperLatexPrinter | None = None) -> str:
     """A description of a symbol no glossary describes, from what the theorem says of it.
 
     A defined symbol reads as its definition, a symbol a hypothesis binds as "any matrix ..." of its size, a
-    dimension as a size of the theorem's matrices, any other matrix by its size.
+    dimension as a size of the theorem's matrices, an index as a natural number, a scalar by its sign, a family
+    by its recurrence or as a sequence, any other matrix by its size.
     """
     printer = printer or PaperLatexPrinter()
     proof = theorem.proof
+    if isinstance(sym, FamilyMatrix):
+        return _describe_family(theorem, sym, printer)
     if isinstance(sym, Symbol) and not isinstance(sym, MatrixSymbol):
+        if scalar_kind(sym) is not None:
+            return f"a {scalar_kind(sym)} scalar"
+        if index_kind(sym) == "index":
+            return "an index (a natural number)"
         return "a dimension (a positive integer)"
     size = f"${printer.dimension(sym.rows)} \\times {printer.dimension(sym.cols)}$"
     for d in proof.definitions:
@@ -406,17 +601,21 @@ def notation_rows(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
     Every symbol has at least one description: the glossaries' (a theorem's own, or that of a cited theorem
     sharing the symbol); a symbol no glossary describes anywhere gets the one :func:`describe` derives from
     the theorems.  A symbol described alike everywhere has one.
-    ``dimensions`` adds the dimension symbols (``n``, ``p``), before the matrices.
+    ``dimensions`` adds the dimension and index symbols (``n``, ``p``, ``t``), before the matrices.  Scalars
+    (``lambda``) come before the matrices too, families (as their member ``x_s``) among them.  A family named like
+    another symbol has its own row, named ``NAME[]``.
     """
     printer = printer or PaperLatexPrinter()
     symbols: dict[str, Basic] = {}
     meanings: dict[str, dict[str, list[str]]] = {}
     derived: dict[str, dict[str, list[str]]] = {}
     memo: dict = {}
-    for kind in ("dimensions", "matrices") if dimensions else ("matrices",):
+    with_macros = family_macros(theorems)
+    for kind in ("dimensions", "scalars", "matrices") if dimensions else ("scalars", "matrices"):
         for theorem in theorems:
-            pool = theorem_dimensions(theorem) if kind == "dimensions" else theorem_symbols(theorem, bound_too=True)
-            for name, sym in pool.items():
+            for name, sym in _pool(theorem, kind).items():
+                if isinstance(sym, FamilyMatrix) and name not in with_macros:
+                    name += "[]"
                 symbols.setdefault(name, sym)
                 found = meanings.setdefault(name, {})
                 meaning = _meaning(theorem, sym, glossaries, memo)
@@ -429,9 +628,12 @@ def notation_rows(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
     for name, found in meanings.items():
         if not found:  # no glossary describes the symbol anywhere: what the theorems say of it
             found.update(derived[name])
-    dims = [n for n in symbols if not isinstance(symbols[n], MatrixSymbol)]
-    mats = [n for n in symbols if isinstance(symbols[n], MatrixSymbol)]
-    order = sorted(dims) + sorted(mats, key=lambda n: (n.lower(), n))
+    kinds = {n: "scalars" if _kind(sym) == "scalars" else "matrices" if isinstance(sym, MatrixExpr) else "dimensions"
+             for n, sym in symbols.items()}
+    dims = [n for n in symbols if kinds[n] == "dimensions"]
+    scalars = [n for n in symbols if kinds[n] == "scalars"]
+    mats = [n for n in symbols if kinds[n] == "matrices"]
+    order = sorted(dims) + sorted(scalars, key=lambda n: (n.lower(), n)) + sorted(mats, key=lambda n: (n.lower(), n))
     return [(name, symbols[name], list(meanings[name].items())) for name in order]
 
 
@@ -451,6 +653,7 @@ def _refs(ids: Sequence[str]) -> str:
 PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage[a4paper,margin=2cm]{geometry}
 \usepackage{amsmath,amssymb,amsthm}
+\usepackage{longtable}
 \title{Ordinary least squares is single-layer linear attention\\\large machine-checked theorems}
 \author{generated by \texttt{derive} from kernel-checked proofs}
 \date{}
@@ -460,6 +663,13 @@ PREAMBLE = r"""\documentclass[11pt]{article}
 def _notation(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]],
               printer: PaperLatexPrinter) -> str:
     rows = []
+    extra = ""
+    if any(theorem_scalars(t) for t in theorems):
+        extra += ("A scalar multiplies a matrix entry by entry, and a $1 \\times 1$ matrix is read as the number "
+                  "it holds (the $1 \\times 1$ identity is $1$). ")
+    if any(t.proof.families for t in theorems):
+        extra += ("A family $x_0, x_1, \\ldots$ is a sequence of matrices, either any sequence or one defined by "
+                  "its first member and a recurrence; an index such as $t$ is a natural number. ")
     for _name, sym, meanings in notation_rows(theorems, glossaries, printer, dimensions=True):
         symbol = f"${printer.doprint(sym)}$"
         if len(meanings) == 1:
@@ -476,10 +686,10 @@ def _notation(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str,
         "zero, products with the identity, transposes of zero, single blocks) is named on the same line, "
         "with how often it was applied. A line citing an earlier theorem says which of its symbols are "
         "renamed. A symbol that means different things in different theorems is listed once per meaning, "
-        "with the theorems that meaning applies in.",
-        "\\begin{center}\\begin{tabular}{lp{0.8\\textwidth}}",
+        "with the theorems that meaning applies in." + (" " + extra.rstrip() if extra else ""),
+        "\\begin{longtable}{lp{0.8\\textwidth}}",
         *rows,
-        "\\end{tabular}\\end{center}",
+        "\\end{longtable}",
     ])
 
 

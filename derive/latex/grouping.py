@@ -1,7 +1,8 @@
 """Which kernel steps share a displayed line: bookkeeping goes with the step it serves.
 
 A kernel chain has one step per rewrite, and many of them are bookkeeping: a product with a zero or an
-identity, a sum with zero, the transpose of zero, a single block, collecting like terms.  Printed one per
+identity, a sum with zero, the transpose of zero, a single block, collecting like terms, zero or identity
+blocks, the inverse of I, a 1×1 factor read as a scalar (:data:`BOOKKEEPING`).  Printed one per
 line they bury the argument under ``X_q L + 0 \\cdot 0``.  :func:`display_groups` cuts a chain into
 displayed lines, each a run of consecutive steps ending at the expression shown; every rule of every step
 stays named beside its line, so nothing is hidden.  It looks only at rule names and at the expressions,
@@ -26,15 +27,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sympy import Basic, Rational
-from sympy.matrices.expressions import BlockMatrix
+from sympy import Basic
+from sympy.matrices.expressions import BlockMatrix, MatrixExpr
 
 from ..kernel import Chain, Step
 
 __all__ = ["BOOKKEEPING", "Group", "display_groups", "noise"]
 
-#: Rules that only tidy up: zeros, identities, single blocks, like terms.
-BOOKKEEPING = frozenset({"identity_mul", "zero_mul", "zero_add", "transpose_zero", "block_single", "collect"})
+#: Rules that only tidy up: zeros, identities, single blocks, like terms, zero blocks, identity blocks, the
+#: inverse of I, and moving a 1×1 matrix between the factors and the coefficient (it prints the same either way).
+BOOKKEEPING = frozenset({"identity_mul", "zero_mul", "zero_add", "transpose_zero", "block_single", "collect",
+                         "block_zero", "block_identity", "inverse_identity", "scalar_matrix"})
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,8 @@ def noise(expr: Basic) -> tuple[int, int]:
         node = stack.pop()
         args = getattr(node, "args", ())
         if getattr(node, "is_MatMul", False):
-            matrices = [a for a in args if not isinstance(a, Rational)]
-            coeff = [a for a in args if isinstance(a, Rational)]
+            matrices = [a for a in args if isinstance(a, MatrixExpr)]
+            coeff = [a for a in args if not isinstance(a, MatrixExpr)]  # numbers, scalar symbols, 1×1 matrices
             if len(matrices) + len(coeff) >= 2:
                 zero += sum(1 for a in matrices if a.is_ZeroMatrix) + sum(1 for c in coeff if c == 0)
                 other += sum(1 for a in matrices if a.is_Identity)

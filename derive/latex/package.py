@@ -7,9 +7,11 @@ environments when the document has none of its own (at ``\\begin{document}``, so
 ``\\olssep`` separates definitions) and of proof chains (``olschain`` with ``\\olsstep``), which
 break long formulas across lines at sums and between
 the factors of products (``\\olsbreak``, a discretionary ``\\times``), put the rules beside each line
-and move them below it when they do not fit, so nothing runs into the margin at any text width; and
-one macro per symbol (:mod:`.symbols`), defined with ``\\providecommand`` so a paper may define its
-own first.  The standalone article carries the same definitions in its preamble.
+and move them below it when they do not fit, so nothing runs into the margin at any text width; block
+matrices that may narrow (``\\olsblocks``: when the matrix is wider than the room left on its line, the
+blocks marked ``\\olscell`` are set in narrower columns and break across lines) and parentheses whose content
+may break (``\\olsparen``); and one macro per symbol (:mod:`.symbols`), defined with ``\\providecommand`` so
+a paper may define its own first.  The standalone article carries the same definitions in its preamble.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from ..kernel import Theorem
 from .printer import PaperLatexPrinter
-from .symbols import macro_table, theorem_dimensions, theorem_symbols
+from .symbols import family_macros, macro_table, theorem_dimensions, theorem_scalars, theorem_symbols
 
 __all__ = ["PACKAGE", "package_body", "package_latex"]
 
@@ -40,24 +42,33 @@ _ENVIRONMENTS = r"""% theorem and lemma, unless the document defines its own
   \@ifundefined{theorem}{\newtheorem{theorem}{Theorem}}{}%
   \@ifundefined{lemma}{\@ifundefined{c@theorem}{\newtheorem{lemma}{Lemma}}%
     {\newtheorem{lemma}{Lemma}[theorem]}}{}}
+% long inline formulae (a statement's definitions) break instead of overfilling a narrow column
+\AtBeginDocument{\ifdim\emergencystretch<1.5em \emergencystretch=1.5em\fi}
 % displays that break: statements (\olsdisplay) and proof chains (olschain, \olsstep)
 \newlength\ols@indent
 \newlength\ols@width
+\newdimen\ols@avail
+\newdimen\ols@cellwidth
 \newsavebox\ols@box
+\newsavebox\ols@mbox
+\newsavebox\ols@cbox
+\newsavebox\ols@pbox
 \newif\ifols@pending
 \def\ols@lhs{}
+\ols@avail\maxdimen\relax
 \providecommand\olsbreak{\discretionary{\thinspace\hbox{$\times$}}{}{}}
 \providecommand\olssep{,\allowbreak\quad}
+\providecommand\olsnext{\hskip\z@ plus 6em\penalty\z@\hskip\z@ plus -6em\relax}
 \newcommand\ols@setup{\parindent\z@ \parskip\z@ \lineskiplimit 2pt \lineskip 4pt
-  \hyphenpenalty 500 \leftskip\z@ \rightskip\z@ plus 2em \relax}
+  \hyphenpenalty 500 \leftskip\z@ \rightskip\z@ plus 1fil \relax}
 \newcommand\olsdisplay[1]{\par\addvspace{\abovedisplayskip}%
-  {\ols@setup \leftskip\z@ plus 1fil\rightskip\z@ plus 1fil\parfillskip\z@
+  {\ols@setup \leftskip\z@ plus 1fil\rightskip\z@ plus 1fil\parfillskip\z@ \ols@avail\dimexpr\linewidth-1em\relax
    \noindent$\displaystyle #1$\par}%
   \addvspace{\belowdisplayskip}\@doendpe}
 \newenvironment{olschain}[1]{\par\addvspace{\abovedisplayskip}\ols@setup
   \settowidth\ols@width{$\displaystyle #1$}%
   \ifdim\ols@width>.3\linewidth
-    \ols@pendingfalse \ols@indent 2em
+    \ols@pendingfalse \ols@indent 2em \ols@avail\dimexpr\linewidth-3em\relax
     \noindent\hangindent 2em\hangafter 1 $\displaystyle #1$\par\vskip .4ex\relax
   \else
     \ols@pendingtrue \ols@indent\ols@width \def\ols@lhs{#1}%
@@ -65,6 +76,7 @@ _ENVIRONMENTS = r"""% theorem and lemma, unless the document defines its own
   {\par\addvspace{\belowdisplayskip}\@endpetrue\ignorespacesafterend}
 \newcommand\olsstep[2]{\par\vskip .4ex\relax
   \noindent\hangindent\dimexpr\ols@indent+2em\relax\hangafter 1 \parfillskip\z@ plus 1fil
+  \ols@avail\dimexpr\linewidth-\ols@indent-3em\relax
   \ifols@pending\hbox{$\displaystyle\ols@lhs$}\ols@pendingfalse\else\hskip\ols@indent\fi
   $\displaystyle{}=\nobreak #1$\ols@tag{#2}}
 \newcommand\ols@tag[1]{\sbox\ols@box{\normalfont\small(#1)}%
@@ -72,8 +84,36 @@ _ENVIRONMENTS = r"""% theorem and lemma, unless the document defines its own
     \par{\normalfont\small\leftskip .25\linewidth plus 1fil\rightskip\z@\parfillskip\z@
       \hangindent\z@\noindent(#1)\par}%
   \else
-    \unskip\nobreak\hfil\penalty50\hskip1.5em\null\nobreak\hfil\usebox\ols@box\parfillskip\z@\par
+    \unskip\nobreak\hskip\z@ plus 1fill\penalty50\hskip1.5em\null\nobreak\hskip\z@ plus 1fill
+    \usebox\ols@box\parfillskip\z@\par
   \fi}
+% block matrices wider than the room left on the line (\ols@avail): the blocks of the columns marked
+% \olscell narrow to share what the other columns leave, each breaking across lines like a display
+\newcommand\olsblocks[2]{%
+  \sbox\ols@mbox{\let\olscell\@firstofone$\m@th\displaystyle\begin{bmatrix}#2\end{bmatrix}$}%
+  \ifdim\wd\ols@mbox>\ols@avail
+    \begingroup
+      \sbox\ols@mbox{\let\olscell\@gobble$\m@th\displaystyle\begin{bmatrix}#2\end{bmatrix}$}%
+      \ols@cellwidth\dimexpr(\ols@avail-\wd\ols@mbox)/#1\relax
+      \ifdim\ols@cellwidth<4em \ols@cellwidth 4em\relax\fi
+      \let\olscell\ols@narrow
+      \begin{bmatrix}#2\end{bmatrix}%
+    \endgroup
+  \else
+    \usebox\ols@mbox
+  \fi}
+\newcommand\ols@narrow[1]{\sbox\ols@cbox{$\m@th #1$}%
+  \ifdim\wd\ols@cbox>\ols@cellwidth
+    \vcenter{\hsize\ols@cellwidth \ols@avail\ols@cellwidth \ols@setup
+      \noindent\hangindent 1em\hangafter 1 $\m@th #1$\par}%
+  \else
+    \usebox\ols@cbox
+  \fi}
+\providecommand\olscell[1]{#1}
+% parentheses as tall as their content, which may break across lines between them
+\newcommand\olsparen[1]{\sbox\ols@pbox{$\m@th\displaystyle #1$}%
+  \edef\ols@strut{\vrule height\the\ht\ols@pbox depth\the\dp\ols@pbox width\z@}%
+  \left(\ols@strut\right.\begingroup #1\endgroup\left.\ols@strut\right)}
 """
 
 
@@ -96,6 +136,10 @@ def package_body(theorems: Sequence[Theorem], matrix_style: str = "plain",
             names.setdefault(name, plain.symbol_latex(name))
         for name, dim in theorem_dimensions(theorem).items():
             names.setdefault(name, plain.doprint(dim))
+        for name, scalar in theorem_scalars(theorem).items():
+            names.setdefault(name, plain.doprint(scalar))
+    for name in sorted(family_macros(theorems)):  # a family's macro is its letter: x_{t+1} is \olsx_{t+1}
+        names.setdefault(name, plain.symbol_parts(name)[0])
     table = macro_table(theorems)
     lines = [_ENVIRONMENTS.rstrip("\n"), "% one macro per symbol"]
     for name in sorted(names, key=lambda n: table[n]):

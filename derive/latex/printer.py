@@ -2,21 +2,46 @@
 
 :class:`PaperLatexPrinter` subclasses SymPy's ``LatexPrinter`` to write what a paper would
 (X^{\\top}, \\Lambda^{-1/2}, bmatrix blocks, I and 0 without decoration); :func:`math` prints one term.
+Scalar coefficients print as a paper writes them (``\\frac{1}{\\lambda} X``, ``(\\lambda + 1) X``,
+``A - \\eta B``), a 1×1 matrix read as a scalar as that matrix (``(1 + v^{\\top} A^{-1} u)^{-1} A``), the
+1×1 identity as ``1``, and the member ``x[t + 1]`` of a family as ``x_{t+1}``.
 Theorems, proofs and the article are in :mod:`derive.latex.article`.
 """
 
 from __future__ import annotations
 
-from sympy import Basic, Rational
-from sympy.matrices.expressions import BlockMatrix, MatrixSymbol
+from sympy import Add, Basic, Mul, Pow, Rational, S, Symbol, fraction
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatrixExpr,
+    MatrixSymbol,
+    Trace,
+    Transpose,
+    ZeroMatrix,
+)
 from sympy.printing.latex import LatexPrinter
 
-from ..kernel.terms import blocks_of
+from ..kernel.scalars import scalar_kind
+from ..kernel.terms import FamilyMatrix, blocks_of
 
-__all__ = ["PaperLatexPrinter", "math"]
+__all__ = ["ABBREVIATIONS", "PaperLatexPrinter", "math"]
 
-_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "lambda", "mu", "sigma", "theta", "omega", "phi", "psi",
-          "Gamma", "Delta", "Lambda", "Sigma", "Theta", "Omega", "Phi", "Psi"}
+_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu",
+          "xi", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
+          "Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega"}
+
+#: Short names of scalar symbols read as the Greek letter they abbreviate (``lam`` prints as ``\lambda``).
+ABBREVIATIONS = {"lam": "lambda", "gam": "gamma", "sig": "sigma", "eps": "epsilon", "alph": "alpha", "kap": "kappa"}
+
+
+def _one(dim) -> bool:
+    return dim == 1
+
+
+def _is_one_by_one(expr) -> bool:
+    return all(_one(d) for d in expr.shape)
 
 
 class PaperLatexPrinter(LatexPrinter):
@@ -27,8 +52,11 @@ class PaperLatexPrinter(LatexPrinter):
     to the LaTeX to print (SymPy's own setting, keyed by name here); names ending in ``_hat``
     get a hat (``beta_hat`` -> \\hat{\\beta}); ``dimensions`` adds sizes to I and 0; ``breaks`` — LaTeX put
     between the factors of the outermost products (of the term, or of the terms of an outermost sum), where
-    a long display may break (``\\olsbreak`` in the fragments), or ``None``.
-    ``symbol_names`` also applies to dimension symbols (``n``, ``p``).
+    a long display may break (``\\olsbreak`` in the fragments), or ``None``.  With ``breaks``, a display's
+    block matrices print as ``\\olsblocks`` (blocks that narrow and break when the matrix is wider than the
+    line) and parentheses around them as ``\\olsparen`` (whose content may break): both defined by the package.
+    ``symbol_names`` also applies to dimension and scalar symbols (``n``, ``lambda``); ``family_names`` maps a
+    family's name to the LaTeX of its letter (the member ``x[t]`` prints as that letter with the subscript t).
     """
 
     _default_settings = {**LatexPrinter._default_settings, "matrix_style": "plain", "dimensions": False,
@@ -37,15 +65,17 @@ class PaperLatexPrinter(LatexPrinter):
     def __init__(self, settings: dict | None = None):
         settings = dict(settings or {})
         self._names = dict(settings.pop("symbol_names", {}) or {})
+        self._family_names = dict(settings.pop("family_names", {}) or {})
         super().__init__(settings)
         self._outer = False
+        self._breaking = False  # printing a display (doprint_breakable): blocks and parentheses may break
+        self._deep = False  # inside a block that may narrow or \olsparen: products break at every depth
         if self._settings["matrix_style"] not in ("plain", "bold", "upright"):
             raise ValueError("matrix_style must be 'plain', 'bold' or 'upright'")
 
     # symbols --------------------------------------------------------------------------
-    def symbol_latex(self, name: str) -> str:
-        if name in self._names:
-            return self._names[name]
+    def symbol_parts(self, name: str) -> tuple[str, str]:
+        """(the styled letter, the subscript or "") of a matrix symbol's name, as the paper writes them."""
         hat = name.endswith("_hat")
         base, _, sub = (name[:-4] if hat else name).partition("_")
         core = f"\\{base}" if base in _GREEK else base
@@ -58,15 +88,31 @@ class PaperLatexPrinter(LatexPrinter):
             core = f"\\hat{{{core}}}"
         if sub:
             sub = sub if len(sub) == 1 else f"\\mathrm{{{sub}}}" if sub.isalpha() else sub
-            core = f"{core}_{{{sub}}}"
-        return core
+        return core, sub
+
+    def symbol_latex(self, name: str) -> str:
+        if name in self._names:
+            return self._names[name]
+        core, sub = self.symbol_parts(name)
+        return f"{core}_{{{sub}}}" if sub else core
 
     def _print_MatrixSymbol(self, expr):
         return self.symbol_latex(str(expr.name))
 
+    def scalar_latex(self, name: str) -> str:
+        """A scalar symbol: SymPy's Greek letters and subscripts, short names spelled out (``lam`` -> \\lambda)."""
+        if name in self._names:
+            return self._names[name]
+        hat = name.endswith("_hat")
+        base, sep, sub = (name[:-4] if hat else name).partition("_")
+        text = super()._print_Symbol(Symbol(ABBREVIATIONS.get(base, base) + sep + sub))
+        return f"\\hat{{{text}}}" if hat else text
+
     def _print_Symbol(self, expr, style="plain"):
         if str(expr.name) in self._names:
             return self._names[str(expr.name)]
+        if scalar_kind(expr) is not None:
+            return self.scalar_latex(str(expr.name))
         return super()._print_Symbol(expr, style=style)
 
     def dimension(self, dim) -> str:
@@ -74,8 +120,29 @@ class PaperLatexPrinter(LatexPrinter):
         text = self._print(dim)
         return f"({text})" if dim.is_Add else text
 
+    # families -------------------------------------------------------------------------
+    def index_latex(self, index) -> str:
+        """A family's index as a subscript: ``0``, ``t``, ``t+1`` (no spaces, as papers write x_{t+1})."""
+        index = S(index)
+        if index.is_Add:
+            number, rest = index.as_coeff_Add()
+            return f"{self._print(rest)}{'+' if number > 0 else '-'}{abs(number)}"
+        return self._print(index)
+
+    def family_latex(self, name: str, index=None) -> str:
+        """The family ``name`` (its letter), or its member at ``index``: ``x_{t+1}``, ``X_{q,t}``."""
+        core, sub = self.symbol_parts(name)
+        core = self._family_names.get(name, core)
+        parts = [part for part in (sub, None if index is None else self.index_latex(index)) if part]
+        return f"{core}_{{{','.join(parts)}}}" if parts else core
+
+    def _print_FamilyMatrix(self, expr):
+        return self.family_latex(expr.name, expr.index)
+
+    # breaking -------------------------------------------------------------------------
     def _print(self, expr, **kwargs):
-        if self._outer and not (getattr(expr, "is_MatAdd", False) or getattr(expr, "is_MatMul", False)):
+        if self._outer and not self._deep and not (getattr(expr, "is_MatAdd", False)
+                                                   or getattr(expr, "is_MatMul", False)):
             self._outer = False  # no breaks inside parentheses, transposes, blocks
             try:
                 return super()._print(expr, **kwargs)
@@ -83,20 +150,32 @@ class PaperLatexPrinter(LatexPrinter):
                 self._outer = True
         return super()._print(expr, **kwargs)
 
+    def _outermost(self, expr, deep: bool = False) -> str:
+        """``expr`` printed with breaks between the factors of its outermost products (a display's own level), or
+        of all its products (``deep``: the content of a narrowing block or of \\olsparen, where room is short)."""
+        saved = self._outer, self._deep
+        self._outer, self._deep = True, deep
+        try:
+            return self._print(expr)
+        finally:
+            self._outer, self._deep = saved
+
     def doprint_breakable(self, expr) -> str:
-        """Like ``doprint``, with the ``breaks`` setting between the outermost factors."""
-        self._outer = self._settings["breaks"] is not None
+        """Like ``doprint``, with the ``breaks`` setting between the outermost factors (and blocks that adapt)."""
+        self._outer = self._breaking = self._settings["breaks"] is not None
         try:
             return self.doprint(expr)
         finally:
-            self._outer = False
+            self._outer = self._breaking = False
 
     # structure ------------------------------------------------------------------------
     def _wrap(self, expr) -> str:
         """Parenthesise anything that is not a bare symbol (stretchy parentheses around blocks only)."""
+        if isinstance(expr, (MatrixSymbol, FamilyMatrix, BlockMatrix)) or expr.is_Identity or expr.is_ZeroMatrix:
+            return self._print(expr)
+        if self._breaking and expr.atoms(BlockMatrix):  # blocks inside: parentheses whose content may break
+            return f"\\olsparen{{{self._outermost(expr, deep=True)}}}"
         text = self._print(expr)
-        if isinstance(expr, (MatrixSymbol, BlockMatrix)) or expr.is_Identity or expr.is_ZeroMatrix:
-            return text
         if "bmatrix" in text:
             return f"\\left({text}\\right)"
         return f"({text})"
@@ -116,51 +195,161 @@ class PaperLatexPrinter(LatexPrinter):
         return f"{self._wrap(expr.base)}^{{{power}}}"
 
     def _print_Identity(self, expr):
+        if _is_one_by_one(expr):
+            return "1"  # the 1×1 identity is the number 1
         return f"I_{{{self._print(expr.rows)}}}" if self._settings["dimensions"] else "I"
 
     def _print_ZeroMatrix(self, expr):
-        if self._settings["dimensions"]:
+        if self._settings["dimensions"] and not _is_one_by_one(expr):
             return f"0_{{{self._print(expr.rows)} \\times {self._print(expr.cols)}}}"
         return "0"
 
     def _print_BlockMatrix(self, expr):
-        rows = [" & ".join(self._print(b) for b in row) for row in blocks_of(expr)]
-        return "\\begin{bmatrix}" + " \\\\ ".join(rows) + "\\end{bmatrix}"
+        grid = blocks_of(expr)
+        if not self._breaking:
+            rows = [" & ".join(self._print(b) for b in row) for row in grid]
+            return "\\begin{bmatrix}" + " \\\\ ".join(rows) + "\\end{bmatrix}"
+        # a display: the blocks of columns that hold more than a symbol may narrow and break (\olsblocks)
+        wide = [j for j in range(len(grid[0])) if not all(_simple(row[j]) for row in grid)]
+        outer, self._outer = self._outer, False
+        try:
+            rows = [" & ".join(f"\\olscell{{{self._outermost(b, deep=True)}}}" if j in wide else self._print(b)
+                               for j, b in enumerate(row)) for row in grid]
+        finally:
+            self._outer = outer
+        body = " \\\\ ".join(rows)
+        if not wide:
+            return "\\begin{bmatrix}" + body + "\\end{bmatrix}"
+        return f"\\olsblocks{{{len(wide)}}}{{{body}}}"
+
+    # scalars --------------------------------------------------------------------------
+    def _print_Trace(self, expr):
+        """A 1×1 matrix read as a scalar prints as that matrix, in parentheses when it is a product or a sum."""
+        matrix = expr.arg
+        saved = self._breaking, self._outer, self._deep
+        self._breaking = self._outer = self._deep = False  # a scalar never breaks
+        try:
+            text = self._print(matrix)
+        finally:
+            self._breaking, self._outer, self._deep = saved
+        return f"({text})" if matrix.is_MatMul or matrix.is_MatAdd else text
+
+    def _scalar_atom(self, atom, alone: bool) -> str:
+        if isinstance(atom, Trace) and alone:  # the whole numerator or denominator of a fraction
+            saved = self._breaking, self._outer, self._deep
+            self._breaking = self._outer = self._deep = False
+            try:
+                return self._print(atom.arg)
+            finally:
+                self._breaking, self._outer, self._deep = saved
+        return self._print(atom)
+
+    def _monomial(self, term, alone: bool) -> str:
+        factors = term.as_ordered_factors() if isinstance(term, Mul) else [term]
+        out = []
+        for factor in factors:
+            if isinstance(factor, Pow):
+                base = factor.base
+                text = self._scalar_atom(base, False)
+                if isinstance(base, Trace) and not isinstance(base.arg, (MatrixSymbol, FamilyMatrix)) \
+                        and not (base.arg.is_MatMul or base.arg.is_MatAdd):
+                    text = f"({text})"  # (u^T)^2 or ((1 + u)^{-1})^2: a power of a power
+                out.append(f"{text}^{{{self._print(factor.exp)}}}")
+            else:
+                out.append(self._scalar_atom(factor, alone and len(factors) == 1))
+        return " ".join(out)
+
+    def _polynomial(self, poly, alone: bool = False) -> str:
+        """A polynomial in scalar symbols and 1×1 matrices, its terms in SymPy's order (``\\lambda + 1``)."""
+        terms = poly.as_ordered_terms() if isinstance(poly, Add) else [poly]
+        terms.sort(key=lambda term: bool(term.as_coeff_Mul()[0] < 0))  # as written by hand: 1 - \lambda
+        out = ""
+        for index, term in enumerate(terms):
+            number, monomial = term.as_coeff_Mul()
+            negative = bool(number < 0)
+            number = abs(number)
+            if monomial == 1:
+                text = self._print(number)
+            else:
+                text = self._monomial(monomial, alone and len(terms) == 1)
+                if number != 1:
+                    text = f"{self._print(number)} {text}"
+            if index == 0:
+                out = f"-{text}" if negative else text
+            else:
+                out += f" - {text}" if negative else f" + {text}"
+        return out
+
+    def coefficient_latex(self, coeff) -> tuple[bool, str]:
+        """(negative, magnitude) of a product's scalar coefficient: ``\\frac{\\lambda}{2 (\\lambda + 1)}``,
+        ``(\\lambda + 1)``, ``\\eta``, ``(1 + v^{\\top} A^{-1} u)^{-1}`` (a 1×1 matrix read as a scalar)."""
+        numerator, denominator = fraction(coeff)
+        top_content, numerator = numerator.as_content_primitive()
+        bottom_content, denominator = denominator.as_content_primitive()
+        negative = _all_negative(numerator)
+        if negative:
+            numerator = -numerator
+        if _all_negative(denominator):
+            negative, denominator = not negative, -denominator
+        ratio = Rational(top_content) / Rational(bottom_content)
+        top, bottom = ratio.p, ratio.q
+        if denominator == 1 and bottom == 1:
+            text = self._polynomial(numerator)
+            if isinstance(numerator, Add):
+                text = f"({text})"
+            return negative, text if top == 1 else f"{top} {text}"
+        upper = str(top) if numerator == 1 else self._scaled(top, numerator)
+        lower = str(bottom) if denominator == 1 else self._scaled(bottom, denominator)
+        return negative, f"\\frac{{{upper}}}{{{lower}}}"
+
+    def _scaled(self, number: int, poly) -> str:
+        text = self._polynomial(poly, alone=number == 1)
+        if number == 1:
+            return text
+        return f"{number} ({text})" if isinstance(poly, Add) else f"{number} {text}"
 
     def _print_MatMul(self, expr):
-        outer, self._outer = self._outer, False
+        outer, self._outer = self._outer, self._outer and self._deep
         try:
             return self._mat_mul(expr, outer)
         finally:
             self._outer = outer
 
     def _mat_mul(self, expr, outer: bool) -> str:
-        coeff = Rational(1)
+        coeff = S.One
         parts: list[str] = []
-        previous_zero = False
+        previous_number = False
         for arg in expr.args:
-            if isinstance(arg, Rational):
+            if not isinstance(arg, MatrixExpr):
                 coeff *= arg
                 continue
             text = self._wrap(arg) if arg.is_MatAdd else self._print(arg)
-            if parts and (arg.is_ZeroMatrix or previous_zero):
-                parts.append("\\cdot")  # 0 0 would read as the number 00
+            number = text in ("0", "1")  # a zero or a 1×1 identity: 0 0 would read as the number 00
+            if parts and (number or previous_number):
+                parts.append("\\cdot")
             elif parts and outer:
                 parts.append(self._settings["breaks"])
             parts.append(text)
-            previous_zero = bool(arg.is_ZeroMatrix)
+            previous_number = number
         body = " ".join(parts)
         if coeff == 1:
             return body
         if coeff == -1:
             return f"-{body}"
-        return f"{self._print(coeff)} {body}"
+        if isinstance(coeff, Rational):
+            negative, text = coeff < 0, self._print(abs(coeff))
+        else:
+            negative, text = self.coefficient_latex(coeff)
+        joint = " \\cdot " if body[:1].isdigit() else " "
+        return f"{'-' if negative else ''}{text}{joint}{body}"
 
     def _print_MatAdd(self, expr):
         texts = [self._print(term) for term in expr.args]  # terms of an outermost sum stay outermost
-        texts.sort(key=lambda t: t.startswith("-"))  # as written by hand: A - B, not -B + A
+        # as written by hand: A - B, not -B + A; a 1×1 identity first (1 + v^T u, the scalar it is)
+        order = sorted(range(len(texts)), key=lambda i: (texts[i].startswith("-"), texts[i] != "1"))
         out = ""
-        for index, text in enumerate(texts):
+        for index, position in enumerate(order):
+            text = texts[position]
             if index and not text.startswith("-"):
                 out += " + "
             elif index:
@@ -168,6 +357,20 @@ class PaperLatexPrinter(LatexPrinter):
                 text = text[1:]
             out += text
         return out
+
+
+def _all_negative(poly) -> bool:
+    """Every term of a polynomial is negative: ``-\\lambda - 1`` is written ``-(\\lambda + 1)``, ``1 - \\lambda``
+    as it is."""
+    terms = poly.args if isinstance(poly, Add) else (poly,)
+    return all(bool(term.as_coeff_Mul()[0] < 0) for term in terms)
+
+
+def _simple(block: Basic) -> bool:
+    """A block that is a symbol, a family member, 0 or I, or the transpose or inverse of a symbol: never wide."""
+    while isinstance(block, (Transpose, Inverse)):
+        block = block.arg
+    return isinstance(block, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix))
 
 
 def math(expr: Basic, **settings) -> str:

@@ -1,8 +1,10 @@
 """The symbols of checked theorems, their LaTeX macros, and the ``--symbols`` file that renames them.
 
-Every matrix symbol and every dimension of the theorems a document holds gets one macro, ``\\ols`` and the
-symbol's name without underscores (``X_q`` -> ``\\olsXq``, ``Lambda`` -> ``\\olsLambda``, ``n`` ->
-``\\olsn``); the fragments print the macros, and the package (:mod:`.package`) defines them.
+Every matrix symbol, dimension, index, scalar and family of the theorems a document holds gets one macro,
+``\\ols`` and the symbol's name without underscores (``X_q`` -> ``\\olsXq``, ``Lambda`` -> ``\\olsLambda``,
+``n`` -> ``\\olsn``, ``lambda`` -> ``\\olslambda``); the fragments print the macros, and the package
+(:mod:`.package`) defines them.  A family's macro is its letter: the member ``x[t + 1]`` prints as
+``\\olsx_{\\olst+1}`` (a family ``X_q`` as ``\\olsXq_{q,\\olst}``, its macro being ``X``).
 
 A symbols file maps the package's symbols to a paper's own notation, one ``NAME = LATEX`` per line
 (``#`` starts a comment line).  It is parsed as text, never evaluated: :func:`read_symbols` checks each
@@ -19,10 +21,12 @@ from pathlib import Path
 from sympy import Basic, Symbol
 from sympy.matrices.expressions import MatrixSymbol
 
-from ..kernel import Theorem
+from ..kernel import Family, Theorem
+from ..kernel.scalars import scalar_kind
+from ..kernel.terms import FamilyMatrix, index_kind
 
-__all__ = ["MACRO_PREFIX", "SymbolsError", "macro_table", "parse_symbols", "read_symbols", "theorem_dimensions",
-           "theorem_symbols"]
+__all__ = ["MACRO_PREFIX", "SymbolsError", "family_macros", "family_member", "macro_table", "parse_symbols",
+           "read_symbols", "theorem_dimensions", "theorem_families", "theorem_scalars", "theorem_symbols"]
 
 MACRO_PREFIX = "ols"
 MAX_SYMBOLS_BYTES = 64 * 1024
@@ -36,7 +40,35 @@ def _statement_terms(theorem: Theorem) -> list[Basic]:
     terms = [proof.claim.lhs, proof.claim.rhs] + [t for h in proof.hypotheses for t in (h.lhs, h.rhs)]
     terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
     terms += [t for c in proof.lemmas for t in (c.lhs, c.rhs)]
+    terms += [t for f in proof.families if f.is_defined for t in (f.base, f.step)]
     return terms
+
+
+def _every_term(theorem: Theorem) -> list[Basic]:
+    """The statement's terms and every step's expression (what the proof prints)."""
+    proof = theorem.proof
+    terms = _statement_terms(theorem) + [t for c in proof.lemmas for h in c.hypotheses for t in (h.lhs, h.rhs)]
+    return terms + [step.expr for chain in (*proof.lemmas, proof.claim) for step in chain.steps]
+
+
+def family_member(family: Family) -> FamilyMatrix:
+    """The member of a family at its bound index (``x_s``): how the notation table shows the family."""
+    return FamilyMatrix(family.name, family.index, family.rows, family.cols)
+
+
+def theorem_families(theorem: Theorem) -> dict[str, Family]:
+    """The families a theorem declares, by name, in the order of the declaration."""
+    return {f.name: f for f in theorem.proof.families}
+
+
+def theorem_scalars(theorem: Theorem) -> dict[str, Symbol]:
+    """The scalar symbols (``derive.scalar``) of a theorem's statement and proof, by name, sorted."""
+    found: dict[str, Symbol] = {}
+    for term in _every_term(theorem):
+        for sym in term.free_symbols:
+            if isinstance(sym, Symbol) and scalar_kind(sym) is not None:
+                found.setdefault(str(sym.name), sym)
+    return dict(sorted(found.items()))
 
 
 def theorem_symbols(theorem: Theorem, bound_too: bool = False) -> dict[str, MatrixSymbol]:
@@ -59,16 +91,24 @@ def theorem_symbols(theorem: Theorem, bound_too: bool = False) -> dict[str, Matr
 
 
 def theorem_dimensions(theorem: Theorem) -> dict[str, Symbol]:
-    """The dimension symbols (``n``, ``p``) of a theorem's matrices, by name, sorted."""
+    """The dimension and index symbols (``n``, ``p``, ``t``) of a theorem's matrices and families, by name, sorted."""
     dims: dict[str, Symbol] = {}
     for sym in theorem_symbols(theorem, bound_too=True).values():
         for d in (*sym.rows.free_symbols, *sym.cols.free_symbols):
             dims.setdefault(str(d.name), d)
-    for chain in (*theorem.proof.lemmas, theorem.proof.claim):  # sizes of I and 0 in the steps
-        for step in chain.steps:
-            for d in step.expr.free_symbols:
-                if isinstance(d, Symbol):
-                    dims.setdefault(str(d.name), d)
+    proof = theorem.proof
+    found = set()  # sizes of I and 0 in the steps, indices of family members, induction variables
+    for term in [step.expr for chain in (*proof.lemmas, proof.claim) for step in chain.steps]:
+        found |= term.free_symbols
+    for term in [proof.claim.lhs, proof.claim.rhs, *(t for c in proof.lemmas for t in (c.lhs, c.rhs))]:
+        found |= term.free_symbols
+    found |= {lemma.variable for lemma in proof.lemmas if hasattr(lemma, "variable")}
+    for family in proof.families:  # the index a declaration binds is not one of the theorem's symbols
+        parts = (family.rows, family.cols, *((family.base, family.step) if family.is_defined else ()))
+        found |= set().union(*(part.free_symbols for part in parts)) - {family.index}
+    for d in found:
+        if isinstance(d, Symbol) and index_kind(d) is not None:
+            dims.setdefault(str(d.name), d)
     return dict(sorted(dims.items()))
 
 
@@ -82,16 +122,33 @@ def _base(name: str) -> str:
     return "".join(out) or "Symbol"
 
 
+def family_macros(theorems: Iterable[Theorem]) -> set[str]:
+    """The names of the families of ``theorems`` that have a macro (their letter).
+
+    A family named like another symbol of the same document (a family ``k`` of keys beside the dimension
+    ``k``) has none, so each macro means one thing: it prints its plain letter.
+    """
+    theorems = list(theorems)
+    others = set()
+    for theorem in theorems:
+        others |= set(theorem_symbols(theorem, bound_too=True)) | set(theorem_dimensions(theorem))
+        others |= set(theorem_scalars(theorem))
+    return {name for t in theorems for name in theorem_families(t) if name not in others}
+
+
 def macro_table(theorems: Iterable[Theorem]) -> dict[str, str]:
-    """Symbol name -> its macro (``\\olsXq``) for every matrix symbol and dimension of ``theorems``, by name.
+    """Symbol name -> its macro (``\\olsXq``) for every matrix symbol, dimension, index, scalar and family of
+    ``theorems``, by name.
 
     Names that differ only in underscores or other characters (``X_q``, ``Xq``) get distinct macros:
     the first in sorted order keeps the plain one, the others a suffix ``Alt``, ``AltAlt``, ...
     """
-    names: set[str] = set()
+    theorems = list(theorems)
+    names: set[str] = set(family_macros(theorems))
     for theorem in theorems:
         names.update(theorem_symbols(theorem, bound_too=True))
         names.update(theorem_dimensions(theorem))
+        names.update(theorem_scalars(theorem))
     table: dict[str, str] = {}
     used: set[str] = set()
     for name in sorted(names):

@@ -15,6 +15,9 @@ from derive.kernel import Proof
 # Registration order is presentation order: the shared facts first, then the paper's theorems.
 from . import base  # noqa: F401  isort: skip
 from . import attention, icl, gauge, gradient_descent, memory, pseudo_inverse  # noqa: F401  isort: skip
+# Beyond the paper: its stated future work and the known exact extensions.
+from . import sherman_morrison, ridge, kernel_ridge, weighted, multi_head, multi_layer  # noqa: F401  isort: skip
+from . import causal, fast_weights, softmax  # noqa: F401  isort: skip
 
 #: Built-in theorem id -> function building its proof, in the order they are presented.
 LIBRARY: dict[str, Callable[[], Proof]] = {

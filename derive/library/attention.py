@@ -6,9 +6,9 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from derive.authoring import ProofBuilder, theorem
 from derive.authoring.constructions import attention_layer, hat_matrix, linear_attention, ols_predictions
-from derive.codegen import Route, Term
 from derive.kernel import Definition, Proof
 from derive.kernel.terms import mul, transpose
+from derive.routes import Route, Term
 
 from .base import GLOSSARY, SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, I_p, L, X, X_q, Y, k, n, p
 

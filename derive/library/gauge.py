@@ -7,9 +7,9 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from derive.authoring import ProofBuilder, dim, orthogonal, predicate, theorem
 from derive.authoring.constructions import linear_attention, ols_predictions
-from derive.codegen import Route
 from derive.kernel import Definition, Hypothesis, Proof
 from derive.kernel.terms import inv, mul, transpose
+from derive.routes import Route
 
 from .base import X, X_q, Y, n, p
 

@@ -1,0 +1,185 @@
+"""The main job as a pipeline: prove → certificates → LaTeX → code → PDF, each step a function.
+
+``derive build`` runs :func:`build`; the other commands run single steps.  Nothing here is trusted: every
+theorem comes from :func:`derive.kernel.check` through the registry, and each writer refuses anything else.
+Errors are :class:`PipelineError` (a step failed: exit status 1) or :class:`UserInputError` (the caller's
+input is wrong: exit status 2); writes are atomic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .certificates import certificate_text
+from .codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module, registered_routes
+from .files import write_atomic
+from .kernel import ProofError
+from .latex import TexError, article_latex, compile_pdf, tex_engine, theorem_latex
+
+__all__ = ["ARTICLE", "BACKENDS", "BuildResult", "PipelineError", "UserInputError", "build", "codegen_theorems",
+           "pdf", "prove", "write_certificates", "write_code", "write_latex"]
+
+ARTICLE = "ols_transformer.tex"
+
+#: Code backend -> (file name, generator from checked theorems).
+BACKENDS = {"numpy": ("ols_attention.py", numpy_module), "mpmath": ("ols_attention_mp.py", mpmath_module)}
+
+
+class PipelineError(Exception):
+    """A step of the job failed after reporting what it could (exit status 1)."""
+
+
+class UserInputError(Exception):
+    """Something the user gave cannot be used (a symbols file, a route a theorem file declares): exit status 2."""
+
+
+def prove(ids: Sequence[str], witness: bool = False) -> list[dict]:
+    """Build and check each theorem; one record per theorem (``theorem`` set when verified).
+
+    With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
+    """
+    from .authoring.registry import checked
+
+    records = []
+    for theorem_id in ids:
+        start = time.perf_counter()
+        record = {"id": theorem_id, "status": "failed", "steps": 0, "seconds": 0.0}
+        try:
+            theorem = checked(theorem_id)
+            proof = theorem.proof
+            record["steps"] = theorem.steps
+            record["theorem"] = theorem
+            record["status"] = "verified"
+            if witness:
+                from .witness import WitnessError, witness_all
+
+                try:
+                    record["witness"] = witness_all(proof)
+                except WitnessError as exc:
+                    record["status"] = "failed"
+                    verdict = "cannot check" if "cannot sample" in exc.reason else "refutes"
+                    record["error"] = f"{theorem_id}: the witness {verdict} the proof: {exc}"
+                    del record["theorem"]
+        except ProofError as exc:
+            record["error"] = str(exc)
+        except Exception as exc:  # a user's proof function that raises: report it, no traceback
+            record["error"] = f"{theorem_id}: building the proof raised {type(exc).__name__}: {exc}"
+        record["seconds"] = round(time.perf_counter() - start, 3)
+        records.append(record)
+    return records
+
+
+def write_certificates(records: list[dict], out: Path) -> int:
+    """``out/<id>.json`` for every verified record; how many were written."""
+    written = 0
+    for record in records:
+        if "theorem" in record:
+            write_atomic(out / f"{record['id']}.json", certificate_text(record["theorem"]))
+            written += 1
+    return written
+
+
+def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | None = None) -> Path:
+    """The package, one fragment per theorem (and per theorem they cite) and the article; returns its path.
+
+    ``symbols`` is a ``--symbols`` file mapping the package's symbols to the paper's own LaTeX: read and
+    checked before anything is written (a bad file is a :class:`UserInputError`).
+    """
+    from .latex import PACKAGE, SymbolsError, article_theorems, macro_table, package_latex, read_symbols
+    from .latex.article import descriptions, resolved_glossaries
+
+    ordered = article_theorems(theorems)  # the cited theorems too: their labels resolve in a paper
+    table = macro_table(ordered)
+    try:
+        mapping = read_symbols(symbols, table) if symbols else {}
+    except SymbolsError as exc:
+        raise UserInputError(str(exc)) from None
+    glossaries = resolved_glossaries()
+    write_atomic(out / f"{PACKAGE}.sty", package_latex(ordered, style, mapping, descriptions(ordered, glossaries)))
+    for theorem in ordered:
+        write_atomic(out / f"{theorem.id}.tex", theorem_latex(theorem, symbol_names=table) + "\n")
+    article = out / ARTICLE
+    write_atomic(article, article_latex(theorems, matrix_style=style))
+    return article
+
+
+def pdf(article: Path) -> str:
+    """Compile when a TeX engine is present; a one-line account either way."""
+    if tex_engine() is None:
+        return f"no TeX engine (latexmk or pdflatex) found: wrote {article} without a PDF"
+    try:
+        return f"PDF: {compile_pdf(article)}"
+    except TexError as exc:
+        raise PipelineError(str(exc)) from None
+
+
+def codegen_theorems() -> list[str]:
+    """The theorems code generation rests on: those it requires and those declaring the other routes."""
+    ids = list(REQUIRED_THEOREMS)
+    ids += [d.theorem for d in registered_routes().values() if d.theorem not in ids]
+    return list(dict.fromkeys(ids))
+
+
+def write_code(records: list[dict], out: Path, backends: Sequence[str]) -> list[Path]:
+    """Generated modules from the checked theorems (all the ones codegen rests on must be checked)."""
+    theorems = {r["id"]: r["theorem"] for r in records if "theorem" in r}
+    missing = [t for t in REQUIRED_THEOREMS if t not in theorems]
+    if missing:
+        raise PipelineError(f"code is generated from checked theorems only; not checked: {', '.join(missing)}")
+    written = []
+    for backend in backends:
+        name, generate = BACKENDS[backend]
+        try:
+            text = generate(theorems)
+        except CodegenError as exc:  # a route a theorem file declares cannot be printed: the user's to fix
+            raise UserInputError(str(exc)) from None
+        write_atomic(out / name, text)
+        written.append(out / name)
+    return written
+
+
+@dataclass
+class BuildResult:
+    """What :func:`build` did: one record per theorem, and where everything went."""
+
+    records: list[dict]
+    certificates: Path
+    article: Path
+    code: list[Path]
+    pdf: str
+    written: int = 0
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> int:
+        return sum("theorem" in r for r in self.records)
+
+    def summary(self) -> str:
+        """The one line ``derive build`` ends with."""
+        return (f"{self.verified}/{len(self.records)} theorems verified; {self.written} certificates in "
+                f"{self.certificates}; LaTeX in {self.article}; code in {self.code[0].parent}; {self.pdf}"
+                + "".join(f"; {line}" for line in self.extra))
+
+
+def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | None = None, make_pdf: bool = True,
+          progress: Callable[[int, int, dict], None] | None = None) -> BuildResult:
+    """The main job: prove every theorem, then write certificates, LaTeX, generated code and (if asked) the PDF.
+
+    The output folders ``out/certificates``, ``out/latex`` and ``out/code`` must exist.
+    """
+    certs, tex, code = out / "certificates", out / "latex", out / "code"
+    records = []
+    for index, theorem_id in enumerate(ids, start=1):
+        (record,) = prove([theorem_id])
+        records.append(record)
+        if progress is not None:
+            progress(index, len(ids), record)
+    written = write_certificates(records, certs)
+    theorems = [r["theorem"] for r in records if "theorem" in r]
+    article = write_latex(theorems, tex, style, symbols)
+    paths = write_code(records, code, list(BACKENDS))
+    account = pdf(article) if make_pdf else "PDF skipped (--no-pdf)"
+    return BuildResult(records, certs, article, paths, account, written)
