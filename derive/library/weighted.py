@@ -29,7 +29,11 @@ def weighted_predictions(X_q, X, Y, W):
     return mul(X_q, inv(mul(transpose(X), W, X)), transpose(X), W, Y)
 
 
-@theorem(glossary={
+_U, _S = MatrixSymbol("U", n, p), MatrixSymbol("S", p, p)  # X = W^{-1/2} U S Vᵀ: XᵀWX = V S² Vᵀ
+
+
+@theorem(sampling={"U": "orthogonal", "S": "diagonal_positive", "X": mul(power(W, -half), _U, _S, transpose(V)),
+                   "Lambda_W": mul(_S, _S)}, glossary={
     **GLOSSARY,
     "W": "diagonal matrix of positive weights, one per example",
     "V": "orthogonal matrix of the eigenvectors of $X^{\\top}WX$",

@@ -852,8 +852,8 @@ class _Planner:
         for eq in pending:
             for side in (eq.lhs, eq.rhs):
                 lone = _lone(side)
-                if lone:
-                    out.add(lone[0])
+                if lone and not (self.kinds.get(lone[0], "free") != "free" and self.kind_hyps.get(lone[0])):
+                    out.add(lone[0])  # a symbol with a kind is drawn by it, not solved for (D = E·1, D > 0)
                 elif isinstance(side, BlockMatrix):
                     out.update(x[0] for row in blocks_of(side) for b in row for x in [_lone(b)] if x)
                 elif _gram_symbol(side):
@@ -888,6 +888,10 @@ class _Planner:
         if lone and lone[0] in unknown:
             name, post = lone
             sym = self.shapes[name]
+            for hyp in sorted(self.kind_hyps.get(name, ())):  # solved, not drawn by its kind: it may break them
+                if hyp in self.ensured:
+                    self.ensured.discard(hyp)
+                    self.notes[hyp] = f"{name} is solved from hypothesis {eq.name}, which need not satisfy it"
             self._assign([name], lambda ex: ex.set(sym, ex.post(ex.value(known), post, eq.name)),
                          f"hypothesis {eq.name}")
             return True
