@@ -136,3 +136,19 @@ def test_a_planning_failure_names_the_dimensions_and_hints():
     message = str(info.value)
     assert info.value.cannot_sample and "differ" not in message
     assert "tried p = 1, 2, 3" in message and "sampling={" in message
+
+
+def test_an_equation_the_sampler_cannot_construct_is_a_sampling_failure_not_a_refutation():
+    """Weighted least squares without its hints: XᵀWX = VΛVᵀ holds only if the values drawn happen to satisfy
+    it; the witness says it cannot sample it, names the dimensions tried and the hints, and no sides differ."""
+    from derive.library import build
+
+    proof = build("weighted_ls_is_attention")
+    with pytest.raises(WitnessError) as info:
+        check_instances(proof, sampler=generic_sampler(proof, {}))
+    message = str(info.value)
+    assert info.value.cannot_sample and info.value.hypothesis == "weighted_gram_spectral"
+    assert "cannot sample hypothesis weighted_gram_spectral" in message
+    assert "tried n = 3, p = 1" in message and "@theorem(sampling={...})" in message
+    assert "differ" not in message and "sampler bug" not in message
+    check_instances(proof)  # with the theorem's hints it samples

@@ -260,7 +260,8 @@ def _check_hypotheses(proof: Proof, chain: str, hyps: Iterable[Hypothesis], ctx:
             if lenient:
                 raise _Skip(f"hypothesis {h.name} does not hold: {why}")
             note = (notes or {}).get(h.name)
-            if note is not None:
+            if note is not None:  # a sampling failure, never reported as sides that differ
+                why = "the values drawn do not satisfy it" if why.startswith("the two sides differ") else why
                 needed = f"; the sampler needed {'; '.join(unmet)}" if unmet else ""
                 raise WitnessError(f"cannot sample hypothesis {h.name}: {note} (on the sample: {why}){needed}",
                                    proof.theorem, chain, hypothesis=h.name, dims=dims)

@@ -145,10 +145,30 @@ class _FunctionArith(_Arith):
             return None  # a real (not positive) symbol: the principal root need not be a rational function
         return poly.ring.from_dict({tuple(e // b for e in monom): poly.ring.domain.convert_from(c, QQ)})
 
+    def _poly_root(self, poly, b: int):
+        """The b-th root of a perfect b-th power of a polynomial (square-free factors with multiplicities
+        divisible by b) that is evidently positive for all parameters, else None."""
+        root = self._monomial_root(poly, b)
+        if root is not None:
+            return root
+        coeff, factors = poly.sqf_list()
+        c = _rational_root(QQ.convert(coeff) if coeff > 0 else -QQ.convert(coeff), b)
+        if c is None or any(mult % b for _, mult in factors) or (coeff < 0 and b % 2 == 0):
+            return None
+        out = poly.ring.from_dict({(0,) * poly.ring.ngens: poly.ring.domain.convert_from(c, QQ)})
+        if coeff < 0:
+            out = -out
+        for factor, mult in factors:
+            out *= factor ** (mult // b)
+        sign = self._evident_sign(out)
+        if sign is None:
+            return None
+        return out if sign > 0 or b % 2 else -out
+
     def root(self, x, b: int):
         if not x:
             return x
-        num, den = self._monomial_root(x.numer, b), self._monomial_root(x.denom, b)
+        num, den = self._poly_root(x.numer, b), self._poly_root(x.denom, b)
         if num is None or den is None:
             return None
         return x.field(num) / x.field(den)

@@ -664,6 +664,7 @@ class _Planner:
                  dims: dict[str, int], roots: dict[str, int], members: Mapping[str, MatrixSymbol] | None = None):
         self.proof, self.table, self.hints, self.hyps = proof, table, hints, list(hyps)
         self.dims, self.roots = dims, dict(roots)
+        self.shifts: dict[str, Basic] = {}  # symbol -> c where (M + c·I)^(1/2) is taken (see _shifted_roots)
         members = dict(members or {})
         self.shapes: dict[str, MatrixSymbol] = {**table.matrices, **hints.auxiliary, **members}
         self.order = [*table.free_matrices, *(n for n in hints.auxiliary if n not in table.matrices), *members]
@@ -1206,6 +1207,10 @@ class _Executor:
             value = _diag(src, degenerate([src.param() for _ in range(rows)]))
         elif kind in _FACTORED_KINDS:
             half = [src.positive() ** max(1, degree // 2) for _ in range(rows)] if degree % 2 == 0 else None
+            shift = self.planner.shifts.get(name)
+            if shift is not None and degree == 2 and kind != "positive_definite":
+                c = self.scalar(shift)  # h = (c/t − t)/2: h² + c = ((c/t + t)/2)² is a square too
+                half = [(c / t - t) / 2 for t in (src.positive() for _ in range(rows))] if c else half
             entries = [h * h for h in half] if half else [src.positive() ** degree for _ in range(rows)]
             if kind == "diagonal_nonnegative":
                 half, entries = (degenerate(half) if half else None), degenerate(entries)
@@ -1242,6 +1247,25 @@ def _fractional_roots(proof: Proof, hints: Hints) -> dict[str, int]:
     return roots
 
 
+def _shifted_roots(proof: Proof, hints: Hints) -> dict[str, Basic]:
+    """Symbol M -> c for square roots (M + c·I)^(k/2) of a shifted symbol (the ridge factor (Λ + λI)^(-1/2)):
+    a diagonal M is then drawn with entries h² such that h² + c is a square too."""
+    shifts: dict[str, Basic] = {}
+    for term in (*_proof_terms(proof), *hints.values.values()):
+        for node in _ordered_atoms(term, MatPow):
+            base, q = node.args
+            if not (isinstance(base, MatAdd) and isinstance(q, Rational) and q.q == 2 and len(base.args) == 2):
+                continue
+            sym = [a for a in base.args if isinstance(a, MatrixSymbol)]
+            rest = [a for a in base.args if not isinstance(a, MatrixSymbol)]
+            if len(sym) != 1 or len(rest) != 1:
+                continue
+            coeff, fs = _factors(rest[0])
+            if len(fs) == 1 and isinstance(fs[0], Identity):
+                shifts.setdefault(str(sym[0].name), coeff)
+    return shifts
+
+
 def _start_dims(shape: Mapping[str, int], names: Sequence[str], symbols: Mapping[str, Symbol]) -> dict[str, int]:
     """The shape's value of each dimension and index (a dimension it does not name is 2; an index it does not
     name takes the shape's ``index`` value)."""
@@ -1261,6 +1285,7 @@ def generic_sampler(proof: Proof, hints: Mapping[Any, Any] | None = None) -> Sam
     table = _symbols(proof)
     parsed = parse_hints(hints or {}, proof)
     roots = _fractional_roots(proof, parsed)
+    shifts = _shifted_roots(proof, parsed)
     # an induction's IH is the claim itself, which holds on every sample: it is checked, never sampled
     chains = {c.name: c for c, induction in chains_of(proof) if induction is None}
     aux_dims = {str(s.name): s for sym in parsed.auxiliary.values()
@@ -1284,6 +1309,7 @@ def generic_sampler(proof: Proof, hints: Mapping[Any, Any] | None = None) -> Sam
                                    h.forall) for h in hyps]
             planner = _Planner(proof, table, parsed, concrete, dims, roots,
                                {str(sym.name): sym for sym in members.values()})
+            planner.shifts = shifts
             try:
                 planner.plan()
             except _Replan as grow:
