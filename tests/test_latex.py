@@ -363,3 +363,27 @@ def test_build_writes_everything(tmp_path):
     assert main(["build", "--out", str(tmp_path)]) == 0
     assert sorted(p.stem for p in (tmp_path / "certificates").glob("*.json")) == sorted(THEOREM_IDS)
     assert (tmp_path / "latex" / "ols_transformer.pdf").stat().st_size > 10_000
+
+
+EXTENSIONS = ["sherman_morrison", "ridge_is_linear_attention", "kernel_ridge_push_through", "weighted_ls_is_attention",
+              "multi_head_attention", "multi_layer_gd", "causal_online_ls", "fast_weight_delta_rule",
+              "softmax_nadaraya_watson", "hopfield_is_attention"]
+
+
+def test_each_extension_says_in_the_article_what_it_means(theorems):
+    """The article's section of every theorem beyond the paper ends with what it means for transformers."""
+    article = article_latex(theorems)
+    sections = article.split("\\section{")[1:]
+    for theorem_id in EXTENSIONS:
+        (section,) = [s for s in sections if f"\\label{{thm:{theorem_id}}}" in s.split("\\end{theorem}")[0]]
+        meaning = section.split("\\paragraph{What it means.}", 1)
+        assert len(meaning) == 2 and len(meaning[1].split()) >= 25, theorem_id
+        assert entries()[theorem_id].meaning in meaning[1]
+
+
+def test_a_meaning_must_be_text():
+    from derive.authoring import theorem
+    from derive.authoring.registry import LibraryError
+
+    with pytest.raises(LibraryError, match="meaning must be a string"):
+        theorem(id="meaning_not_text", meaning=["not", "text"])(lambda: None)

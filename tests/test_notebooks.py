@@ -22,9 +22,11 @@ NOTEBOOKS = (
     "04_hopfield_energy.ipynb",
     "05_distribution_shift.ipynb",
     "06_nist_accuracy.ipynb",
+    "07_beyond_the_paper.ipynb",
 )
 NEEDS = {"03_training_reaches_ols.ipynb": ("matplotlib",), "04_hopfield_energy.ipynb": ("matplotlib",),
-         "05_distribution_shift.ipynb": ("matplotlib",), "06_nist_accuracy.ipynb": ("matplotlib", "scipy", "mpmath")}
+         "05_distribution_shift.ipynb": ("matplotlib",), "06_nist_accuracy.ipynb": ("matplotlib", "scipy", "mpmath"),
+         "07_beyond_the_paper.ipynb": ("matplotlib",)}
 
 
 def _sync():

@@ -49,6 +49,7 @@ class TheoremEntry:
     glossary: Mapping[str, str] = field(default_factory=dict)
     sampling: Mapping[str, Any] = field(default_factory=dict)
     routes: tuple = ()
+    meaning: str = ""
 
 
 _REGISTRY: dict[str, TheoremEntry] = {}
@@ -68,7 +69,7 @@ _IN_PROGRESS = _InProgress()
 
 def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
             glossary: Mapping[str, str] | None = None, sampling: Mapping[str, Any] | None = None,
-            routes: Sequence = ()):
+            routes: Sequence = (), meaning: str = ""):
     """Register a zero-argument function that returns a :class:`~derive.kernel.Proof`.
 
     Use as ``@theorem`` or ``@theorem(glossary={...}, routes=[...])``.  The theorem's id is ``id`` or
@@ -88,6 +89,9 @@ def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
         Hints for the independent witness's sampler, only for what it cannot infer from the hypotheses:
         a symbol's value as a term in other symbols, its kind (``"orthogonal"``, ``"diagonal_positive"``,
         ...), or a dimension's value.
+    meaning
+        What the theorem means for transformers, a short paragraph of LaTeX text that the article prints
+        after the proof (``""``: none).
     routes
         Code-generation declarations, :class:`derive.codegen.Route` or :class:`derive.codegen.Term`: a
         checked lemma or definition of this theorem that the generated modules print.
@@ -102,11 +106,13 @@ def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
         if not callable(func):
             raise LibraryError(f"@theorem expects a function, not {type(func).__name__}")
         theorem_id = id or func.__name__
+        if not isinstance(meaning, str):
+            raise LibraryError(f"theorem {theorem_id}: meaning must be a string of LaTeX text")
         if not isinstance(theorem_id, str) or not theorem_id.isidentifier():
             raise LibraryError(f"theorem id {theorem_id!r} must be a Python identifier")
         new = TheoremEntry(theorem_id, func, getattr(func, "__module__", "?"),
                            MappingProxyType(dict(glossary or {})), MappingProxyType(dict(sampling or {})),
-                           tuple(routes))
+                           tuple(routes), meaning.strip())
         with _LOCK:
             old = _REGISTRY.get(theorem_id)
             if old is not None and _qualname(old.build) != _qualname(func):

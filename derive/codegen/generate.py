@@ -454,11 +454,13 @@ def _public_route_function(theorem: Theorem, route: Route, printer_class, known:
     parameters = [name for name in order if name in needed]
     symbols = {v: k for k, v in route.names.items()}
     expr = assignments[route.result]
-    convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters] if backend == "numpy" else []
+    convert = [f"    {name} = np.asarray({name}, dtype=float)" if backend == "numpy" else
+               f"    {name} = _matrix_argument({name!r}, {name})" for name in parameters]
     described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY')})" for name in parameters)
     kind = "numpy.ndarray" if backend == "numpy" else "mpmath matrix"
+    given = "array_like" if backend == "numpy" else "mpmath matrix, or list of rows or of numbers"
     docstring = [f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).', "",
-                 "    Parameters", "    ----------", f"    {', '.join(parameters)} : {kind}",
+                 "    Parameters", "    ----------", f"    {', '.join(parameters)} : {given}",
                  f"        The matrices of the lemma: {described}; the route assumes what the theorem's",
                  "        hypotheses say of them (they are not checked here).", "",
                  "    Returns", "    -------", f"    {kind}", "        The coefficients β̂.", '    """']

@@ -165,6 +165,56 @@ def _validate(X, Y, X_query=None, route="auto"):
     return X, Y, Q
 
 
+def _matrix_argument(name, value):
+    """A matrix argument of a public route function (a user's theorem's) as an ``mpmath.matrix``, read like the
+    data of :func:`coefficients`: an mpmath matrix as it is, a list of rows (or a 2-D NumPy array) as rows, a list
+    of numbers as a column (a vector: a diagonal held as its entries, or one target)."""
+    if isinstance(value, mpmath.matrix):
+        return value
+    _refuse_text_and_masks(name, value)
+    try:
+        items = list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of rows or of numbers, or an mpmath matrix") from None
+    if items and (isinstance(items[0], (list, tuple)) or getattr(items[0], "ndim", 0) >= 1):
+        return _rows(name, items)
+    return _rows(name, [[v] for v in items])
+
+
+def _ridge_and_weights(X, Y, ridge, weights):
+    """X and Y with the rows scaled by √w and the rows √λ I (and 0) appended: their least-squares solution is
+    the weighted ridge solution (XᵀWX + λI)⁻¹XᵀWY (weighted_ls_is_attention, ridge_is_linear_attention)."""
+    if weights is not None:
+        if isinstance(weights, mpmath.matrix):
+            weights = [weights[i] for i in range(len(weights))]
+        _refuse_text_and_masks("weights", weights)
+        try:
+            w = [_number("weights", v) for v in weights]
+        except TypeError:
+            raise TypeError("weights must be a list of numbers, one per row of X") from None
+        if len(w) != X.rows:
+            raise ValueError(f"weights must hold one number per row of X ({X.rows}), got {len(w)}")
+        if any(v <= 0 for v in w):
+            raise ValueError(f"weights must be positive: {sum(v <= 0 for v in w)} of them are zero or negative")
+        root = [mp.sqrt(v) for v in w]
+        X, Y = _scale_rows(root, X), _scale_rows(root, Y)
+    if ridge is not None:
+        if isinstance(ridge, bool):
+            raise TypeError("ridge must be a positive real number, not bool")
+        try:
+            lam = _number("ridge", ridge)
+        except ValueError as exc:
+            raise ValueError(f"ridge must be a positive real number ({exc})") from None
+        if lam <= 0:
+            raise ValueError(f"ridge must be positive, got {mpmath.nstr(lam, 10)} (leave it out, ridge=None, for OLS)")
+        root = mp.sqrt(lam)
+        p = X.cols
+        X = mp.matrix([[X[i, j] for j in range(p)] for i in range(X.rows)]
+                      + [[root if i == j else mp.zero for j in range(p)] for i in range(p)])
+        Y = mp.matrix([[Y[i, j] for j in range(Y.cols)] for i in range(Y.rows)] + [[mp.zero] * Y.cols] * p)
+    return X, Y
+
+
 # --- factorizations and routes (their products are the printed functions) ---------------
 
 
@@ -262,8 +312,13 @@ Matrix = Sequence[Sequence[object]] | mpmath.matrix
 Vector = Sequence[object] | mpmath.matrix
 
 
-def coefficients(X: Matrix, Y: Vector | Matrix, *, route: str = "auto", dps: int = 50) -> mpmath.matrix:
+def coefficients(X: Matrix, Y: Vector | Matrix, *, route: str = "auto", dps: int = 50, ridge: object = None,
+                 weights: Vector | None = None) -> mpmath.matrix:
     """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY at ``dps`` decimal digits.
+
+    With ``ridge=λ`` the ridge coefficients (XᵀX + λI)⁻¹XᵀY, with ``weights=w`` those of weighted least squares,
+    (XᵀWX)⁻¹XᵀWY; both: the minimiser of Σ w_i ‖y_i − x_i β‖² + λ‖β‖². They are the least-squares solution of
+    the rows √w_i x_i with the rows √λ I appended, solved by ``route``.
 
     Parameters
     ----------
@@ -277,6 +332,10 @@ def coefficients(X: Matrix, Y: Vector | Matrix, *, route: str = "auto", dps: int
         "svd" when X is rank-deficient).
     dps : int, keyword-only
         Decimal digits of the working precision (default 50).
+    ridge : number, optional, keyword-only
+        λ > 0 (any real number :func:`coefficients` reads as data: a decimal string, ``Fraction``, float, ...).
+    weights : list of n numbers, optional, keyword-only
+        Positive weights, one per row.
 
     Returns
     -------
@@ -291,20 +350,26 @@ def coefficients(X: Matrix, Y: Vector | Matrix, *, route: str = "auto", dps: int
         ``dps`` is not a whole number.
     ValueError
         An entry is not a decimal number, NaN or infinite; rows of different lengths; mismatched shapes; an
-        empty argument; an unknown route; ``dps`` under 1.
+        empty argument; an unknown route; ``dps`` under 1; a ridge that is not positive, weights that are not
+        positive or not one per row.
 
     Examples
     --------
     >>> beta = coefficients([["1", "0"], ["1", "1"], ["1", "2"]], ["1", "2", "4"], dps=30)
     >>> [mpmath.nstr(v, 10) for v in beta]
     ['0.8333333333', '1.5']
+    >>> beta = coefficients([[1, 0], [1, 1], [1, 2]], [1, 2, 4], ridge="0.5", weights=[1, 4, 1], dps=30)
+    >>> [mpmath.nstr(v, 10) for v in beta]  # (XᵀWX + λI)⁻¹XᵀWY
+    ['0.7532467532', '1.350649351']
     """
     with _working_precision(dps):
         X, Y, _ = _validate(X, Y, None, route)
+        X, Y = _ridge_and_weights(X, Y, ridge, weights)
         return _ROUTES[route](X, Y)
 
 
-def predict(X: Matrix, Y: Vector | Matrix, X_query: Matrix, *, route: str = "auto", dps: int = 50) -> mpmath.matrix:
+def predict(X: Matrix, Y: Vector | Matrix, X_query: Matrix, *, route: str = "auto", dps: int = 50,
+            ridge: object = None, weights: Vector | None = None) -> mpmath.matrix:
     """Predictions X_q β̂, evaluated right to left, at ``dps`` decimal digits.
 
     Parameters
@@ -317,6 +382,8 @@ def predict(X: Matrix, Y: Vector | Matrix, X_query: Matrix, *, route: str = "aut
         As in :func:`coefficients`.
     dps : int, keyword-only
         Decimal digits of the working precision (default 50).
+    ridge, weights : optional, keyword-only
+        As in :func:`coefficients`: ridge or weighted least-squares predictions.
 
     Returns
     -------
@@ -336,6 +403,7 @@ def predict(X: Matrix, Y: Vector | Matrix, X_query: Matrix, *, route: str = "aut
     """
     with _working_precision(dps):
         X, Y, Q = _validate(X, Y, X_query, route)
+        X, Y = _ridge_and_weights(X, Y, ridge, weights)
         return Q * _ROUTES[route](X, Y)
 
 

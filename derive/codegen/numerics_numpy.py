@@ -90,7 +90,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROUTES", "AccuracyWarning", "coefficients", "predict", "attention_parameters", "attention_scores"]
+__all__ = ["ROUTES", "AccuracyWarning", "coefficients", "predict", "attention_parameters", "attention_scores",
+           "RecursiveLeastSquares", "multi_layer_predict"]
 
 ROUTES = ("auto", "eigh", "cholesky", "svd", "qr")
 _EPS = np.finfo(np.float64).eps
@@ -1386,11 +1387,100 @@ _ROUTES = {"auto": _route_auto, "eigh": _route_eigh, "cholesky": _route_cholesky
            "qr": _route_qr}
 
 
+# --- ridge and weights ----------------------------------------------------------------------
+
+_DUAL_RISK = 1e-10  # the dual route's first-order error bound (‖X‖_F² + λ) eps / λ must stay under this
+
+
+def _ridge_value(ridge):
+    """λ as a float: None (no ridge) or a positive finite real number, else a TypeError or ValueError naming it."""
+    if ridge is None:
+        return None
+    if isinstance(ridge, (bool, np.bool_)) or not isinstance(ridge, (int, float, np.integer, np.floating)):
+        raise TypeError(f"ridge must be a positive real number, not {type(ridge).__name__}")
+    value = float(ridge)
+    if math.isnan(value):
+        raise ValueError("ridge is NaN: it must be a positive real number")
+    if math.isinf(value):
+        raise ValueError("ridge is infinite: it must be a positive finite real number")
+    if value <= 0:
+        raise ValueError(f"ridge must be positive, got {value!r} (leave it out, ridge=None, for OLS)")
+    return value
+
+
+def _root_weights(weights, X):
+    """√w as float64 of shape X.shape[:-1] + (1,); a ValueError naming what is wrong with the weights."""
+    w = _array("weights", weights, 1)
+    if w.shape != X.shape[:-1]:
+        raise ValueError(f"weights must have shape {X.shape[:-1]} (one per row of X), got {w.shape}")
+    w = w.astype(np.float64, copy=False)
+    if np.isnan(w).any():
+        raise ValueError("weights contain NaN")
+    if not (w > 0).all():
+        raise ValueError(f"weights must be positive: {int((w <= 0).sum())} of them are zero or negative "
+                         f"(drop those rows instead of giving them weight 0)")
+    if np.isinf(w).any():
+        raise ValueError("weights contain infinity")
+    return np.sqrt(w)[..., None]
+
+
+def _solve(X, Y, route, ridge, weights):
+    """β̂ of OLS, weighted least squares (the whitened rows √w x_i, √w y_i) and/or ridge (X with the rows √λ I
+    appended; for p > n under "auto", the dual route), by ``route``; unscaled float64 (..., p, k)."""
+    lam = _ridge_value(ridge)
+    if weights is not None:
+        root = _root_weights(weights, X)
+        _require_finite(("X", X), ("Y", Y))
+        with np.errstate(over="ignore"):
+            X, Y = X * root, Y * root
+        _require_finite(("the weighted rows √w X", X), ("the weighted targets √w Y", Y))
+    if lam is None:
+        return _ROUTES[route](X, Y)
+    _require_finite(("X", X), ("Y", Y))
+    n, p = X.shape[-2:]
+    if route == "auto" and p > n:
+        beta = _ridge_dual(X, Y, lam)
+        if beta is not None:
+            return beta
+    root_lam = math.sqrt(lam)
+    batch = X.shape[:-2]
+    A = np.concatenate([X, np.broadcast_to(root_lam * np.eye(p), batch + (p, p))], axis=-2)
+    B = np.concatenate([Y, np.zeros(batch + (p, Y.shape[-1]))], axis=-2)
+    return _ROUTES[route](A, B)
+
+
+def _ridge_dual(X, Y, lam):
+    """Xᵀ(XXᵀ + λI)⁻¹Y (kernel_ridge_push_through, lemma dual_route) by Cholesky of the n×n token Gram matrix and
+    one step of refinement; None where its first-order error bound (‖X‖_F² + λ) eps / λ is over _DUAL_RISK, the
+    Gram matrix overflows or has no Cholesky factor (the caller then solves the augmented problem)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        frobenius = (X * X).sum(axis=(-2, -1))
+        if not np.isfinite(frobenius).all() or ((frobenius + lam) * _EPS / lam > _DUAL_RISK).any():
+            return None
+        Xt = np.swapaxes(X, -1, -2)
+        K = X @ Xt + lam * np.eye(X.shape[-2])
+        try:
+            C = np.linalg.cholesky(K)
+        except np.linalg.LinAlgError:
+            return None
+        alpha = _solve_triangular(C, _solve_triangular(C, Y, True, False), False, True)
+        residual = Y - (X @ (Xt @ alpha) + lam * alpha)  # one step of refinement in float64
+        alpha = alpha + _solve_triangular(C, _solve_triangular(C, residual, True, False), False, True)
+        beta = Xt @ alpha
+    return beta if np.isfinite(beta).all() else None
+
+
 # --- public functions -------------------------------------------------------------------
 
 
-def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> np.ndarray:
+def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto", ridge: float | None = None,
+                 weights: npt.ArrayLike | None = None) -> np.ndarray:
     """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY, computed as attention: no n×n or m×n matrix is formed.
+
+    With ``ridge=λ`` the ridge coefficients (XᵀX + λI)⁻¹XᵀY (ridge_is_linear_attention), defined for every X,
+    rank-deficient or wider than tall; with ``weights=w`` the weighted least-squares coefficients
+    (XᵀWX)⁻¹XᵀWY, W = diag(w): OLS of the whitened rows √w_i x_i, √w_i y_i (weighted_ls_is_attention). Both
+    together minimise Σ w_i ‖y_i − x_i β‖² + λ‖β‖².
 
     Parameters
     ----------
@@ -1404,12 +1494,21 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> 
         ``"eigh"`` and ``"cholesky"`` form XᵀX, which squares the condition of X: use them only where X is
         well-conditioned once its columns are scaled; on ill-conditioned X their answer loses digits or is
         truncated, and they warn. ``"svd"`` and ``"qr"`` are backward stable.
+    ridge : float, optional, keyword-only
+        λ > 0: ridge regression. The route then solves the least-squares problem of X with the rows √λ I
+        appended (whose Gram matrix is XᵀX + λI: "eigh" evaluates V(Λ + λI)⁻¹VᵀXᵀY, lemma ridge_route), so it
+        is as accurate as that route is on OLS. With ``route="auto"`` and more columns than rows (p > n) the
+        dual (token) route Xᵀ(XXᵀ + λI)⁻¹Y (kernel_ridge_push_through, lemma dual_route) is taken instead,
+        an n×n Cholesky factorization with one step of refinement, where (‖X‖_F² + λ) eps / λ, a bound on its
+        error to first order, is under 1e-10 (else the augmented problem above).
+    weights : array_like, shape (..., n), optional, keyword-only
+        Positive finite weights, one per row (per example) of every problem.
 
     Returns
     -------
     numpy.ndarray, shape (..., p) or (..., p, k)
-        β̂; the minimum-norm solution where ``X`` is rank-deficient. float32 when every argument is float32 (or
-        float16), else float64 (the arithmetic is float64 either way).
+        β̂; the minimum-norm solution where ``X`` is rank-deficient (without ``ridge``). float32 when every
+        argument is float32 (or float16), else float64 (the arithmetic is float64 either way).
 
     Raises
     ------
@@ -1417,7 +1516,8 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> 
         An argument is not a real numeric array (a masked array is refused: its mask would be ignored).
     ValueError
         A bad shape, an empty array, NaN or infinity in the data, an unknown route, or a solution outside the
-        result's float range (an overflow, or an underflow that would leave it too few bits).
+        result's float range (an overflow, or an underflow that would leave it too few bits); a ridge that is not
+        positive and finite (zero, negative, NaN); weights that are not positive and finite or not one per row.
 
     Warns
     -----
@@ -1435,13 +1535,22 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto") -> 
     True
     >>> coefficients(X.astype(np.float32), np.float32([1, 2, 4])).dtype
     dtype('float32')
+    >>> lam = 0.5
+    >>> np.allclose(coefficients(X, [1.0, 2.0, 4.0], ridge=lam),
+    ...             np.linalg.solve(X.T @ X + lam * np.eye(2), X.T @ [1.0, 2.0, 4.0]))
+    True
+    >>> w = np.array([1.0, 4.0, 1.0])
+    >>> np.allclose(coefficients(X, [1.0, 2.0, 4.0], weights=w),
+    ...             np.linalg.lstsq(X * np.sqrt(w)[:, None], np.sqrt(w) * [1.0, 2.0, 4.0], rcond=None)[0])
+    True
     """
     X, Y, _, vector_y, _, dtype = _validate(X, Y, None, route)
-    beta = _result(_ROUTES[route](X, Y), dtype)
+    beta = _result(_solve(X, Y, route, ridge, weights), dtype)
     return beta[..., 0] if vector_y else beta
 
 
-def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "auto") -> np.ndarray:
+def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "auto",
+            ridge: float | None = None, weights: npt.ArrayLike | None = None) -> np.ndarray:
     """Predictions X_q β̂, evaluated as X_q (L (Lᵀ (XᵀY))) right to left.
 
     Parameters
@@ -1454,6 +1563,10 @@ def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route
         The queries; a single query gives a single prediction per problem.
     route : {"auto", "eigh", "cholesky", "svd", "qr"}, keyword-only
         As in :func:`coefficients`.
+    ridge : float, optional, keyword-only
+        λ > 0: the ridge predictions X_q (XᵀX + λI)⁻¹XᵀY = (X_q Xᵀ)(XXᵀ + λI)⁻¹Y, as in :func:`coefficients`.
+    weights : array_like, shape (..., n), optional, keyword-only
+        Positive weights, one per row: the weighted least-squares predictions, as in :func:`coefficients`.
 
     Returns
     -------
@@ -1479,9 +1592,12 @@ def predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, route
     >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
     >>> round(float(predict(X, [1.0, 2.0, 4.0], [1.0, 3.0])), 12)  # 5/6 + 3 · 3/2
     5.333333333333
+    >>> round(float(predict(X, [1.0, 2.0, 4.0], [1.0, 3.0], ridge=1e-9)), 6)  # a tiny ridge: nearly OLS
+    5.333333
     """
     X, Y, Q, vector_y, vector_q, dtype = _validate(X, Y, X_query, route)
-    out = _result(_predictions(Q, _result(_ROUTES[route](X, Y), np.float64)), dtype, "the prediction matrix X_query β̂")
+    beta = _result(_solve(X, Y, route, ridge, weights), np.float64)
+    out = _result(_predictions(Q, beta), dtype, "the prediction matrix X_query β̂")
     if vector_y:
         out = out[..., 0]
     return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
@@ -1659,3 +1775,201 @@ def attention_scores(X: npt.ArrayLike, X_query: npt.ArrayLike, *, route: str = "
     # (X_q L)(X L)ᵀ with the scaled factors: the scales of the columns cancel
     scores = _result(_printed("scores")(X_query, L, X), dtype, "the attention score matrix", (-2, -1))
     return scores[..., 0, :] if vector_q else scores
+
+
+# --- streaming least squares and k layers -----------------------------------------------------
+
+
+class RecursiveLeastSquares:
+    """Streaming OLS or ridge: causal linear attention with a square-root memory (causal_online_ls).
+
+    The checked theorem causal_online_ls updates the slow memory P_t = (X_tᵀX_t + λI)⁻¹ by Sherman–Morrison and
+    the fast memory S_t = X_tᵀY_t by a sum. Updating P itself loses accuracy over long streams (its rounding
+    errors are amplified by cond(XᵀX)), so this class keeps the same information as a square root: an
+    upper-triangular R with RᵀR = X_tᵀX_t + λI and Z = R⁻ᵀX_tᵀY_t (the square-root information filter). Each
+    :meth:`update` replaces them by the triangle of the QR factorization of [R Z; X_rows Y_rows], an orthogonal
+    (backward stable) step, and the coefficients are one triangular solve, β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY.
+
+    Accuracy: each update is backward stable, so after t updates the state is that of data perturbed by about
+    t eps relative to their size (in practice √t eps: the roundings do not add up in one direction), and β has
+    the forward error of a backward stable solver times that, about cond(X) · t_updates^(1/2) · eps. Measured
+    (``benchmarks/bench_rls.py``, docs/benchmarks.md): 10⁶ rows, p = 20, streamed in chunks of 1,000 and as
+    single rows, agree with the batch solution to about 1e-14 relative.
+
+    Parameters
+    ----------
+    p : int
+        Number of columns of X (features).
+    k : int, default 1
+        Number of targets. With k = 1 targets may come as a vector (one per row) and :attr:`coefficients` is a
+        vector; with k > 1 targets are rows of k values and :attr:`coefficients` has shape (p, k).
+    ridge : float or None, keyword-only
+        λ > 0 for ridge regression, defined from the first row on; None (or leave it out) for OLS, which needs rows
+        enough for XᵀX to be invertible before :attr:`coefficients` is read.
+
+    Raises
+    ------
+    TypeError
+        p or k not an integer, data not real numeric arrays.
+    ValueError
+        p or k under 1, a ridge that is not positive and finite; data of the wrong shape or not finite
+        (:meth:`update`); the coefficients read while XᵀX is singular or too ill-conditioned to give them (OLS),
+        or outside the float range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.standard_normal((100, 3)), rng.standard_normal(100)
+    >>> rls = RecursiveLeastSquares(3)
+    >>> for i in range(0, 100, 20):
+    ...     rls.update(X[i:i + 20], y[i:i + 20])
+    >>> rls.update(X[0], y[0])  # one more row, given as a vector
+    >>> X1, y1 = np.vstack([X, X[:1]]), np.append(y, y[0])
+    >>> bool(np.allclose(rls.coefficients, np.linalg.lstsq(X1, y1, rcond=None)[0], rtol=1e-12))
+    True
+    >>> rls.rows, rls.predict([[1.0, 0.0, 0.0]]).shape
+    (101, (1,))
+    """
+
+    def __init__(self, p: int, k: int = 1, *, ridge: float | None = None) -> None:
+        for name, value in (("p", p), ("k", k)):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        self.p, self.k = int(p), int(k)
+        self.ridge = _ridge_value(ridge)
+        root = math.sqrt(self.ridge) if self.ridge is not None else 0.0
+        self._state = np.zeros((self.p + self.k, self.p + self.k))  # [R Z; 0 ·]: the triangle of all rows so far
+        self._state[:self.p, :self.p] = root * np.eye(self.p)
+        self.rows = 0
+
+    def update(self, X_rows: npt.ArrayLike, Y_rows: npt.ArrayLike) -> None:
+        """Add rows (one row as a vector of p, or a chunk (r, p)) and their targets (a number or r numbers for
+        k = 1, or rows of k values): one QR factorization of the (p + k + r)-row stack [R Z; X_rows Y_rows]."""
+        X = _array("X_rows", X_rows, 1)
+        X = X[None, :] if X.ndim == 1 else X
+        if X.ndim != 2 or X.shape[1] != self.p:
+            raise ValueError(f"X_rows must have shape ({self.p},) or (r, {self.p}), got {np.shape(X_rows)}")
+        Y = _array("Y_rows", Y_rows, 0)
+        if self.k == 1 and Y.shape in ((), (len(X),)):  # one target per row, as numbers
+            Y = Y.reshape(len(X), 1)
+        elif len(X) == 1 and Y.shape == (self.k,):  # one row of k targets
+            Y = Y[None, :]
+        if Y.shape != (len(X), self.k):
+            raise ValueError(f"Y_rows must hold {len(X)} row(s) of {self.k} target(s), got shape {np.shape(Y_rows)}")
+        X, Y = X.astype(np.float64, copy=False), Y.astype(np.float64, copy=False)
+        _require_finite(("X_rows", X), ("Y_rows", Y))
+        stacked = np.concatenate([self._state, np.concatenate([X, Y], axis=1)], axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            state = np.linalg.qr(stacked, mode="r")[:self.p + self.k]
+        if not np.isfinite(state).all():
+            raise ValueError("the streamed data overflow float64 (their squared norms): rescale X or Y")
+        self._state = state
+        self.rows += len(X)
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        """β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY of every row so far: shape (p,) for k = 1, else (p, k)."""
+        R, Z = self._state[:self.p, :self.p], self._state[:self.p, self.p:]
+        if self.ridge is None:
+            if self.rows < self.p:
+                raise ValueError(f"OLS needs at least p = {self.p} rows before its coefficients, got {self.rows} "
+                                 f"(or give a ridge)")
+            s = np.linalg.svd(R, compute_uv=False)  # those of X: the rank test of numpy.linalg.lstsq
+            if not s[-1] > s[0] * max(self.rows, self.p) * _EPS:
+                raise ValueError(f"XᵀX of the {self.rows} rows so far is singular (X is rank-deficient): no unique "
+                                 f"OLS coefficients; give a ridge, or stream more rows")
+        beta = _result(_solve_triangular(R, Z, False, False), np.float64, "the streamed coefficients")
+        return beta[:, 0] if self.k == 1 else beta
+
+    def predict(self, X_query: npt.ArrayLike) -> np.ndarray:
+        """X_q β for queries (m, p) or one query (p,): shape (m,) / () for k = 1, else (m, k) / (k,)."""
+        Q = _array("X_query", X_query, 1)
+        single = Q.ndim == 1
+        Q = Q[None, :] if single else Q
+        if Q.ndim != 2 or Q.shape[1] != self.p:
+            raise ValueError(f"X_query must have shape ({self.p},) or (m, {self.p}), got {np.shape(X_query)}")
+        Q = Q.astype(np.float64, copy=False)
+        _require_finite(("X_query", Q))
+        beta = self.coefficients.reshape(self.p, self.k)
+        out = _result(_predictions(Q, beta), np.float64, "the prediction matrix X_query β̂")
+        out = out[0] if single else out
+        return out[..., 0] if self.k == 1 else out
+
+
+def multi_layer_predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLike, *, layers: int,
+                        step: float | npt.ArrayLike) -> np.ndarray:
+    """The prediction of k layers of linear self-attention: X_q β_k, β_k after k preconditioned gradient steps.
+
+    multi_layer_gd checks that k layers with W_Q = [Γ; 0], W_K = [I; 0], W_V = [0, 0; 0, −I] and residual
+    connections leave −X_q β_k in the query's label slot, where β_0 = 0 and β_{t+1} = β_t + ΓXᵀ(Y − Xβ_t): k
+    steps of gradient descent on ½‖Y − Xβ‖² preconditioned by Γ. This evaluates that recurrence (p×p and p×k
+    products; no token matrix is formed). β_k = β̂ − (I − ΓXᵀX)^k β̂ for invertible XᵀX (β̂ the OLS
+    coefficients), so the layers converge to OLS as fast as the powers of I − ΓXᵀX vanish: for Γ = (XᵀX)⁻¹ one
+    layer is OLS, for Γ = ηI they converge when 0 < η < 2 / λ_max(XᵀX), at the rate max |1 − η λ_i|.
+
+    Parameters
+    ----------
+    X : array_like, shape (..., n, p)
+        The context (keys), one example per row; leading dimensions are a batch.
+    Y : array_like, shape (..., n) or (..., n, k)
+        The targets (values).
+    X_query : array_like, shape (..., m, p) or (..., p)
+        The queries.
+    layers : int, keyword-only
+        k >= 0, the number of layers (0 layers predict 0).
+    step : float or array_like of shape (p, p) or (..., p, p), keyword-only
+        Γ = W_Q W_Kᵀ restricted to the features: a number η (Γ = ηI) or a p×p matrix.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., m[, k]), (...[, k]) for a single query
+        The predictions X_q β_k (float64).
+
+    Raises
+    ------
+    TypeError
+        An argument is not a real numeric array, or ``layers`` not an integer.
+    ValueError
+        Bad shapes, NaN or infinity, negative ``layers``; iterates that leave the float range (the steps diverge:
+        Γ too large), named.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> y, q = [1.0, 2.0, 4.0], [1.0, 3.0]
+    >>> one = multi_layer_predict(X, y, q, layers=1, step=np.linalg.inv(X.T @ X))  # Γ = (XᵀX)⁻¹: OLS at once
+    >>> round(float(one), 12)
+    5.333333333333
+    >>> round(float(multi_layer_predict(X, y, q, layers=500, step=0.1)), 9)  # small steps converge to it
+    5.333333333
+    """
+    if isinstance(layers, (bool, np.bool_)) or not isinstance(layers, (int, np.integer)):
+        raise TypeError(f"layers must be an integer, not {type(layers).__name__}")
+    if layers < 0:
+        raise ValueError(f"layers must be at least 0, got {layers}")
+    X, Y, Q, vector_y, vector_q, _ = _validate(X, Y, X_query)
+    _require_finite(("X", X), ("Y", Y))
+    G = _array("step", step, 0).astype(np.float64, copy=False)
+    p = X.shape[-1]
+    if G.ndim == 0:
+        G = float(G) * np.eye(p)
+    elif G.ndim < 2 or G.shape[-2:] != (p, p) or G.shape[:-2] not in ((), X.shape[:-2]):
+        raise ValueError(f"step must be a number or a {p}×{p} matrix (per problem), got shape {np.shape(step)}")
+    _require_finite(("step", G))
+    Xt = np.swapaxes(X, -1, -2)
+    GXtY, GXtX = G @ (Xt @ Y), G @ (Xt @ X)
+    beta = np.zeros(X.shape[:-2] + (p, Y.shape[-1]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(int(layers)):  # β_{t+1} = β_t + ΓXᵀY − ΓXᵀXβ_t
+            beta = beta + (GXtY - GXtX @ beta)
+    if not np.isfinite(beta).all():
+        raise ValueError(f"the iterates β_t of {layers} layers overflow float64: the steps diverge (the step Γ is "
+                         f"too large: I − ΓXᵀX must have spectral radius under 1)")
+    out = _predictions(Q, beta)
+    if vector_y:
+        out = out[..., 0]
+    return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out

@@ -494,6 +494,13 @@ def _registered_glossaries() -> dict[str, Mapping[str, str]]:
     return {theorem_id: item.glossary for theorem_id, item in entries().items()}
 
 
+def _registered_meanings() -> dict[str, str]:
+    """What each registered theorem means for transformers (``@theorem(meaning=...)``), where it says."""
+    from ..authoring.registry import entries
+
+    return {theorem_id: item.meaning for theorem_id, item in entries().items() if item.meaning}
+
+
 def resolved_glossaries(glossaries: Mapping[str, Mapping[str, str]] | None = None) -> dict:
     """The registered theorems' glossaries, overridden per theorem by ``glossaries``."""
     return {**_registered_glossaries(), **(glossaries or {})}
@@ -718,8 +725,11 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
         preamble += "\\newtheorem{theorem}{Theorem}\n\\newtheorem{lemma}{Lemma}[theorem]\n"
     body = [preamble, "\\begin{document}", "\\maketitle", _notation(ordered, resolved, printer)]
     stated: dict = {}
+    meanings = _registered_meanings()
     for theorem in ordered:
         body.append(f"\\section{{{theorem.title}}}")
         body.append(_theorem_latex(_Context(theorem, _printer(ordered, macros, settings), stated)))
+        if theorem.id in meanings:
+            body.append(f"\\paragraph{{What it means.}} {meanings[theorem.id]}")
     body.append("\\end{document}")
     return "\n\n".join(body) + "\n"

@@ -24,7 +24,16 @@ def gradient(memory, key, value):
     return mul(add(mul(memory, key), mul(-1, value)), transpose(key))
 
 
-@theorem(glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_FAST_WEIGHT_DELTA_RULE = (
+    r"Causal linear attention is a fast-weight memory: the state $S_t$ is the sum of the outer products "
+    r"$v_i k_i^{\top}$ written so far and the output is $S_t q_t$. The delta rule replaces pure writing by "
+    r"one gradient step on the error of recalling $v_t$ from $k_t$, which is what fast-weight programmers "
+    r"and DeltaNet do."
+)
+
+
+@theorem(meaning=MEANING_FAST_WEIGHT_DELTA_RULE, glossary={
     "v": "the value written at each time step", "k": "its key", "q": "the query at each time step",
     "S": "fast-weight memory, $S_0 = 0$", "V": "the values so far, one per row", "K": "the keys so far, one per row",
     "D": "fast weights written by the delta rule, $D_0 = 0$", "beta": "learning rate of the delta rule",

@@ -21,7 +21,16 @@ def token_gram(M, ridge=lam):
     return add(mul(M, transpose(M)), mul(ridge, Identity(M.shape[0])))
 
 
-@theorem(glossary={**GLOSSARY, "lambda": "ridge penalty, $\\lambda > 0$"})
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_KERNEL_RIDGE_PUSH_THROUGH = (
+    r"Attention over features (a $p \times p$ slow memory) and attention over tokens (an $n \times n$ one) "
+    r"give the same ridge predictions. The token form is kernel ridge regression with the linear kernel "
+    r"$X_q X^{\top}$: the score matrix of linear attention is a kernel matrix, and the dual route is the "
+    r"cheaper one when there are more features than tokens."
+)
+
+
+@theorem(meaning=MEANING_KERNEL_RIDGE_PUSH_THROUGH, glossary={**GLOSSARY, "lambda": "ridge penalty, $\\lambda > 0$"})
 def kernel_ridge_push_through() -> Proof:
     b = ProofBuilder(
         "kernel_ridge_push_through",

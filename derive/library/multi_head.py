@@ -36,9 +36,18 @@ _E1 = block([[Identity(p1)], [ZeroMatrix(p2, p1)]])
 _E2 = block([[ZeroMatrix(p1, p2)], [Identity(p2)]])
 
 
-@theorem(sampling={"n": p1 + p2 + 1, "U": "orthogonal", "S_1": "diagonal_positive", "S_2": "diagonal_positive",
-                   "X_1": mul(_U, _E1, _S1, transpose(V1)), "X_2": mul(_U, _E2, _S2, transpose(V2)),
-                   "Lambda_1": mul(_S1, _S1), "Lambda_2": mul(_S2, _S2)}, glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_MULTI_HEAD_ATTENTION = (
+    r"Multi-head attention with a concatenation and an output projection is the sum of its heads. When the "
+    r"heads see orthogonal blocks of features, each head can hold the spectral factor of its own block, "
+    r"and their sum is OLS on all the features: heads split the slow memory block by block."
+)
+
+
+@theorem(meaning=MEANING_MULTI_HEAD_ATTENTION, sampling={
+    "n": p1 + p2 + 1, "U": "orthogonal", "S_1": "diagonal_positive", "S_2": "diagonal_positive",
+    "X_1": mul(_U, _E1, _S1, transpose(V1)), "X_2": mul(_U, _E2, _S2, transpose(V2)),
+    "Lambda_1": mul(_S1, _S1), "Lambda_2": mul(_S2, _S2)}, glossary={
     "X": "design matrix, its features split into two blocks", "X_1": "first block of features",
     "X_2": "second block of features", "X_q": "queries, split like $X$", "X_q1": "queries' first block",
     "X_q2": "queries' second block", "V_1": "eigenvectors of $X_1^{\\top}X_1$",

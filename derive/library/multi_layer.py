@@ -41,7 +41,17 @@ LAYERS = [Term("context_layer", definition="C", names={"C": "C", "W_Q": "W_Q", "
           Term("query_layer", definition="T", names={"T": "T", "C": "C", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V"})]
 
 
-@theorem(glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_MULTI_LAYER_GD = (
+    r"Stacking $k$ linear self-attention layers with residual connections in the token form runs $k$ steps "
+    r"of preconditioned gradient descent on the in-context least-squares loss; the iterate is the "
+    r"truncated Neumann series $\sum_{j<k}(I - \Gamma X^{\top}X)^{j}\Gamma X^{\top}Y$. The error contracts "
+    r"by $I - \Gamma X^{\top}X$ per layer, so depth buys accuracy at the rate of its spectrum, and one "
+    r"layer suffices when $\Gamma = (X^{\top}X)^{-1}$."
+)
+
+
+@theorem(meaning=MEANING_MULTI_LAYER_GD, glossary={
     **GLOSSARY,
     "Gamma": "step matrix (preconditioner) $W_Q W_K^{\\top}$ of every layer",
     "W_Q": "query weights",

@@ -33,7 +33,16 @@ RIDGE_ROUTE = Route("ridge", "ridge_route", {"X": "X", "Y": "Y", "X_q": "X_query
                                              "lambda": "ridge"}, diagonal=("Lambda",), gram=True)
 
 
-@theorem(glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_RIDGE_IS_LINEAR_ATTENTION = (
+    r"Ridge regression is single-layer linear attention for every design, with no rank condition: the "
+    r"penalty only shifts the spectrum, so the query--key factor becomes $V(\Lambda + \lambda I)^{-1/2}$ "
+    r"and the slow memory $(X^{\top}X + \lambda I)^{-1}$. A transformer whose weights hold a shifted "
+    r"spectrum computes ridge predictions in one forward pass."
+)
+
+
+@theorem(meaning=MEANING_RIDGE_IS_LINEAR_ATTENTION, glossary={
     **GLOSSARY,
     "Lambda": "diagonal matrix of the eigenvalues of $X^{\\top}X$ (some may be zero)",
     "L_lambda": "ridge spectral factor $V(\\Lambda + \\lambda I)^{-1/2}$",

@@ -25,7 +25,17 @@ def rank_one_inverse(A, u, v):
     return add(inv(A), mul(-1, inv(A), u, inv(denominator(A, u, v)), transpose(v), inv(A)))
 
 
-@theorem(glossary={"A": "an invertible matrix", "u": "a column vector", "v": "a column vector"})
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_SHERMAN_MORRISON = (
+    r"A rank-one change of the slow memory needs no new inversion: the precision after one more token is "
+    r"the old precision minus a rank-one correction, scaled by the $1 \times 1$ number $1 + "
+    r"v^{\top}A^{-1}u$. This is the update that makes a recurrent attention layer exact for least squares "
+    r"(Theorem on causal attention below)."
+)
+
+
+@theorem(meaning=MEANING_SHERMAN_MORRISON,
+         glossary={"A": "an invertible matrix", "u": "a column vector", "v": "a column vector"})
 def sherman_morrison() -> Proof:
     b = ProofBuilder(
         "sherman_morrison",

@@ -24,7 +24,24 @@ V, c = MatrixSymbol("V", n, d), MatrixSymbol("c", d, 1)
 A, O = MatrixSymbol("A", m, n), MatrixSymbol("O", m, d)
 
 
-@theorem(glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_SOFTMAX_NADARAYA_WATSON = (
+    r"Softmax attention is the Nadaraya--Watson kernel smoother with the exponential kernel: each output "
+    r"is a weighted mean of the values, the weights the row-normalised kernel. Linear attention replaces "
+    r"that kernel by the linear one and the normalisation by the slow memory $(X^{\top}X)^{-1}$; the "
+    r"exponential itself is a named matrix with positive entries here, not something the kernel evaluates."
+)
+
+
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_HOPFIELD_IS_ATTENTION = (
+    r"The update of the modern Hopfield network is one softmax-attention step with the stored patterns as "
+    r"keys and values and the state as query: the paper's progression from linear to exponential capacity "
+    r"runs through the same attention rule, with the kernel as the only change."
+)
+
+
+@theorem(meaning=MEANING_SOFTMAX_NADARAYA_WATSON, glossary={
     "E": "exponential kernel of the scores, $E_{ij} = \\exp(q_i^{\\top}k_j/\\tau) > 0$",
     "D": "row normalisation: the diagonal of the row sums of $E$", "ones_n": "the vector of $n$ ones",
     "ones_m": "the vector of $m$ ones", "V": "values, one per key", "c": "a constant value",
@@ -55,7 +72,7 @@ ones_N = MatrixSymbol("ones_N", N, 1)
 p_xi, xi_new = MatrixSymbol("p", N, 1), MatrixSymbol("xi_new", d, 1)
 
 
-@theorem(glossary={
+@theorem(meaning=MEANING_HOPFIELD_IS_ATTENTION, glossary={
     "X": "stored patterns, one per column", "xi": "the state (the query)",
     "E": "exponential kernel $\\exp(\\beta\\,\\xi^{\\top}X)$ of the state against the patterns",
     "D": "its sum $E\\mathbf{1}$", "ones_N": "the vector of $N$ ones", "p": "softmax of $\\beta X^{\\top}\\xi$",

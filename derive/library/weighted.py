@@ -32,8 +32,17 @@ def weighted_predictions(X_q, X, Y, W):
 _U, _S = MatrixSymbol("U", n, p), MatrixSymbol("S", p, p)  # X = W^{-1/2} U S Vᵀ: XᵀWX = V S² Vᵀ
 
 
-@theorem(sampling={"U": "orthogonal", "S": "diagonal_positive", "X": mul(power(W, -half), _U, _S, transpose(V)),
-                   "Lambda_W": mul(_S, _S)}, glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_WEIGHTED_LS_IS_ATTENTION = (
+    r"Weighting examples is whitening tokens: scaling each context token by $\sqrt{w_i}$ and using the "
+    r"spectral factor of $X^{\top}WX$ turns weighted least squares into plain linear attention. Per-token "
+    r"importance (or a noise model) lives in the tokens, not in the attention rule."
+)
+
+
+@theorem(meaning=MEANING_WEIGHTED_LS_IS_ATTENTION, sampling={
+    "U": "orthogonal", "S": "diagonal_positive", "X": mul(power(W, -half), _U, _S, transpose(V)),
+    "Lambda_W": mul(_S, _S)}, glossary={
     **GLOSSARY,
     "W": "diagonal matrix of positive weights, one per example",
     "V": "orthogonal matrix of the eigenvectors of $X^{\\top}WX$",
