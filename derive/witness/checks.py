@@ -174,6 +174,7 @@ class _Tally:
     instances: int = 0
     unproved_signs: int = 0  # (identities) inequalities checked at sample points only
     degenerate: int = 0  # degenerate instances checked
+    degenerate_steps: int = 0  # steps checked on degenerate instances (not counted in ``steps``)
     skipped: int = 0  # degenerate instances at which the statement is undefined
 
     def add(self, other: _Tally) -> None:
@@ -506,10 +507,11 @@ class InstanceReport:
     chains: int
     instances: int  # (chain, shape, trial) samples, each with all hypotheses and steps checked
     hypotheses: int
-    steps: int
+    steps: int  # steps checked on the ``instances`` (each chain's steps once per instance)
     seconds: float
     degenerate: int = 0  # degenerate samples (real scalars at 0, singular matrices) checked in addition
     skipped: int = 0  # degenerate samples at which the hypotheses or the claim are undefined
+    degenerate_steps: int = 0  # steps checked on the degenerate samples
 
 
 def _sampler_for(proof: Proof, sampler: Sampler | None) -> Sampler:
@@ -576,12 +578,14 @@ def _degenerate_instance(proof: Proof, table: _Symbols, sampler: Sampler, chain:
     except _Skip:
         tally.skipped += 1
         return
+    scratch = _Tally()
     try:
-        _check_chain(proof, chain, ctx, tally)
+        _check_chain(proof, chain, ctx, scratch)
     except WitnessError as exc:
         raise WitnessError(f"{exc.reason} (on a degenerate sample: {where})", exc.theorem, exc.chain, exc.step,
                            exc.rule) from None
     tally.degenerate += 1
+    tally.degenerate_steps += scratch.steps
 
 
 def check_instances(proof: Proof, trials: int = 1, seed: int = 0, *, sampler: Sampler | None = None,
@@ -613,7 +617,7 @@ def check_instances(proof: Proof, trials: int = 1, seed: int = 0, *, sampler: Sa
                 _degenerate_instance(proof, table, sampler, chain, induction, label, tally, shape, zeros,
                                      singular_draws)
     return InstanceReport(proof.theorem, len(chains), tally.instances, tally.hypotheses, tally.steps,
-                          time.perf_counter() - start, tally.degenerate, tally.skipped)
+                          time.perf_counter() - start, tally.degenerate, tally.skipped, tally.degenerate_steps)
 
 
 # --- identities of rational functions ------------------------------------------------
