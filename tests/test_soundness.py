@@ -26,16 +26,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
-from sympy import Basic, Integer, Q, Rational, S, Symbol
+from sympy import Basic, Integer, Q, Rational, S, Symbol, Trace
 from sympy.assumptions.assume import AppliedPredicate
 from sympy.matrices.expressions import Identity, Inverse, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
 
+from derive.authoring import dim, predicate, scalar
 from derive.kernel import (
     AXIOMS,
     PREDICATES,
     Chain,
     Definition,
     Hypothesis,
+    Induction,
     Proof,
     ProofError,
     Step,
@@ -45,16 +47,19 @@ from derive.kernel import (
 from derive.kernel.terms import (
     TermError,
     add,
+    block,
     canon,
     children,
     exponent_form,
     factors_of,
+    inv,
     mul,
     power,
     rebuild,
     transpose,
 )
 from derive.library import LIBRARY, THEOREM_IDS
+from derive.witness import WitnessError, check_instances
 
 FULL = os.environ.get("SOUNDNESS_FULL") == "1"
 STEP_MUTANTS_PER_KIND = None if FULL else 1  # per step and mutation kind ...
@@ -62,11 +67,57 @@ STEP_MUTANTS_PER_THEOREM = None if FULL else 120  # ... and about this many per 
 RENAMES_PER_STEP = None if FULL else 2  # besides the non-existent name
 ORDER_MUTANTS_PER_THEOREM = None if FULL else 50
 
+# --- the rules of blocks, scalars and identities, one small proof each ---------------------------
+
+_p, _q, _n, _m = dim("p"), dim("q"), dim("n"), dim("m")
+_lam = scalar("lambda")
+_P1, _P2 = MatrixSymbol("P1", _p, _p), MatrixSymbol("P2", _p, _p)
+_K1, _K2 = MatrixSymbol("K1", _p, _q), MatrixSymbol("K2", _p, _q)
+_J1, _J2 = MatrixSymbol("J1", _q, _p), MatrixSymbol("J2", _q, _p)
+_R1 = MatrixSymbol("R1", _q, _q)
+_u, _w, _s1 = MatrixSymbol("u", _n, 1), MatrixSymbol("w", _m, 1), MatrixSymbol("s1", 1, 1)
+
+
+def _one_step(rule: str, lhs: Basic, rhs: Basic, hypotheses: tuple[Hypothesis, ...] = ()) -> Callable[[], Proof]:
+    def build() -> Proof:
+        return Proof(f"rule_{rule}", rule, f"{rule}: one step", hypotheses, (), (),
+                     Chain("main", lhs, rhs, (Step(rhs, rule),)))
+
+    return build
+
+
+#: Rules the library uses rarely or not at all (blocks, scalars, identities), each in a one-step proof.
+RULE_PROOFS: dict[str, Callable[[], Proof]] = {
+    "rule_block_add": _one_step("block_add", add(block([[_P1, _K1]]), block([[_P2, _K2]])),
+                                block([[add(_P1, _P2), add(_K1, _K2)]])),
+    "rule_block_scale": _one_step("block_scale", mul(_lam, block([[_P1], [_J1]])),
+                                  block([[mul(_lam, _P1)], [mul(_lam, _J1)]])),
+    "rule_block_identity": _one_step(
+        "block_identity", block([[Identity(_p), ZeroMatrix(_p, _q)], [ZeroMatrix(_q, _p), Identity(_q)]]),
+        Identity(_p + _q)),
+    "rule_block_zero": _one_step("block_zero", block([[ZeroMatrix(_p, _p), ZeroMatrix(_p, _q)]]),
+                                 ZeroMatrix(_p, _p + _q)),
+    "rule_block_inverse_diagonal": _one_step(
+        "block_inverse_diagonal", inv(block([[_P1, ZeroMatrix(_p, _q)], [ZeroMatrix(_q, _p), _R1]])),
+        block([[inv(_P1), ZeroMatrix(_p, _q)], [ZeroMatrix(_q, _p), inv(_R1)]]),
+        (predicate("P1_invertible", Q.invertible, _P1), predicate("R1_invertible", Q.invertible, _R1))),
+    "rule_inverse_identity": _one_step("inverse_identity", add(_P1, inv(Identity(_p))), add(_P1, Identity(_p))),
+    "rule_scalar_matrix": _one_step("scalar_matrix", mul(_lam, _u, _s1, transpose(_w)),
+                                    mul(_lam * Trace(_s1), _u, transpose(_w))),
+}
+RULE_IDS = sorted(RULE_PROOFS)
+#: The rules the kernel language gained with blocks, scalars and families (base:/step: are per family).
+NEW_RULES = {"block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
+             "inverse_identity", "scalar_matrix"}
+
+
 # --- helpers -------------------------------------------------------------------------------
 
 
 @functools.cache
 def proof_of(theorem_id: str) -> Proof:
+    if theorem_id in RULE_PROOFS:
+        return RULE_PROOFS[theorem_id]()
     return LIBRARY[theorem_id]()
 
 
@@ -88,8 +139,21 @@ def with_chain(proof: Proof, index: int, chain: Chain) -> Proof:
     return dataclasses.replace(proof, lemmas=tuple(lemmas))
 
 
-def with_steps(proof: Proof, index: int, steps: list[Step]) -> Proof:
-    return with_chain(proof, index, dataclasses.replace(chains(proof)[index], steps=tuple(steps)))
+def with_steps(proof: Proof, index: int, steps: list[Step], part: str = "steps") -> Proof:
+    """The proof with the steps of chain ``index`` replaced (of an induction: its ``base`` or ``step`` chain)."""
+    return with_chain(proof, index, dataclasses.replace(chains(proof)[index], **{part: tuple(steps)}))
+
+
+def parts(proof: Proof) -> list[tuple[int, str, str, tuple[Step, ...]]]:
+    """(chain index, part, label, steps) for every chain of steps: a lemma or the claim, or the base and the
+    step chains of an induction lemma."""
+    out = []
+    for ci, chain in enumerate(chains(proof)):
+        if isinstance(chain, Induction):
+            out += [(ci, "base", f"{chain.name} base", chain.base), (ci, "step", f"{chain.name} step", chain.step)]
+        else:
+            out.append((ci, "steps", chain.name, chain.steps))
+    return out
 
 
 def outcome(proof: Proof) -> Theorem | None:
@@ -210,15 +274,15 @@ def step_expression_mutants(theorem_id: str) -> tuple[Mutant, ...]:
     proof, rng, out = proof_of(theorem_id), random.Random(0), []
     total_steps = sum(len(c.steps) for c in chains(proof))
     per_step = None if STEP_MUTANTS_PER_THEOREM is None else max(3, -(-STEP_MUTANTS_PER_THEOREM // total_steps))
-    for ci, chain in enumerate(chains(proof)):
-        for si, step in enumerate(chain.steps):
+    for ci, part, name, chain_steps in parts(proof):
+        for si, step in enumerate(chain_steps):
             picked = []
             for _, items in sorted(term_mutants(step.expr).items()):
                 picked += sample(rng, items, STEP_MUTANTS_PER_KIND)
             for where, expr in sample(rng, picked, per_step):
-                steps = list(chain.steps)
+                steps = list(chain_steps)
                 steps[si] = dataclasses.replace(step, expr=expr)
-                out.append(Mutant(f"{chain.name} step {si + 1}: {where}", with_steps(proof, ci, steps)))
+                out.append(Mutant(f"{name} step {si + 1}: {where}", with_steps(proof, ci, steps, part)))
     return tuple(out)
 
 
@@ -231,6 +295,9 @@ def rule_names(proof: Proof) -> list[str]:
     names += [f"def:{d.name}" for d in proof.definitions]
     names += [f"lemma:{c.name}" for c in proof.lemmas]
     names += [f"hyp:{h.name}" for c in chains(proof) for h in c.hypotheses]
+    if any(isinstance(c, Induction) for c in chains(proof)):
+        names.append("hyp:IH")
+    names += [f"{kind}:{f.name}" for f in proof.families if f.is_defined for kind in ("base", "step")]
     return list(dict.fromkeys(names))
 
 
@@ -238,13 +305,14 @@ def rule_names(proof: Proof) -> list[str]:
 def rename_mutants(theorem_id: str) -> tuple[Mutant, ...]:
     proof, rng, out = proof_of(theorem_id), random.Random(0), []
     names = rule_names(proof)
-    for ci, chain in enumerate(chains(proof)):
-        for si, step in enumerate(chain.steps):
+    for ci, part, label, chain_steps in parts(proof):
+        for si, step in enumerate(chain_steps):
             others = [n for n in names if n != step.rule and n != "no_such_rule"]
             for name in ["no_such_rule", *sample(rng, others, RENAMES_PER_STEP)]:
-                steps = list(chain.steps)
+                steps = list(chain_steps)
                 steps[si] = dataclasses.replace(step, rule=name)
-                out.append(Mutant(f"{chain.name} step {si + 1}: {step.rule} -> {name}", with_steps(proof, ci, steps)))
+                out.append(Mutant(f"{label} step {si + 1}: {step.rule} -> {name}",
+                                  with_steps(proof, ci, steps, part)))
     return tuple(out)
 
 
@@ -375,39 +443,42 @@ def definition_mutants(theorem_id: str) -> list[Mutant]:
 @functools.cache
 def step_order_mutants(theorem_id: str) -> tuple[Mutant, ...]:
     proof, out = proof_of(theorem_id), []
-    for ci, chain in enumerate(chains(proof)):
-        steps = list(chain.steps)
+    for ci, part, name, chain_steps in parts(proof):
+        steps = list(chain_steps)
+
+        def put(label: str, new: list[Step], ci: int = ci, part: str = part, name: str = name) -> None:
+            out.append(Mutant(f"{name}: {label}", with_steps(proof, ci, new, part)))
+
         for i in range(len(steps)):
-            out.append(Mutant(f"{chain.name}: step {i + 1} deleted", with_steps(proof, ci, steps[:i] + steps[i + 1 :])))
-            out.append(Mutant(f"{chain.name}: step {i + 1} duplicated",
-                              with_steps(proof, ci, steps[: i + 1] + [steps[i]] + steps[i + 1 :])))
+            put(f"step {i + 1} deleted", steps[:i] + steps[i + 1 :])
+            put(f"step {i + 1} duplicated", steps[: i + 1] + [steps[i]] + steps[i + 1 :])
             if i + 1 < len(steps) and steps[i] != steps[i + 1]:
-                swapped = [*steps[:i], steps[i + 1], steps[i], *steps[i + 2 :]]
-                out.append(Mutant(f"{chain.name}: steps {i + 1} and {i + 2} swapped", with_steps(proof, ci, swapped)))
+                put(f"steps {i + 1} and {i + 2} swapped", [*steps[:i], steps[i + 1], steps[i], *steps[i + 2 :]])
         if steps[::-1] != steps:
-            out.append(Mutant(f"{chain.name}: reversed", with_steps(proof, ci, steps[::-1])))
+            put("reversed", steps[::-1])
     return tuple(sample(random.Random(0), out, ORDER_MUTANTS_PER_THEOREM))
 
 
 # --- (h) instances of a universally quantified hypothesis ---------------------------------------
 
 
-def instance_sites(proof: Proof) -> list[tuple[int, int, Step]]:
-    return [(ci, si, s) for ci, c in enumerate(chains(proof)) for si, s in enumerate(c.steps) if s.instance]
+def instance_sites(proof: Proof) -> list[tuple[int, str, int, Step]]:
+    return [(ci, part, si, s) for ci, part, _, steps in parts(proof) for si, s in enumerate(steps) if s.instance]
 
 
 def instance_mutants(theorem_id: str) -> list[Mutant]:
     proof, out = proof_of(theorem_id), []
     symbols = matrix_symbols(proof)
     dims = sorted({d for m in symbols for d in m.shape[0].free_symbols | m.shape[1].free_symbols}, key=str)
-    for ci, si, step in instance_sites(proof):
+    for ci, part, si, step in instance_sites(proof):
         chain = chains(proof)[ci]
 
         def put(label: str, instance: list, ci: int = ci, si: int = si, step: Step = step,
-                chain: Chain = chain) -> None:
-            steps = list(chain.steps)
+                chain: Chain = chain, part: str = part) -> None:
+            steps = list(getattr(chain, part))
             steps[si] = dataclasses.replace(step, instance=tuple(instance))
-            out.append(Mutant(f"{chain.name} step {si + 1}: instance {label}", with_steps(proof, ci, steps)))
+            out.append(Mutant(f"{chain.name} {part} step {si + 1}: instance {label}",
+                              with_steps(proof, ci, steps, part)))
 
         pairs = list(step.instance)
         put("emptied", [])
@@ -501,8 +572,10 @@ def test_renamed_rules_are_rejected_or_prove_the_same_statement(theorem_id: str)
 
 @pytest.mark.parametrize("theorem_id", THEOREM_IDS)
 def test_every_hypothesis_is_needed(theorem_id: str):
+    proof = proof_of(theorem_id)
     mutants = dropped_hypothesis_mutants(theorem_id)
-    assert mutants
+    # one mutant per hypothesis, global or local (kernel_ridge_push_through has none: λ > 0 is a scalar's kind)
+    assert len(mutants) == len(proof.hypotheses) + sum(len(c.hypotheses) for c in chains(proof))
     bad = accepted(mutants)
     assert not bad, f"hypotheses not needed:\n{describe(bad)}"
 
@@ -552,8 +625,9 @@ INSTANCE_THEOREMS = [tid for tid in THEOREM_IDS if instance_sites(proof_of(tid))
 
 def test_instances_occur_in_forall_hypotheses_and_citations():
     proof = proof_of("preconditioned_gd")
-    assert "ols_only_if" in [chains(proof)[ci].name for ci, _, _ in instance_sites(proof)]
-    cited = [s for tid in INSTANCE_THEOREMS for _, _, s in instance_sites(proof_of(tid)) if s.rule.startswith("thm:")]
+    assert "ols_only_if" in [chains(proof)[ci].name for ci, _, _, _ in instance_sites(proof)]
+    cited = [s for tid in INSTANCE_THEOREMS for _, _, _, s in instance_sites(proof_of(tid))
+             if s.rule.startswith("thm:")]
     assert len(cited) >= 4  # spectral_precision and gauge_invariance cite the orthogonal-inverse theorems
 
 
@@ -569,14 +643,14 @@ def citation_mutants(theorem_id: str) -> list[Mutant]:
     """Steps citing another (or an unknown, or the same) theorem; citation lists emptied, shortened, repeated."""
     proof, out = proof_of(theorem_id), []
     rules = [f"thm:{t.id}" for t in proof.cites]
-    for ci, chain in enumerate(chains(proof)):
-        for si, step in enumerate(chain.steps):
+    for ci, part, name, chain_steps in parts(proof):
+        for si, step in enumerate(chain_steps):
             if not step.rule.startswith("thm:"):
                 continue
             for other in [r for r in rules if r != step.rule] + ["thm:no_such_theorem", f"thm:{theorem_id}"]:
-                steps = list(chain.steps)
+                steps = list(chain_steps)
                 steps[si] = dataclasses.replace(step, rule=other)
-                out.append(Mutant(f"{chain.name} step {si + 1}: cites {other}", with_steps(proof, ci, steps)))
+                out.append(Mutant(f"{name} step {si + 1}: cites {other}", with_steps(proof, ci, steps, part)))
     if proof.cites:
         out.append(Mutant("citations emptied", dataclasses.replace(proof, cites=())))
         for k, cited in enumerate(proof.cites):
@@ -818,3 +892,168 @@ def test_collect_mutants_are_rejected():
     unlike = add(mul(2, C), mul(3, D))  # different matrix parts never collect
     with pytest.raises(ProofError):
         check(_small_proof(unlike, mul(5, C), [Step(mul(5, C), "collect")]))
+
+
+
+
+def witness_holds(proof: Proof) -> bool:
+    """The oracle for an accepted mutant: the independent witness finds every step true on its samples."""
+    try:
+        check_instances(proof, trials=1)
+    except WitnessError:
+        return False
+    return True
+
+
+def misapplied_rule_mutants(theorem_id: str) -> list[Mutant]:
+    """The one step and the claim changed together: the rule is asked to justify a mutated right-hand side."""
+    proof, out = proof_of(theorem_id), []
+    claim = proof.claim
+    others = [(label, new) for items in term_mutants(claim.rhs).values() for label, new in items]
+    others += [("rhs := a fresh matrix", MatrixSymbol("Fresh", *claim.rhs.shape))]
+    if not isinstance(claim.rhs, ZeroMatrix):
+        others.append(("rhs := 0", ZeroMatrix(*claim.rhs.shape)))
+    for label, new in others:
+        steps = (dataclasses.replace(claim.steps[-1], expr=new),)
+        out.append(Mutant(f"rhs {label}", dataclasses.replace(proof, claim=dataclasses.replace(
+            claim, rhs=new, steps=steps))))
+    return out
+
+
+def test_every_new_rule_has_a_proof_and_the_library_uses_base_and_step_rules():
+    assert {proof_of(tid).claim.steps[0].rule for tid in RULE_IDS} == NEW_RULES <= set(AXIOMS)
+    used = {s.rule.split(":")[0] for tid in THEOREM_IDS for _, _, _, steps in parts(proof_of(tid)) for s in steps}
+    assert {"base", "step", "hyp", "lemma", "thm"} <= used
+
+
+@pytest.mark.parametrize("theorem_id", RULE_IDS)
+def test_rule_proof_checks(theorem_id: str):
+    assert check(proof_of(theorem_id)).steps == 1
+    assert witness_holds(proof_of(theorem_id))
+
+
+@pytest.mark.parametrize("theorem_id", RULE_IDS)
+def test_misapplied_rules_are_rejected_unless_still_true(theorem_id: str):
+    mutants = misapplied_rule_mutants(theorem_id)
+    assert len(mutants) >= 3
+    assert not witness_holds(mutants[-1].proof)  # the oracle refutes a fresh matrix or 0 as the right-hand side
+    bad = [(m, t) for m, t in accepted(mutants) if not m.label.endswith("(neutral)") and not witness_holds(m.proof)]
+    assert not bad, f"a rule justified a false step:\n{describe(bad)}"
+
+
+@pytest.mark.parametrize("theorem_id", RULE_IDS)
+def test_rule_proof_mutants_are_rejected(theorem_id: str):
+    """Renamed rules, mutated steps and claims of the one-step proofs (an accepted one must still be true)."""
+    mutants = [*rename_mutants(theorem_id), *step_expression_mutants(theorem_id), *claim_mutants(theorem_id)]
+    assert len(mutants) >= 5
+    original = statement(proof_of(theorem_id))
+    bad = [(m, t) for m, t in accepted(mutants) if not m.label.endswith("(neutral)")
+           and not (statement(t.proof) == original and witness_holds(m.proof))]
+    assert not bad, f"mutants of a one-step proof accepted:\n{describe(bad)}"
+
+
+def test_library_steps_with_new_rules_are_mutated():
+    """Every step of the library citing a new rule is among the mutated ones (sampled runs included)."""
+    for tid in THEOREM_IDS:
+        proof = proof_of(tid)
+        for _, _, name, steps in parts(proof):
+            for si, step in enumerate(steps):
+                if step.rule in NEW_RULES or step.rule.split(":")[0] in ("base", "step"):
+                    assert any(m.label.startswith(f"{name} step {si + 1}: {step.rule} -> ")
+                               for m in rename_mutants(tid)), (tid, name, si)
+
+
+# --- induction lemmas and recurrences -----------------------------------------------------------
+
+INDUCTION_THEOREMS = [tid for tid in THEOREM_IDS if any(isinstance(c, Induction) for c in chains(proof_of(tid)))]
+FAMILY_THEOREMS = [tid for tid in THEOREM_IDS if any(f.is_defined for f in proof_of(tid).families)]
+
+
+def induction_mutants(theorem_id: str) -> list[Mutant]:
+    """A wrong base, base and step swapped, the step citing the claim at t + 1 or at t as a lemma (circular),
+    the induction hypothesis used where the step chain must rewrite, a renamed induction variable."""
+    proof, out = proof_of(theorem_id), []
+    for ci, chain in enumerate(chains(proof)):
+        if not isinstance(chain, Induction):
+            continue
+        t = chain.variable
+
+        def put(label: str, ci: int = ci, chain: Induction = chain, **changes) -> None:
+            try:
+                new = dataclasses.replace(chain, **changes)
+            except (TermError, ValueError, TypeError):
+                return
+            out.append(Mutant(f"{chain.name}: {label}", with_chain(proof, ci, new)))
+
+        put("base and step swapped", base=chain.step, step=chain.base)
+        put("base := step", base=chain.step)
+        put("base emptied", base=())
+        put("step emptied", step=())
+        put("variable renamed", variable=Symbol("u_mutant", integer=True, nonnegative=True))
+        base_rhs = chain.base[-1].expr
+        put("base ends scaled", base=(*chain.base[:-1], dataclasses.replace(chain.base[-1], expr=mul(2, base_rhs))))
+        for si, step in enumerate(chain.step):
+            if step.rule != "hyp:IH":
+                continue
+
+            def at(label: str, new: Step, si: int = si, chain: Induction = chain, put=put) -> None:
+                put(f"step {si + 1}: {label}", step=(*chain.step[:si], new, *chain.step[si + 1:]))
+
+            at("IH at t + 1", dataclasses.replace(step, instance=((t, t + 1),)))
+            at("IH at t - 1", dataclasses.replace(step, instance=((t, t - 1),)))
+            at("IH at 0", dataclasses.replace(step, instance=((t, Integer(0)),)))
+            at("the lemma itself cited at t", dataclasses.replace(step, rule=f"lemma:{chain.name}"))
+            at("the lemma itself cited at t + 1", dataclasses.replace(step, rule=f"lemma:{chain.name}",
+                                                                    instance=((t, t + 1),)))
+        for si, step in enumerate(chain.base):
+            put(f"base step {si + 1}: cites hyp:IH",
+                base=(*chain.base[:si], dataclasses.replace(step, rule="hyp:IH"), *chain.base[si + 1:]))
+    return out
+
+
+def family_mutants(theorem_id: str) -> list[Mutant]:
+    """Recurrences off by one (step at s + 1), with a scaled step, a scaled or zeroed base."""
+    proof, out = proof_of(theorem_id), []
+    for fi, f in enumerate(proof.families):
+        if not f.is_defined:
+            continue
+
+        def put(label: str, fi: int = fi, f=f, **changes) -> None:
+            try:
+                families = list(proof.families)
+                families[fi] = dataclasses.replace(f, **changes)
+            except (TermError, ValueError, TypeError):
+                return
+            out.append(Mutant(f"family {f.name}: {label}", dataclasses.replace(proof, families=tuple(families))))
+
+        put("off by one (step at s + 1)", step=f.step.xreplace({f.index: f.index + 1}))
+        put("step scaled", step=mul(2, f.step))
+        put("base scaled", base=mul(2, f.base))
+        if not isinstance(f.base, ZeroMatrix):
+            put("base := 0", base=ZeroMatrix(*f.base.shape))
+    return [m for m in out if m.proof.families != proof.families]
+
+
+@pytest.mark.parametrize("theorem_id", INDUCTION_THEOREMS)
+def test_induction_mutants_are_rejected(theorem_id: str):
+    mutants = induction_mutants(theorem_id)
+    inductions = sum(isinstance(c, Induction) for c in chains(proof_of(theorem_id)))
+    assert len(mutants) >= 7 * inductions
+    assert any("IH at t + 1" in m.label for m in mutants) and any("itself cited" in m.label for m in mutants)
+    bad = accepted(mutants)
+    assert not bad, f"induction mutants accepted:\n{describe(bad)}"
+
+
+@pytest.mark.parametrize("theorem_id", FAMILY_THEOREMS)
+def test_recurrence_mutants_are_rejected(theorem_id: str):
+    mutants = family_mutants(theorem_id)
+    assert len(mutants) >= 3
+    # a recurrence the proof never unfolds may change freely: it is then not part of any step (but it is in the
+    # statement, so the witness still decides whether an accepted mutant states something true)
+    bad = [(m, t) for m, t in accepted(mutants) if not witness_holds(m.proof)]
+    assert not bad, f"recurrence mutants accepted:\n{describe(bad)}"
+
+
+def test_induction_theorems_are_mutated():
+    assert {"multi_layer_gd", "causal_online_ls", "fast_weight_delta_rule"} <= set(INDUCTION_THEOREMS)
+    assert set(INDUCTION_THEOREMS) <= set(FAMILY_THEOREMS)

@@ -17,7 +17,7 @@ from sympy.matrices.expressions import BlockMatrix, Identity, MatMul, MatPow, Ma
 
 from derive.authoring.constructions import dim
 from derive.authoring.registry import entry
-from derive.kernel import Chain, Definition, Proof, Step
+from derive.kernel import Chain, Definition, Induction, Proof, Step
 from derive.kernel.terms import add, block, canon, inv, mul, power, transpose
 from derive.library import LIBRARY, build
 from derive.library.base import Lam, V, X, X_q, Y
@@ -51,6 +51,20 @@ def proofs() -> dict[str, Proof]:
 
 def chains_of(proof: Proof) -> tuple[Chain, ...]:
     return (*proof.lemmas, proof.claim)
+
+
+def checked_chains(proof: Proof) -> tuple[tuple[Chain, int], ...]:
+    """The chains the witness checks, as the kernel reads them (an induction lemma is its base chain at 0 and
+    its step chain at t + 1), each with the number of local hypotheses sampled for it (an induction's IH, the
+    claim at t, is evaluated on the sample, never sampled)."""
+    out = []
+    for chain in chains_of(proof):
+        if isinstance(chain, Induction):
+            out += [(Chain(f"{chain.name}_base", chain.lhs, chain.rhs, chain.base), 0),
+                    (Chain(f"{chain.name}_step", chain.lhs, chain.rhs, chain.step), 0)]
+        else:
+            out.append((chain, len(chain.hypotheses)))
+    return tuple(out)
 
 
 def locate(proof: Proof, expr) -> tuple[str, int]:
@@ -145,21 +159,27 @@ def test_sampler_building_blocks_are_exact():
 
 def test_hints_are_few():
     """The generic sampler infers every built-in theorem's samples from its hypotheses, except where the
-    theorem's module declares hints (gauge: X = U S Vᵀ is also X = Q R, and C, G factor XᵀX and its inverse)."""
+    theorem's module declares hints (gauge: X = U S Vᵀ is also X = Q R, and C, G factor XᵀX and its inverse;
+    multi-head: n ≥ p₁ + p₂ rows and X_i = U E_i S_i V_iᵀ, orthogonal blocks that each factor their own Gram
+    matrix; weighted: X = W^(-1/2) U S Vᵀ, so that XᵀWX = V S² Vᵀ — without them the witness says it cannot
+    sample, see tests/test_witness_sampling.py)."""
     hinted = {tid for tid in THEOREMS if entry(tid).sampling}
-    assert hinted <= {"gauge_invariance"}
+    assert hinted <= {"gauge_invariance", "multi_head_attention", "weighted_ls_is_attention"}
 
 
 @pytest.mark.parametrize("theorem_id", THEOREMS)
 def test_instances_pass(proofs, theorem_id):
     proof = proofs[theorem_id]
     report = check_instances(proof, trials=2, seed=0)
-    chains = chains_of(proof)
+    chains = checked_chains(proof)
     assert report.theorem == theorem_id and report.chains == len(chains)
     assert report.instances == len(chains) * len(SHAPES) * 2
-    assert report.steps == sum(len(c.steps) for c in chains) * len(SHAPES) * 2
-    hypotheses = sum(len(proof.hypotheses) + len(c.hypotheses) for c in chains) * len(SHAPES) * 2
+    assert report.steps == sum(len(c.steps) for c, _ in chains) * len(SHAPES) * 2
+    hypotheses = sum(len(proof.hypotheses) + local for _, local in chains) * len(SHAPES) * 2
     assert report.hypotheses == hypotheses
+    # degenerate samples (real scalars at 0, singular matrices) check whole chains, on top of the instances
+    assert report.degenerate_steps >= report.degenerate * min(len(c.steps) for c, _ in chains)
+    assert report.degenerate_steps <= report.degenerate * max(len(c.steps) for c, _ in chains)
 
 
 @pytest.mark.parametrize("p_", [1, 2, 3])
@@ -167,10 +187,10 @@ def test_instances_pass(proofs, theorem_id):
 def test_identities(proofs, theorem_id, p_):
     proof = proofs[theorem_id]
     report = check_identity(theorem_id, p_, proof=proof, steps=p_ <= 2)
-    assert report.chains == len(chains_of(proof)) and report.parameters > 0
+    assert report.chains == len(checked_chains(proof)) and report.parameters > 0
     assert report.hypotheses >= len(proof.hypotheses)
     if p_ <= 2:  # every step, not only each chain's claim, is an identity of rational functions
-        assert report.steps == sum(len(c.steps) for c in chains_of(proof))
+        assert report.steps == sum(len(c.steps) for c, _ in checked_chains(proof))
 
 
 @pytest.mark.parametrize("p_", [1, 2, 3])
@@ -486,7 +506,7 @@ def test_user_theorems_pass_the_kernel_and_the_witness(build_user):
     assert derive.check(proof).id == proof.theorem
     assert hints_for(proof) == {}  # not registered: the generic sampler alone
     summary = witness_all(proof)  # instances, and identities for p = 1, 2
-    assert summary["instances"] == len(chains_of(proof)) * len(SHAPES) and summary["steps"] > 0
+    assert summary["instances"] == len(checked_chains(proof)) * len(SHAPES) and summary["steps"] > 0
     assert [item["p"] for item in summary["identities"]] == [1, 2]
 
 

@@ -30,6 +30,12 @@ def _spectral(name: str, Xi, Vi, Lami) -> list[Hypothesis]:
             predicate(f"Lambda_{name}_positive", Q.positive_definite, Lami)]
 
 
+_U = MatrixSymbol("U", n, p1 + p2)  # orthonormal columns: X_i = U E_i S_i V_iᵀ are orthogonal blocks
+_S1, _S2 = MatrixSymbol("S_1", p1, p1), MatrixSymbol("S_2", p2, p2)
+_E1 = block([[Identity(p1)], [ZeroMatrix(p2, p1)]])
+_E2 = block([[ZeroMatrix(p1, p2)], [Identity(p2)]])
+
+
 #: What the theorem means for transformers (printed after its proof in the article).
 MEANING_MULTI_HEAD_ATTENTION = (
     r"Multi-head attention with a concatenation and an output projection is the sum of its heads. When the "
@@ -38,7 +44,10 @@ MEANING_MULTI_HEAD_ATTENTION = (
 )
 
 
-@theorem(meaning=MEANING_MULTI_HEAD_ATTENTION, sampling={"n": p1 + p2 + 1}, glossary={
+@theorem(meaning=MEANING_MULTI_HEAD_ATTENTION, sampling={
+    "n": p1 + p2 + 1, "U": "orthogonal", "S_1": "diagonal_positive", "S_2": "diagonal_positive",
+    "X_1": mul(_U, _E1, _S1, transpose(V1)), "X_2": mul(_U, _E2, _S2, transpose(V2)),
+    "Lambda_1": mul(_S1, _S1), "Lambda_2": mul(_S2, _S2)}, glossary={
     "X": "design matrix, its features split into two blocks", "X_1": "first block of features",
     "X_2": "second block of features", "X_q": "queries, split like $X$", "X_q1": "queries' first block",
     "X_q2": "queries' second block", "V_1": "eigenvectors of $X_1^{\\top}X_1$",

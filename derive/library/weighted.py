@@ -29,6 +29,9 @@ def weighted_predictions(X_q, X, Y, W):
     return mul(X_q, inv(mul(transpose(X), W, X)), transpose(X), W, Y)
 
 
+_U, _S = MatrixSymbol("U", n, p), MatrixSymbol("S", p, p)  # X = W^{-1/2} U S Vᵀ: XᵀWX = V S² Vᵀ
+
+
 #: What the theorem means for transformers (printed after its proof in the article).
 MEANING_WEIGHTED_LS_IS_ATTENTION = (
     r"Weighting examples is whitening tokens: scaling each context token by $\sqrt{w_i}$ and using the "
@@ -37,7 +40,9 @@ MEANING_WEIGHTED_LS_IS_ATTENTION = (
 )
 
 
-@theorem(meaning=MEANING_WEIGHTED_LS_IS_ATTENTION, glossary={
+@theorem(meaning=MEANING_WEIGHTED_LS_IS_ATTENTION, sampling={
+    "U": "orthogonal", "S": "diagonal_positive", "X": mul(power(W, -half), _U, _S, transpose(V)),
+    "Lambda_W": mul(_S, _S)}, glossary={
     **GLOSSARY,
     "W": "diagonal matrix of positive weights, one per example",
     "V": "orthogonal matrix of the eigenvectors of $X^{\\top}WX$",

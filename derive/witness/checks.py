@@ -14,14 +14,24 @@ Three checks:
 Samples come from :func:`derive.witness.sampler.sampler_for`: the generic sampler with the theorem's
 sampling hints.  A step citing a checked theorem (``thm:ID``) is checked like any other: both
 expressions are evaluated and compared.
+
+Scalar symbols are fixed before sampling: positive rationals for positive ones, non-zero rationals for real
+ones, and, on one extra *degenerate* sample per shape, 0 for real ones (with singular diagonal and symmetric
+matrices where no hypothesis excludes them): a claim stated for every real λ must hold at λ = 0 where it is
+defined there; where the hypotheses or the claim are undefined on such a sample, it is skipped (counted in
+the report).  An induction lemma is checked as two chains, its base at 0 and its step at variable + 1, whose
+hypothesis IH (the claim at variable) is evaluated on the sample: for a true claim it always holds, so where
+it does not, the claim itself is refuted.  When no sample satisfies the hypotheses, the witness tries larger
+dimensions, then says that it cannot sample, which dimensions it tried and how to give hints.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import sympy
@@ -32,8 +42,12 @@ from sympy.logic.boolalg import BooleanTrue
 from sympy.matrices.expressions import MatrixSymbol
 from sympy.polys.matrices import DomainMatrix
 
-from ..kernel import Chain, Hypothesis, Proof, Step
+from ..kernel import Chain, Hypothesis, Induction, Proof, Step
+from ..kernel.scalars import scalar_kind
+from ..kernel.terms import FamilyMatrix, index_kind
 from .evaluate import (
+    RecurrenceUndefined,
+    UndefinedValue,
     WitnessError,
     _Arith,
     _Ctx,
@@ -43,12 +57,25 @@ from .evaluate import (
     _eval,
     _FunctionArith,
     _is_diagonal,
+    _positive_rational,
     _rational,
     _RationalArith,
     _shape_of,
     _to_domain,
 )
-from .sampler import SHAPES, Sample, Sampler, _random_source, _symbol_source, _Symbols, _symbols, sampler_for
+from .sampler import (
+    INDEX,
+    KINDS,
+    SHAPES,
+    Sample,
+    Sampler,
+    _random_source,
+    _symbol_source,
+    _Symbols,
+    _symbols,
+    chains_of,
+    sampler_for,
+)
 
 __all__ = ["QUICK_IDENTITY_DIMS", "GradientReport", "IdentityReport", "InstanceReport", "check_gradient",
            "check_identity", "check_instances", "identity_shape", "witness_all"]
@@ -57,7 +84,16 @@ __all__ = ["QUICK_IDENTITY_DIMS", "GradientReport", "IdentityReport", "InstanceR
 # --- binding a sample to a proof -----------------------------------------------------
 
 
-def _bind(proof: Proof, table: _Symbols, sample: Sample, arith: _Arith, chain: str) -> _Ctx:
+def _member_of(name: str, table: _Symbols) -> tuple[str, int] | None:
+    """(family, index) for a sample's name ``x[2]`` of a member of a free family of the proof."""
+    family, bracket, rest = name.partition("[")
+    if not bracket or not rest.endswith("]") or not rest[:-1].isdigit() or family not in table.families:
+        return None
+    return family, int(rest[:-1])
+
+
+def _bind(proof: Proof, table: _Symbols, sample: Sample, arith: _Arith, chain: str,
+          scalars: Mapping[Symbol, Any]) -> _Ctx:
     """The sample as a context: names resolved to the proof's symbols (definitions not yet evaluated)."""
 
     def fail(reason: str):
@@ -67,24 +103,39 @@ def _bind(proof: Proof, table: _Symbols, sample: Sample, arith: _Arith, chain: s
     for name, value in sample.dims.items():
         if name not in table.dims or name in table.bound:
             fail(f"dimension {name} is not a free dimension of the theorem")
-        if int(value) < 1:
-            fail(f"dimension {name} = {value} is not positive")
+        is_index = index_kind(table.dims[name]) == "index"
+        if int(value) < (0 if is_index else 1):
+            fail(f"{'index' if is_index else 'dimension'} {name} = {value} is not "
+                 f"{'a natural number' if is_index else 'positive'}")
         dims[table.dims[name]] = int(value)
     env: dict[MatrixSymbol, DomainMatrix] = {}
+    members: dict[tuple[str, int], DomainMatrix] = {}
     for name, value in sample.values.items():
-        if name not in table.matrices or name in table.bound:
+        member = _member_of(name, table)
+        if member is not None:
+            family = table.families[member[0]]
+            if family.is_defined:
+                fail(f"{member[0]} is defined by a recurrence; the witness computes {name} from it")
+            sym = FamilyMatrix(family.name, member[1], family.rows.xreplace({family.index: member[1]}),
+                               family.cols.xreplace({family.index: member[1]}))
+        elif name not in table.matrices or name in table.bound:
             fail(f"{name} is not a free matrix symbol of the theorem")
-        if name in table.defined:
+        elif name in table.defined:
             fail(f"{name} is defined by the theorem; the witness computes it from its definition")
-        sym = table.matrices[name]
+        else:
+            sym = table.matrices[name]
         try:
-            env[sym] = _to_domain(value, arith.domain, name)
+            converted = _to_domain(value, arith.domain, name)
             expected = _shape_of(sym, dims)
         except WitnessError as exc:
             fail(exc.reason)
-        if env[sym].shape != expected:
-            fail(f"{name} has shape {env[sym].shape}, not {expected}")
-    return _Ctx(arith, env, dims)
+        if converted.shape != expected:
+            fail(f"{name} has shape {converted.shape}, not {expected}")
+        if member is not None:
+            members[member] = converted
+        else:
+            env[sym] = converted
+    return _Ctx(arith, env, dims, scalars=dict(scalars), families=dict(table.families), members=members)
 
 
 def _define(proof: Proof, ctx: _Ctx, chain: str) -> None:
@@ -92,8 +143,22 @@ def _define(proof: Proof, ctx: _Ctx, chain: str) -> None:
     for d in proof.definitions:
         try:
             ctx.env[d.symbol] = _eval(d.rhs, ctx)
+        except RecurrenceUndefined:
+            raise
         except WitnessError as exc:
             raise WitnessError(f"definition {d.name}: {exc.reason}", proof.theorem, chain) from None
+
+
+def _scalar_values(table: _Symbols, rng: random.Random, zeros: Iterable[Symbol] = ()) -> dict[Symbol, Any]:
+    """Values of the theorem's scalar symbols for one instance: positive rationals for positive ones, non-zero
+    rationals for real ones, 0 for those in ``zeros`` (draws nothing when the theorem has no scalar)."""
+    zeros = set(zeros)
+    out = {}
+    for sym in table.scalars.values():
+        positive = scalar_kind(sym) == "positive"
+        value = _positive_rational(rng) if positive else _rational(rng)
+        out[sym] = QQ(0) if sym in zeros else value
+    return out
 
 
 # --- hypotheses ----------------------------------------------------------------------
@@ -108,6 +173,17 @@ class _Tally:
     steps: int = 0
     instances: int = 0
     unproved_signs: int = 0  # (identities) inequalities checked at sample points only
+    degenerate: int = 0  # degenerate instances checked
+    degenerate_steps: int = 0  # steps checked on degenerate instances (not counted in ``steps``)
+    skipped: int = 0  # degenerate instances at which the statement is undefined
+
+    def add(self, other: _Tally) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+class _Skip(Exception):
+    """A degenerate sample at which the hypotheses or the claim are undefined or false: it proves nothing."""
 
 
 def _predicate_holds(name: str, value: DomainMatrix, ctx: _Ctx, rng: random.Random, tally: _Tally) -> str | None:
@@ -134,8 +210,9 @@ def _predicate_holds(name: str, value: DomainMatrix, ctx: _Ctx, rng: random.Rand
 
 
 def _bind_bound(h: Hypothesis, ctx: _Ctx, rng: random.Random) -> _Ctx:
-    """A random instantiation of a hypothesis's bound symbols (sizes 1..3, random rational matrices)."""
-    dims = {v: rng.randint(1, 3) for v in h.forall if isinstance(v, Symbol)}
+    """A random instantiation of a hypothesis's bound symbols (sizes 1..3, indices 0..3, random rational
+    matrices)."""
+    dims = {v: rng.randint(0 if index_kind(v) == "index" else 1, 3) for v in h.forall if isinstance(v, Symbol)}
     all_dims = {**ctx.dims, **dims}
     env = {}
     for v in h.forall:
@@ -164,22 +241,31 @@ def _hypothesis_holds(h: Hypothesis, ctx: _Ctx, rng: random.Random, tally: _Tall
 
 
 def _check_hypotheses(proof: Proof, chain: str, hyps: Iterable[Hypothesis], ctx: _Ctx, rng: random.Random,
-                      tally: _Tally, notes: Mapping[str, str] | None = None) -> None:
-    """Every hypothesis holds on the sample; a sample that violates one is never skipped.
+                      tally: _Tally, notes: Mapping[str, str] | None = None, *, lenient: bool = False,
+                      dims: Mapping[str, int] | None = None, unmet: Sequence[str] = ()) -> None:
+    """Every hypothesis holds on the sample; a sample that violates one is never skipped, unless ``lenient``
+    (a degenerate sample: it is then skipped, as the statement says nothing there).
 
     A hypothesis the sampler did not ensure by construction (it has a note) is reported as one the
-    witness cannot sample, with the note's reason; any other violation is a sampler bug.
+    witness cannot sample, with the note's reason; any other violation is a sampler bug.  A member of a
+    recurrence that is undefined on the sample is a sampling failure (:class:`RecurrenceUndefined`).
     """
     for h in hyps:
         try:
             why = _hypothesis_holds(h, ctx, rng, tally)
+        except RecurrenceUndefined:
+            raise
         except WitnessError as exc:
             why = exc.reason
         if why is not None:
+            if lenient:
+                raise _Skip(f"hypothesis {h.name} does not hold: {why}")
             note = (notes or {}).get(h.name)
-            if note is not None:
-                raise WitnessError(f"cannot sample hypothesis {h.name}: {note} (on the sample: {why})",
-                                   proof.theorem, chain)
+            if note is not None:  # a sampling failure, never reported as sides that differ
+                why = "the values drawn do not satisfy it" if why.startswith("the two sides differ") else why
+                needed = f"; the sampler needed {'; '.join(unmet)}" if unmet else ""
+                raise WitnessError(f"cannot sample hypothesis {h.name}: {note} (on the sample: {why}){needed}",
+                                   proof.theorem, chain, hypothesis=h.name, dims=dims)
             raise WitnessError(f"sampler bug: the sample violates hypothesis {h.name}: {why}", proof.theorem, chain)
         tally.hypotheses += 1
 
@@ -189,18 +275,28 @@ def _mentions(h: Hypothesis, names: frozenset[str]) -> bool:
 
 
 def _sampled_context(proof: Proof, table: _Symbols, sample: Sample, arith: _Arith, chain: str,
-                     hyps: Sequence[Hypothesis], rng: random.Random, tally: _Tally) -> _Ctx:
+                     hyps: Sequence[Hypothesis], rng: random.Random, tally: _Tally,
+                     scalars: Mapping[Symbol, Any] | None = None, *, lenient: bool = False) -> _Ctx:
     """Bind a sample, verify the hypotheses, evaluate the definitions.
 
     Hypotheses cannot mention defined symbols (the kernel requires definitions to be fresh), so they are
     checked first: a sampler bug is then reported as the hypothesis it breaks, not as a definition that
     happens to be undefined on the bad sample.  Any that do mention one are checked after the definitions.
     """
-    ctx = _bind(proof, table, sample, arith, chain)
+    ctx = _bind(proof, table, sample, arith, chain, scalars or {})
     notes = sample.notes
-    _check_hypotheses(proof, chain, [h for h in hyps if not _mentions(h, table.defined)], ctx, rng, tally, notes)
-    _define(proof, ctx, chain)
-    _check_hypotheses(proof, chain, [h for h in hyps if _mentions(h, table.defined)], ctx, rng, tally, notes)
+    first = [h for h in hyps if not _mentions(h, table.defined)]
+    _check_hypotheses(proof, chain, first, ctx, rng, tally, notes, lenient=lenient, dims=sample.dims,
+                      unmet=sample.unmet)
+    try:
+        _define(proof, ctx, chain)
+    except WitnessError as exc:
+        if lenient:
+            raise _Skip(exc.reason) from None
+        raise
+    later = [h for h in hyps if _mentions(h, table.defined)]
+    _check_hypotheses(proof, chain, later, ctx, rng, tally, notes, lenient=lenient, dims=sample.dims,
+                      unmet=sample.unmet)
     return ctx
 
 
@@ -236,6 +332,11 @@ def _check_instance_step(proof: Proof, chain: Chain, index: int, step: Step, ctx
         fail(exc.reason)
 
 
+#: Rules whose instance binds something other than a hypothesis's variables: a cited theorem's symbols, a
+#: recurrence's index (``step:F``), an induction lemma's variable.  Both expressions are compared all the same.
+_OTHER_INSTANCES = ("thm:", "step:", "lemma:")
+
+
 def _check_chain(proof: Proof, chain: Chain, ctx: _Ctx, tally: _Tally) -> None:
     """Claim lhs, every step and the claim rhs must all have the same value."""
 
@@ -247,7 +348,7 @@ def _check_chain(proof: Proof, chain: Chain, ctx: _Ctx, tally: _Tally) -> None:
 
     previous = value(chain.lhs, None, None)
     for index, step in enumerate(chain.steps, start=1):
-        if step.instance and not step.rule.startswith("thm:"):  # a cited theorem's own symbols: nothing to bind
+        if step.instance and not step.rule.startswith(_OTHER_INSTANCES):
             _check_instance_step(proof, chain, index, step, ctx)
         current = value(step.expr, index, step.rule)
         if not _equal(previous, current):
@@ -261,6 +362,140 @@ def _check_chain(proof: Proof, chain: Chain, ctx: _Ctx, tally: _Tally) -> None:
                            proof.theorem, chain.name, len(chain.steps) or None, None)
 
 
+def _recurrences(chain: Chain, ctx: _Ctx) -> None:
+    """Compute the members of defined families the chain names, from their recurrences: one undefined on the
+    sample (a singular inverse on the way) makes the sample unusable (:class:`RecurrenceUndefined`), which is a
+    sampling failure, not a refutation."""
+    nodes: dict[FamilyMatrix, None] = {}
+    for term in (chain.lhs, chain.rhs, *(s.expr for s in chain.steps)):
+        nodes.update(dict.fromkeys(term.atoms(FamilyMatrix)))
+    for node in nodes:
+        family = ctx.families.get(node.name)
+        if family is not None and family.is_defined:
+            try:
+                _eval(node, ctx)
+            except RecurrenceUndefined:
+                raise
+            except WitnessError:
+                pass  # not a sampling matter: the chain's check reports it where it occurs
+
+
+def _induction_hypothesis(proof: Proof, chain: Chain, induction: Induction | None, ctx: _Ctx,
+                          identity: bool = False) -> None:
+    """The step chain's hypothesis IH, the claim at the variable, on the sample: it holds whenever the claim is
+    true, so where it does not, the claim itself is refuted.  Undefined there: a sampling failure."""
+    if induction is None or not chain.name.endswith("_step"):
+        return
+    t = induction.variable
+    try:
+        lhs, rhs = _eval(induction.lhs, ctx), _eval(induction.rhs, ctx)
+    except UndefinedValue as exc:
+        raise RecurrenceUndefined(f"the claim {induction.name} at {t} (hyp:IH) is undefined on this sample: "
+                                  f"{exc.reason}", proof.theorem, chain.name) from None
+    if not _equal(lhs, rhs):
+        at = "as an identity of rational functions" if identity else "on this sample"
+        value = ctx.dims.get(t)
+        where = f"{t} = {value}" if value is not None else str(t)
+        raise WitnessError(f"the induction claim {induction.name} is false: {induction.lhs} = {induction.rhs} fails "
+                           f"at {where} {at} (hyp:IH, the claim at {t}, does not hold), so no chain can prove it",
+                           proof.theorem, chain.name, None, "hyp:IH")
+
+
+# --- sampling, with retries, larger dimensions and diagnostics --------------------------
+
+#: Draws of one sample before a value that is undefined on every draw (a recurrence, a solve) is a failure.
+ATTEMPTS = 3
+#: How much a dimension grows when no sample satisfies the hypotheses (each alone, one value at a time).
+GROWTH = (1, 2)
+
+_HINT = ("to help it, give hints with @theorem(sampling={...}): a symbol's value as a term in other symbols "
+         f"(\"X\": mul(U, S)), its kind ({', '.join(KINDS)}), or a dimension's value (\"n\": 4)")
+
+
+def _format_tried(tried: Sequence[Mapping[str, int]]) -> str:
+    """``n = 3, 4, 5 with p1 = 2, p2 = 2`` (or one assignment per try when several dimensions changed)."""
+    unique: list[dict[str, int]] = []
+    for dims in tried:
+        if dict(dims) not in unique:
+            unique.append(dict(dims))
+    if not unique or not unique[0]:
+        return "no dimensions"
+    names = list(dict.fromkeys(name for dims in unique for name in dims))
+    varying = [n for n in names if len({dims.get(n) for dims in unique}) > 1]
+    fixed = ", ".join(f"{n} = {unique[0][n]}" for n in names if n not in varying and n in unique[0])
+    if len(varying) == 1:
+        (name,) = varying
+        values = ", ".join(str(dims[name]) for dims in unique if name in dims)
+        return f"{name} = {values}" + (f" with {fixed}" if fixed else "")
+    if not varying:
+        return fixed
+    tries = "; ".join(", ".join(f"{n} = {dims[n]}" for n in varying if n in dims) for dims in unique)
+    return f"{tries}" + (f" (with {fixed})" if fixed else "")
+
+
+def _growable(proof: Proof, table: _Symbols, exc: WitnessError, chain: Chain) -> list[str]:
+    """Free dimensions worth growing after ``exc``: those of the hypothesis it names (all, if it names none)."""
+    dims = [n for n in table.free_dims if index_kind(table.dims[n]) == "dimension"]
+    h = next((h for h in (*proof.hypotheses, *chain.hypotheses) if h.name == exc.hypothesis), None)
+    if h is None:
+        return dims
+    terms = [*h.lhs.atoms(MatrixSymbol, FamilyMatrix), *h.rhs.atoms(MatrixSymbol, FamilyMatrix)] \
+        if not isinstance(h.lhs, AppliedPredicate) else list(h.lhs.arguments[0].atoms(MatrixSymbol, FamilyMatrix))
+    used = {str(s.name) for m in terms for d in m.shape for s in sympy.sympify(d).free_symbols}
+    return [n for n in dims if n in used] or dims
+
+
+def _grown(attempt: Callable[[Mapping[str, int]], Any], shape: Mapping[str, int], proof: Proof, table: _Symbols,
+           chain: Chain) -> Any:
+    """``attempt(shape)``; when it cannot sample, the same with each dimension of the failing hypothesis grown,
+    and if none works, the first failure with the dimensions tried and how to give hints."""
+    try:
+        return attempt(shape)
+    except WitnessError as exc:
+        if not exc.cannot_sample:
+            raise
+        first = exc
+    tried = [first.dims] if first.dims else []
+    start = first.dims or {}
+    for name in _growable(proof, table, first, chain):
+        base = start.get(name, shape.get(name))
+        if base is None:
+            continue
+        for extra in GROWTH:
+            try:
+                return attempt({**shape, name: int(base) + extra})
+            except WitnessError as again:
+                if not again.cannot_sample:
+                    raise
+                if again.dims:
+                    tried.append(again.dims)
+    raise WitnessError(f"{first.reason}; tried {_format_tried(tried)}; {_HINT}", first.theorem, first.chain,
+                       hypothesis=first.hypothesis, dims=first.dims)
+
+
+def _may_be_singular(proof: Proof) -> bool:
+    """Whether a diagonal or symmetric matrix may be singular: no hypothesis makes it invertible."""
+    preds: dict[Any, set] = {}
+    for h in (*proof.hypotheses, *(h for c, _ in chains_of(proof) for h in c.hypotheses)):
+        if isinstance(h.lhs, AppliedPredicate) and len(h.lhs.arguments) == 1:
+            name = next((k for k, v in _PREDICATES.items() if h.lhs.function == v), None)
+            preds.setdefault(h.lhs.arguments[0], set()).add(name)
+    return any(p & {"diagonal", "symmetric"} and not p & {"invertible", "positive_definite"} for p in preds.values())
+
+
+def _degenerate_variants(table: _Symbols, singular: bool, shape_index: int) -> list[tuple[list[Symbol], bool]]:
+    """The degenerate samples of a shape, as (real scalars at 0, singular matrices): the scalars at 0 (all of
+    them, or one at a time on odd shapes), singular matrices, and both at once."""
+    real = table.real_scalars
+    zeros = real if len(real) <= 1 or shape_index % 2 == 0 else [real[(shape_index // 2) % len(real)]]
+    out = [(zeros, False)] if zeros else []
+    if singular:
+        out.append(([], True))
+        if zeros:
+            out.append((zeros, True))
+    return out
+
+
 # --- the instance check --------------------------------------------------------------
 
 
@@ -272,39 +507,117 @@ class InstanceReport:
     chains: int
     instances: int  # (chain, shape, trial) samples, each with all hypotheses and steps checked
     hypotheses: int
-    steps: int
+    steps: int  # steps checked on the ``instances`` (each chain's steps once per instance)
     seconds: float
+    degenerate: int = 0  # degenerate samples (real scalars at 0, singular matrices) checked in addition
+    skipped: int = 0  # degenerate samples at which the hypotheses or the claim are undefined
+    degenerate_steps: int = 0  # steps checked on the degenerate samples
 
 
 def _sampler_for(proof: Proof, sampler: Sampler | None) -> Sampler:
     return sampler if sampler is not None else sampler_for(proof)
 
 
+def _instance(proof: Proof, table: _Symbols, sampler: Sampler, chain: Chain, induction: Induction | None,
+              label: str, tally: _Tally, shape: Mapping[str, int], zeros: Sequence[Symbol] = (),
+              singular: bool = False, lenient: bool = False) -> tuple[_Ctx, random.Random]:
+    """One sample for ``chain`` satisfying its hypotheses, with IH defined on it.  A draw on which a value is
+    undefined (a recurrence, a solve) or a hypothesis the sampler does not construct fails is drawn again, up to
+    :data:`ATTEMPTS` times, before the witness says it cannot sample."""
+    hyps = (*proof.hypotheses, *(h for h in chain.hypotheses if induction is None))
+    failure: WitnessError | None = None
+    dims: Mapping[str, int] | None = None
+    for attempt in range(ATTEMPTS):
+        rng = random.Random(label if attempt == 0 else f"{label}/again {attempt}")
+        scalars = _scalar_values(table, rng, zeros)
+        scratch = _Tally()
+        try:
+            sample = sampler(_random_source(rng, scalars=scalars, degenerate=singular), shape, chain.name)
+            dims = sample.dims
+            ctx = _sampled_context(proof, table, sample, _RationalArith(), chain.name, hyps, rng, scratch, scalars,
+                                   lenient=lenient)
+            _recurrences(chain, ctx)
+            _induction_hypothesis(proof, chain, induction, ctx)
+        except UndefinedValue as exc:
+            failure = exc
+            continue
+        except WitnessError as exc:
+            if not exc.cannot_sample or exc.hypothesis is None:
+                raise
+            failure = exc  # a hypothesis that holds only if the values drawn happen to satisfy it: draw again
+            continue
+        tally.add(scratch)
+        return ctx, rng
+    if isinstance(failure, UndefinedValue):
+        reason = failure.reason if failure.cannot_sample else f"cannot sample: {failure.reason}"
+        raise WitnessError(f"{reason} (on each of {ATTEMPTS} draws)", proof.theorem, chain.name,
+                           dims=failure.dims or dims)
+    raise failure
+
+
+def _degenerate_instance(proof: Proof, table: _Symbols, sampler: Sampler, chain: Chain, induction: Induction | None,
+                         label: str, tally: _Tally, shape: Mapping[str, int], zeros: Sequence[Symbol],
+                         singular: bool) -> None:
+    """A degenerate sample: skipped where the statement is undefined or the hypotheses fail, else checked like
+    any other (a refutation says which scalars were 0)."""
+    where = ", ".join([*(f"{s} = 0" for s in zeros), *(["singular diagonal and symmetric matrices where no "
+                                                         "hypothesis excludes them"] if singular else [])])
+    try:
+        try:
+            ctx, _ = _instance(proof, table, sampler, chain, induction, label, _Tally(), shape, zeros, singular,
+                               lenient=True)
+        except WitnessError as exc:
+            if exc.cannot_sample:
+                raise _Skip(exc.reason) from None
+            raise
+        try:
+            _eval(chain.lhs, ctx)
+            _eval(chain.rhs, ctx)
+        except UndefinedValue as exc:
+            raise _Skip(exc.reason) from None
+    except _Skip:
+        tally.skipped += 1
+        return
+    scratch = _Tally()
+    try:
+        _check_chain(proof, chain, ctx, scratch)
+    except WitnessError as exc:
+        raise WitnessError(f"{exc.reason} (on a degenerate sample: {where})", exc.theorem, exc.chain, exc.step,
+                           exc.rule) from None
+    tally.degenerate += 1
+    tally.degenerate_steps += scratch.steps
+
+
 def check_instances(proof: Proof, trials: int = 1, seed: int = 0, *, sampler: Sampler | None = None,
                     shapes: Sequence[Mapping[str, int]] = SHAPES) -> InstanceReport:
     """Evaluate every chain of ``proof`` exactly on random instances satisfying its hypotheses.
 
-    For each chain (lemmas, then the main claim), shape and trial: draw a sample, verify every global
-    and local hypothesis on it (a failure is a sampler bug and raises), check steps that instantiate a
-    forall-hypothesis, and require the claim sides and every step to evaluate to the same matrix.
-    Deterministic in ``seed``.
+    For each chain (lemmas, then the main claim; an induction as its base and step chains), shape and trial:
+    draw a sample, verify every global and local hypothesis on it (a failure is a sampler bug and raises),
+    check steps that instantiate a forall-hypothesis, and require the claim sides and every step to evaluate
+    to the same matrix.  Where the theorem has real scalars (or matrices that may be singular), one more,
+    degenerate sample per shape sets them to 0 (see the module docstring).  Deterministic in ``seed``.
     """
     start = time.perf_counter()
     sampler = _sampler_for(proof, sampler)
     table = _symbols(proof)
     tally = _Tally()
-    chains = (*proof.lemmas, proof.claim)
-    for chain in chains:
+    chains = chains_of(proof)
+    singular = _may_be_singular(proof)
+    for chain, induction in chains:
         for shape_index, shape in enumerate(shapes):
             for trial in range(trials):
-                rng = random.Random(f"{seed}/{proof.theorem}/{chain.name}/{shape_index}/{trial}")
-                sample = sampler(_random_source(rng), shape, chain.name)
-                ctx = _sampled_context(proof, table, sample, _RationalArith(), chain.name,
-                                       (*proof.hypotheses, *chain.hypotheses), rng, tally)
+                label = f"{seed}/{proof.theorem}/{chain.name}/{shape_index}/{trial}"
+                attempt = functools.partial(_instance, proof, table, sampler, chain, induction, label, tally)
+                ctx, _ = _grown(attempt, shape, proof, table, chain)
                 _check_chain(proof, chain, ctx, tally)
                 tally.instances += 1
+            for variant, (zeros, singular_draws) in enumerate(_degenerate_variants(table, singular, shape_index)):
+                label = f"{seed}/{proof.theorem}/{chain.name}/{shape_index}/degenerate {variant}"
+                _degenerate_instance(proof, table, sampler, chain, induction, label, tally, shape, zeros,
+                                     singular_draws)
     return InstanceReport(proof.theorem, len(chains), tally.instances, tally.hypotheses, tally.steps,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, tally.degenerate, tally.skipped, tally.degenerate_steps)
 
 
 # --- identities of rational functions ------------------------------------------------
@@ -325,13 +638,30 @@ class IdentityReport:
 
 
 def identity_shape(p: int) -> dict[str, int]:
-    """The concrete dimensions of the identity checks (n = p + 1, k = m = 1, d = 2, rank r = max(1, p − 1))."""
-    return {"n": p + 1, "p": p, "k": 1, "m": 1, "d": 2, "r": max(1, p - 1)}
+    """The concrete dimensions of the identity checks (n = p + 1, k = m = 1, d = 2, rank r = max(1, p − 1), and
+    index symbols p − 1, so p = 1 checks empty prefixes)."""
+    return {"n": p + 1, "p": p, "k": 1, "m": 1, "d": 2, "r": max(1, p - 1), INDEX: p - 1}
 
 
 def _fingerprint(sample: Sample, kinds: Sequence[bool]) -> tuple:
     values = tuple((name, v.shape, tuple(map(tuple, v.to_list()))) for name, v in sorted(sample.values.items()))
     return tuple(kinds), tuple(sorted(sample.dims.items())), values
+
+
+def _dry_run(proof: Proof, table: _Symbols, sampler: Sampler, shape: Mapping[str, int], chain: Chain,
+             seed: int) -> tuple[Sample, list[bool], Mapping[str, int]]:
+    """The sampler on random numbers, recording which parameters it draws (a draw on which a value is
+    undefined is drawn again)."""
+    failure: UndefinedValue | None = None
+    for attempt in range(ATTEMPTS):
+        kinds: list[bool] = []
+        scalars = _scalar_values(table, random.Random(f"{seed}/scalars/{attempt}"))
+        rng = random.Random(seed if attempt == 0 else f"{seed}/again {attempt}")
+        try:
+            return sampler(_random_source(rng, kinds, scalars=scalars), shape, chain.name), kinds, shape
+        except UndefinedValue as exc:
+            failure = exc
+    raise WitnessError(f"cannot sample: {failure.reason} (on each of {ATTEMPTS} draws)", proof.theorem, chain.name)
 
 
 def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 0,
@@ -340,10 +670,12 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
 
     The theorem's sampler runs once on random numbers (a dry run, to learn which parameters it draws) and
     then on symbols: Cayley transforms of symbolic skew matrices, Λ = diag(s_i²) with s_i > 0, free
-    symbolic matrices.  Every hypothesis, global and local, must hold identically (inequalities: by a sign
-    test on the rational function, or at random points where that test is inconclusive), and lhs − rhs
-    must be the zero rational function.  With ``steps``, every step is compared as well.  Chains whose
-    dry runs drew the same sample share one symbolic sample (whose hypotheses are checked for each).
+    symbolic matrices; the theorem's scalar symbols are symbols too (positive ones positive).  Every
+    hypothesis, global and local, must hold identically (inequalities: by a sign test on the rational
+    function, or at random points where that test is inconclusive), and lhs − rhs must be the zero rational
+    function.  With ``steps``, every step is compared as well.  Chains whose dry runs drew the same sample
+    share one symbolic sample (whose hypotheses are checked for each).  An induction's step chain also needs
+    its IH, the claim at the variable, to hold identically.
     """
     start = time.perf_counter()
     if proof is None:
@@ -354,24 +686,39 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
         raise WitnessError(f"the proof given is of {proof.theorem}, not {theorem_id}")
     sampler = _sampler_for(proof, sampler)
     table = _symbols(proof)
-    shape = identity_shape(p)
+    scalars = list(table.scalars.values())
     tally = _Tally()
     groups: dict[tuple, _Ctx] = {}
     parameters = 0
-    chains = (*proof.lemmas, proof.claim)
-    for chain in chains:
-        rng = random.Random(f"{seed}/identity/{proof.theorem}/{chain.name}/{p}")
-        kinds: list[bool] = []
-        dry = sampler(_random_source(random.Random(seed), kinds), shape, chain.name)
+    chains = chains_of(proof)
+
+    def symbolic(chain: Chain, induction: Induction | None, rng: random.Random, shape: Mapping[str, int]) -> _Ctx:
+        nonlocal parameters
+        dry, kinds, shape = _dry_run(proof, table, sampler, shape, chain, seed)
         key = _fingerprint(dry, kinds)
+        scratch = _Tally()
         ctx = groups.get(key)
         if ctx is None:
-            src = _symbol_source(kinds)
+            src = _symbol_source(kinds, scalars)
             ctx = _sampled_context(proof, table, sampler(src, shape, chain.name), _FunctionArith(src.domain),
-                                   chain.name, proof.hypotheses, rng, tally)
+                                   chain.name, proof.hypotheses, rng, scratch, src.scalars)
             groups[key] = ctx
-            parameters = max(parameters, len(kinds))
-        _check_hypotheses(proof, chain.name, chain.hypotheses, ctx, rng, tally, dry.notes)
+            parameters = max(parameters, len(kinds) + len(scalars))
+        local = chain.hypotheses if induction is None else ()
+        _check_hypotheses(proof, chain.name, local, ctx, rng, scratch, dry.notes, dims=dry.dims, unmet=dry.unmet)
+        try:
+            _recurrences(chain, ctx)
+            _induction_hypothesis(proof, chain, induction, ctx, identity=True)
+        except RecurrenceUndefined as exc:
+            raise WitnessError(f"cannot sample: {exc.reason} (as rational functions)", proof.theorem, chain.name,
+                               dims=dry.dims) from None
+        tally.add(scratch)
+        return ctx
+
+    for chain, induction in chains:
+        rng = random.Random(f"{seed}/identity/{proof.theorem}/{chain.name}/{p}")
+        attempt = functools.partial(symbolic, chain, induction, rng)
+        ctx = _grown(attempt, identity_shape(p), proof, table, chain)
         if steps:
             _check_chain(proof, chain, ctx, tally)
         elif not _equal(_eval(chain.lhs, ctx), _eval(chain.rhs, ctx)):

@@ -4,6 +4,13 @@ Nothing here uses the kernel's judgments (no ``canon``, no rules, no definedness
 tree of SymPy matrix-expression nodes, and its value is computed node by node with exact arithmetic.
 Values are :class:`~sympy.polys.matrices.DomainMatrix` over ``QQ`` (instances) or over a field of
 rational functions (identities); both are exact, and the same evaluator serves both.
+
+Beyond matrix symbols the evaluator knows scalar coefficients (rational functions of scalar symbols and of
+``Trace(m)``, a 1×1 matrix read as the scalar it holds), index symbols (natural numbers; a dimension that
+an index makes 0 gives an empty matrix) and families of matrices: a free family's members come from the
+sample, a member of a family defined by a recurrence is computed from its base by the recurrence.  A value
+that does not exist on the sample (a singular inverse, a division by zero) raises :class:`UndefinedValue`,
+so the checks can tell a sample at which the statement is undefined from a refutation.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
-from sympy import QQ, Basic, Integer, Matrix, MatrixBase, Rational, Symbol
+from sympy import QQ, Add, Basic, Integer, Matrix, MatrixBase, Mul, Pow, Rational, Symbol
 from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
@@ -22,27 +29,36 @@ from sympy.matrices.expressions import (
     MatAdd,
     MatMul,
     MatPow,
+    MatrixExpr,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
 from sympy.polys.matrices import DomainMatrix
 from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 
-from ..kernel.terms import blocks_of
+from ..kernel.proof import Family
+from ..kernel.scalars import scalar_kind
+from ..kernel.terms import FamilyMatrix, blocks_of, index_kind
 
-__all__ = ["WitnessError", "evaluate", "mul"]
+__all__ = ["UndefinedValue", "WitnessError", "evaluate", "mul"]
 
 
 class WitnessError(ValueError):
     """The witness refutes something: a step, a claim, a sample's hypothesis, or cannot evaluate a term.
 
-    ``theorem``, ``chain``, ``step`` (1-based, as the kernel counts) and ``rule`` say where, when known.
+    ``theorem``, ``chain``, ``step`` (1-based, as the kernel counts) and ``rule`` say where, when known.  A
+    failure to sample says "cannot sample" in its reason (``derive prove --witness`` then reports that the
+    witness cannot check the proof, not that it refutes it), and may name the ``hypothesis`` it could not
+    satisfy and the ``dims`` it tried (dimension name -> value).
     """
 
     def __init__(self, reason: str, theorem: str | None = None, chain: str | None = None,
-                 step: int | None = None, rule: str | None = None):
+                 step: int | None = None, rule: str | None = None, *, hypothesis: str | None = None,
+                 dims: Mapping[str, int] | None = None):
         self.reason, self.theorem, self.chain, self.step, self.rule = reason, theorem, chain, step, rule
+        self.hypothesis, self.dims = hypothesis, dict(dims) if dims is not None else None
         where = "/".join(x for x in (theorem, chain) if x)
         if step is not None:
             where += f" step {step}"
@@ -50,13 +66,32 @@ class WitnessError(ValueError):
             where += f" (rule {rule})"
         super().__init__(f"{where}: {reason}" if where else reason)
 
+    @property
+    def cannot_sample(self) -> bool:
+        """The witness could not produce a sample satisfying the hypotheses (it refutes nothing)."""
+        return "cannot sample" in self.reason
+
+
+class UndefinedValue(WitnessError):
+    """A term has no value on this sample: a singular inverse, a division by zero, a root of a negative number.
+
+    Not a refutation by itself: where the statement is undefined at a sample (λ = 0 in (λI)⁻¹), the sample is
+    skipped, and a member of a recurrence that is undefined on a sample makes the sample unusable.
+    """
+
+
+class RecurrenceUndefined(UndefinedValue):
+    """A member of a family defined by a recurrence is undefined on this sample (a sampling failure)."""
+
 
 # --- exact arithmetic of a domain ----------------------------------------------------
 
 
 def _rational_root(c: Any, b: int) -> Any | None:
-    """The positive b-th root of a positive rational, if it is rational."""
-    if c <= 0:
+    """The non-negative b-th root of a non-negative rational, if it is rational."""
+    if c == 0:
+        return QQ(0)
+    if c < 0:
         return None
     num, exact_num = sympy.integer_nthroot(int(c.numerator), b)
     den, exact_den = sympy.integer_nthroot(int(c.denominator), b)
@@ -110,8 +145,30 @@ class _FunctionArith(_Arith):
             return None  # a real (not positive) symbol: the principal root need not be a rational function
         return poly.ring.from_dict({tuple(e // b for e in monom): poly.ring.domain.convert_from(c, QQ)})
 
+    def _poly_root(self, poly, b: int):
+        """The b-th root of a perfect b-th power of a polynomial (square-free factors with multiplicities
+        divisible by b) that is evidently positive for all parameters, else None."""
+        root = self._monomial_root(poly, b)
+        if root is not None:
+            return root
+        coeff, factors = poly.sqf_list()
+        c = _rational_root(QQ.convert(coeff) if coeff > 0 else -QQ.convert(coeff), b)
+        if c is None or any(mult % b for _, mult in factors) or (coeff < 0 and b % 2 == 0):
+            return None
+        out = poly.ring.from_dict({(0,) * poly.ring.ngens: poly.ring.domain.convert_from(c, QQ)})
+        if coeff < 0:
+            out = -out
+        for factor, mult in factors:
+            out *= factor ** (mult // b)
+        sign = self._evident_sign(out)
+        if sign is None:
+            return None
+        return out if sign > 0 or b % 2 else -out
+
     def root(self, x, b: int):
-        num, den = self._monomial_root(x.numer, b), self._monomial_root(x.denom, b)
+        if not x:
+            return x
+        num, den = self._poly_root(x.numer, b), self._poly_root(x.denom, b)
         if num is None or den is None:
             return None
         return x.field(num) / x.field(den)
@@ -132,18 +189,22 @@ class _FunctionArith(_Arith):
         return None
 
     def sign(self, x, rng: random.Random) -> tuple[int, bool]:
+        """The sign for generic parameters: a point where the function vanishes (a determinant of a product of
+        random factors may, on a variety of measure zero) says nothing about it and is drawn again."""
         num, den = self._evident_sign(x.numer), self._evident_sign(x.denom)
         if num is not None and den is not None:
             return num * den, True
+        if not x:
+            return 0, True
         signs: set[int] = set()
         gens, points, tries = self.domain.symbols, 0, 0
         while points < self.POINTS and tries < 4 * self.POINTS:
             tries += 1
             point = [_positive_rational(rng) if i in self.positive_gens else _rational(rng) for i in range(len(gens))]
             d = _poly_at(x.denom, point)
-            if d == 0:
+            v = _poly_at(x.numer, point) / d if d else QQ(0)
+            if v == 0:
                 continue
-            v = _poly_at(x.numer, point) / d
             signs.add((v > 0) - (v < 0))
             points += 1
         return (signs.pop() if len(signs) == 1 else 0), False
@@ -219,12 +280,24 @@ def _det(a: DomainMatrix):
     return a.domain.field((n.det(), d ** a.shape[0]))
 
 
+def _adj_det(n: DomainMatrix) -> tuple[DomainMatrix, Any]:
+    """(adjugate, determinant) of a square matrix of polynomials.  SymPy's characteristic-polynomial route
+    fails on some nilpotent polynomial matrices (the zero matrix among them); cofactors then do it."""
+    try:
+        return n.adj_det()
+    except TypeError:
+        ring = n.domain
+        adjugate = n.to_Matrix().adjugate()
+        rows = [[ring.from_sympy(adjugate[i, j]) for j in range(n.shape[1])] for i in range(n.shape[0])]
+        return DomainMatrix(rows, n.shape, ring), n.det()
+
+
 def _inv(a: DomainMatrix) -> DomainMatrix:
     """Exact inverse; raises DMNonInvertibleMatrixError when singular."""
     if not _is_function_field(a.domain):
         return a.inv()
     n, d = _split(a)
-    adj, det = n.adj_det()
+    adj, det = _adj_det(n)
     if not det:
         raise DMNonInvertibleMatrixError("singular")
     return _join(adj * d, det, a.domain)
@@ -232,10 +305,18 @@ def _inv(a: DomainMatrix) -> DomainMatrix:
 
 # --- the evaluator -------------------------------------------------------------------
 
+#: A member of a family at a concrete index: (family name, index).
+Member = tuple[str, int]
+
 
 @dataclass
 class _Ctx:
-    """Values of the symbols of one sample, and a cache of evaluated sub-terms."""
+    """Values of the symbols of one sample, and a cache of evaluated sub-terms.
+
+    ``scalars`` holds the values of scalar symbols (sampled rationals, or generators of the field of rational
+    functions); ``members`` the members of free families the sample gives and the members of defined families
+    computed so far (shared with contexts made by :meth:`extend`).
+    """
 
     arith: _Arith
     env: dict[MatrixSymbol, DomainMatrix]
@@ -243,18 +324,45 @@ class _Ctx:
     cache: dict[Basic, DomainMatrix] = field(default_factory=dict)
     parent: _Ctx | None = None  # sub-terms free of the symbols bound here are evaluated (and cached) there
     local: frozenset = frozenset()
+    scalars: dict[Symbol, Any] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
+    members: dict[Member, DomainMatrix] = field(default_factory=dict)
 
     def extend(self, env: Mapping[MatrixSymbol, DomainMatrix], dims: Mapping[Symbol, int]) -> _Ctx:
         return _Ctx(self.arith, {**self.env, **env}, {**self.dims, **dims}, parent=self,
-                    local=frozenset(env) | frozenset(dims))
+                    local=frozenset(env) | frozenset(dims), scalars=self.scalars, families=self.families,
+                    members=self.members)
+
+    @property
+    def root(self) -> _Ctx:
+        ctx = self
+        while ctx.parent is not None:
+            ctx = ctx.parent
+        return ctx
+
+
+def _may_be_empty(expr) -> bool:
+    """A dimension may be 0 when it is literally 0 or mentions an index symbol (X_t has t rows; X_0 is empty)."""
+    expr = sympy.sympify(expr)
+    return expr == 0 or any(index_kind(s) == "index" for s in expr.free_symbols)
 
 
 def _dim(expr, dims: Mapping[Symbol, int]) -> int:
     value = sympy.sympify(expr).xreplace({s: Integer(v) for s, v in dims.items()})
     if not value.is_Integer:
         raise WitnessError(f"dimension {expr} is not determined by the sample (dims {dict(dims)})")
-    if value < 1:
-        raise WitnessError(f"dimension {expr} evaluates to {value} < 1")
+    if value < 0:
+        raise WitnessError(f"dimension {expr} evaluates to {value} < 0")
+    if value == 0 and not _may_be_empty(expr):
+        raise WitnessError(f"dimension {expr} evaluates to 0, but only an index symbol may make a matrix empty")
+    return int(value)
+
+
+def _index(expr, dims: Mapping[Symbol, int]) -> int:
+    """The natural number a family member's index stands for on the sample."""
+    value = sympy.sympify(expr).xreplace({s: Integer(v) for s, v in dims.items()})
+    if not value.is_Integer or value < 0:
+        raise WitnessError(f"the index {expr} is not a natural number on the sample (dims {dict(dims)})")
     return int(value)
 
 
@@ -282,7 +390,7 @@ def _inverse(a: DomainMatrix, what) -> DomainMatrix:
     try:
         return _inv(a)
     except DMNonInvertibleMatrixError:
-        raise WitnessError(f"{what} is singular on this sample, so its inverse is undefined") from None
+        raise UndefinedValue(f"{what} is singular on this sample, so its inverse is undefined") from None
 
 
 def _power(base: DomainMatrix, q: Rational, ctx: _Ctx, what) -> DomainMatrix:
@@ -305,9 +413,80 @@ def _power(base: DomainMatrix, q: Rational, ctx: _Ctx, what) -> DomainMatrix:
         if r is None:
             raise WitnessError(f"entry {x[i]} of {what} is not positive with an exact {b}-th root (power {q})")
         if a < 0 and not r:
-            raise WitnessError(f"{what} has a zero diagonal entry; power {q} is undefined")
+            raise UndefinedValue(f"{what} has a zero diagonal entry; power {q} is undefined")
         diagonal.append(r**a if a >= 0 else base.domain.one / r ** (-a))
     return DomainMatrix.diag(diagonal, base.domain).to_dense()
+
+
+def _coefficient(c: Basic, ctx: _Ctx):
+    """Exact value of a product's coefficient: rational numbers, scalar symbols, Trace of a 1×1 term, +, ×,
+    integer powers.  A negative power of zero is a division by zero: :class:`UndefinedValue`."""
+    K = ctx.arith.domain
+    if isinstance(c, Rational):
+        return K.convert_from(QQ(int(c.p), int(c.q)), QQ)
+    if type(c) is Symbol:
+        if scalar_kind(c) is None:
+            raise WitnessError(f"{c} in a coefficient is not a scalar symbol")
+        if c not in ctx.scalars:
+            raise WitnessError(f"the sample gives no value for the scalar {c}")
+        return ctx.scalars[c]
+    if isinstance(c, Trace):
+        (matrix,) = c.args
+        value = _eval(matrix, ctx)
+        if value.shape != (1, 1):
+            raise WitnessError(f"Trace({matrix}) in a coefficient reads a {value.shape} matrix, not a 1x1 one")
+        return _entries(value)[0][0]
+    if isinstance(c, Add):
+        out = K.zero
+        for arg in c.args:
+            out += _coefficient(arg, ctx)
+        return out
+    if isinstance(c, Mul):
+        out = K.one
+        for arg in c.args:
+            out *= _coefficient(arg, ctx)
+        return out
+    if isinstance(c, Pow):
+        base, exponent = c.args
+        if not (isinstance(exponent, Rational) and exponent.q == 1):
+            raise WitnessError(f"the power {c} in a coefficient has a non-integer exponent")
+        value, e = _coefficient(base, ctx), int(exponent)
+        if e < 0:
+            if not value:
+                raise UndefinedValue(f"the coefficient {c} divides by {base} = 0 on this sample")
+            return K.one / value ** (-e)
+        return value**e
+    raise WitnessError(f"{type(c).__name__} is not allowed in a coefficient")
+
+
+def _member(term: FamilyMatrix, ctx: _Ctx) -> DomainMatrix:
+    """F[e]: a free family's member from the sample, a defined family's computed by its recurrence from F[0]."""
+    root = ctx.root
+    name, e = term.name, _index(term.index, ctx.dims)
+    known = root.members.get((name, e))
+    if known is not None:
+        return known
+    family = root.families.get(name)
+    if family is None:
+        raise WitnessError(f"the family {name} of {term} is not declared")
+    if not family.is_defined:
+        raise WitnessError(f"the sample gives no value for {name}[{e}]")
+    start = max((i + 1 for (n, i) in root.members if n == name and i < e), default=0)
+    value = None
+    for i in range(start, e + 1):
+        definition = family.base if i == 0 else family.step.xreplace({family.index: Integer(i - 1)})
+        try:
+            value = _eval(definition, root)
+        except RecurrenceUndefined:
+            raise
+        except UndefinedValue as exc:
+            raise RecurrenceUndefined(f"{name}[{i}] is undefined on this sample: {exc.reason}") from None
+        shape = (family.rows.xreplace({family.index: Integer(i)}), family.cols.xreplace({family.index: Integer(i)}))
+        expected = (_dim(shape[0], root.dims), _dim(shape[1], root.dims))
+        if value.shape != expected:
+            raise WitnessError(f"{name}[{i}] evaluated to shape {value.shape}, but the family says {expected}")
+        root.members[(name, i)] = value
+    return value
 
 
 def _eval(term: Basic, ctx: _Ctx) -> DomainMatrix:
@@ -331,6 +510,8 @@ def _eval_node(term: Basic, ctx: _Ctx) -> DomainMatrix:
         if term not in ctx.env:
             raise WitnessError(f"the sample gives no value for {term.name}")
         return ctx.env[term]
+    if isinstance(term, FamilyMatrix):
+        return _member(term, ctx)
     if isinstance(term, Identity):
         return DomainMatrix.eye(_dim(term.shape[0], ctx.dims), K).to_dense()
     if isinstance(term, ZeroMatrix):
@@ -345,10 +526,10 @@ def _eval_node(term: Basic, ctx: _Ctx) -> DomainMatrix:
             raise WitnessError(f"the exponent {q} of {term} is not rational")
         return _power(_eval(term.args[0], ctx), q, ctx, term.args[0])
     if isinstance(term, MatMul):
-        coeff, out = Rational(1), None
+        scalars, out = [], None
         for arg in term.args:
-            if isinstance(arg, Rational):
-                coeff *= arg
+            if not isinstance(arg, MatrixExpr):
+                scalars.append(arg)
                 continue
             value = _eval(arg, ctx)
             if out is not None and out.shape[1] != value.shape[0]:
@@ -356,7 +537,10 @@ def _eval_node(term: Basic, ctx: _Ctx) -> DomainMatrix:
             out = value if out is None else _matmul(out, value)
         if out is None:
             raise WitnessError(f"the product {term} has no matrix factor")
-        return out if coeff == 1 else out * K.convert_from(QQ(int(coeff.p), int(coeff.q)), QQ)
+        coeff = K.one
+        for c in scalars:
+            coeff *= _coefficient(c, ctx)
+        return out if coeff == K.one else out * coeff
     if isinstance(term, MatAdd):
         values = [_eval(arg, ctx) for arg in term.args]
         out = values[0]
@@ -389,18 +573,32 @@ def _to_domain(value, domain, name: str) -> DomainMatrix:
     raise WitnessError(f"the value of {name} is a {type(value).__name__}, not a matrix")
 
 
-def evaluate(term: Basic, env: Mapping[MatrixSymbol, Any], dims: Mapping[Symbol, int]) -> Matrix:
+def evaluate(term: Basic, env: Mapping[MatrixSymbol | FamilyMatrix, Any], dims: Mapping[Symbol, int],
+             scalars: Mapping[Symbol, Any] | None = None, families: Sequence[Family] = ()) -> Matrix:
     """Exact value of a kernel term, given rational matrices for its symbols and ints for its dimensions.
 
-    Non-integer powers are evaluated for diagonal matrices whose entries have exact rational roots only;
-    anything else that is not exact raises :class:`WitnessError`.
+    ``env`` may also give members of free families (``x[2]``, at a concrete index); ``scalars`` gives
+    rational values of scalar symbols; ``families`` declares the families whose members the term uses (members
+    of a family defined by a recurrence are computed by it).  Dimensions that an index symbol makes 0 give
+    empty matrices.  Non-integer powers are evaluated for diagonal matrices whose entries have exact rational
+    roots only; anything else that is not exact raises :class:`WitnessError`.
     """
     arith = _RationalArith()
-    values = {}
+    ctx = _Ctx(arith, {}, dict(dims), families={f.name: f for f in families})
+    for sym, value in (scalars or {}).items():
+        number = sympy.sympify(value)
+        if not number.is_Rational:
+            raise WitnessError(f"the value of the scalar {sym} is not a rational number")
+        if scalar_kind(sym) == "positive" and number <= 0:
+            raise WitnessError(f"the scalar {sym} is positive, but its value is {number}")
+        ctx.scalars[sym] = QQ(int(number.p), int(number.q))
     for sym, value in env.items():
-        values[sym] = _to_domain(value, QQ, sym.name)
-        if values[sym].shape != _shape_of(sym, dims):
-            raise WitnessError(f"the value of {sym.name} has shape {values[sym].shape}, not {_shape_of(sym, dims)}")
-    return _eval(term, _Ctx(arith, values, dict(dims))).to_Matrix()
-
-
+        label = str(sym) if isinstance(sym, FamilyMatrix) else sym.name
+        converted = _to_domain(value, QQ, label)
+        if converted.shape != _shape_of(sym, dims):
+            raise WitnessError(f"the value of {label} has shape {converted.shape}, not {_shape_of(sym, dims)}")
+        if isinstance(sym, FamilyMatrix):
+            ctx.members[(sym.name, _index(sym.index, dims))] = converted
+        else:
+            ctx.env[sym] = converted
+    return _eval(term, ctx).to_Matrix()

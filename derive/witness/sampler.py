@@ -15,6 +15,16 @@ them by construction, with exact operations only:
 * what it cannot infer comes from the theorem's ``@theorem(sampling={...})`` hints (see
   :func:`parse_hints`): a symbol's value as a term in other symbols, a symbol's kind, a dimension.
 
+Scalar symbols are not drawn here: the check fixes their values first (:attr:`Source.scalars`) and the
+sampler reads them, so hypotheses such as C = XᵀX + λI are solved with them.  Index symbols take the
+shape's ``index`` value (0, 1, 2, 3 over :data:`SHAPES`, so empty matrices occur); every member of a free
+family that the proof needs at those values (directly, or through a recurrence) is a symbol of the plan,
+named ``x[2]``, drawn or solved like any other.  A diagonal Λ that is only diagonal and sits in the middle of
+a Gram equation XᵀX = VΛVᵀ is drawn non-negative (a valid eigenvalue matrix); on *degenerate* samples
+(:attr:`Source.degenerate`) diagonal and symmetric matrices that may be singular get a zero eigenvalue, so
+X is rank-deficient there.  Homogeneous equations X₁ᵀX₂ = 0 are solved generically (X₂ = (I − X₁X₁⁺)Z),
+asking for the rows that make the solution full rank (n ≥ p₁ + p₂) when n is free.
+
 Every hypothesis is verified exactly afterwards by :mod:`derive.witness.checks`.  A hypothesis the plan
 does not ensure by construction carries a note (:attr:`Sample.notes`) that says why; when it then fails,
 the witness reports, in one line, that it cannot sample that hypothesis and why.
@@ -46,29 +56,38 @@ from sympy.matrices.expressions import (
     MatrixExpr,
     MatrixSymbol,
     Transpose,
+    ZeroMatrix,
 )
 from sympy.polys.matrices import DomainMatrix
 from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 
-from ..kernel import Hypothesis, Proof
-from ..kernel.terms import blocks_of
+from ..kernel import Chain, Family, Hypothesis, Induction, Proof
+from ..kernel.scalars import scalar_kind
+from ..kernel.terms import FamilyMatrix, blocks_of, index_kind
 from .evaluate import (
+    Member,
+    UndefinedValue,
     WitnessError,
+    _adj_det,
     _Arith,
+    _coefficient,
     _Ctx,
     _eval,
     _FunctionArith,
     _inv,
+    _is_function_field,
+    _join,
     _matmul,
     _positive_rational,
     _rational,
     _RationalArith,
     _shape_of,
+    _split,
     mul,
 )
 
-__all__ = ["KINDS", "SHAPES", "Sample", "Sampler", "Source", "cayley", "free", "generic_sampler", "hints_for",
-           "orthogonal", "parse_hints", "sampler_for", "stiefel"]
+__all__ = ["INDEX", "KINDS", "SHAPES", "Sample", "Sampler", "Source", "cayley", "chains_of", "free",
+           "generic_sampler", "hints_for", "orthogonal", "parse_hints", "sampler_for", "stiefel"]
 
 
 # --- sources of parameters -----------------------------------------------------------
@@ -81,12 +100,26 @@ class Source:
     :attr:`domain`, and never branch on a value, so the same sampler serves both uses.  ``symbolic`` is
     true on symbolic runs (and their dry runs): helpers then pick cheaper parametrisations where the
     general one makes rational-function arithmetic take minutes.
+
+    ``scalars`` holds the values of the theorem's scalar symbols (by symbol), fixed by the check before
+    sampling: rationals, or generators of the field of rational functions.  ``degenerate`` marks an instance
+    sample at the boundary of what the hypotheses allow (real scalars at 0, singular diagonal or symmetric
+    matrices where no hypothesis excludes them); the check skips it where the statement is undefined.
     """
 
-    def __init__(self, domain, draw: Callable[[bool], Any], symbolic: bool = False):
+    def __init__(self, domain, draw: Callable[[bool], Any], symbolic: bool = False,
+                 scalars: Mapping[Symbol, Any] | None = None, degenerate: bool = False):
         self.domain = domain
         self.symbolic = symbolic
         self._draw = draw
+        self.scalars = dict(scalars or {})
+        self.degenerate = degenerate
+
+    def scalar(self, symbol: Symbol):
+        """The value of a scalar symbol of the theorem on this sample."""
+        if symbol not in self.scalars:
+            raise WitnessError(f"the check gives no value for the scalar {symbol}")
+        return self.scalars[symbol]
 
     def param(self):
         """A free real parameter (non-zero when random)."""
@@ -97,7 +130,8 @@ class Source:
         return self._draw(True)
 
 
-def _random_source(rng: random.Random, kinds: list[bool] | None = None) -> Source:
+def _random_source(rng: random.Random, kinds: list[bool] | None = None, scalars: Mapping[Symbol, Any] | None = None,
+                   degenerate: bool = False) -> Source:
     """Random rationals; with ``kinds``, a dry run of a symbolic run that records what is drawn."""
 
     def draw(positive: bool):
@@ -105,18 +139,23 @@ def _random_source(rng: random.Random, kinds: list[bool] | None = None) -> Sourc
             kinds.append(positive)
         return _positive_rational(rng) if positive else _rational(rng)
 
-    return Source(QQ, draw, symbolic=kinds is not None)
+    return Source(QQ, draw, symbolic=kinds is not None, scalars=scalars, degenerate=degenerate)
 
 
-def _symbol_source(kinds: Sequence[bool]) -> Source:
-    """A source handing out the generators of ZZ(a_0, …, s_0, …) in the order a dry run drew them."""
+def _symbol_source(kinds: Sequence[bool], scalars: Sequence[Symbol] = ()) -> Source:
+    """A source handing out the generators of ZZ(λ, …, a_0, …, s_0, …): the theorem's scalar symbols (real or
+    positive, as declared), then parameters in the order a dry run drew them."""
+    taken = {str(s.name) for s in scalars}
     names, counts = [], {False: 0, True: 0}
     for positive in kinds:
         index = counts[positive]
-        names.append(Symbol(f"s{index}", positive=True) if positive else Symbol(f"a{index}", real=True))
+        name = f"{'s' if positive else 'a'}{index}"
+        while name in taken:  # a scalar of the theorem has that name
+            name += "_"
+        names.append(Symbol(name, positive=True) if positive else Symbol(name, real=True))
         counts[positive] += 1
-    domain = ZZ.frac_field(*(names or [Symbol("unused", real=True)]))
-    gens = iter(domain.gens)
+    domain = ZZ.frac_field(*(list(scalars) + names or [Symbol("unused", real=True)]))
+    gens = iter(domain.gens[len(scalars):])
     expected = iter(kinds)
 
     def draw(positive: bool):
@@ -124,7 +163,8 @@ def _symbol_source(kinds: Sequence[bool]) -> Source:
             raise WitnessError("the sampler drew different parameters on its symbolic run (it must not branch)")
         return next(gens)
 
-    return Source(domain, draw, symbolic=True)
+    values = dict(zip(scalars, domain.gens[:len(scalars)], strict=True))
+    return Source(domain, draw, symbolic=True, scalars=values)
 
 
 @dataclass(frozen=True)
@@ -133,26 +173,34 @@ class Sample:
 
     ``notes`` maps the name of each hypothesis the sampler does not ensure by construction to why not
     (it is still verified; a failure is then reported as a hypothesis the witness cannot sample).
+    ``unmet`` lists dimension requirements the sampler could not meet (n ≥ p₁ + p₂ for a full-rank
+    solution when n is fixed), which such a report then names.  Members of free families are named ``x[2]``.
     """
 
     dims: dict[str, int]
     values: dict[str, DomainMatrix]
     notes: Mapping[str, str] = field(default_factory=dict)
+    unmet: tuple[str, ...] = ()
 
 
 #: A sampler: (source, shape, chain name) -> values satisfying the hypotheses of that chain.
 Sampler = Callable[[Source, Mapping[str, int], str], Sample]
 
-#: Shapes the instance check runs (dimension names a theorem does not use are ignored; others default to 2).
+#: The key of a shape that gives every index symbol it does not name its value (0 makes prefixes X_t empty).
+INDEX = "index"
+
+#: Shapes the instance check runs (dimension names a theorem does not use are ignored; others default to 2;
+#: index symbols take the ``index`` value unless named).
 SHAPES: tuple[Mapping[str, int], ...] = tuple(MappingProxyType(shape) for shape in (
-    {"n": 3, "p": 1, "k": 1, "m": 1, "d": 1, "r": 1},
-    {"n": 4, "p": 2, "k": 1, "m": 3, "d": 3, "r": 1},
-    {"n": 5, "p": 3, "k": 2, "m": 2, "d": 2, "r": 2},
-    {"n": 6, "p": 3, "k": 1, "m": 2, "d": 4, "r": 3},
+    {"n": 3, "p": 1, "k": 1, "m": 1, "d": 1, "r": 1, INDEX: 0},
+    {"n": 4, "p": 2, "k": 1, "m": 3, "d": 3, "r": 1, INDEX: 1},
+    {"n": 5, "p": 3, "k": 2, "m": 2, "d": 2, "r": 2, INDEX: 2},
+    {"n": 6, "p": 3, "k": 1, "m": 2, "d": 4, "r": 3, INDEX: 3},
 ))
 
-#: The value of a dimension that the shape does not give.
+#: The value of a dimension that the shape does not give, and of an index when the shape gives none.
 DEFAULT_DIM = 2
+DEFAULT_INDEX = 1
 
 
 # --- exact building blocks -----------------------------------------------------------
@@ -222,6 +270,25 @@ def _left_inverse(a: DomainMatrix) -> DomainMatrix:
     return mul(_inv(mul(a.transpose(), a)), a.transpose())
 
 
+def _null_basis(a: DomainMatrix) -> DomainMatrix:
+    """Columns spanning the null space of a wide ``a`` = [A B] (rows < cols, A square and invertible): the
+    polynomial basis [−adj(A) B; det(A) I], as a A adj(A) = det(A) I.  Polynomial entries keep symbolic runs
+    fast (a projector I − a⁺a would put det(a aᵀ) in every denominator)."""
+    rows, cols = a.shape
+    square, rest = a[:, :rows], a[:, rows:]
+    if rows == 0:
+        return DomainMatrix.eye(cols, a.domain).to_dense()
+    if _is_function_field(a.domain):
+        numer, d = _split(square)
+        adjugate, det = _adj_det(numer)
+        adjugate = _join(adjugate, d ** (rows - 1), a.domain)
+        det = a.domain.field((det, d**rows))
+    else:
+        adjugate, det = square.adj_det()
+    top = mul(adjugate, rest) * (-a.domain.one)
+    return DomainMatrix.vstack(top, DomainMatrix.eye(cols - rows, a.domain).to_dense() * det)
+
+
 def _solve_left(a: DomainMatrix) -> DomainMatrix:
     """Z such that Z (a b) = b for a·X = b: an inverse of ``a`` from the left (exact when a solution exists)."""
     rows, cols = a.shape
@@ -241,9 +308,37 @@ def _solve_right(a: DomainMatrix) -> DomainMatrix:
 # --- the proof's symbols -------------------------------------------------------------
 
 
-def _proof_terms(proof: Proof) -> Iterable[Basic]:
-    """Every term of the proof, in order.  The variables a ``thm:`` step instantiates belong to the cited
-    theorem (only the terms they are instantiated with are this proof's)."""
+def chains_of(proof: Proof) -> tuple[tuple[Chain, Induction | None], ...]:
+    """Every chain the witness checks, in order, with the induction it belongs to (None for a plain chain).
+
+    An induction lemma is two chains, as the kernel reads it: ``NAME_base``, the claim at variable = 0, and
+    ``NAME_step``, the claim at variable + 1 with the hypothesis ``IH``, the claim at variable.
+    """
+    out: list[tuple[Chain, Induction | None]] = []
+    for c in proof.lemmas:
+        if isinstance(c, Induction):
+            t = c.variable
+            at = lambda value, c=c, t=t: (c.lhs.xreplace({t: value}), c.rhs.xreplace({t: value}))  # noqa: E731
+            out.append((Chain(f"{c.name}_base", *at(sympy.S.Zero), c.base), c))
+            out.append((Chain(f"{c.name}_step", *at(t + 1), c.step, (Hypothesis("IH", c.lhs, c.rhs),)), c))
+        else:
+            out.append((c, None))
+    out.append((proof.claim, None))
+    return tuple(out)
+
+
+def _family_terms(proof: Proof) -> Iterable[Basic]:
+    for f in proof.families:
+        yield from (f.rows, f.cols)
+        if f.is_defined:
+            yield from (f.base, f.step)
+
+
+def _proof_terms(proof: Proof, families: bool = True) -> Iterable[Basic]:
+    """Every term of the proof, in order (the families' declarations last, unless ``families`` is false).  Only
+    the variables of a hypothesis a ``hyp:`` step instantiates are this proof's: those of a ``thm:`` step belong
+    to the cited theorem, and a ``step:F`` or ``lemma:`` step instantiates a recurrence's or an induction's
+    index."""
     for h in proof.hypotheses:
         yield from (h.lhs, h.rhs, *h.forall)
     for d in proof.definitions:
@@ -255,17 +350,21 @@ def _proof_terms(proof: Proof) -> Iterable[Basic]:
         for s in c.steps:
             yield s.expr
             for var, val in s.instance:
-                if not s.rule.startswith("thm:"):
+                if s.rule.startswith("hyp:"):
                     yield var
                 yield val
+    if families:
+        yield from _family_terms(proof)
 
 
 @dataclass(frozen=True)
 class _Symbols:
     matrices: dict[str, MatrixSymbol]  # in order of first appearance
-    dims: dict[str, Symbol]
+    dims: dict[str, Symbol]  # dimensions and indices
     bound: frozenset[str]
     defined: frozenset[str]
+    scalars: dict[str, Symbol] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
 
     @property
     def free_matrices(self) -> list[str]:
@@ -274,6 +373,11 @@ class _Symbols:
     @property
     def free_dims(self) -> list[str]:
         return [name for name in self.dims if name not in self.bound]
+
+    @property
+    def real_scalars(self) -> list[Symbol]:
+        """Scalar symbols that may be 0 (not declared positive)."""
+        return [s for s in self.scalars.values() if scalar_kind(s) == "real"]
 
 
 def _ordered_atoms(term: Basic, types) -> list:
@@ -287,15 +391,21 @@ def _ordered_atoms(term: Basic, types) -> list:
 def _symbols(proof: Proof) -> _Symbols:
     matrices: dict[str, MatrixSymbol] = {}
     dims: dict[str, Symbol] = {}
-    for term in _proof_terms(proof):
-        for node in _ordered_atoms(term, (MatrixSymbol, Symbol)):
-            table = matrices if isinstance(node, MatrixSymbol) else dims
-            if table.setdefault(str(node.name), node) != node:
-                raise WitnessError(f"the name {node.name} is used for two different symbols", proof.theorem)
+    scalars: dict[str, Symbol] = {}
+    outside: set[str] = set()  # symbols that occur outside the families' declarations
+    for inside, terms in ((False, _proof_terms(proof, families=False)), (True, _family_terms(proof))):
+        for term in terms:
+            for node in _ordered_atoms(term, (MatrixSymbol, Symbol)):
+                table = matrices if isinstance(node, MatrixSymbol) else scalars if scalar_kind(node) else dims
+                if table.setdefault(str(node.name), node) != node:
+                    raise WitnessError(f"the name {node.name} is used for two different symbols", proof.theorem)
+                if not inside:
+                    outside.add(str(node.name))
     hyps = [*proof.hypotheses, *(h for c in (*proof.lemmas, proof.claim) for h in c.hypotheses)]
-    bound = frozenset(str(v.name) for h in hyps for v in h.forall)
+    bound = {str(v.name) for h in hyps for v in h.forall}
+    bound |= {str(f.index.name) for f in proof.families if str(f.index.name) not in outside}
     defined = frozenset(str(d.symbol.name) for d in proof.definitions)
-    return _Symbols(matrices, dims, bound, defined)
+    return _Symbols(matrices, dims, frozenset(bound), defined, scalars, {f.name: f for f in proof.families})
 
 
 def _names(term: Basic, skip: frozenset[str] = frozenset()) -> list[str]:
@@ -306,7 +416,8 @@ def _names(term: Basic, skip: frozenset[str] = frozenset()) -> list[str]:
 # --- sampling hints ------------------------------------------------------------------
 
 #: How the generic sampler can draw a symbol (a kind hint names one of these).
-KINDS = ("free", "orthogonal", "diagonal", "diagonal_positive", "positive_definite", "symmetric", "invertible")
+KINDS = ("free", "orthogonal", "diagonal", "diagonal_positive", "diagonal_nonnegative", "positive_definite",
+         "symmetric", "invertible")
 
 
 @dataclass(frozen=True)
@@ -404,6 +515,64 @@ class _CannotSample(Exception):
         self.hypothesis, self.reason = hypothesis, reason
 
 
+# --- members of families ----------------------------------------------------------
+
+
+def _index_at(expr: Basic, dims: Mapping[Symbol, int]) -> int | None:
+    """The natural number an index stands for at these index values (None if it is not determined)."""
+    value = sympy.sympify(expr).xreplace({s: sympy.Integer(v) for s, v in dims.items()})
+    return int(value) if value.is_Integer and value >= 0 else None
+
+
+def member_name(member: Member) -> str:
+    """How a sample names a member of a free family: ``x[2]``."""
+    return f"{member[0]}[{member[1]}]"
+
+
+def _needed_members(proof: Proof, table: _Symbols, dims: Mapping[Symbol, int]) -> list[Member]:
+    """Members of free families the proof needs at these index values, in order of first appearance: those its
+    terms name, and those the recurrences of defined families use on the way to the members the terms name."""
+    needed: dict[Member, None] = {}
+    unrolled: set[Member] = set()
+
+    def visit(term: Basic) -> None:
+        for node in _ordered_atoms(term, FamilyMatrix):
+            family, e = table.families.get(node.name), _index_at(node.index, dims)
+            if family is None or e is None:
+                continue
+            if not family.is_defined:
+                needed.setdefault((node.name, e), None)
+                continue
+            for i in range(e + 1):
+                if (node.name, i) not in unrolled:
+                    unrolled.add((node.name, i))
+                    visit(family.base if i == 0 else family.step.xreplace({family.index: sympy.Integer(i - 1)}))
+
+    for term in _proof_terms(proof, families=False):
+        visit(term)
+    for chain, induction in chains_of(proof):
+        if induction is not None:
+            visit(chain.lhs)
+            visit(chain.rhs)
+    return list(needed)
+
+
+def _member_symbol(family: Family, e: int) -> MatrixSymbol:
+    """The member F[e] of a free family as a matrix symbol of the plan, named ``F[e]``."""
+    at = {family.index: sympy.Integer(e)}
+    return MatrixSymbol(member_name((family.name, e)), family.rows.xreplace(at), family.cols.xreplace(at))
+
+
+def _concrete(term: Basic, dims: Mapping[Symbol, int], members: Mapping[Member, MatrixSymbol]) -> Basic:
+    """``term`` with the members of free families at determined indices replaced by the plan's symbols."""
+    mapping = {}
+    for node in term.atoms(FamilyMatrix):
+        e = _index_at(node.index, dims)
+        if e is not None and (node.name, e) in members:
+            mapping[node] = members[(node.name, e)]
+    return term.xreplace(mapping) if mapping else term
+
+
 @dataclass
 class _Equation:
     name: str
@@ -415,19 +584,21 @@ class _Equation:
 # A step of the plan: the symbols it assigns, and how (given the executor).
 _Action = tuple[tuple[str, ...], Callable[["_Executor"], None]]
 
-_FACTORED_KINDS = ("diagonal_positive", "positive_definite")  # kinds whose Gram factor the sampler knows
+_FACTORED_KINDS = ("diagonal_positive", "diagonal_nonnegative", "positive_definite")  # Gram factor known
+_MAY_BE_SINGULAR = ("diagonal", "diagonal_nonnegative", "symmetric")  # singular on degenerate samples if allowed
 
 
 def _is_transpose_pair(a: Basic, b: Basic) -> bool:
     return a == Transpose(b) or b == Transpose(a)
 
 
-def _factors(term: Basic) -> tuple[Rational, list[Basic]]:
+def _factors(term: Basic) -> tuple[Basic, list[Basic]]:
+    """(coefficient, matrix factors): the coefficient is a rational number or a scalar expression."""
     if not isinstance(term, MatMul):
         return Rational(1), [term]
     coeff, out = Rational(1), []
     for arg in term.args:
-        if isinstance(arg, Rational):
+        if not isinstance(arg, MatrixExpr):
             coeff *= arg
         else:
             c, fs = _factors(arg)
@@ -468,6 +639,7 @@ _ENSURES = {
     "orthogonal": set(),
     "diagonal": {"diagonal", "symmetric", "invertible"},
     "diagonal_positive": {"diagonal", "symmetric", "invertible", "positive_definite"},
+    "diagonal_nonnegative": {"diagonal", "symmetric"},
     "positive_definite": {"symmetric", "invertible", "positive_definite"},
     "symmetric": {"symmetric", "invertible"},
     "invertible": {"invertible"},
@@ -489,11 +661,15 @@ class _Planner:
     """Orders how each symbol gets its value, for one chain in given dimensions (no values involved)."""
 
     def __init__(self, proof: Proof, table: _Symbols, hints: Hints, hyps: Sequence[Hypothesis],
-                 dims: dict[str, int], roots: dict[str, int]):
+                 dims: dict[str, int], roots: dict[str, int], members: Mapping[str, MatrixSymbol] | None = None):
         self.proof, self.table, self.hints, self.hyps = proof, table, hints, list(hyps)
         self.dims, self.roots = dims, dict(roots)
-        self.shapes: dict[str, MatrixSymbol] = {**table.matrices, **hints.auxiliary}
-        self.order = [*table.free_matrices, *(n for n in hints.auxiliary if n not in table.matrices)]
+        self.shifts: dict[str, Basic] = {}  # symbol -> c where (M + c·I)^(1/2) is taken (see _shifted_roots)
+        members = dict(members or {})
+        self.shapes: dict[str, MatrixSymbol] = {**table.matrices, **hints.auxiliary, **members}
+        self.order = [*table.free_matrices, *(n for n in hints.auxiliary if n not in table.matrices), *members]
+        self.singular_ok: set[str] = set()  # symbols a degenerate sample may make singular
+        self.unmet: list[str] = []  # requirements on dimensions it could not meet (and went on without)
         self.known: set[str] = set()
         self.origin: dict[str, str] = {}
         self.kinds: dict[str, str] = {}
@@ -518,6 +694,9 @@ class _Planner:
             raise _Replan(str(big.name), s)
         if strict:
             raise _CannotSample(hypothesis, f"{why} needs {big} ≥ {small}, but {big} = {b} < {small} = {s}")
+        unmet = f"{big} ≥ {small} for {why} (hypothesis {hypothesis}), but {big} = {b} < {small} = {s}"
+        if unmet not in self.unmet:
+            self.unmet.append(unmet)
 
     # -- the plan --
 
@@ -560,10 +739,16 @@ class _Planner:
             if side is not None and side[0] in self.order:
                 preds.setdefault(side[0], {})[side[1]] = h.name
                 self.kind_hyps.setdefault(side[0], set()).add(h.name)
+        middles = self._gram_middles()
         for name in self.order:
             given = preds.get(name, {})
             kind = self.hints.kinds.get(name) or _kind_of(set(given))
+            if kind == "diagonal" and name not in self.hints.kinds and name in middles:
+                # Λ in XᵀX = VΛVᵀ is an eigenvalue matrix: non-negative (positive where it must be invertible)
+                kind = "diagonal_positive" if "invertible" in given else "diagonal_nonnegative"
             self.kinds[name] = kind
+            if kind in _MAY_BE_SINGULAR and not {"invertible", "positive_definite"} & set(given):
+                self.singular_ok.add(name)
             if name in self.hints.values:
                 for hyp in given.values():
                     self.notes[hyp] = f"{name} is given by the theorem's sampling hint {self.hints.values[name]}"
@@ -582,6 +767,22 @@ class _Planner:
                     self.ensured.add(hyp)
                 else:
                     self.notes[hyp] = f"{name} is drawn as {kind.replace('_', ' ')}, which need not satisfy it"
+
+    def _gram_middles(self) -> set[str]:
+        """Symbols M in the middle of the palindromic side of a Gram equation SᵀS = F M Fᵀ."""
+        out = set()
+        for h in self.hyps:
+            if isinstance(h.lhs, AppliedPredicate) or h.forall:
+                continue
+            for gram, other in ((h.lhs, h.rhs), (h.rhs, h.lhs)):
+                if not _gram_symbol(gram):
+                    continue
+                _, fs = _factors(other)
+                k = len(fs)
+                if k % 2 and isinstance(fs[k // 2], MatrixSymbol) and all(
+                        _is_transpose_pair(fs[i], fs[k - 1 - i]) for i in range(k // 2)):
+                    out.add(str(fs[k // 2].name))
+        return out
 
     def _equations(self) -> list[_Equation]:
         out = []
@@ -652,8 +853,8 @@ class _Planner:
         for eq in pending:
             for side in (eq.lhs, eq.rhs):
                 lone = _lone(side)
-                if lone:
-                    out.add(lone[0])
+                if lone and not (self.kinds.get(lone[0], "free") != "free" and self.kind_hyps.get(lone[0])):
+                    out.add(lone[0])  # a symbol with a kind is drawn by it, not solved for (D = E·1, D > 0)
                 elif isinstance(side, BlockMatrix):
                     out.update(x[0] for row in blocks_of(side) for b in row for x in [_lone(b)] if x)
                 elif _gram_symbol(side):
@@ -661,19 +862,25 @@ class _Planner:
         return out
 
     def _pick(self, remaining: list[str], pending: list[_Equation]) -> str:
+        """The symbol to draw next: one no equation could solve for, drawn by a kind before a free one; among
+        those an equation could solve for, a lone side (X in X = [X₁ X₂]) last, so the equations that
+        constrain its parts (X₁ᵀX₂ = 0) are solved first."""
         targets = self._targets(pending)
+        lone = {x[0] for eq in pending for side in (eq.lhs, eq.rhs) for x in [_lone(side)] if x}
         for wanted in ((False, False), (True, False), (False, True), (True, True)):
-            for name in remaining:
-                if ((self.kinds[name] == "free") == wanted[0]) and ((name in targets) == wanted[1]):
-                    return name
+            candidates = [name for name in remaining
+                          if ((self.kinds[name] == "free") == wanted[0]) and ((name in targets) == wanted[1])]
+            if candidates:
+                return next((name for name in candidates if name not in lone), candidates[0])
         return remaining[0]
 
     def _draw(self, name: str) -> None:
         kind, sym = self.kinds[name], self.shapes[name]
         if kind in _FACTORED_KINDS:
             self.factor_of[name] = kind
-        roots = self.roots
-        self._assign([name], lambda ex: ex.draw(sym, kind, roots.get(name, 1)), f"drawing it {kind.replace('_', ' ')}")
+        roots, singular = self.roots, name in self.singular_ok
+        self._assign([name], lambda ex: ex.draw(sym, kind, roots.get(name, 1), singular and ex.src.degenerate),
+                     f"drawing it {kind.replace('_', ' ')}")
 
     # -- solving one equation --
 
@@ -682,6 +889,10 @@ class _Planner:
         if lone and lone[0] in unknown:
             name, post = lone
             sym = self.shapes[name]
+            for hyp in sorted(self.kind_hyps.get(name, ())):  # solved, not drawn by its kind: it may break them
+                if hyp in self.ensured:
+                    self.ensured.discard(hyp)
+                    self.notes[hyp] = f"{name} is solved from hypothesis {eq.name}, which need not satisfy it"
             self._assign([name], lambda ex: ex.set(sym, ex.post(ex.value(known), post, eq.name)),
                          f"hypothesis {eq.name}")
             return True
@@ -801,6 +1012,10 @@ class _Planner:
         return Rational(root), mid, tail, size
 
     def _solve_product(self, eq, pattern: MatMul, known: Basic, name: str) -> bool:
+        """c · L X R = K for one unknown factor X: X = L⁺ K R⁺ / c (exact pseudo-inverses), or, when K = 0 and
+        L or R has a null space, a generic element of it, N_L Z N_Rᵀ for free Z (:func:`_null_basis`), so that
+        X₁ᵀX₂ = 0 gives an X₂ as general as the equation allows rather than 0.  Where c is 0 on a sample, X is
+        free when K is 0."""
         coeff, fs = _factors(pattern)
         hits = [i for i, f in enumerate(fs) if name in _names(f)]
         if len(hits) != 1 or not _lone(fs[hits[0]]) or _lone(fs[hits[0]])[1] == "inv":
@@ -829,17 +1044,44 @@ class _Planner:
                 self.notes[eq.name] = (f"{name} is solved from it by a least-squares inverse of "
                                        f"{MatMul(*part, evaluate=False) if len(part) > 1 else part[0]}, "
                                        "exact only when a solution exists")
+        unknown_rows, unknown_cols = fs[index].shape
+        homogeneous = len(kfs) == 1 and isinstance(kfs[0], ZeroMatrix)
+        if homogeneous and left:  # L X = 0: (I − L⁺L) Z has full column rank when cols(L) − rows(L) ≥ cols(X)
+            self.require(left[-1].shape[1], sympy.Add(left[0].shape[0], unknown_cols),
+                         f"a full-rank solution {name}", eq.name, strict=False)
+        if homogeneous and right:  # X R = 0: Z (I − R R⁺) has full row rank when rows(R) − cols(R) ≥ rows(X)
+            self.require(right[0].shape[0], sympy.Add(right[-1].shape[1], unknown_rows),
+                         f"a full-rank solution {name}", eq.name, strict=False)
+        null_left = homogeneous and bool(left) and self.size(left[0].shape[0]) < self.size(left[-1].shape[1])
+        null_right = homogeneous and bool(right) and self.size(right[0].shape[0]) > self.size(right[-1].shape[1])
         sym = self.shapes[name]
-        scale = kcoeff / coeff
+        size = (self.size(unknown_rows), self.size(unknown_cols))
+        if null_left or null_right:  # the free matrix Z in X = N_L Z N_Rᵀ
+            kernel = (self.size(left[-1].shape[1]) - self.size(left[0].shape[0]) if null_left else size[0],
+                      self.size(right[0].shape[0]) - self.size(right[-1].shape[1]) if null_right else size[1])
 
         def run(ex: _Executor) -> None:
+            c = ex.scalar(coeff)
+            if not c:  # 0 · (…) = K: any value solves it when K = 0, none otherwise
+                if ex.src.symbolic or not ex.value(known).is_zero_matrix:
+                    raise UndefinedValue(f"hypothesis {eq.name} cannot be solved for {name}: its coefficient "
+                                         f"{coeff} is 0 on this sample")
+                ex.set(sym, ex.post(free(ex.src, *size), post, eq.name))
+                return
             value = ex.product(kfs)
-            if scale != 1:
-                value = value * ex.src.domain.convert_from(QQ(int(scale.p), int(scale.q)), QQ)
+            scale = ex.scalar(kcoeff) / c
+            if scale != ex.src.domain.one:
+                value = value * scale
             if left:
                 value = mul(_solve_left(ex.product(left)), value)
             if right:
                 value = mul(value, _solve_right(ex.product(right)))
+            if null_left or null_right:  # K = 0: the particular solution is 0
+                value = free(ex.src, *kernel)
+                if null_left:
+                    value = mul(_null_basis(ex.product(left)), value)
+                if null_right:
+                    value = mul(value, _null_basis(ex.product(right).transpose()).transpose())
             ex.set(sym, ex.post(value, post, eq.name))
 
         self._assign([name], run, f"hypothesis {eq.name}")
@@ -898,14 +1140,20 @@ def _shape_dim(expr, dims: Mapping[str, int], theorem: str) -> int:
 class _Executor:
     """Runs a plan's actions with one source: draws, evaluates terms, solves."""
 
-    def __init__(self, src: Source, planner: _Planner, dim_symbols: dict[Symbol, int]):
+    def __init__(self, src: Source, planner: _Planner, dim_symbols: dict[Symbol, int],
+                 members: Mapping[str, Member] | None = None):
         arith: _Arith = _FunctionArith(src.domain) if src.domain != QQ else _RationalArith()
         self.src, self.planner = src, planner
-        self.ctx = _Ctx(arith, {}, dim_symbols)
+        self.ctx = _Ctx(arith, {}, dim_symbols, scalars=dict(src.scalars), families=dict(planner.table.families))
+        self.members = dict(members or {})  # the plan's symbol name -> the member of a free family it stands for
         self.factors: dict[str, DomainMatrix] = {}
 
     def value(self, term: Basic) -> DomainMatrix:
         return _eval(term, self.ctx)
+
+    def scalar(self, c: Basic):
+        """The value of a coefficient (a number or a scalar expression) on this sample."""
+        return _coefficient(sympy.sympify(c), self.ctx)
 
     def product(self, factors: Sequence[Basic]) -> DomainMatrix:
         out = self.value(factors[0])
@@ -928,6 +1176,9 @@ class _Executor:
         if value.shape != expected:
             raise WitnessError(f"the sampler made {sym.name} of shape {value.shape}, not {expected}")
         self.ctx.env[sym] = value
+        member = self.members.get(str(sym.name))
+        if member is not None:
+            self.ctx.members[member] = value
 
     def gram_factor(self, coeff: Rational, mid: str | None, tail: Sequence[Basic], size: int) -> DomainMatrix:
         K = self.src.domain
@@ -936,21 +1187,34 @@ class _Executor:
             out = _matmul(out, self.product(tail))
         return out if coeff == 1 else out * K.convert_from(QQ(int(coeff.p), int(coeff.q)), QQ)
 
-    def draw(self, sym: MatrixSymbol, kind: str, degree: int) -> None:
+    def draw(self, sym: MatrixSymbol, kind: str, degree: int, singular: bool = False) -> None:
+        """Draw ``sym`` as ``kind``; with ``singular`` (a degenerate sample), a diagonal or symmetric matrix that
+        may be singular gets a zero eigenvalue (its last)."""
         src = self.src
         rows, cols = _shape_of(sym, self.ctx.dims)
         name = str(sym.name)
+        zero = src.domain.zero
+
+        def degenerate(entries: list) -> list:
+            return [*entries[:-1], zero] if singular and entries else entries
+
         if kind == "orthogonal":
             value = (orthogonal(src, rows) if rows == cols else stiefel(src, rows, cols) if rows > cols
                      else stiefel(src, cols, rows).transpose())
         elif kind == "free" or rows != cols:
             value = free(src, rows, cols)
         elif kind == "diagonal":
-            value = _diag(src, [src.param() for _ in range(rows)])
+            value = _diag(src, degenerate([src.param() for _ in range(rows)]))
         elif kind in _FACTORED_KINDS:
             half = [src.positive() ** max(1, degree // 2) for _ in range(rows)] if degree % 2 == 0 else None
+            shift = self.planner.shifts.get(name)
+            if shift is not None and degree == 2 and kind != "positive_definite":
+                c = self.scalar(shift)  # h = (c/t − t)/2: h² + c = ((c/t + t)/2)² is a square too
+                half = [(c / t - t) / 2 for t in (src.positive() for _ in range(rows))] if c else half
             entries = [h * h for h in half] if half else [src.positive() ** degree for _ in range(rows)]
-            if kind == "diagonal_positive":
+            if kind == "diagonal_nonnegative":
+                half, entries = (degenerate(half) if half else None), degenerate(entries)
+            if kind in ("diagonal_positive", "diagonal_nonnegative"):
                 value = _diag(src, entries)
                 if half:
                     self.factors[name] = _diag(src, half)
@@ -961,7 +1225,7 @@ class _Executor:
                     self.factors[name] = mul(_diag(src, half), W.transpose())
         elif kind == "symmetric":
             W = orthogonal(src, rows)
-            value = mul(W, _diag(src, [src.param() for _ in range(rows)]), W.transpose())
+            value = mul(W, _diag(src, degenerate([src.param() for _ in range(rows)])), W.transpose())
         elif kind == "invertible":
             value = _invertible(src, rows)
         else:  # pragma: no cover - kinds are validated
@@ -983,22 +1247,55 @@ def _fractional_roots(proof: Proof, hints: Hints) -> dict[str, int]:
     return roots
 
 
+def _shifted_roots(proof: Proof, hints: Hints) -> dict[str, Basic]:
+    """Symbol M -> c for square roots (M + c·I)^(k/2) of a shifted symbol (the ridge factor (Λ + λI)^(-1/2)):
+    a diagonal M is then drawn with entries h² such that h² + c is a square too."""
+    shifts: dict[str, Basic] = {}
+    for term in (*_proof_terms(proof), *hints.values.values()):
+        for node in _ordered_atoms(term, MatPow):
+            base, q = node.args
+            if not (isinstance(base, MatAdd) and isinstance(q, Rational) and q.q == 2 and len(base.args) == 2):
+                continue
+            sym = [a for a in base.args if isinstance(a, MatrixSymbol)]
+            rest = [a for a in base.args if not isinstance(a, MatrixSymbol)]
+            if len(sym) != 1 or len(rest) != 1:
+                continue
+            coeff, fs = _factors(rest[0])
+            if len(fs) == 1 and isinstance(fs[0], Identity):
+                shifts.setdefault(str(sym[0].name), coeff)
+    return shifts
+
+
+def _start_dims(shape: Mapping[str, int], names: Sequence[str], symbols: Mapping[str, Symbol]) -> dict[str, int]:
+    """The shape's value of each dimension and index (a dimension it does not name is 2; an index it does not
+    name takes the shape's ``index`` value)."""
+    out = {}
+    for name in names:
+        if index_kind(symbols.get(name)) == "index":
+            out[name] = int(shape.get(name, shape.get(INDEX, DEFAULT_INDEX)))
+        else:
+            out[name] = int(shape.get(name, DEFAULT_DIM))
+    return out
+
+
 def generic_sampler(proof: Proof, hints: Mapping[Any, Any] | None = None) -> Sampler:
     """A sampler for ``proof`` built from its hypotheses and the theorem's sampling hints (see
     :func:`parse_hints`).  Raises :class:`WitnessError` naming the theorem, the chain and the hypothesis
-    when it cannot plan a sample."""
+    when it cannot plan a sample (with the dimensions it tried as ``dims``)."""
     table = _symbols(proof)
     parsed = parse_hints(hints or {}, proof)
     roots = _fractional_roots(proof, parsed)
-    chains = {c.name: c for c in (*proof.lemmas, proof.claim)}
+    shifts = _shifted_roots(proof, parsed)
+    # an induction's IH is the claim itself, which holds on every sample: it is checked, never sampled
+    chains = {c.name: c for c, induction in chains_of(proof) if induction is None}
     aux_dims = {str(s.name): s for sym in parsed.auxiliary.values()
                 for s in (*sympy.sympify(sym.shape[0]).free_symbols, *sympy.sympify(sym.shape[1]).free_symbols)}
     dim_symbols = {**aux_dims, **table.dims}
     dim_names = [n for n in dict.fromkeys([*table.free_dims, *aux_dims])]
-    plans: dict[tuple, _Planner] = {}
+    plans: dict[tuple, tuple[_Planner, dict[str, Member]]] = {}
 
-    def plan_for(shape: Mapping[str, int], chain: str) -> _Planner:
-        dims = {name: int(shape.get(name, DEFAULT_DIM)) for name in dim_names}
+    def plan_for(shape: Mapping[str, int], chain: str) -> tuple[_Planner, dict[str, Member]]:
+        dims = _start_dims(shape, dim_names, dim_symbols)
         for name, expr in parsed.dims.items():
             dims[name] = _shape_dim(expr, dims, proof.theorem)
         key = (chain, tuple(sorted(dims.items())))
@@ -1006,7 +1303,13 @@ def generic_sampler(proof: Proof, hints: Mapping[Any, Any] | None = None) -> Sam
             return plans[key]
         hyps = (*proof.hypotheses, *(chains[chain].hypotheses if chain in chains else ()))
         for _ in range(4 * len(dims) + 4):
-            planner = _Planner(proof, table, parsed, hyps, dims, roots)
+            values = {dim_symbols[n]: v for n, v in dims.items() if n in dim_symbols}
+            members = {m: _member_symbol(table.families[m[0]], m[1]) for m in _needed_members(proof, table, values)}
+            concrete = [Hypothesis(h.name, _concrete(h.lhs, values, members), _concrete(h.rhs, values, members),
+                                   h.forall) for h in hyps]
+            planner = _Planner(proof, table, parsed, concrete, dims, roots,
+                               {str(sym.name): sym for sym in members.values()})
+            planner.shifts = shifts
             try:
                 planner.plan()
             except _Replan as grow:
@@ -1014,25 +1317,35 @@ def generic_sampler(proof: Proof, hints: Mapping[Any, Any] | None = None) -> Sam
                 continue
             except _CannotSample as exc:
                 which = f"hypothesis {exc.hypothesis}" if exc.hypothesis else "a hypothesis"
-                raise WitnessError(f"cannot sample {which}: {exc.reason}", proof.theorem, chain) from None
-            plans[key] = planner
-            return planner
-        raise WitnessError("cannot sample: the dimensions the hypotheses need do not settle", proof.theorem, chain)
+                raise WitnessError(f"cannot sample {which}: {exc.reason}", proof.theorem, chain,
+                                   hypothesis=exc.hypothesis or None, dims=dims) from None
+            plans[key] = planner, {str(sym.name): m for m, sym in members.items()}
+            return plans[key]
+        raise WitnessError("cannot sample: the dimensions the hypotheses need do not settle", proof.theorem, chain,
+                           dims=dims)
 
     def sampler(src: Source, shape: Mapping[str, int], chain: str) -> Sample:
-        planner = plan_for(shape, chain)
-        ex = _Executor(src, planner, {dim_symbols[n]: v for n, v in planner.dims.items() if n in dim_symbols})
+        planner, members = plan_for(shape, chain)
+        ex = _Executor(src, planner, {dim_symbols[n]: v for n, v in planner.dims.items() if n in dim_symbols},
+                       members)
         for names, run in planner.actions:
             try:
                 run(ex)
             except _CannotSample as exc:
                 raise WitnessError(f"cannot sample hypothesis {exc.hypothesis}: {exc.reason}", proof.theorem,
-                                   chain) from None
+                                   chain, hypothesis=exc.hypothesis, dims=planner.dims) from None
+            except DMNonInvertibleMatrixError:
+                raise UndefinedValue(f"cannot sample {', '.join(names)}: a matrix it is solved with is singular on "
+                                     "this sample", proof.theorem, chain) from None
+            except UndefinedValue as exc:
+                raise UndefinedValue(f"cannot sample {', '.join(names)}: {exc.reason}", proof.theorem, chain) from None
             except WitnessError as exc:
-                raise WitnessError(f"cannot sample {', '.join(names)}: {exc.reason}", proof.theorem, chain) from None
+                raise WitnessError(f"cannot sample {', '.join(names)}: {exc.reason}", proof.theorem, chain,
+                                   dims=planner.dims) from None
         values = {name: ex.ctx.env[table.matrices[name]] for name in table.free_matrices}
+        values.update({name: ex.ctx.env[planner.shapes[name]] for name in members})
         dims = {name: planner.dims[name] for name in table.free_dims}
-        return Sample(dims, values, MappingProxyType(dict(planner.notes)))
+        return Sample(dims, values, MappingProxyType(dict(planner.notes)), tuple(planner.unmet))
 
     return sampler
 
