@@ -406,7 +406,8 @@ def claim_mutants(theorem_id: str) -> list[Mutant]:
             put("sides swapped", lhs=chain.rhs, rhs=chain.lhs)
             put("rhs := lhs", rhs=chain.lhs)
         put("rhs transposed", rhs=transpose(chain.rhs))
-        put("rhs := 0", rhs=ZeroMatrix(*chain.rhs.shape))
+        if not isinstance(chain.rhs, ZeroMatrix):  # else it is no mutant: the chain already says rhs = 0
+            put("rhs := 0", rhs=ZeroMatrix(*chain.rhs.shape))
         for other in all_chains:
             if other is not chain and other.rhs.shape == chain.rhs.shape and not same_term(other.rhs, chain.rhs):
                 put(f"rhs := rhs of {other.name}", rhs=other.rhs)
@@ -501,7 +502,9 @@ def instance_mutants(theorem_id: str) -> list[Mutant]:
                     if not same_term(new, val):
                         put(f"{var} := {new}", at(new))
         values = [v for _, v in pairs]
-        put("values rotated", [(var, values[(k + 1) % len(values)]) for k, (var, _) in enumerate(pairs)])
+        rotated = [(var, values[(k + 1) % len(values)]) for k, (var, _) in enumerate(pairs)]
+        if any(not same_term(new, old) for (_, new), (_, old) in zip(rotated, pairs, strict=True)):
+            put("values rotated", rotated)  # one pair, or equal values, rotate to the same instance: no mutant
     return out
 
 

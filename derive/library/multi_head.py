@@ -25,8 +25,9 @@ W_sum = MatrixSymbol("W_sum", k + k, k)
 
 
 def _spectral(name: str, Xi, Vi, Lami) -> list[Hypothesis]:
+    """XᵢᵀXᵢ = VᵢΛᵢVᵢᵀ with VᵢᵀVᵢ = I (Vᵢ is square, so this makes it orthogonal; the proof needs no more)."""
     return [Hypothesis(f"gram_{name}_spectral", mul(transpose(Xi), Xi), mul(Vi, Lami, transpose(Vi))),
-            *orthogonal(f"V_{name}", Vi), predicate(f"Lambda_{name}_diagonal", Q.diagonal, Lami),
+            *orthogonal(f"V_{name}", Vi)[:1], predicate(f"Lambda_{name}_diagonal", Q.diagonal, Lami),
             predicate(f"Lambda_{name}_positive", Q.positive_definite, Lami)]
 
 

@@ -61,7 +61,8 @@ def weighted_ls_is_attention() -> Proof:
         "K_W = W^{1/2}X and Y_W = W^{1/2}Y; that is, ordinary least squares on the whitened tokens.",
         [predicate("W_diagonal", Q.diagonal, W), predicate("W_positive", Q.positive_definite, W),
          Hypothesis("weighted_gram_spectral", mul(transpose(X), W, X), mul(V, Lam_W, transpose(V))),
-         *orthogonal("V", V), predicate("Lambda_W_diagonal", Q.diagonal, Lam_W),
+         *orthogonal("V", V)[:1],  # VᵀV = I: V is square, so orthogonal; the proof needs no more
+         predicate("Lambda_W_diagonal", Q.diagonal, Lam_W),
          predicate("Lambda_W_positive", Q.positive_definite, Lam_W)],
         [Definition("L_W", L_W, spectral_factor(V, Lam_W)), Definition("K_W", K_W, mul(power(W, half), X)),
          Definition("Y_W", Y_W, mul(power(W, half), Y))],
