@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sympy
-from sympy import Basic, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
+from sympy import Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
 
 from ..certificates.format import proof_from_data
-from ..kernel.terms import add, canon, exponent_form, factors_of, mul, power
+from ..kernel.terms import add, block, blocks_of, canon, exponent_form, factors_of, mul, power
 
 __all__ = ["PRELUDE", "CoqExport", "Unsupported", "export_certificates", "theorem_file", "write_export"]
 
@@ -50,6 +50,8 @@ def _ident(name: str) -> str:
 
 def _dim(d) -> str:
     d = sympy.sympify(d)
+    if d in _DIM_ORDER:  # the sum of a block partition: its parts in the partition's order (Coq's type)
+        return "(" + " + ".join(_dim(a) for a in _DIM_ORDER[d]) + ")%N"
     if isinstance(d, sympy.Symbol):
         return _ident(d.name)
     if isinstance(d, sympy.Integer) and d >= 0:
@@ -62,6 +64,32 @@ def _dim(d) -> str:
     if isinstance(d, sympy.Mul):
         return "(" + " * ".join(_dim(a) for a in d.args) + ")%N"
     raise Unsupported(f"the dimension {d} is not a sum or product of dimension symbols and numbers")
+
+
+# the order of the parts of each dimension that is a sum split by block matrices, for the theorem exported now:
+# `row_mx X Y` has `p + k` columns, a type Coq compares by conversion, so `k + p` (SymPy's order) would differ
+_DIM_ORDER: dict = {}
+
+
+def _partitions(terms) -> dict:
+    """For every dimension a block matrix in ``terms`` splits, the order of its parts; Unsupported where two
+    block matrices split one sum in two orders, or a grid is larger than 2 × 2 (MathComp's block_mx)."""
+    order: dict = {}
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            if not isinstance(node, BlockMatrix):
+                continue
+            grid = blocks_of(node)
+            if len(grid) > 2 or len(grid[0]) > 2:
+                raise Unsupported("a block matrix of more than 2 × 2 blocks is not exported (MathComp's block_mx, "
+                                  "row_mx and col_mx are 2 × 2, 1 × 2 and 2 × 1)")
+            for parts in ([row[0].shape[0] for row in grid], [b.shape[1] for b in grid[0]]):
+                if len(parts) < 2:
+                    continue
+                total = sympy.Add(*parts)  # `2*k` for [k, k]: printed `k + k`
+                if order.setdefault(total, tuple(parts)) != tuple(parts):
+                    raise Unsupported(f"the dimension {total} is split by blocks in two orders (Coq's sizes differ)")
+    return order
 
 
 def _mtype(rows, cols) -> str:
@@ -90,6 +118,11 @@ def ast(t: Basic):
         return ("add", [ast(a) for a in t.args])
     if type(t) is MatPow:
         return ("pow", ast(t.args[0]), _half_exponent(t))
+    if type(t) is BlockMatrix:
+        grid = blocks_of(t)
+        if len(grid) == 1 and len(grid[0]) == 1:  # [A] is A
+            return ast(grid[0][0])
+        return ("block", len(grid), len(grid[0]), [ast(b) for row in grid for b in row])
     raise Unsupported(f"{type(t).__name__} is not exported (only symbols, I, 0, transpose, inverse, products "
                       "and sums are)")
 
@@ -152,6 +185,8 @@ def flat(a):
             child = flat(child)
             out += child[1] if child[0] == kind else [child]
         return (kind, out) if len(out) > 1 else out[0]
+    if kind == "block":
+        return (kind, a[1], a[2], [flat(c) for c in a[3]])
     if kind in ("tr", "inv"):
         return (kind, flat(a[1]))
     if kind == "pow":
@@ -183,6 +218,10 @@ def show(a, top: bool = True) -> str:
         else:
             text = f"{_scalar(c)} *: {show(a[2], False)}"
         return text if top else f"({text})"
+    if kind == "block":
+        head = {(1, 2): "row_mx", (2, 1): "col_mx", (2, 2): "block_mx"}[(a[1], a[2])]
+        text = f"{head} " + " ".join(show(c, False) for c in a[3])
+        return text if top else f"({text})"
     if kind == "pow":
         text = f"mpow {show(a[1], False)} {_int(a[2])}"
         return text if top else f"({text})"
@@ -211,6 +250,8 @@ def _replace_hole(a, z):
         return (a[0], _replace_hole(a[1], z))
     if a[0] == "pow":
         return (a[0], _replace_hole(a[1], z), a[2])
+    if a[0] == "block":
+        return (a[0], a[1], a[2], [_replace_hole(c, z) for c in a[3]])
     if a[0] == "scale":
         return (a[0], a[1], _replace_hole(a[2], z))
     return a
@@ -243,6 +284,8 @@ def _children(t):
         return factors_of(t)[1]
     if type(t) is MatAdd:
         return list(t.args)
+    if type(t) is BlockMatrix:
+        return [b for row in blocks_of(t) for b in row]
     return []
 
 
@@ -255,6 +298,8 @@ def _wrap(t, k, inner):
         return ("pow", inner, _half_exponent(t))
     kids = _children(t)
     trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
+    if type(t) is BlockMatrix:
+        return inner if len(kids) == 1 else ("block", *t.blockshape, trees)
     return _scaled(factors_of(t)[0], trees) if type(t) is MatMul else ("add", trees)
 
 
@@ -267,6 +312,9 @@ def _rebuild(t, k, new):
         return MatPow(new, t.args[1])
     kids = _children(t)
     kids = kids[:k] + [new] + kids[k + 1:]
+    if type(t) is BlockMatrix:
+        cols = t.blockshape[1]
+        return block([kids[i:i + cols] for i in range(0, len(kids), cols)])
     return mul(factors_of(t)[0], kids) if type(t) is MatMul else add(kids)
 
 
@@ -304,6 +352,10 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         return f"(unit_tr {_unit(t.args[0], facts)})"
     if type(t) is Inverse:
         return f"(unit_inv {_unit(t.args[0], facts)})"
+    if type(t) is BlockMatrix and t.blockshape == (2, 2):  # [[A, 0], [0, D]], A and D invertible
+        (a, b), (c, d) = blocks_of(t)
+        if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
+            return f"(unit_block_diag {_unit(a, facts, depth)} {_unit(d, facts, depth)})"
     if type(t) is MatPow and canon(t.args[0]) in facts.pd:
         return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {facts.pd[canon(t.args[0])]})"
     if type(t) is MatMul and factors_of(t)[0] == 1:
@@ -480,6 +532,21 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             proof = (f"@pow_combine R _ {bt} _ _ _ {_int(j)} {_int(k)} {_int(j + k)} {hp} erefl "
                      f"{as_pow(mats[0], e1)} {as_pow(mats[1], e2)} {as_pow(result, e1 + e2)}")
             out.append((result, proof))
+    elif rule == "block_transpose" and type(sub) is Transpose and type(sub.args[0]) is BlockMatrix:
+        grid = blocks_of(sub.args[0])
+        result = block([[Transpose(grid[i][j]) for i in range(len(grid))] for j in range(len(grid[0]))])
+        out.append((result, "ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx)"))
+    elif rule == "block_single" and type(sub) is BlockMatrix and sub.blockshape == (1, 1):
+        out.append((blocks_of(sub)[0][0], "erefl"))  # [A] is A in Coq
+    elif rule == "block_multiply" and mats and len(mats) == 2 and any(type(m) is BlockMatrix for m in mats):
+        out += _block_product(*mats)
+    elif rule == "block_inverse_diagonal" and type(sub) is Inverse and type(sub.args[0]) is BlockMatrix \
+            and sub.args[0].blockshape == (2, 2):
+        (a, b), (c, d) = blocks_of(sub.args[0])
+        if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] \
+                and d.shape[0] == d.shape[1]:
+            out.append((block([[Inverse(a), b], [c, Inverse(d)]]),
+                        f"inverse_block_diag {_unit(a, facts)} {_unit(d, facts)}"))
     elif ":" in rule:
         kind, name = rule.split(":", 1)
         table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas}.get(kind)
@@ -500,7 +567,35 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     return out
 
 
-_SUPPORTED_RULES = {"power_combine", "collect",
+# A B of block matrices (a plain matrix is one block): MathComp's lemma by the two grids' shapes
+_BLOCK_PRODUCTS = {((1, 2), (2, 1)): "mul_row_col", ((1, 2), (2, 2)): "mul_row_block",
+                   ((2, 2), (2, 1)): "mul_block_col", ((2, 2), (2, 2)): "mulmx_block",
+                   ((2, 1), (1, 2)): "mul_col_row", ((2, 1), (1, 1)): "mul_col_mx", ((1, 1), (1, 2)): "mul_mx_row",
+                   ((1, 1), (1, 1)): "erefl"}
+
+
+def _block_product(left, right):
+    """(result, Coq proof, result tree in MathComp's order) of the block product of two conforming grids."""
+    lg, rg = (blocks_of(m) if type(m) is BlockMatrix else [[m]] for m in (left, right))
+    if [row[0].shape[0] for row in rg] != [b.shape[1] for b in lg[0]]:
+        return []
+    shapes = ((len(lg), len(lg[0])), (len(rg), len(rg[0])))
+    lemma = _BLOCK_PRODUCTS.get(shapes)
+    if lemma is None:
+        return []
+    grid = [[add([mul(lg[i][k], rg[k][j]) for k in range(len(rg))]) for j in range(len(rg[0]))]
+            for i in range(len(lg))]
+    trees = [[("add", [ast(mul(lg[i][k], rg[k][j])) for k in range(len(rg))]) if len(rg) > 1
+              else ast(mul(lg[i][0], rg[0][j])) for j in range(len(rg[0]))] for i in range(len(lg))]
+    result = block(grid)
+    tree = trees[0][0] if len(trees) == 1 and len(trees[0]) == 1 else \
+        ("block", len(trees), len(trees[0]), [t for row in trees for t in row])
+    args = " ".join(show(ast(b), False) for g in (lg, rg) for row in g for b in row)
+    return [(result, "erefl" if lemma == "erefl" else f"ltac:(by rewrite ({lemma} {args}) ?mulmxA)", tree)]
+
+
+_SUPPORTED_RULES = {"power_combine", "collect", "block_transpose", "block_single", "block_multiply",
+                    "block_inverse_diagonal",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
                     "inverse_product", "zero_mul", "zero_add", "distribute"}
@@ -528,6 +623,8 @@ def _key(a):
         return (a[0], _key(a[1]))
     if a[0] == "pow":
         return (a[0], _key(a[1]), a[2])
+    if a[0] == "block":
+        return (a[0], a[1], a[2], tuple(_key(c) for c in a[3]))
     if a[0] == "scale":
         return (a[0], a[1], _key(a[2]))
     return a
@@ -547,9 +644,9 @@ def _permutations(t1, t2, used: dict) -> list[str] | None:
         return _permutations(t1[1], t2[1], used)
     if kind == "scale":
         return _permutations(t1[2], t2[2], used)
-    if kind == "mul":
+    if kind in ("mul", "block"):
         out = []
-        for c1, c2 in zip(t1[1], t2[1], strict=True):
+        for c1, c2 in zip(t1[-1], t2[-1], strict=True):
             out += _permutations(c1, c2, used)
         return out
     # a sum: match each term of t2 to a term of t1, reorder inside the terms, then the terms
@@ -567,16 +664,43 @@ def _permutations(t1, t2, used: dict) -> list[str] | None:
         terms = [None] * n
         for j, i in enumerate(order):
             terms[i] = t2[1][j]
-        out.append(f"({name} " + " ".join(f"({show(c)})" for c in terms) + ")")
+        out.append(f"({name} " + " ".join(f"({show(_as_normalized(c))})" for c in terms) + ")")
     return out
+
+
+# the definitions of the theorem exported now (name -> flat tree of the right-hand side)
+_DEF_TREES: dict = {}
+
+
+def _as_normalized(a):
+    """The flat tree as `rewrite ?mulmxA ?addrA` leaves it: a definition that is a product (a sum) standing as a
+    factor (a term) after the first is unfolded by the rewrite's matching, so it is spliced in here too."""
+    if a[0] in ("mul", "add"):
+        out = []
+        for i, c in enumerate(a[1]):
+            c = _as_normalized(c)
+            if i and c[0] == "sym" and c[1] in _DEF_TREES and _DEF_TREES[c[1]][0] == a[0]:
+                out += _as_normalized(_DEF_TREES[c[1]])[1]
+            else:
+                out.append(c)
+        return (a[0], out)
+    if a[0] in ("tr", "inv"):
+        return (a[0], _as_normalized(a[1]))
+    if a[0] == "pow":
+        return (a[0], _as_normalized(a[1]), a[2])
+    if a[0] == "scale":
+        return (a[0], a[1], _as_normalized(a[2]))
+    if a[0] == "block":
+        return (a[0], a[1], a[2], [_as_normalized(c) for c in a[3]])
+    return a
 
 
 def _perm_lemma(name: str, order: list[int]) -> str:
     n = len(order)
     xs = [f"x{i}" for i in range(n)]
-    return (f"Lemma {name} (V : zmodType) ({' '.join(xs)} : V) : {' + '.join(xs)} = "
+    return (f"Lemma {name} (V_ : zmodType) ({' '.join(xs)} : V_) : {' + '.join(xs)} = "
             f"{' + '.join(xs[i] for i in order)}.\nProof.\n"
-            f"have h := @sum_perm V [:: {'; '.join(xs)}] [:: {'; '.join(map(str, range(n)))}]%N "
+            f"have h := @sum_perm V_ [:: {'; '.join(xs)}] [:: {'; '.join(map(str, range(n)))}]%N "
             f"[:: {'; '.join(map(str, order))}]%N isT.\n"
             "by rewrite !big_cons big_nil /= !addr0 ?addrA in h.\nQed.\n")
 
@@ -842,6 +966,15 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             raise Unsupported(f"cites {cid}, which is not exported")
     proof = proof_from_data({**data, "cites": []})
     tid = _ident(proof.theorem)
+    terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
+    terms += [t for h in proof.hypotheses for t in ([h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs])]
+    terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
+    for lem in proof.lemmas:
+        terms += [lem.lhs, lem.rhs, *[s.expr for s in getattr(lem, "steps", [])]]
+    _DIM_ORDER.clear()
+    _DIM_ORDER.update(_partitions(terms))
+    _DEF_TREES.clear()
+    _DEF_TREES.update({_ident(d.symbol.name): flat(ast(canon(d.rhs))) for d in proof.definitions})
     scalars: dict = {}
     dims, mats = _parameters(proof, scalars)
     header = _HEADER + "".join(f"From OLS Require Import {_ident(c)}.\n" for c in cited)

@@ -40,6 +40,18 @@ by rewrite -[LHS]mulmx1 -h mulmxA (mulVmx (unit_mul uA uB)) mul1mx.
 Qed.
 End Prelude.
 
+Section Block.
+(* a block-diagonal matrix [[A, 0], [0, D]] is invertible, with inverse [[A⁻¹, 0], [0, D⁻¹]], when A and D are *)
+Variable R : fieldType.
+Lemma unit_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) :
+  A \in unitmx -> D \in unitmx -> block_mx A 0 0 D \in unitmx.
+Proof. by move=> uA uD; rewrite block_diag_mx_unit uA uD. Qed.
+
+Lemma inverse_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) : A \in unitmx -> D \in unitmx ->
+  invmx (block_mx A 0 0 D) = block_mx (invmx A) 0 0 (invmx D).
+Proof. by move=> uA uD; rewrite invmx_block_diag // unit_block_diag. Qed.
+End Block.
+
 Section Sym.
 Variables (R : fieldType).
 Lemma diag_sym n (A : 'M[R]_n) : is_diag_mx A -> A^T = A.
