@@ -76,6 +76,12 @@ def test_powers_and_definedness_are_stated_faithfully():
     heads = export.files["multi_head_attention.v"]
     assert "Hypothesis features_split : X = row_mx X_1 X_2." in heads
     assert "Theorem multi_head_attention : X_q *m (invmx (X^T *m X)) *m X^T *m Y = (row_mx H_1 H_2) *m W_sum." in heads
+    spectral = export.files["ridge_is_linear_attention.v"]  # Λ positive semidefinite, judged: no hypothesis added
+    assert "Hypothesis Lambda_positive" not in spectral
+    assert ("Definition L_lambda : 'M[R]_(p, p) := V *m (mpow (lambda *: (1%:M : 'M[R]_(p)) + Lambda) (-1))."
+            in spectral)
+    assert ("/\\ (is_diag_mx (lambda *: (1%:M : 'M[R]_(p)) + Lambda)) /\\ (posdef (lambda *: (1%:M : 'M[R]_(p)) "
+            "+ Lambda)).") in spectral
     ridge = export.files["kernel_ridge_push_through.v"]
     assert "Variable lambda : R.\nHypothesis lambda_positive : 0 < lambda." in ridge
     claim = "X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y"
@@ -187,6 +193,7 @@ def _block_inverse_dropped(data):  # [[A, 0], [0, D]]⁻¹ = [[A, 0], [0, D⁻¹
     ("kernel_ridge_push_through", _lambda_any_sign),
     ("icl_token_form", _block_transpose_kept),
     ("multi_head_attention", _block_inverse_dropped),
+    ("ridge_is_linear_attention", _lambda_any_sign),  # λI + Λ no longer known positive definite: no (λI + Λ)^(-1/2)
 ])
 def test_coq_rejects_wrong_proofs_on_its_own(tmp_path, capsys, theorem, change):
     status, out = _mutated(tmp_path, theorem, change, capsys)

@@ -356,8 +356,8 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         (a, b), (c, d) = blocks_of(t)
         if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
             return f"(unit_block_diag {_unit(a, facts, depth)} {_unit(d, facts, depth)})"
-    if type(t) is MatPow and canon(t.args[0]) in facts.pd:
-        return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {facts.pd[canon(t.args[0])]})"
+    if type(t) is MatPow:
+        return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {_pd(t.args[0], facts)})"
     if type(t) is MatMul and factors_of(t)[0] == 1:
         mats = factors_of(t)[1]
         if all(m.shape[0] == m.shape[1] for m in mats):
@@ -372,6 +372,11 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
             lemma = "posdef_ridge" if gram[0] == Transpose(gram[1]) else "posdef_ridge_t"
             b = gram[1] if gram[0] == Transpose(gram[1]) else gram[0]
             return f"(posdef_unit (@{lemma} R _ _ {_scalar(c)} {show(ast(b), False)} {facts.positive[c]}))"
+    if type(t) is MatAdd:  # positive definite (c I plus a positive semidefinite term)
+        try:
+            return f"(posdef_unit {_pd(t, facts)})"
+        except Unsupported:
+            pass
     for lhs, rhs, proof in facts.equations:  # a square factor of a two-factor product equal to I
         for prod, one, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
             if type(one) is Identity and type(prod) is MatMul and factors_of(prod)[0] == 1:
@@ -389,6 +394,73 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
+
+
+def _pd(t, facts: _Facts, depth: int = 0) -> str:
+    """A Coq proof of `posdef t`, the way the kernel judges it: a hypothesis, c I with c > 0 (`posdef_scalar`),
+    a sum of two terms, one positive definite and the other positive semidefinite (`posdef_add_psd`)."""
+    t = canon(t)
+    if t in facts.pd:
+        return facts.pd[t]
+    coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
+    if len(mats) == 1 and type(mats[0]) is Identity and coeff in (facts.positive or {}):
+        return f"(@posdef_scalar R {_dim(t.shape[0])} {_scalar(coeff)} {facts.positive[coeff]})"
+    if type(t) is MatAdd and len(t.args) == 2 and depth < 3:
+        a, b = t.args
+        for first, second, lemma in ((a, b, "posdef_add_psd"), (b, a, "psd_add_posdef")):
+            try:
+                pd, ps = _pd(first, facts, depth + 1), _psd(second, facts, depth + 1)
+            except Unsupported:
+                continue
+            return f"({lemma} {pd} {ps})" if lemma == "posdef_add_psd" else f"({lemma} {ps} {pd})"
+    if facts.unchecked and depth == 0:
+        return f"(ltac:(done) : posdef {show(ast(t), False)})"
+    raise Unsupported(f"the positive definiteness of {t} is judged by the kernel in a way the export does not "
+                      "model")
+
+
+def _psd(t, facts: _Facts, depth: int = 0) -> str:
+    """A Coq proof of `psd t` (xᵀAx ≥ 0): BᵀB (`psd_gram`), or M with an equation N = F M Fᵀ, F invertible and
+    N positive semidefinite (`psd_congr`), as the kernel judges Λ from XᵀX = VΛVᵀ."""
+    t = canon(t)
+    if type(t) is MatMul and factors_of(t)[0] == 1:
+        mats = factors_of(t)[1]
+        if len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) and type(mats[0]) is Transpose:
+            return f"(psd_gram {show(ast(mats[1]), False)})"
+        if len(mats) == 3 and mats[2] == canon(Transpose(mats[0])):  # F M Fᵀ, any F
+            return f"(psd_congr_t {show(ast(mats[0]), False)} {_psd(mats[1], facts, depth)})"
+    if depth < 3:
+        for lhs, rhs, proof in facts.equations:
+            for other, product, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+                if type(product) is not MatMul or factors_of(product)[0] != 1:
+                    continue
+                mats = factors_of(product)[1]
+                if len(mats) == 3 and mats[1] == t and mats[2] == canon(Transpose(mats[0])) \
+                        and mats[0].shape[0] == mats[0].shape[1]:
+                    try:
+                        return f"(psd_congr {p} {_unit(mats[0], facts)} {_psd(other, facts, depth + 1)})"
+                    except Unsupported:
+                        continue
+    raise Unsupported(f"the positive semidefiniteness of {t} is judged by the kernel in a way the export does "
+                      "not model")
+
+
+def _diag(t, facts: _Facts) -> str:
+    """A Coq proof of `is_diag_mx t`: a hypothesis, c I, a sum of diagonal matrices."""
+    t = canon(t)
+    if t in facts.diag:
+        return facts.diag[t]
+    coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
+    if len(mats) == 1 and type(mats[0]) is Identity and coeff != 1:
+        return f"(@diag_scalar R {_dim(t.shape[0])} {_scalar(coeff)})"
+    if type(t) is MatAdd:
+        proof = _diag(t.args[0], facts)
+        for a in t.args[1:]:
+            proof = f"(diag_add {proof} {_diag(a, facts)})"
+        return proof
+    if facts.unchecked:
+        return f"(ltac:(done) : is_diag_mx {show(ast(t), False)})"
+    raise Unsupported(f"that {t} is diagonal is judged by the kernel in a way the export does not model")
 
 
 def _sym(t, facts: _Facts) -> str:
@@ -513,8 +585,8 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     elif rule == "power_combine" and mats and len(mats) == 2:
         (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
         b = canon(b1)
-        if b == canon(b2) and b in facts.pd and b in facts.diag:
-            hd, hp, bt = facts.diag[b], facts.pd[b], show(ast(b1), False)
+        if b == canon(b2):
+            hd, hp, bt = _diag(b, facts), _pd(b, facts), show(ast(b1), False)
             result = power(b1, e1 + e2)
 
             def as_pow(m, e):
@@ -869,10 +941,7 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
             elif pred == "symmetric":
                 args.append(_sym(subject, facts))
             elif pred in ("positive_definite", "diagonal"):
-                table = facts.diag if pred == "diagonal" else facts.pd
-                if subject not in table:
-                    raise Unsupported(f"cites {proof.theorem}: {pred} of {subject} is not a hypothesis here")
-                args.append(table[subject])
+                args.append(_diag(subject, facts) if pred == "diagonal" else _pd(subject, facts))
             else:
                 raise Unsupported(f"the predicate {pred} is not exported")
             continue
@@ -925,23 +994,35 @@ def _check_powers(proof, facts: _Facts) -> None:
         for node in sympy.preorder_traversal(term):
             if type(node) is MatPow:
                 base = canon(node.args[0])
-                if base not in facts.pd or base not in facts.diag:
-                    raise Unsupported(f"the power {node.args[1]} of {base}, which is not a diagonal positive "
-                                      "definite hypothesis (only those powers are exported: entrywise)")
+                try:
+                    _diag(base, facts)
+                    _pd(base, facts)
+                except Unsupported as e:
+                    raise Unsupported(f"the power {node.args[1]} of {base}, which is not shown diagonal and "
+                                      f"positive definite as the export models it ({e})") from None
 
 
 def _defined(tid: str, proof, facts: _Facts) -> str:
     """The claim is defined: every inverse in it is of an invertible matrix (``invmx`` is total in MathComp,
-    so this is a statement of its own), every rational power of a positive definite one."""
-    inverses, powers = [], []
+    so this is a statement of its own), every rational power of a positive definite one; a power in a definition,
+    of a matrix that is not diagonal and positive definite by hypothesis, is of a diagonal positive definite one
+    (so `mpow` is its power)."""
+    inverses, powers, judged = [], [], []
     for side in (proof.claim.lhs, proof.claim.rhs):
         for node in sympy.preorder_traversal(canon(side)):
             if type(node) is Inverse and node.args[0] not in inverses:
                 inverses.append(node.args[0])
             if type(node) is MatPow and canon(node.args[0]) not in powers:
                 powers.append(canon(node.args[0]))
+    for d in proof.definitions:  # a power in a definition of a matrix not diagonal positive definite by hypothesis
+        for node in sympy.preorder_traversal(canon(d.rhs)):
+            base = canon(node.args[0]) if type(node) is MatPow else None
+            if base is not None and (base not in facts.pd or base not in facts.diag) and base not in powers:
+                powers.append(base)
+                judged.append(base)
     facts_ = [(f"{show(ast(m))} \\in unitmx", _unit(m, facts)) for m in inverses]
-    facts_ += [(f"posdef {show(ast(m), False)}", facts.pd[m]) for m in powers]
+    facts_ += [(f"is_diag_mx {show(ast(m), False)}", _diag(m, facts)) for m in judged]
+    facts_ += [(f"posdef {show(ast(m), False)}", _pd(m, facts)) for m in powers]
     if not facts_:
         return (f"(* The claim has no inverse and no power: it is defined for all matrices. *)\n"
                 f"Lemma {tid}_defined : True.\nProof. exact: I. Qed.\n")
