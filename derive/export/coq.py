@@ -21,7 +21,8 @@ import sympy
 from sympy import Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
 
 from ..certificates.format import proof_from_data
-from ..kernel.terms import add, block, blocks_of, canon, exponent_form, factors_of, mul, power
+from ..kernel.proof import Induction
+from ..kernel.terms import FamilyMatrix, add, block, blocks_of, canon, exponent_form, factors_of, mul, power
 
 __all__ = ["PRELUDE", "CoqExport", "Unsupported", "export_certificates", "theorem_file", "write_export"]
 
@@ -92,6 +93,24 @@ def _partitions(terms) -> dict:
     return order
 
 
+def _is_index(sym) -> bool:
+    """An index symbol (a natural number, possibly 0: families and induction), not a dimension."""
+    return isinstance(sym, sympy.Symbol) and sym.assumptions0.get("integer") and not sym.is_positive
+
+
+def _index(e) -> str:
+    """A family's index in Coq: `t`, `0`, `t.+1`."""
+    e = sympy.sympify(e)
+    if isinstance(e, sympy.Integer) and e >= 0:
+        return str(int(e))
+    if isinstance(e, sympy.Symbol):
+        return _ident(e.name)
+    if isinstance(e, sympy.Add) and len(e.args) == 2 and isinstance(e.args[0], sympy.Integer) and e.args[0] > 0 \
+            and isinstance(e.args[1], sympy.Symbol):
+        return _ident(e.args[1].name) + ".+1" * int(e.args[0])
+    raise Unsupported(f"the family index {e} is not exported (0, a symbol, a symbol plus a number are)")
+
+
 def _mtype(rows, cols) -> str:
     return f"'M[R]_({_dim(rows)}, {_dim(cols)})"
 
@@ -103,6 +122,8 @@ def ast(t: Basic):
     ('add', [..]), or Unsupported."""
     if type(t) is MatrixSymbol:
         return ("sym", _ident(t.name))
+    if type(t) is FamilyMatrix:  # F[e]: the Coq function F (a Fixpoint, or a variable for free data) at e
+        return ("sym", f"({_ident(t.name)} {_index(t.index)})")
     if type(t) is Identity:
         return ("one", _dim(t.shape[0]))
     if type(t) is ZeroMatrix:
@@ -504,7 +525,7 @@ def _symbols(terms, scalars: dict | None = None):
         for node in sympy.preorder_traversal(term):
             if type(node) is MatrixSymbol:
                 mats[node.name] = node
-            if isinstance(node, sympy.Symbol) and node.assumptions0.get("integer"):
+            if isinstance(node, sympy.Symbol) and node.assumptions0.get("integer") and not _is_index(node):
                 dims.add(node.name)
             if isinstance(node, sympy.Symbol) and not node.assumptions0.get("integer") \
                     and not isinstance(node, sympy.Dummy):
@@ -538,6 +559,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         coeff, ms = factors_of(sub.args[0])
         if coeff == 1:
             out.append((mul([Transpose(m) for m in reversed(ms)]), "ltac:(by rewrite ?trmx_mul ?mulmxA)"))
+        else:  # (c A B)ᵀ = c Bᵀ Aᵀ: the coefficient out of the transpose (trmx is linear)
+            out.append((mul(coeff, [Transpose(m) for m in reversed(ms)]),
+                        f"ltac:(by rewrite ?linearN ?linearZ /= ?trmx_mul; {_NORM_SCALARS})"))
     elif rule == "transpose_transpose" and type(sub) is Transpose and type(sub.args[0]) is Transpose:
         out.append((sub.args[0].args[0], f"trmxK {show(ast(sub.args[0].args[0]), False)}"))
     elif rule == "transpose_inverse" and type(sub) is Transpose and type(sub.args[0]) is Inverse:
@@ -562,8 +586,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                         for j in range(len(ms) - 1, 0, -1)]
             proof = rewrites[0][1:-1] if len(ms) == 2 else f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"
             out.append((mul([Inverse(m) for m in reversed(ms)]), proof))
-    elif rule == "zero_mul" and mats is not None and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in mats):
-        out.append((ZeroMatrix(*sub.shape), "ltac:(by rewrite ?mulmx0 ?mul0mx)"))
+    elif rule == "zero_mul" and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in factors_of(sub)[1]):
+        tactic = "?mulmx0 ?mul0mx" if mats is not None else "?mulmx0 ?mul0mx ?oppr0 ?scaler0"  # c A 0 = 0 too
+        out.append((ZeroMatrix(*sub.shape), f"ltac:(by rewrite {tactic})"))
     elif rule == "zero_add" and type(sub) is MatAdd and any(type(a) is ZeroMatrix for a in sub.args):
         keep = [a for a in sub.args if type(a) is not ZeroMatrix]
         tree = ("add", [ast(a) for a in keep]) if len(keep) > 1 else ast(keep[0] if keep else ZeroMatrix(*sub.shape))
@@ -608,10 +633,20 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         grid = blocks_of(sub.args[0])
         result = block([[Transpose(grid[i][j]) for i in range(len(grid))] for j in range(len(grid[0]))])
         out.append((result, "ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx)"))
+    elif rule == "block_add" and type(sub) is MatAdd and len(sub.args) == 2 \
+            and all(type(a) is BlockMatrix for a in sub.args):  # [Aᵢⱼ] + [Bᵢⱼ] = [Aᵢⱼ + Bᵢⱼ], one partition
+        g1, g2 = blocks_of(sub.args[0]), blocks_of(sub.args[1])
+        same = len(g1) == len(g2) and len(g1[0]) == len(g2[0]) and all(
+            a.shape == b.shape for r1, r2 in zip(g1, g2, strict=True) for a, b in zip(r1, r2, strict=True))
+        if same and len(g1) * len(g1[0]) > 1:
+            result = block([[add([a, b]) for a, b in zip(r1, r2, strict=True)] for r1, r2 in zip(g1, g2, strict=True)])
+            tree = ("block", len(g1), len(g1[0]), [("add", [ast(a), ast(b)]) for r1, r2 in zip(g1, g2, strict=True)
+                                                    for a, b in zip(r1, r2, strict=True)])
+            out.append((result, "ltac:(by rewrite ?add_row_mx ?add_col_mx ?add_block_mx)", tree))
     elif rule == "block_single" and type(sub) is BlockMatrix and sub.blockshape == (1, 1):
         out.append((blocks_of(sub)[0][0], "erefl"))  # [A] is A in Coq
     elif rule == "block_multiply" and mats and len(mats) == 2 and any(type(m) is BlockMatrix for m in mats):
-        out += _block_product(*mats)
+        out += _block_product(*mats, facts.norm)
     elif rule == "block_inverse_diagonal" and type(sub) is Inverse and type(sub.args[0]) is BlockMatrix \
             and sub.args[0].blockshape == (2, 2):
         (a, b), (c, d) = blocks_of(sub.args[0])
@@ -621,8 +656,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                         f"inverse_block_diag {_unit(a, facts)} {_unit(d, facts)}"))
     elif ":" in rule:
         kind, name = rule.split(":", 1)
-        table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas}.get(kind)
-        if kind == "thm":
+        table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas, "base": lemmas,
+                 "step": lemmas}.get(kind)
+        if kind in ("thm", "base", "step") or (kind == "lemma" and rule in lemmas):
             name = rule
         if (table is None or name not in table) and facts.unchecked:
             return out
@@ -646,7 +682,7 @@ _BLOCK_PRODUCTS = {((1, 2), (2, 1)): "mul_row_col", ((1, 2), (2, 2)): "mul_row_b
                    ((1, 1), (1, 1)): "erefl"}
 
 
-def _block_product(left, right):
+def _block_product(left, right, norm: str = _NORM):
     """(result, Coq proof, result tree in MathComp's order) of the block product of two conforming grids."""
     lg, rg = (blocks_of(m) if type(m) is BlockMatrix else [[m]] for m in (left, right))
     if [row[0].shape[0] for row in rg] != [b.shape[1] for b in lg[0]]:
@@ -663,10 +699,10 @@ def _block_product(left, right):
     tree = trees[0][0] if len(trees) == 1 and len(trees[0]) == 1 else \
         ("block", len(trees), len(trees[0]), [t for row in trees for t in row])
     args = " ".join(show(ast(b), False) for g in (lg, rg) for row in g for b in row)
-    return [(result, "erefl" if lemma == "erefl" else f"ltac:(by rewrite ({lemma} {args}) ?mulmxA)", tree)]
+    return [(result, "erefl" if lemma == "erefl" else f"ltac:(by rewrite ({lemma} {args}); {norm})", tree)]
 
 
-_SUPPORTED_RULES = {"power_combine", "collect", "block_transpose", "block_single", "block_multiply",
+_SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", "block_single", "block_multiply",
                     "block_inverse_diagonal",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
@@ -847,6 +883,34 @@ def _instance(h, instance):
     return inst(h.lhs), inst(h.rhs), f"(@{_ident(h.name)} {' '.join(args)})"
 
 
+# the families (name -> Family) and the lemmas by induction (name -> (variable, lhs, rhs)) of the theorem
+# exported now
+_FAMILIES: dict = {}
+_INDUCTIVE: dict = {}
+
+
+def _recurrence(step):
+    """(lhs, rhs, Coq proof) of a ``base:F`` step (F[0] = base), a ``step:F`` step (F[e + 1] = step at e), both
+    `erefl` of the Fixpoint F, or of a ``lemma:NAME`` step citing a lemma by induction (at an instance)."""
+    kind, name = step.rule.split(":", 1)
+    given = dict(step.instance or ())
+    if kind == "lemma":
+        v, lhs, rhs = _INDUCTIVE[name]
+        e = given.get(v, v)
+        return canon(lhs.xreplace({v: e})), canon(rhs.xreplace({v: e})), f"({_ident(name)} {_index(e)})"
+    f = _FAMILIES.get(name)
+    if f is None or f.base is None:
+        raise Unsupported(f"the rule {step.rule} is not of a family defined by a recurrence")
+    if kind == "base":
+        member = FamilyMatrix(f.name, 0, *[d.xreplace({f.index: 0}) for d in (f.rows, f.cols)])
+        return member, canon(f.base.xreplace({f.index: 0})), "erefl"
+    e = given.get(f.index)
+    if e is None:
+        raise Unsupported(f"step {step.rule} without its index")
+    member = FamilyMatrix(f.name, e + 1, *[d.xreplace({f.index: e + 1}) for d in (f.rows, f.cols)])
+    return member, canon(f.step.xreplace({f.index: e})), "erefl"
+
+
 def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, cite=None) -> str:
     exprs = [canon(lhs)] + [canon(s.expr) for s in steps]
     parts, names = [], []
@@ -863,6 +927,9 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
             parts.append(_step_lemma(name, exprs[k - 1], exprs[k], step.rule, here, table, defs))
             names.append(name)
             continue
+        elif step.rule.startswith(("base:", "step:")) or (step.rule.startswith("lemma:")
+                                                           and step.rule[6:] in _INDUCTIVE):
+            table = {**lemmas, step.rule: _recurrence(step)}
         elif step.instance:
             raise Unsupported(f"step {k} instantiates a rule (instances are not exported)")
         name = f"{prefix}_s{k}"
@@ -882,7 +949,8 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
     for n in reversed(names):
         proof = f"(etrans {n} {proof})"
     claim = f"{show(ast(lhs))} = {show(ast(rhs))}"
-    parts.append(f"{title} {statement_name} : {claim}.\nProof{' using All' if title == 'Theorem' else ''}.\n"
+    keep = title == "Theorem" or statement_name.endswith("_step")  # every hypothesis kept (the IH too)
+    parts.append(f"{title} {statement_name} : {claim}.\nProof{' using All' if keep else ''}.\n"
                  f"have e0_ : {show(ast(lhs))} = {show(ast(exprs[0]))} by {facts.norm}{r0}.\n"
                  f"have e1_ : {show(ast(exprs[-1]))} = {show(ast(rhs))} by {facts.norm}{r1}.\n"
                  f"exact: (etrans e0_ {proof}).\nQed.\n")
@@ -899,9 +967,9 @@ def _parameters(proof, scalars: dict | None = None):
         terms += [h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs]
     for d in proof.definitions:
         terms += [d.symbol, d.rhs]
+    for f in proof.families:
+        terms += [t for t in (f.base, f.step) if t is not None]
     for lem in proof.lemmas:
-        if not hasattr(lem, "steps") or not hasattr(lem, "lhs"):
-            raise Unsupported("a lemma by induction is not exported")
         terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
         for h in lem.hypotheses:
             if not h.forall:  # a quantified hypothesis binds its own symbols
@@ -1033,13 +1101,42 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
     return f"Lemma {tid}_defined : {props}.\nProof. exact: {term}. Qed.\n"
 
 
+def _family(f) -> str:
+    """A family: free data `Variable x : nat -> 'M[R]_(r, c)`, or a recurrence as a Fixpoint on its index."""
+    if f.index in f.rows.free_symbols | f.cols.free_symbols:
+        raise Unsupported(f"the family {f.name} has members of a size that depends on the index (not exported)")
+    fn, iv = _ident(f.name), _ident(f.index.name)
+    if f.base is None:
+        return f"Variable {fn} : nat -> {_mtype(f.rows, f.cols)}."
+    return (f"Fixpoint {fn} ({iv} : nat) {{struct {iv}}} : {_mtype(f.rows, f.cols)} :=\n"
+            f"  match {iv} with 0 => {show(ast(canon(f.base)))} | {iv}.+1 => {show(ast(canon(f.step)))} end.")
+
+
+def _induction(lem, facts: _Facts, lemmas: dict, defs: dict, unchecked: bool, cite) -> str:
+    """A lemma by induction: the base chain (at 0), the step chain (at v + 1, from the hypothesis IH at v, in a
+    section of its own), and the lemma for every v by `elim`."""
+    ln, v = _ident(lem.name), lem.variable
+    vn = _ident(v.name)
+    at = {k: (canon(lem.lhs.xreplace({v: k})), canon(lem.rhs.xreplace({v: k}))) for k in (0, v + 1)}
+    base = _chain(f"{ln}_base", *at[0], lem.base, facts, lemmas, defs, "Lemma", f"{ln}_base", cite)
+    local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
+                   unchecked, facts.positive, facts.norm, {})
+    ih = (canon(lem.lhs), canon(lem.rhs), "IH")
+    local.equations_by_name = {**facts.equations_by_name, "IH": ih}
+    local.equations.append(ih)
+    step = _chain(f"{ln}_step", *at[v + 1], lem.step, local, lemmas, defs, "Lemma", f"{ln}_step", cite)
+    claim = f"{show(ast(canon(lem.lhs)))} = {show(ast(canon(lem.rhs)))}"
+    return "\n".join([base, f"Section {ln}_induction.", f"Variable {vn} : nat.", f"Hypothesis IH : {claim}.", step,
+                      f"End {ln}_induction.", "",
+                      f"Lemma {ln} ({vn} : nat) : {claim}.",
+                      f"Proof. elim: {vn} => [|{vn} IH]; [exact: {ln}_base | exact: (@{ln}_step {vn} IH)]. Qed.", ""])
+
+
 def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = None) -> str:
     """The Coq file of one certificate (JSON data), or Unsupported with the reason.
 
     ``exported``: the certificates (JSON data) of the theorems already exported, by id, which it may cite.
     """
-    if data.get("families"):
-        raise Unsupported("families of matrices and induction are not exported")
     exported = exported or {}
     cited = [c.get("theorem") for c in data.get("cites", [])]
     for cid in cited:
@@ -1052,6 +1149,10 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
     for lem in proof.lemmas:
         terms += [lem.lhs, lem.rhs, *[s.expr for s in getattr(lem, "steps", [])]]
+    terms += [t for f in proof.families for t in (f.base, f.step) if t is not None]
+    _FAMILIES.clear()
+    _FAMILIES.update({f.name: f for f in proof.families})
+    _INDUCTIVE.clear()
     _DIM_ORDER.clear()
     _DIM_ORDER.update(_partitions(terms))
     _DEF_TREES.clear()
@@ -1119,10 +1220,15 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         dn = _ident(d.symbol.name)
         out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {show(ast(d.rhs))}.")
         defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {show(ast(d.rhs))})")
+    out += [_family(f) for f in proof.families]
     out.append("")
     lemmas: dict = {}
     for lem in proof.lemmas:
         ln = _ident(lem.name)
+        if isinstance(lem, Induction):
+            out.append(_induction(lem, facts, lemmas, defs, unchecked, cite))
+            _INDUCTIVE[lem.name] = (lem.variable, canon(lem.lhs), canon(lem.rhs))
+            continue
         local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
                        unchecked, facts.positive, facts.norm, {})
         local.equations_by_name = dict(facts.equations_by_name)
@@ -1147,6 +1253,10 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         if not lem.hypotheses:
             lemmas[lem.name] = (canon(lem.lhs), canon(lem.rhs), ln)
             facts.equations.append(lemmas[lem.name])
+    free = sorted({n.name for side in (proof.claim.lhs, proof.claim.rhs) for n in sympy.preorder_traversal(side)
+                   if _is_index(n)})
+    if free:  # the claim holds for every index: the theorem's arguments
+        out.append("Variables " + " ".join(_ident(v) for v in free) + " : nat.")
     out.append(_chain(f"{tid}", proof.claim.lhs, proof.claim.rhs, proof.claim.steps, facts, lemmas, defs,
                       "Theorem", tid, cite))
     out.append(_defined(tid, proof, facts))

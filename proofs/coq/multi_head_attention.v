@@ -56,7 +56,7 @@ Qed.
 
 Lemma concatenate_then_project_s2 : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = H_1 *m W_O1 + H_2 *m W_O2.
 Proof.
-have rule_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = H_1 *m W_O1 + H_2 *m W_O2 := ltac:(by rewrite (mul_row_col H_1 H_2 W_O1 W_O2) ?mulmxA).
+have rule_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = H_1 *m W_O1 + H_2 *m W_O2 := ltac:(by rewrite (mul_row_col H_1 H_2 W_O1 W_O2); rewrite ?mulmxA ?addrA).
 have e0_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) by rewrite ?mulmxA ?addrA.
 have e1_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, d) => Z_) rule_) e1_).
@@ -151,7 +151,7 @@ Qed.
 
 Lemma heads_are_ols_1_s4 : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2).
 Proof.
-have rule_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) := ltac:(by rewrite (mul_col_row X_1^T X_2^T X_1 X_2) ?mulmxA).
+have rule_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) := ltac:(by rewrite (mul_col_row X_1^T X_2^T X_1 X_2); rewrite ?mulmxA ?addrA).
 have e0_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) by rewrite ?mulmxA ?addrA.
 have e1_ : block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, (p_1 + p_2)%N) => Z_) rule_) e1_).
@@ -444,7 +444,7 @@ Qed.
 
 Lemma heads_are_ols_s8 : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) = row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) := ltac:(by rewrite (mul_row_block X_q1 X_q2 ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) ?mulmxA).
+have rule_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) = row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) := ltac:(by rewrite (mul_row_block X_q1 X_q2 ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))); rewrite ?mulmxA ?addrA).
 have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s8 (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (0 : 'M[R]_(p_2, p_1)))).
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, (p_1 + p_2)%N) => Z_ *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
@@ -501,7 +501,7 @@ Qed.
 
 Lemma heads_are_ols_s13 : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T := ltac:(by rewrite (mul_row_col (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) X_1^T X_2^T) ?mulmxA).
+have rule_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T := ltac:(by rewrite (mul_row_col (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) X_1^T X_2^T); rewrite ?mulmxA ?addrA).
 have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T)) *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m Y) rule_) e1_).
@@ -826,7 +826,7 @@ Qed.
 
 Lemma multi_head_attention_s12 : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) = row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) := ltac:(by rewrite (mul_row_block X_q1 X_q2 (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) ?mulmxA).
+have rule_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) = row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) := ltac:(by rewrite (mul_row_block X_q1 X_q2 (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)); rewrite ?mulmxA ?addrA).
 have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s12 (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m (0 : 'M[R]_(p_2, p_1)))).
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, (p_1 + p_2)%N) => Z_ *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
@@ -883,7 +883,7 @@ Qed.
 
 Lemma multi_head_attention_s17 : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T := ltac:(by rewrite (mul_row_col (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) X_1^T X_2^T) ?mulmxA).
+have rule_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T := ltac:(by rewrite (mul_row_col (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) X_1^T X_2^T); rewrite ?mulmxA ?addrA).
 have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T)) *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m Y) rule_) e1_).
@@ -1099,7 +1099,7 @@ Qed.
 
 Lemma multi_head_attention_s37 : H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) = (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))).
 Proof.
-have rule_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) := ltac:(by rewrite (mul_row_col H_1 H_2 (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) ?mulmxA).
+have rule_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) := ltac:(by rewrite (mul_row_col H_1 H_2 (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))); rewrite ?mulmxA ?addrA).
 have e0_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) by rewrite ?mulmxA ?addrA.
 have e1_ : H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
