@@ -40,6 +40,18 @@ by rewrite -[LHS]mulmx1 -h mulmxA (mulVmx (unit_mul uA uB)) mul1mx.
 Qed.
 End Prelude.
 
+Section Block.
+(* a block-diagonal matrix [[A, 0], [0, D]] is invertible, with inverse [[A⁻¹, 0], [0, D⁻¹]], when A and D are *)
+Variable R : fieldType.
+Lemma unit_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) :
+  A \in unitmx -> D \in unitmx -> block_mx A 0 0 D \in unitmx.
+Proof. by move=> uA uD; rewrite block_diag_mx_unit uA uD. Qed.
+
+Lemma inverse_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) : A \in unitmx -> D \in unitmx ->
+  invmx (block_mx A 0 0 D) = block_mx (invmx A) 0 0 (invmx D).
+Proof. by move=> uA uD; rewrite invmx_block_diag // unit_block_diag. Qed.
+End Block.
+
 Section Sym.
 Variables (R : fieldType).
 Lemma diag_sym n (A : 'M[R]_n) : is_diag_mx A -> A^T = A.
@@ -101,6 +113,54 @@ Qed.
 Lemma posdef_ridge_t m n (l : R) (B : 'M[R]_(m, n)) : 0 < l -> posdef (l *: 1%:M + B *m B^T).
 Proof. by move=> lp; have := posdef_ridge B^T lp; rewrite trmxK. Qed.
 End Ridge.
+
+Section Semidef.
+(* positive semidefinite: xᵀAx ≥ 0 for every x (no symmetry, as in the kernel) *)
+Variable R : realFieldType.
+Definition psd n (A : 'M[R]_n) := forall v : 'cV[R]_n, 0 <= (v^T *m A *m v) 0 0.
+
+Lemma psd_gram m n (B : 'M[R]_(m, n)) : psd (B^T *m B).
+Proof. by move=> v; rewrite (_ : v^T *m _ *m v = (B *m v)^T *m (B *m v)) ?sqnorm_ge0 // trmx_mul !mulmxA. Qed.
+
+(* N = F M Fᵀ with F invertible and N positive semidefinite: M = F⁻¹ N F⁻ᵀ is positive semidefinite *)
+Lemma psd_congr n (N M F : 'M[R]_n) : N = F *m M *m F^T -> F \in unitmx -> psd N -> psd M.
+Proof.
+move=> e uF pN v; have := pN ((invmx F)^T *m v).
+have -> : ((invmx F)^T *m v)^T *m N *m ((invmx F)^T *m v) = v^T *m M *m v.
+  rewrite e trmx_mul trmxK !mulmxA (mulmxKV uF) -(mulmxA _ F^T) -trmx_mul (mulVmx uF) trmx1 mulmx1.
+  by [].
+by [].
+Qed.
+
+Lemma psd_congr_t m n (F : 'M[R]_(m, n)) (M : 'M[R]_n) : psd M -> psd (F *m M *m F^T).
+Proof. by move=> pM v; move: (pM (F^T *m v)); rewrite trmx_mul trmxK !mulmxA. Qed.
+
+Lemma posdef_add_psd n (A B : 'M[R]_n) : posdef A -> psd B -> posdef (A + B).
+Proof.
+move=> pA pB v nz.
+have -> : (v^T *m (A + B) *m v) 0 0 = (v^T *m A *m v) 0 0 + (v^T *m B *m v) 0 0.
+  by rewrite mulmxDr mulmxDl [in LHS]mxE.
+by apply: ltr_paddr; [apply: pB | apply: pA].
+Qed.
+
+Lemma psd_add_posdef n (A B : 'M[R]_n) : psd A -> posdef B -> posdef (A + B).
+Proof. by move=> pA pB; rewrite addrC; apply: posdef_add_psd. Qed.
+
+Lemma posdef_scalar n (l : R) : 0 < l -> posdef (l *: (1%:M : 'M[R]_n)).
+Proof.
+move=> lp v nz; rewrite -scalemxAr mulmx1 -scalemxAl mxE; apply: mulr_gt0 => //.
+exact: sqnorm_gt0.
+Qed.
+
+Lemma diag_add n (A B : 'M[R]_n) : is_diag_mx A -> is_diag_mx B -> is_diag_mx (A + B).
+Proof.
+move=> /is_diag_mxP dA /is_diag_mxP dB; apply/is_diag_mxP => i j ne.
+by rewrite mxE dA // dB // addr0.
+Qed.
+
+Lemma diag_scalar n (l : R) : is_diag_mx (l *: (1%:M : 'M[R]_n)).
+Proof. by rewrite scalemx1 scalar_mx_is_diag. Qed.
+End Semidef.
 
 Section Pow.
 Variable R : rcfType.

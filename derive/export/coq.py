@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sympy
-from sympy import Basic, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
+from sympy import Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
 
 from ..certificates.format import proof_from_data
-from ..kernel.terms import add, canon, exponent_form, factors_of, mul, power
+from ..kernel.proof import Induction
+from ..kernel.terms import FamilyMatrix, add, block, blocks_of, canon, exponent_form, factors_of, mul, power
 
 __all__ = ["PRELUDE", "CoqExport", "Unsupported", "export_certificates", "theorem_file", "write_export"]
 
@@ -50,6 +51,8 @@ def _ident(name: str) -> str:
 
 def _dim(d) -> str:
     d = sympy.sympify(d)
+    if d in _DIM_ORDER:  # the sum of a block partition: its parts in the partition's order (Coq's type)
+        return "(" + " + ".join(_dim(a) for a in _DIM_ORDER[d]) + ")%N"
     if isinstance(d, sympy.Symbol):
         return _ident(d.name)
     if isinstance(d, sympy.Integer) and d >= 0:
@@ -64,6 +67,50 @@ def _dim(d) -> str:
     raise Unsupported(f"the dimension {d} is not a sum or product of dimension symbols and numbers")
 
 
+# the order of the parts of each dimension that is a sum split by block matrices, for the theorem exported now:
+# `row_mx X Y` has `p + k` columns, a type Coq compares by conversion, so `k + p` (SymPy's order) would differ
+_DIM_ORDER: dict = {}
+
+
+def _partitions(terms) -> dict:
+    """For every dimension a block matrix in ``terms`` splits, the order of its parts; Unsupported where two
+    block matrices split one sum in two orders, or a grid is larger than 2 × 2 (MathComp's block_mx)."""
+    order: dict = {}
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            if not isinstance(node, BlockMatrix):
+                continue
+            grid = blocks_of(node)
+            if len(grid) > 2 or len(grid[0]) > 2:
+                raise Unsupported("a block matrix of more than 2 × 2 blocks is not exported (MathComp's block_mx, "
+                                  "row_mx and col_mx are 2 × 2, 1 × 2 and 2 × 1)")
+            for parts in ([row[0].shape[0] for row in grid], [b.shape[1] for b in grid[0]]):
+                if len(parts) < 2:
+                    continue
+                total = sympy.Add(*parts)  # `2*k` for [k, k]: printed `k + k`
+                if order.setdefault(total, tuple(parts)) != tuple(parts):
+                    raise Unsupported(f"the dimension {total} is split by blocks in two orders (Coq's sizes differ)")
+    return order
+
+
+def _is_index(sym) -> bool:
+    """An index symbol (a natural number, possibly 0: families and induction), not a dimension."""
+    return isinstance(sym, sympy.Symbol) and sym.assumptions0.get("integer") and not sym.is_positive
+
+
+def _index(e) -> str:
+    """A family's index in Coq: `t`, `0`, `t.+1`."""
+    e = sympy.sympify(e)
+    if isinstance(e, sympy.Integer) and e >= 0:
+        return str(int(e))
+    if isinstance(e, sympy.Symbol):
+        return _ident(e.name)
+    if isinstance(e, sympy.Add) and len(e.args) == 2 and isinstance(e.args[0], sympy.Integer) and e.args[0] > 0 \
+            and isinstance(e.args[1], sympy.Symbol):
+        return _ident(e.args[1].name) + ".+1" * int(e.args[0])
+    raise Unsupported(f"the family index {e} is not exported (0, a symbol, a symbol plus a number are)")
+
+
 def _mtype(rows, cols) -> str:
     return f"'M[R]_({_dim(rows)}, {_dim(cols)})"
 
@@ -75,6 +122,8 @@ def ast(t: Basic):
     ('add', [..]), or Unsupported."""
     if type(t) is MatrixSymbol:
         return ("sym", _ident(t.name))
+    if type(t) is FamilyMatrix:  # F[e]: the Coq function F (a Fixpoint, or a variable for free data) at e
+        return ("sym", f"({_ident(t.name)} {_index(t.index)})")
     if type(t) is Identity:
         return ("one", _dim(t.shape[0]))
     if type(t) is ZeroMatrix:
@@ -90,6 +139,11 @@ def ast(t: Basic):
         return ("add", [ast(a) for a in t.args])
     if type(t) is MatPow:
         return ("pow", ast(t.args[0]), _half_exponent(t))
+    if type(t) is BlockMatrix:
+        grid = blocks_of(t)
+        if len(grid) == 1 and len(grid[0]) == 1:  # [A] is A
+            return ast(grid[0][0])
+        return ("block", len(grid), len(grid[0]), [ast(b) for row in grid for b in row])
     raise Unsupported(f"{type(t).__name__} is not exported (only symbols, I, 0, transpose, inverse, products "
                       "and sums are)")
 
@@ -152,6 +206,8 @@ def flat(a):
             child = flat(child)
             out += child[1] if child[0] == kind else [child]
         return (kind, out) if len(out) > 1 else out[0]
+    if kind == "block":
+        return (kind, a[1], a[2], [flat(c) for c in a[3]])
     if kind in ("tr", "inv"):
         return (kind, flat(a[1]))
     if kind == "pow":
@@ -183,6 +239,10 @@ def show(a, top: bool = True) -> str:
         else:
             text = f"{_scalar(c)} *: {show(a[2], False)}"
         return text if top else f"({text})"
+    if kind == "block":
+        head = {(1, 2): "row_mx", (2, 1): "col_mx", (2, 2): "block_mx"}[(a[1], a[2])]
+        text = f"{head} " + " ".join(show(c, False) for c in a[3])
+        return text if top else f"({text})"
     if kind == "pow":
         text = f"mpow {show(a[1], False)} {_int(a[2])}"
         return text if top else f"({text})"
@@ -211,6 +271,8 @@ def _replace_hole(a, z):
         return (a[0], _replace_hole(a[1], z))
     if a[0] == "pow":
         return (a[0], _replace_hole(a[1], z), a[2])
+    if a[0] == "block":
+        return (a[0], a[1], a[2], [_replace_hole(c, z) for c in a[3]])
     if a[0] == "scale":
         return (a[0], a[1], _replace_hole(a[2], z))
     return a
@@ -243,6 +305,8 @@ def _children(t):
         return factors_of(t)[1]
     if type(t) is MatAdd:
         return list(t.args)
+    if type(t) is BlockMatrix:
+        return [b for row in blocks_of(t) for b in row]
     return []
 
 
@@ -255,6 +319,8 @@ def _wrap(t, k, inner):
         return ("pow", inner, _half_exponent(t))
     kids = _children(t)
     trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
+    if type(t) is BlockMatrix:
+        return inner if len(kids) == 1 else ("block", *t.blockshape, trees)
     return _scaled(factors_of(t)[0], trees) if type(t) is MatMul else ("add", trees)
 
 
@@ -267,6 +333,9 @@ def _rebuild(t, k, new):
         return MatPow(new, t.args[1])
     kids = _children(t)
     kids = kids[:k] + [new] + kids[k + 1:]
+    if type(t) is BlockMatrix:
+        cols = t.blockshape[1]
+        return block([kids[i:i + cols] for i in range(0, len(kids), cols)])
     return mul(factors_of(t)[0], kids) if type(t) is MatMul else add(kids)
 
 
@@ -304,8 +373,12 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         return f"(unit_tr {_unit(t.args[0], facts)})"
     if type(t) is Inverse:
         return f"(unit_inv {_unit(t.args[0], facts)})"
-    if type(t) is MatPow and canon(t.args[0]) in facts.pd:
-        return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {facts.pd[canon(t.args[0])]})"
+    if type(t) is BlockMatrix and t.blockshape == (2, 2):  # [[A, 0], [0, D]], A and D invertible
+        (a, b), (c, d) = blocks_of(t)
+        if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
+            return f"(unit_block_diag {_unit(a, facts, depth)} {_unit(d, facts, depth)})"
+    if type(t) is MatPow:
+        return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {_pd(t.args[0], facts)})"
     if type(t) is MatMul and factors_of(t)[0] == 1:
         mats = factors_of(t)[1]
         if all(m.shape[0] == m.shape[1] for m in mats):
@@ -320,6 +393,11 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
             lemma = "posdef_ridge" if gram[0] == Transpose(gram[1]) else "posdef_ridge_t"
             b = gram[1] if gram[0] == Transpose(gram[1]) else gram[0]
             return f"(posdef_unit (@{lemma} R _ _ {_scalar(c)} {show(ast(b), False)} {facts.positive[c]}))"
+    if type(t) is MatAdd:  # positive definite (c I plus a positive semidefinite term)
+        try:
+            return f"(posdef_unit {_pd(t, facts)})"
+        except Unsupported:
+            pass
     for lhs, rhs, proof in facts.equations:  # a square factor of a two-factor product equal to I
         for prod, one, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
             if type(one) is Identity and type(prod) is MatMul and factors_of(prod)[0] == 1:
@@ -337,6 +415,73 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
+
+
+def _pd(t, facts: _Facts, depth: int = 0) -> str:
+    """A Coq proof of `posdef t`, the way the kernel judges it: a hypothesis, c I with c > 0 (`posdef_scalar`),
+    a sum of two terms, one positive definite and the other positive semidefinite (`posdef_add_psd`)."""
+    t = canon(t)
+    if t in facts.pd:
+        return facts.pd[t]
+    coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
+    if len(mats) == 1 and type(mats[0]) is Identity and coeff in (facts.positive or {}):
+        return f"(@posdef_scalar R {_dim(t.shape[0])} {_scalar(coeff)} {facts.positive[coeff]})"
+    if type(t) is MatAdd and len(t.args) == 2 and depth < 3:
+        a, b = t.args
+        for first, second, lemma in ((a, b, "posdef_add_psd"), (b, a, "psd_add_posdef")):
+            try:
+                pd, ps = _pd(first, facts, depth + 1), _psd(second, facts, depth + 1)
+            except Unsupported:
+                continue
+            return f"({lemma} {pd} {ps})" if lemma == "posdef_add_psd" else f"({lemma} {ps} {pd})"
+    if facts.unchecked and depth == 0:
+        return f"(ltac:(done) : posdef {show(ast(t), False)})"
+    raise Unsupported(f"the positive definiteness of {t} is judged by the kernel in a way the export does not "
+                      "model")
+
+
+def _psd(t, facts: _Facts, depth: int = 0) -> str:
+    """A Coq proof of `psd t` (xᵀAx ≥ 0): BᵀB (`psd_gram`), or M with an equation N = F M Fᵀ, F invertible and
+    N positive semidefinite (`psd_congr`), as the kernel judges Λ from XᵀX = VΛVᵀ."""
+    t = canon(t)
+    if type(t) is MatMul and factors_of(t)[0] == 1:
+        mats = factors_of(t)[1]
+        if len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) and type(mats[0]) is Transpose:
+            return f"(psd_gram {show(ast(mats[1]), False)})"
+        if len(mats) == 3 and mats[2] == canon(Transpose(mats[0])):  # F M Fᵀ, any F
+            return f"(psd_congr_t {show(ast(mats[0]), False)} {_psd(mats[1], facts, depth)})"
+    if depth < 3:
+        for lhs, rhs, proof in facts.equations:
+            for other, product, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+                if type(product) is not MatMul or factors_of(product)[0] != 1:
+                    continue
+                mats = factors_of(product)[1]
+                if len(mats) == 3 and mats[1] == t and mats[2] == canon(Transpose(mats[0])) \
+                        and mats[0].shape[0] == mats[0].shape[1]:
+                    try:
+                        return f"(psd_congr {p} {_unit(mats[0], facts)} {_psd(other, facts, depth + 1)})"
+                    except Unsupported:
+                        continue
+    raise Unsupported(f"the positive semidefiniteness of {t} is judged by the kernel in a way the export does "
+                      "not model")
+
+
+def _diag(t, facts: _Facts) -> str:
+    """A Coq proof of `is_diag_mx t`: a hypothesis, c I, a sum of diagonal matrices."""
+    t = canon(t)
+    if t in facts.diag:
+        return facts.diag[t]
+    coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
+    if len(mats) == 1 and type(mats[0]) is Identity and coeff != 1:
+        return f"(@diag_scalar R {_dim(t.shape[0])} {_scalar(coeff)})"
+    if type(t) is MatAdd:
+        proof = _diag(t.args[0], facts)
+        for a in t.args[1:]:
+            proof = f"(diag_add {proof} {_diag(a, facts)})"
+        return proof
+    if facts.unchecked:
+        return f"(ltac:(done) : is_diag_mx {show(ast(t), False)})"
+    raise Unsupported(f"that {t} is diagonal is judged by the kernel in a way the export does not model")
 
 
 def _sym(t, facts: _Facts) -> str:
@@ -380,7 +525,7 @@ def _symbols(terms, scalars: dict | None = None):
         for node in sympy.preorder_traversal(term):
             if type(node) is MatrixSymbol:
                 mats[node.name] = node
-            if isinstance(node, sympy.Symbol) and node.assumptions0.get("integer"):
+            if isinstance(node, sympy.Symbol) and node.assumptions0.get("integer") and not _is_index(node):
                 dims.add(node.name)
             if isinstance(node, sympy.Symbol) and not node.assumptions0.get("integer") \
                     and not isinstance(node, sympy.Dummy):
@@ -414,6 +559,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         coeff, ms = factors_of(sub.args[0])
         if coeff == 1:
             out.append((mul([Transpose(m) for m in reversed(ms)]), "ltac:(by rewrite ?trmx_mul ?mulmxA)"))
+        else:  # (c A B)ᵀ = c Bᵀ Aᵀ: the coefficient out of the transpose (trmx is linear)
+            out.append((mul(coeff, [Transpose(m) for m in reversed(ms)]),
+                        f"ltac:(by rewrite ?linearN ?linearZ /= ?trmx_mul; {_NORM_SCALARS})"))
     elif rule == "transpose_transpose" and type(sub) is Transpose and type(sub.args[0]) is Transpose:
         out.append((sub.args[0].args[0], f"trmxK {show(ast(sub.args[0].args[0]), False)}"))
     elif rule == "transpose_inverse" and type(sub) is Transpose and type(sub.args[0]) is Inverse:
@@ -438,8 +586,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                         for j in range(len(ms) - 1, 0, -1)]
             proof = rewrites[0][1:-1] if len(ms) == 2 else f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"
             out.append((mul([Inverse(m) for m in reversed(ms)]), proof))
-    elif rule == "zero_mul" and mats is not None and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in mats):
-        out.append((ZeroMatrix(*sub.shape), "ltac:(by rewrite ?mulmx0 ?mul0mx)"))
+    elif rule == "zero_mul" and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in factors_of(sub)[1]):
+        tactic = "?mulmx0 ?mul0mx" if mats is not None else "?mulmx0 ?mul0mx ?oppr0 ?scaler0"  # c A 0 = 0 too
+        out.append((ZeroMatrix(*sub.shape), f"ltac:(by rewrite {tactic})"))
     elif rule == "zero_add" and type(sub) is MatAdd and any(type(a) is ZeroMatrix for a in sub.args):
         keep = [a for a in sub.args if type(a) is not ZeroMatrix]
         tree = ("add", [ast(a) for a in keep]) if len(keep) > 1 else ast(keep[0] if keep else ZeroMatrix(*sub.shape))
@@ -461,8 +610,8 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     elif rule == "power_combine" and mats and len(mats) == 2:
         (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
         b = canon(b1)
-        if b == canon(b2) and b in facts.pd and b in facts.diag:
-            hd, hp, bt = facts.diag[b], facts.pd[b], show(ast(b1), False)
+        if b == canon(b2):
+            hd, hp, bt = _diag(b, facts), _pd(b, facts), show(ast(b1), False)
             result = power(b1, e1 + e2)
 
             def as_pow(m, e):
@@ -480,10 +629,36 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             proof = (f"@pow_combine R _ {bt} _ _ _ {_int(j)} {_int(k)} {_int(j + k)} {hp} erefl "
                      f"{as_pow(mats[0], e1)} {as_pow(mats[1], e2)} {as_pow(result, e1 + e2)}")
             out.append((result, proof))
+    elif rule == "block_transpose" and type(sub) is Transpose and type(sub.args[0]) is BlockMatrix:
+        grid = blocks_of(sub.args[0])
+        result = block([[Transpose(grid[i][j]) for i in range(len(grid))] for j in range(len(grid[0]))])
+        out.append((result, "ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx)"))
+    elif rule == "block_add" and type(sub) is MatAdd and len(sub.args) == 2 \
+            and all(type(a) is BlockMatrix for a in sub.args):  # [Aᵢⱼ] + [Bᵢⱼ] = [Aᵢⱼ + Bᵢⱼ], one partition
+        g1, g2 = blocks_of(sub.args[0]), blocks_of(sub.args[1])
+        same = len(g1) == len(g2) and len(g1[0]) == len(g2[0]) and all(
+            a.shape == b.shape for r1, r2 in zip(g1, g2, strict=True) for a, b in zip(r1, r2, strict=True))
+        if same and len(g1) * len(g1[0]) > 1:
+            result = block([[add([a, b]) for a, b in zip(r1, r2, strict=True)] for r1, r2 in zip(g1, g2, strict=True)])
+            tree = ("block", len(g1), len(g1[0]), [("add", [ast(a), ast(b)]) for r1, r2 in zip(g1, g2, strict=True)
+                                                    for a, b in zip(r1, r2, strict=True)])
+            out.append((result, "ltac:(by rewrite ?add_row_mx ?add_col_mx ?add_block_mx)", tree))
+    elif rule == "block_single" and type(sub) is BlockMatrix and sub.blockshape == (1, 1):
+        out.append((blocks_of(sub)[0][0], "erefl"))  # [A] is A in Coq
+    elif rule == "block_multiply" and mats and len(mats) == 2 and any(type(m) is BlockMatrix for m in mats):
+        out += _block_product(*mats, facts.norm)
+    elif rule == "block_inverse_diagonal" and type(sub) is Inverse and type(sub.args[0]) is BlockMatrix \
+            and sub.args[0].blockshape == (2, 2):
+        (a, b), (c, d) = blocks_of(sub.args[0])
+        if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] \
+                and d.shape[0] == d.shape[1]:
+            out.append((block([[Inverse(a), b], [c, Inverse(d)]]),
+                        f"inverse_block_diag {_unit(a, facts)} {_unit(d, facts)}"))
     elif ":" in rule:
         kind, name = rule.split(":", 1)
-        table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas}.get(kind)
-        if kind == "thm":
+        table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas, "base": lemmas,
+                 "step": lemmas}.get(kind)
+        if kind in ("thm", "base", "step") or (kind == "lemma" and rule in lemmas):
             name = rule
         if (table is None or name not in table) and facts.unchecked:
             return out
@@ -500,7 +675,35 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     return out
 
 
-_SUPPORTED_RULES = {"power_combine", "collect",
+# A B of block matrices (a plain matrix is one block): MathComp's lemma by the two grids' shapes
+_BLOCK_PRODUCTS = {((1, 2), (2, 1)): "mul_row_col", ((1, 2), (2, 2)): "mul_row_block",
+                   ((2, 2), (2, 1)): "mul_block_col", ((2, 2), (2, 2)): "mulmx_block",
+                   ((2, 1), (1, 2)): "mul_col_row", ((2, 1), (1, 1)): "mul_col_mx", ((1, 1), (1, 2)): "mul_mx_row",
+                   ((1, 1), (1, 1)): "erefl"}
+
+
+def _block_product(left, right, norm: str = _NORM):
+    """(result, Coq proof, result tree in MathComp's order) of the block product of two conforming grids."""
+    lg, rg = (blocks_of(m) if type(m) is BlockMatrix else [[m]] for m in (left, right))
+    if [row[0].shape[0] for row in rg] != [b.shape[1] for b in lg[0]]:
+        return []
+    shapes = ((len(lg), len(lg[0])), (len(rg), len(rg[0])))
+    lemma = _BLOCK_PRODUCTS.get(shapes)
+    if lemma is None:
+        return []
+    grid = [[add([mul(lg[i][k], rg[k][j]) for k in range(len(rg))]) for j in range(len(rg[0]))]
+            for i in range(len(lg))]
+    trees = [[("add", [ast(mul(lg[i][k], rg[k][j])) for k in range(len(rg))]) if len(rg) > 1
+              else ast(mul(lg[i][0], rg[0][j])) for j in range(len(rg[0]))] for i in range(len(lg))]
+    result = block(grid)
+    tree = trees[0][0] if len(trees) == 1 and len(trees[0]) == 1 else \
+        ("block", len(trees), len(trees[0]), [t for row in trees for t in row])
+    args = " ".join(show(ast(b), False) for g in (lg, rg) for row in g for b in row)
+    return [(result, "erefl" if lemma == "erefl" else f"ltac:(by rewrite ({lemma} {args}); {norm})", tree)]
+
+
+_SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", "block_single", "block_multiply",
+                    "block_inverse_diagonal",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
                     "inverse_product", "zero_mul", "zero_add", "distribute"}
@@ -528,6 +731,8 @@ def _key(a):
         return (a[0], _key(a[1]))
     if a[0] == "pow":
         return (a[0], _key(a[1]), a[2])
+    if a[0] == "block":
+        return (a[0], a[1], a[2], tuple(_key(c) for c in a[3]))
     if a[0] == "scale":
         return (a[0], a[1], _key(a[2]))
     return a
@@ -547,9 +752,9 @@ def _permutations(t1, t2, used: dict) -> list[str] | None:
         return _permutations(t1[1], t2[1], used)
     if kind == "scale":
         return _permutations(t1[2], t2[2], used)
-    if kind == "mul":
+    if kind in ("mul", "block"):
         out = []
-        for c1, c2 in zip(t1[1], t2[1], strict=True):
+        for c1, c2 in zip(t1[-1], t2[-1], strict=True):
             out += _permutations(c1, c2, used)
         return out
     # a sum: match each term of t2 to a term of t1, reorder inside the terms, then the terms
@@ -567,16 +772,43 @@ def _permutations(t1, t2, used: dict) -> list[str] | None:
         terms = [None] * n
         for j, i in enumerate(order):
             terms[i] = t2[1][j]
-        out.append(f"({name} " + " ".join(f"({show(c)})" for c in terms) + ")")
+        out.append(f"({name} " + " ".join(f"({show(_as_normalized(c))})" for c in terms) + ")")
     return out
+
+
+# the definitions of the theorem exported now (name -> flat tree of the right-hand side)
+_DEF_TREES: dict = {}
+
+
+def _as_normalized(a):
+    """The flat tree as `rewrite ?mulmxA ?addrA` leaves it: a definition that is a product (a sum) standing as a
+    factor (a term) after the first is unfolded by the rewrite's matching, so it is spliced in here too."""
+    if a[0] in ("mul", "add"):
+        out = []
+        for i, c in enumerate(a[1]):
+            c = _as_normalized(c)
+            if i and c[0] == "sym" and c[1] in _DEF_TREES and _DEF_TREES[c[1]][0] == a[0]:
+                out += _as_normalized(_DEF_TREES[c[1]])[1]
+            else:
+                out.append(c)
+        return (a[0], out)
+    if a[0] in ("tr", "inv"):
+        return (a[0], _as_normalized(a[1]))
+    if a[0] == "pow":
+        return (a[0], _as_normalized(a[1]), a[2])
+    if a[0] == "scale":
+        return (a[0], a[1], _as_normalized(a[2]))
+    if a[0] == "block":
+        return (a[0], a[1], a[2], [_as_normalized(c) for c in a[3]])
+    return a
 
 
 def _perm_lemma(name: str, order: list[int]) -> str:
     n = len(order)
     xs = [f"x{i}" for i in range(n)]
-    return (f"Lemma {name} (V : zmodType) ({' '.join(xs)} : V) : {' + '.join(xs)} = "
+    return (f"Lemma {name} (V_ : zmodType) ({' '.join(xs)} : V_) : {' + '.join(xs)} = "
             f"{' + '.join(xs[i] for i in order)}.\nProof.\n"
-            f"have h := @sum_perm V [:: {'; '.join(xs)}] [:: {'; '.join(map(str, range(n)))}]%N "
+            f"have h := @sum_perm V_ [:: {'; '.join(xs)}] [:: {'; '.join(map(str, range(n)))}]%N "
             f"[:: {'; '.join(map(str, order))}]%N isT.\n"
             "by rewrite !big_cons big_nil /= !addr0 ?addrA in h.\nQed.\n")
 
@@ -651,6 +883,34 @@ def _instance(h, instance):
     return inst(h.lhs), inst(h.rhs), f"(@{_ident(h.name)} {' '.join(args)})"
 
 
+# the families (name -> Family) and the lemmas by induction (name -> (variable, lhs, rhs)) of the theorem
+# exported now
+_FAMILIES: dict = {}
+_INDUCTIVE: dict = {}
+
+
+def _recurrence(step):
+    """(lhs, rhs, Coq proof) of a ``base:F`` step (F[0] = base), a ``step:F`` step (F[e + 1] = step at e), both
+    `erefl` of the Fixpoint F, or of a ``lemma:NAME`` step citing a lemma by induction (at an instance)."""
+    kind, name = step.rule.split(":", 1)
+    given = dict(step.instance or ())
+    if kind == "lemma":
+        v, lhs, rhs = _INDUCTIVE[name]
+        e = given.get(v, v)
+        return canon(lhs.xreplace({v: e})), canon(rhs.xreplace({v: e})), f"({_ident(name)} {_index(e)})"
+    f = _FAMILIES.get(name)
+    if f is None or f.base is None:
+        raise Unsupported(f"the rule {step.rule} is not of a family defined by a recurrence")
+    if kind == "base":
+        member = FamilyMatrix(f.name, 0, *[d.xreplace({f.index: 0}) for d in (f.rows, f.cols)])
+        return member, canon(f.base.xreplace({f.index: 0})), "erefl"
+    e = given.get(f.index)
+    if e is None:
+        raise Unsupported(f"step {step.rule} without its index")
+    member = FamilyMatrix(f.name, e + 1, *[d.xreplace({f.index: e + 1}) for d in (f.rows, f.cols)])
+    return member, canon(f.step.xreplace({f.index: e})), "erefl"
+
+
 def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, cite=None) -> str:
     exprs = [canon(lhs)] + [canon(s.expr) for s in steps]
     parts, names = [], []
@@ -667,6 +927,9 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
             parts.append(_step_lemma(name, exprs[k - 1], exprs[k], step.rule, here, table, defs))
             names.append(name)
             continue
+        elif step.rule.startswith(("base:", "step:")) or (step.rule.startswith("lemma:")
+                                                           and step.rule[6:] in _INDUCTIVE):
+            table = {**lemmas, step.rule: _recurrence(step)}
         elif step.instance:
             raise Unsupported(f"step {k} instantiates a rule (instances are not exported)")
         name = f"{prefix}_s{k}"
@@ -686,7 +949,8 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
     for n in reversed(names):
         proof = f"(etrans {n} {proof})"
     claim = f"{show(ast(lhs))} = {show(ast(rhs))}"
-    parts.append(f"{title} {statement_name} : {claim}.\nProof{' using All' if title == 'Theorem' else ''}.\n"
+    keep = title == "Theorem" or statement_name.endswith("_step")  # every hypothesis kept (the IH too)
+    parts.append(f"{title} {statement_name} : {claim}.\nProof{' using All' if keep else ''}.\n"
                  f"have e0_ : {show(ast(lhs))} = {show(ast(exprs[0]))} by {facts.norm}{r0}.\n"
                  f"have e1_ : {show(ast(exprs[-1]))} = {show(ast(rhs))} by {facts.norm}{r1}.\n"
                  f"exact: (etrans e0_ {proof}).\nQed.\n")
@@ -703,9 +967,9 @@ def _parameters(proof, scalars: dict | None = None):
         terms += [h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs]
     for d in proof.definitions:
         terms += [d.symbol, d.rhs]
+    for f in proof.families:
+        terms += [t for t in (f.base, f.step) if t is not None]
     for lem in proof.lemmas:
-        if not hasattr(lem, "steps") or not hasattr(lem, "lhs"):
-            raise Unsupported("a lemma by induction is not exported")
         terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
         for h in lem.hypotheses:
             if not h.forall:  # a quantified hypothesis binds its own symbols
@@ -745,10 +1009,7 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
             elif pred == "symmetric":
                 args.append(_sym(subject, facts))
             elif pred in ("positive_definite", "diagonal"):
-                table = facts.diag if pred == "diagonal" else facts.pd
-                if subject not in table:
-                    raise Unsupported(f"cites {proof.theorem}: {pred} of {subject} is not a hypothesis here")
-                args.append(table[subject])
+                args.append(_diag(subject, facts) if pred == "diagonal" else _pd(subject, facts))
             else:
                 raise Unsupported(f"the predicate {pred} is not exported")
             continue
@@ -801,23 +1062,35 @@ def _check_powers(proof, facts: _Facts) -> None:
         for node in sympy.preorder_traversal(term):
             if type(node) is MatPow:
                 base = canon(node.args[0])
-                if base not in facts.pd or base not in facts.diag:
-                    raise Unsupported(f"the power {node.args[1]} of {base}, which is not a diagonal positive "
-                                      "definite hypothesis (only those powers are exported: entrywise)")
+                try:
+                    _diag(base, facts)
+                    _pd(base, facts)
+                except Unsupported as e:
+                    raise Unsupported(f"the power {node.args[1]} of {base}, which is not shown diagonal and "
+                                      f"positive definite as the export models it ({e})") from None
 
 
 def _defined(tid: str, proof, facts: _Facts) -> str:
     """The claim is defined: every inverse in it is of an invertible matrix (``invmx`` is total in MathComp,
-    so this is a statement of its own), every rational power of a positive definite one."""
-    inverses, powers = [], []
+    so this is a statement of its own), every rational power of a positive definite one; a power in a definition,
+    of a matrix that is not diagonal and positive definite by hypothesis, is of a diagonal positive definite one
+    (so `mpow` is its power)."""
+    inverses, powers, judged = [], [], []
     for side in (proof.claim.lhs, proof.claim.rhs):
         for node in sympy.preorder_traversal(canon(side)):
             if type(node) is Inverse and node.args[0] not in inverses:
                 inverses.append(node.args[0])
             if type(node) is MatPow and canon(node.args[0]) not in powers:
                 powers.append(canon(node.args[0]))
+    for d in proof.definitions:  # a power in a definition of a matrix not diagonal positive definite by hypothesis
+        for node in sympy.preorder_traversal(canon(d.rhs)):
+            base = canon(node.args[0]) if type(node) is MatPow else None
+            if base is not None and (base not in facts.pd or base not in facts.diag) and base not in powers:
+                powers.append(base)
+                judged.append(base)
     facts_ = [(f"{show(ast(m))} \\in unitmx", _unit(m, facts)) for m in inverses]
-    facts_ += [(f"posdef {show(ast(m), False)}", facts.pd[m]) for m in powers]
+    facts_ += [(f"is_diag_mx {show(ast(m), False)}", _diag(m, facts)) for m in judged]
+    facts_ += [(f"posdef {show(ast(m), False)}", _pd(m, facts)) for m in powers]
     if not facts_:
         return (f"(* The claim has no inverse and no power: it is defined for all matrices. *)\n"
                 f"Lemma {tid}_defined : True.\nProof. exact: I. Qed.\n")
@@ -828,13 +1101,42 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
     return f"Lemma {tid}_defined : {props}.\nProof. exact: {term}. Qed.\n"
 
 
+def _family(f) -> str:
+    """A family: free data `Variable x : nat -> 'M[R]_(r, c)`, or a recurrence as a Fixpoint on its index."""
+    if f.index in f.rows.free_symbols | f.cols.free_symbols:
+        raise Unsupported(f"the family {f.name} has members of a size that depends on the index (not exported)")
+    fn, iv = _ident(f.name), _ident(f.index.name)
+    if f.base is None:
+        return f"Variable {fn} : nat -> {_mtype(f.rows, f.cols)}."
+    return (f"Fixpoint {fn} ({iv} : nat) {{struct {iv}}} : {_mtype(f.rows, f.cols)} :=\n"
+            f"  match {iv} with 0 => {show(ast(canon(f.base)))} | {iv}.+1 => {show(ast(canon(f.step)))} end.")
+
+
+def _induction(lem, facts: _Facts, lemmas: dict, defs: dict, unchecked: bool, cite) -> str:
+    """A lemma by induction: the base chain (at 0), the step chain (at v + 1, from the hypothesis IH at v, in a
+    section of its own), and the lemma for every v by `elim`."""
+    ln, v = _ident(lem.name), lem.variable
+    vn = _ident(v.name)
+    at = {k: (canon(lem.lhs.xreplace({v: k})), canon(lem.rhs.xreplace({v: k}))) for k in (0, v + 1)}
+    base = _chain(f"{ln}_base", *at[0], lem.base, facts, lemmas, defs, "Lemma", f"{ln}_base", cite)
+    local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
+                   unchecked, facts.positive, facts.norm, {})
+    ih = (canon(lem.lhs), canon(lem.rhs), "IH")
+    local.equations_by_name = {**facts.equations_by_name, "IH": ih}
+    local.equations.append(ih)
+    step = _chain(f"{ln}_step", *at[v + 1], lem.step, local, lemmas, defs, "Lemma", f"{ln}_step", cite)
+    claim = f"{show(ast(canon(lem.lhs)))} = {show(ast(canon(lem.rhs)))}"
+    return "\n".join([base, f"Section {ln}_induction.", f"Variable {vn} : nat.", f"Hypothesis IH : {claim}.", step,
+                      f"End {ln}_induction.", "",
+                      f"Lemma {ln} ({vn} : nat) : {claim}.",
+                      f"Proof. elim: {vn} => [|{vn} IH]; [exact: {ln}_base | exact: (@{ln}_step {vn} IH)]. Qed.", ""])
+
+
 def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = None) -> str:
     """The Coq file of one certificate (JSON data), or Unsupported with the reason.
 
     ``exported``: the certificates (JSON data) of the theorems already exported, by id, which it may cite.
     """
-    if data.get("families"):
-        raise Unsupported("families of matrices and induction are not exported")
     exported = exported or {}
     cited = [c.get("theorem") for c in data.get("cites", [])]
     for cid in cited:
@@ -842,6 +1144,19 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             raise Unsupported(f"cites {cid}, which is not exported")
     proof = proof_from_data({**data, "cites": []})
     tid = _ident(proof.theorem)
+    terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
+    terms += [t for h in proof.hypotheses for t in ([h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs])]
+    terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
+    for lem in proof.lemmas:
+        terms += [lem.lhs, lem.rhs, *[s.expr for s in getattr(lem, "steps", [])]]
+    terms += [t for f in proof.families for t in (f.base, f.step) if t is not None]
+    _FAMILIES.clear()
+    _FAMILIES.update({f.name: f for f in proof.families})
+    _INDUCTIVE.clear()
+    _DIM_ORDER.clear()
+    _DIM_ORDER.update(_partitions(terms))
+    _DEF_TREES.clear()
+    _DEF_TREES.update({_ident(d.symbol.name): flat(ast(canon(d.rhs))) for d in proof.definitions})
     scalars: dict = {}
     dims, mats = _parameters(proof, scalars)
     header = _HEADER + "".join(f"From OLS Require Import {_ident(c)}.\n" for c in cited)
@@ -905,10 +1220,15 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         dn = _ident(d.symbol.name)
         out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {show(ast(d.rhs))}.")
         defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {show(ast(d.rhs))})")
+    out += [_family(f) for f in proof.families]
     out.append("")
     lemmas: dict = {}
     for lem in proof.lemmas:
         ln = _ident(lem.name)
+        if isinstance(lem, Induction):
+            out.append(_induction(lem, facts, lemmas, defs, unchecked, cite))
+            _INDUCTIVE[lem.name] = (lem.variable, canon(lem.lhs), canon(lem.rhs))
+            continue
         local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
                        unchecked, facts.positive, facts.norm, {})
         local.equations_by_name = dict(facts.equations_by_name)
@@ -933,6 +1253,10 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         if not lem.hypotheses:
             lemmas[lem.name] = (canon(lem.lhs), canon(lem.rhs), ln)
             facts.equations.append(lemmas[lem.name])
+    free = sorted({n.name for side in (proof.claim.lhs, proof.claim.rhs) for n in sympy.preorder_traversal(side)
+                   if _is_index(n)})
+    if free:  # the claim holds for every index: the theorem's arguments
+        out.append("Variables " + " ".join(_ident(v) for v in free) + " : nat.")
     out.append(_chain(f"{tid}", proof.claim.lhs, proof.claim.rhs, proof.claim.steps, facts, lemmas, defs,
                       "Theorem", tid, cite))
     out.append(_defined(tid, proof, facts))

@@ -224,9 +224,9 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, n) => X_q *m W_Q *m Z_
 exact: (esym e_).
 Qed.
 
-Lemma perm_2_1_0_preconditioned_gd (V : zmodType) (x0 x1 : V) : x0 + x1 = x1 + x0.
+Lemma perm_2_1_0_preconditioned_gd (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
 Proof.
-have h := @sum_perm V [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
 by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
 Qed.
 

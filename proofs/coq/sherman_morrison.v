@@ -54,9 +54,9 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => u *m v^T *m (inv
 exact: (esym e_).
 Qed.
 
-Lemma perm_4_0_2_1_3_cross_s5 (V : zmodType) (x0 x1 x2 x3 : V) : x0 + x1 + x2 + x3 = x0 + x2 + x1 + x3.
+Lemma perm_4_0_2_1_3_cross_s5 (V_ : zmodType) (x0 x1 x2 x3 : V_) : x0 + x1 + x2 + x3 = x0 + x2 + x1 + x3.
 Proof.
-have h := @sum_perm V [:: x0; x1; x2; x3] [:: 0; 1; 2; 3]%N [:: 0; 2; 1; 3]%N isT.
+have h := @sum_perm V_ [:: x0; x1; x2; x3] [:: 0; 1; 2; 3]%N [:: 0; 2; 1; 3]%N isT.
 by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
 Qed.
 
@@ -78,9 +78,9 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, 1) => u *m v^T *m (inv
 exact: e_.
 Qed.
 
-Lemma perm_4_1_2_0_3_cross_s7 (V : zmodType) (x0 x1 x2 x3 : V) : x0 + x1 + x2 + x3 = x1 + x2 + x0 + x3.
+Lemma perm_4_1_2_0_3_cross_s7 (V_ : zmodType) (x0 x1 x2 x3 : V_) : x0 + x1 + x2 + x3 = x1 + x2 + x0 + x3.
 Proof.
-have h := @sum_perm V [:: x0; x1; x2; x3] [:: 0; 1; 2; 3]%N [:: 1; 2; 0; 3]%N isT.
+have h := @sum_perm V_ [:: x0; x1; x2; x3] [:: 0; 1; 2; 3]%N [:: 1; 2; 0; 3]%N isT.
 by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
 Qed.
 
@@ -111,9 +111,9 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => u *m v^T *m (- (
 exact: (esym e_).
 Qed.
 
-Lemma perm_3_1_2_0_cross_s10 (V : zmodType) (x0 x1 x2 : V) : x0 + x1 + x2 = x1 + x2 + x0.
+Lemma perm_3_1_2_0_cross_s10 (V_ : zmodType) (x0 x1 x2 : V_) : x0 + x1 + x2 = x1 + x2 + x0.
 Proof.
-have h := @sum_perm V [:: x0; x1; x2] [:: 0; 1; 2]%N [:: 1; 2; 0]%N isT.
+have h := @sum_perm V_ [:: x0; x1; x2] [:: 0; 1; 2]%N [:: 1; 2; 0]%N isT.
 by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
 Qed.
 
@@ -126,9 +126,9 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ + u *m v^T *m
 exact: (esym e_).
 Qed.
 
-Lemma perm_3_1_2_0_cross_s11 (V : zmodType) (x0 x1 x2 : V) : x0 + x1 + x2 = x1 + x2 + x0.
+Lemma perm_3_1_2_0_cross_s11 (V_ : zmodType) (x0 x1 x2 : V_) : x0 + x1 + x2 = x1 + x2 + x0.
 Proof.
-have h := @sum_perm V [:: x0; x1; x2] [:: 0; 1; 2]%N [:: 1; 2; 0]%N isT.
+have h := @sum_perm V_ [:: x0; x1; x2] [:: 0; 1; 2]%N [:: 1; 2; 0]%N isT.
 by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
 Qed.
 
@@ -141,9 +141,9 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ + u *m v^T *m
 exact: (esym e_).
 Qed.
 
-Lemma perm_2_1_0_cross_s12 (V : zmodType) (x0 x1 : V) : x0 + x1 = x1 + x0.
+Lemma perm_2_1_0_cross_s12 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
 Proof.
-have h := @sum_perm V [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
 by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
 Qed.
 
@@ -199,9 +199,9 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
-Lemma perm_2_1_0_sherman_morrison (V : zmodType) (x0 x1 : V) : x0 + x1 = x1 + x0.
+Lemma perm_2_1_0_sherman_morrison (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
 Proof.
-have h := @sum_perm V [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
 by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
 Qed.
 
