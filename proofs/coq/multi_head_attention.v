@@ -30,12 +30,10 @@ Hypothesis queries_split : X_q = row_mx X_q1 X_q2.
 Hypothesis blocks_orthogonal : X_1^T *m X_2 = (0 : 'M[R]_(p_1, p_2)).
 Hypothesis gram_1_spectral : X_1^T *m X_1 = V_1 *m Lambda_1 *m V_1^T.
 Hypothesis V_1_orthonormal_columns : V_1^T *m V_1 = (1%:M : 'M[R]_(p_1)).
-Hypothesis V_1_orthonormal_rows : V_1 *m V_1^T = (1%:M : 'M[R]_(p_1)).
 Hypothesis Lambda_1_diagonal : is_diag_mx Lambda_1.
 Hypothesis Lambda_1_positive : posdef Lambda_1.
 Hypothesis gram_2_spectral : X_2^T *m X_2 = V_2 *m Lambda_2 *m V_2^T.
 Hypothesis V_2_orthonormal_columns : V_2^T *m V_2 = (1%:M : 'M[R]_(p_2)).
-Hypothesis V_2_orthonormal_rows : V_2 *m V_2^T = (1%:M : 'M[R]_(p_2)).
 Hypothesis Lambda_2_diagonal : is_diag_mx Lambda_2.
 Hypothesis Lambda_2_positive : posdef Lambda_2.
 Definition L_1 : 'M[R]_(p_1, p_1) := V_1 *m (mpow Lambda_1 (-1)).

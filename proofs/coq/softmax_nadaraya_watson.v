@@ -18,7 +18,6 @@ Variable V : 'M[R]_(n, d).
 Variable c : 'M[R]_(d, 1).
 Variable ones_m : 'M[R]_(m, 1).
 Variable ones_n : 'M[R]_(n, 1).
-Hypothesis D_diagonal : is_diag_mx D.
 Hypothesis D_positive : posdef D.
 Hypothesis row_sums : D *m ones_m = E *m ones_n.
 Definition A : 'M[R]_(m, n) := (invmx D) *m E.

@@ -22,7 +22,6 @@ Hypothesis W_diagonal : is_diag_mx W.
 Hypothesis W_positive : posdef W.
 Hypothesis weighted_gram_spectral : X^T *m W *m X = V *m Lambda_W *m V^T.
 Hypothesis V_orthonormal_columns : V^T *m V = (1%:M : 'M[R]_(p)).
-Hypothesis V_orthonormal_rows : V *m V^T = (1%:M : 'M[R]_(p)).
 Hypothesis Lambda_W_diagonal : is_diag_mx Lambda_W.
 Hypothesis Lambda_W_positive : posdef Lambda_W.
 Definition L_W : 'M[R]_(p, p) := V *m (mpow Lambda_W (-1)).
