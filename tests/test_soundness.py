@@ -503,7 +503,7 @@ def instance_mutants(theorem_id: str) -> list[Mutant]:
                         put(f"{var} := {new}", at(new))
         values = [v for _, v in pairs]
         rotated = [(var, values[(k + 1) % len(values)]) for k, (var, _) in enumerate(pairs)]
-        if any(not same_term(new, old) for (_, new), (_, old) in zip(rotated, pairs, strict=True)):
+        if any(new != old and not same_term(new, old) for (_, new), (_, old) in zip(rotated, pairs, strict=True)):
             put("values rotated", rotated)  # one pair, or equal values, rotate to the same instance: no mutant
     return out
 

