@@ -697,15 +697,15 @@ def test_mutant_classes_are_large():
 
 def _ols_only_if_with(instance) -> Proof:
     proof = proof_of("preconditioned_gd")
-    ci, si, step = instance_sites(proof)[0]
-    steps = list(chains(proof)[ci].steps)
+    ci, part, si, step = instance_sites(proof)[0]
+    steps = list(getattr(chains(proof)[ci], part))
     steps[si] = dataclasses.replace(step, instance=tuple(instance))
-    return with_steps(proof, ci, steps)
+    return with_steps(proof, ci, steps, part)
 
 
 def test_forall_hypothesis_needs_its_instance():
     proof = proof_of("preconditioned_gd")
-    _, _, step = instance_sites(proof)[0]
+    _, _, _, step = instance_sites(proof)[0]
     assert outcome(_ols_only_if_with(step.instance)) is not None
     with pytest.raises(ProofError, match="instantiate"):
         check(_ols_only_if_with(()))
@@ -851,7 +851,7 @@ def test_kernel_bug_non_dimension_instance_raises_a_bare_valueerror(value: Basic
     no free symbols through as a "dimension", and SymPy then fails building MatrixSymbol(A, 1/2, p).
     """
     proof = proof_of("preconditioned_gd")
-    _, _, step = instance_sites(proof)[0]
+    _, _, _, step = instance_sites(proof)[0]
     dim = next(v for v, _ in step.instance if isinstance(v, Symbol))
     instance = [(v, value if v == dim else t) for v, t in step.instance]
     with pytest.raises(ProofError):
