@@ -695,6 +695,12 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
     def symbolic(chain: Chain, induction: Induction | None, rng: random.Random, shape: Mapping[str, int]) -> _Ctx:
         nonlocal parameters
         dry, kinds, shape = _dry_run(proof, table, sampler, shape, chain, seed)
+        if dry.unmet:  # the sampler could not meet a requirement: judge the hypotheses on the numbers first,
+            # which says "cannot sample" at once where the symbolic test (determinants of rational functions)
+            # could take minutes to find the same
+            hyps = (*proof.hypotheses, *(chain.hypotheses if induction is None else ()))
+            _sampled_context(proof, table, dry, _RationalArith(), chain.name, hyps, random.Random(seed), _Tally(),
+                             _scalar_values(table, random.Random(f"{seed}/scalars/0")))
         key = _fingerprint(dry, kinds)
         scratch = _Tally()
         ctx = groups.get(key)

@@ -1302,6 +1302,7 @@ def generic_sampler(proof: Proof, hints: Mapping[Any, Any] | None = None) -> Sam
         if key in plans:
             return plans[key]
         hyps = (*proof.hypotheses, *(chains[chain].hypotheses if chain in chains else ()))
+        start = dict(dims)
         for _ in range(4 * len(dims) + 4):
             values = {dim_symbols[n]: v for n, v in dims.items() if n in dim_symbols}
             members = {m: _member_symbol(table.families[m[0]], m[1]) for m in _needed_members(proof, table, values)}
@@ -1321,8 +1322,9 @@ def generic_sampler(proof: Proof, hints: Mapping[Any, Any] | None = None) -> Sam
                                    hypothesis=exc.hypothesis or None, dims=dims) from None
             plans[key] = planner, {str(sym.name): m for m, sym in members.items()}
             return plans[key]
-        raise WitnessError("cannot sample: the dimensions the hypotheses need do not settle", proof.theorem, chain,
-                           dims=dims)
+        grown = ", ".join(f"{name} = {value}" for name, value in dims.items() if start.get(name) != value)
+        raise WitnessError(f"cannot sample: the dimensions the hypotheses need do not settle (grown to {grown})",
+                           proof.theorem, chain, dims=start)  # the dimensions this attempt started from
 
     def sampler(src: Source, shape: Mapping[str, int], chain: str) -> Sample:
         planner, members = plan_for(shape, chain)
