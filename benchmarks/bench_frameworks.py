@@ -2,8 +2,11 @@
 
 Batches of prompts (B problems of n × p, float64), Gaussian and uncentred (an intercept column and features of
 mean 50): ``ols_attention_xp.py`` jitted in JAX against ``jax.jit(jax.vmap(jnp.linalg.lstsq))`` and a jitted
-Cholesky solve (``cho_factor``/``cho_solve`` of XᵀX); in PyTorch (one thread: ``torch.set_num_threads(1)``)
-against ``torch.linalg.lstsq`` and ``torch.linalg.cholesky`` + ``torch.cholesky_solve``. Beside every time, the
+Cholesky solve (``cho_factor``/``cho_solve`` of XᵀX); in PyTorch (one thread: ``torch.set_num_threads(1)``, and
+the NumPy module's numerics and NumPy's BLAS on one thread too) against ``torch.linalg.lstsq`` and
+``torch.linalg.cholesky`` + ``torch.cholesky_solve``: the xp module's default call (route "auto" on CPU tensors
+is the NumPy module's) and its array-API code (``HOST_NUMERICS = False``, what runs traced, differentiated or on
+a GPU), eager JAX likewise. Beside every time, the
 accuracy: the optimality error ‖Xᵀ(Xβ − y)‖ / (‖X‖²‖β‖ + ‖X‖‖y‖) (Frobenius norms, residuals in long double),
 median and maximum over the problems. Then tall data chunked by rows: ``ols_attention_dask.py`` against
 ``dask.array.linalg.lstsq``, with each run's peak resident memory (a fresh process per run).
@@ -84,6 +87,7 @@ def bench_jax(ox, kinds, B, n, p, repeats):
     jax.config.update("jax_enable_x64", True)
     ours = jax.jit(lambda X, y: ox.coefficients(X, y))
     once = jax.jit(lambda X, y: ox.coefficients(X, y, refine=1))
+    eager = ox.coefficients  # not traced: route "auto" on the CPU is the NumPy module's
     lstsq = jax.jit(jax.vmap(lambda X, y: jnp.linalg.lstsq(X, y)[0]))
     chol = jax.jit(jax.vmap(lambda X, y: cho_solve(cho_factor(X.T @ X, lower=True), X.T @ y)))
     rows = []
@@ -91,18 +95,38 @@ def bench_jax(ox, kinds, B, n, p, repeats):
         X, y = problems(kind, B, n, p)
         jX, jy = jnp.asarray(X), jnp.asarray(y)
         for name, f in (("xp module (jit)", ours), ("xp module, refine=1 (jit)", once), ("jit(vmap(lstsq))", lstsq),
-                        ("jit(vmap(cho_solve))", chol)):
+                        ("jit(vmap(cho_solve))", chol), ("xp module, eager (CPU: the NumPy module's auto)", eager)):
             seconds = best_time(lambda f=f, a=jX, b=jy: f(a, b).block_until_ready(), repeats)
             rows.append({"framework": "jax", "data": kind, "solver": name, "ms": 1e3 * seconds,
                          "optimality": optimality(X, y, np.asarray(f(jX, jy)))})
     return rows
 
 
+def array_code(f):
+    """``f`` with the xp module's array-API code on CPU arrays too (``HOST_NUMERICS = False``)."""
+
+    def run(*args, **keywords):
+        ox = sys.modules["ols_attention_xp"]
+        ox.HOST_NUMERICS = False
+        try:
+            return f(*args, **keywords)
+        finally:
+            ox.HOST_NUMERICS = True
+
+    return run
+
+
 def bench_torch(ox, kinds, B, n, p, repeats):
+    import os
+
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)
+    os.environ["OLS_ATTENTION_NUM_THREADS"] = "1"  # the NumPy module's numerics on one thread too
+    limits = threadpool_limits(1)  # and NumPy's BLAS
     ours = lambda X, y: ox.coefficients(X, y)  # noqa: E731
+    arrays = array_code(ours)
     once = lambda X, y: ox.coefficients(X, y, refine=1)  # noqa: E731
     lstsq = lambda X, y: torch.linalg.lstsq(X, y[..., None]).solution[..., 0]  # noqa: E731
 
@@ -115,12 +139,16 @@ def bench_torch(ox, kinds, B, n, p, repeats):
     for kind in kinds:
         X, y = problems(kind, B, n, p)
         tX, ty = torch.tensor(X), torch.tensor(y)
-        for name, f in (("xp module", ours), ("xp module, refine=1", once), ("xp module (torch.compile)", compiled),
+        for name, f in (("xp module (CPU: the NumPy module's auto)", ours),
+                        ("xp module, array-API code", arrays), ("xp module, refine=1", once),
+                        ("xp module (torch.compile)", compiled),
                         ("xp module, refine=0 (= route 'cholesky')", lambda X, y: ox.coefficients(X, y, refine=0)),
                         ("torch.linalg.lstsq", lstsq), ("cholesky + cholesky_solve", chol)):
             seconds = best_time(lambda f=f, a=tX, b=ty: f(a, b), repeats)
             rows.append({"framework": "torch (1 thread)", "data": kind, "solver": name, "ms": 1e3 * seconds,
                          "optimality": optimality(X, y, f(tX, ty).numpy())})
+    limits.restore_original_limits()
+    os.environ.pop("OLS_ATTENTION_NUM_THREADS")
     return rows
 
 

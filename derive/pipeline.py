@@ -132,6 +132,8 @@ def write_code(records: list[dict], out: Path, backends: Sequence[str]) -> list[
     if missing:
         raise PipelineError(f"code is generated from checked theorems only; not checked: {', '.join(missing)}")
     written = []
+    if "xp" in backends and "numpy" not in backends:  # the xp module runs "auto" on the CPU through it
+        backends = ["numpy", *backends]
     for backend in backends:
         name, generate = BACKENDS[backend]
         try:

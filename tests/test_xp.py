@@ -162,7 +162,8 @@ def test_scaling_keeps_tiny_and_huge_columns(generated):
     (dict(X=np.ones((1, 2)), Y=np.ones(1)), ValueError, "needs n >= p"),
     (dict(X=np.array([[1.0, np.nan], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]])), ValueError, "X contains NaN"),
     (dict(Y=np.array([1.0, np.inf, 0.0, 1.0])), ValueError, "Y contains NaN"),
-    (dict(X=np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0], [4.0, 8.0]])), ValueError, "rank-deficient"),
+    (dict(X=np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0], [4.0, 8.0]]), route="cholesky"), ValueError,
+     "rank-deficient"),  # "auto" on the CPU is the NumPy module's: the minimum-norm solution
     (dict(route="lstsq"), ValueError, "route must be one of"),
 ])
 def test_bad_input_is_named(generated, bad, error, message):
@@ -191,8 +192,10 @@ def test_rank_deficient_svd_gives_the_minimum_norm_solution(generated):
     X, Y, _ = _problems(5, batch=(), uncentred=False)
     X = np.concatenate([X, X[:, :1]], axis=1)  # a repeated column
     _close(ox.coefficients(X, Y, route="svd"), np.linalg.pinv(X) @ Y, 1e-10)
-    with pytest.raises(ValueError, match="rank-deficient"):
-        ox.coefficients(X, Y)
+    _close(ox.coefficients(X, Y), np.linalg.pinv(X) @ Y, 1e-10)  # on the CPU: the NumPy module's "auto"
+    for route in ("auto", "cholesky"):
+        with pytest.raises(ValueError, match="rank-deficient"):
+            ox.coefficients(X, Y, route=route, refine=1)  # the array-API code: no minimum norm
 
 
 # --- JAX --------------------------------------------------------------------------------------
@@ -496,3 +499,119 @@ def test_streaming_and_layers_refuse_what_the_numpy_module_refuses(generated):
         ox.multi_layer_predict(X, y, X, layers=2, step=np.eye(3))
     with pytest.raises(ValueError, match="steps diverge"):
         ox.multi_layer_predict(X, y, X, layers=2000, step=10.0)
+
+
+# --- on the CPU: route "auto" through the NumPy module generated with this one -------------------------
+
+
+class _Spy:
+    """Stands for the NumPy module: records each call of ``coefficients`` and answers with the real one."""
+
+    def __init__(self, real):
+        self.real, self.calls = real, []
+
+    def coefficients(self, X, Y, **keywords):
+        self.calls.append((type(X), X.dtype, keywords))
+        return self.real.coefficients(X, Y, **keywords)
+
+
+@pytest.fixture
+def spy(generated, monkeypatch):
+    _, ox, _ = generated
+    real = ox._host_module()
+    assert real is not None and real.__file__ == str(generated[0] / "ols_attention.py")
+    watcher = _Spy(real)
+    monkeypatch.setattr(ox, "_host_module", lambda: watcher)
+    return watcher
+
+
+@pytest.mark.parametrize("namespace", [name for name, _ in _namespaces() if name != "array_api_strict"])
+def test_cpu_arrays_get_the_numpy_modules_auto_bit_for_bit(generated, namespace):
+    _, ox, oa = generated
+    conv = dict(_namespaces())[namespace]
+    X, Y, Q = _problems(21)
+    w = np.random.default_rng(21).uniform(0.5, 2.0, X.shape[:-1])
+    for given in ({}, {"ridge": 0.5}):
+        beta = ox.coefficients(conv(X), conv(Y), **given)
+        assert type(beta) is type(conv(X)) and np.array_equal(np.asarray(beta), oa.coefficients(X, Y, **given))
+    assert np.array_equal(np.asarray(ox.predict(conv(X), conv(Y), conv(Q))), Q @ oa.coefficients(X, Y))
+    _close(np.asarray(ox.coefficients(conv(X), conv(Y), weights=conv(w))), oa.coefficients(X, Y, weights=w))
+    single = ox.coefficients(conv(X.astype(np.float32)), conv(Y.astype(np.float32)))
+    assert np.asarray(single).dtype == np.float32
+    assert np.array_equal(np.asarray(single), oa.coefficients(X.astype(np.float32), Y.astype(np.float32)))
+    ox.HOST_NUMERICS = False  # the array-API code on the same arrays: the same answer to rounding, other bits
+    try:
+        array_code = np.asarray(ox.coefficients(conv(X), conv(Y)))
+    finally:
+        ox.HOST_NUMERICS = True
+    _close(array_code, oa.coefficients(X, Y))
+    assert not np.array_equal(array_code, oa.coefficients(X, Y))
+
+
+def test_only_concrete_cpu_float_arrays_of_auto_take_the_numpy_module(generated, spy):
+    _, ox, oa = generated
+    X, Y, _ = _problems(22)
+    ox.coefficients(X, Y)
+    assert spy.calls == [(np.ndarray, np.float64, {"ridge": None})]
+    for keywords in ({"route": "cholesky"}, {"route": "svd"}, {"refine": 1}, {"refine": 3},
+                     {"check_finite": False}):
+        _close(ox.coefficients(X, Y, **keywords), oa.coefficients(X, Y), 1e-8)
+    xps = pytest.importorskip("array_api_strict")
+    ox.coefficients(xps.asarray(X), xps.asarray(Y))
+    assert len(spy.calls) == 1
+
+
+def test_traced_or_differentiated_torch_tensors_keep_the_array_code(generated, spy):
+    torch = pytest.importorskip("torch")
+    _, ox, oa = generated
+    X, Y, _ = _problems(23, n=12, p=3, k=1)
+    tX, tY = torch.tensor(X), torch.tensor(Y)
+    x = tX.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: ox.coefficients(x, tY), (x,))
+    gradient = torch.func.grad(lambda x: ox.coefficients(x, tY).sum())(tX)
+    batched = torch.vmap(lambda x, y: ox.coefficients(x, y))(tX, tY)
+    assert spy.calls == []
+    assert gradient.shape == tX.shape and torch.isfinite(gradient).all()
+    _close(batched.numpy(), oa.coefficients(X, Y))
+    ox.coefficients(tX, tY)
+    assert len(spy.calls) == 1
+
+
+def test_traced_jax_arrays_keep_the_array_code(generated, spy, jax64):
+    jax, jnp = jax64, jax64.numpy
+    _, ox, oa = generated
+    X, Y, _ = _problems(24, n=12, p=3, k=1)
+    jX, jY = jnp.asarray(X), jnp.asarray(Y)
+    traced = jax.jit(lambda x, y: ox.coefficients(x, y))(jX, jY)
+    jax.vmap(lambda x, y: ox.coefficients(x, y))(jX, jY)
+    jax.grad(lambda x: ox.coefficients(x, jY).sum())(jX)
+    assert spy.calls == []
+    eager = ox.coefficients(jX, jY)
+    assert len(spy.calls) == 1 and isinstance(eager, jax.Array)
+    _close(np.asarray(traced), np.asarray(eager))
+
+
+def test_an_edited_or_missing_numpy_module_is_not_used(generated, tmp_path):
+    out, _, oa = generated
+    X, Y, _ = _problems(25)
+    for case in ("edited", "missing"):
+        here = tmp_path / case
+        here.mkdir()
+        shutil.copy(out / "ols_attention_xp.py", here)
+        if case == "edited":
+            (here / "ols_attention.py").write_text((out / "ols_attention.py").read_text() + "# edited\n")
+        module = _load(here / "ols_attention_xp.py", f"xp_{case}")
+        assert module.HOST_MODULE_SHA256 and module._host_module() is None
+        beta = module.coefficients(X, Y)
+        _close(beta, oa.coefficients(X, Y))
+        assert not np.array_equal(beta, oa.coefficients(X, Y))
+
+
+def test_codegen_xp_writes_its_numpy_module_too(tmp_path):
+    import hashlib
+
+    assert main(["codegen", "--backend", "xp", "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ols_attention.py", "ols_attention_xp.py"]
+    digest = hashlib.sha256((tmp_path / "ols_attention.py").read_bytes()).hexdigest()
+    assert f'HOST_MODULE_SHA256 = "{digest}"' in (tmp_path / "ols_attention_xp.py").read_text()
+    assert numerics_xp.HOST_MODULE_SHA256 == "" and numerics_xp._host_module() is None

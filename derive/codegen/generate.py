@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import hashlib
 import importlib
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -682,6 +683,10 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
         section += ["", "", "# --- routes of checked theorems, as public functions " + "-" * 45, "", "",
                     "\n\n\n".join(public_functions), "", "",
                     f"__all__ += [{', '.join(repr(d.name) for d in public)}]"]
+    if backend == "xp":  # its CPU engine: the NumPy module of the same theorems, written beside it
+        digest = hashlib.sha256(numpy_module(theorems).encode("utf-8")).hexdigest()
+        section += ["", "", "# --- the NumPy module generated with this one (route 'auto' on the CPU) " + "-" * 26,
+                    "", f'HOST_MODULE_SHA256 = "{digest}"']
     header = _header(title, backend, printed, theorems, required, numerics, docstring, public)
     return "\n".join([header, "", code.rstrip("\n"), "", "", *section]) + "\n"
 

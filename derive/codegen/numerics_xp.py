@@ -39,7 +39,8 @@ Routes (each evaluates a kernel-checked identity on the column-scaled data):
                 module's "auto", which measures κ², refines until β stops moving, solves exactly rounded for small
                 problems and switches to QR or the SVD for hard ones: here κ² eps near or over 1 (cond(X) over about
                 1e7 in float64, 3e3 in float32, once columns are scaled) leaves an inaccurate answer, and a rank-
-                deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there.
+                deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there. On concrete
+                CPU arrays "auto" is the NumPy module's instead (see "On the CPU" below).
     "cholesky"  the same without refinement: error about κ² eps, as the NumPy module's "cholesky".
     "eigh"      X_q L Lᵀ XᵀY with L = VΛ^{-1/2}, XᵀX = VΛVᵀ (ols_is_linear_attention, lemma gram_route);
                 eigenvalues under p·eps·λ_max are dropped (minimum norm, pseudo_inverse). Error about κ² eps.
@@ -49,17 +50,41 @@ Routes (each evaluates a kernel-checked identity on the column-scaled data):
     "qr"        X_q R⁻¹ QᵀY with X = QR (gauge_invariance, lemma qr_route): backward stable; needs full rank.
 The standard has no triangular solve: ``_solve_triangular`` uses the namespace's own where it has one
 (``torch.linalg.solve_triangular``, ``jax.lax.linalg.triangular_solve``) and ``xp.linalg.solve`` otherwise.
+
+On the CPU: route "auto" (with the default ``refine`` and ``check_finite``) on concrete float32/float64 arrays of
+NumPy, PyTorch or JAX in CPU memory is the NumPy module's "auto", bit for bit: ``derive codegen --backend xp``
+writes that module, ``ols_attention.py``, beside this one, and this module runs it only where its SHA-256 is the
+one recorded at this module's end (an edited or foreign file is not run: the array-API code serves). The arrays
+are read in place (``Tensor.numpy()``, ``numpy.asarray``) and β comes back in their namespace and dtype. Eager
+PyTorch and JAX on the CPU make each small product of a batch a call of its own; the NumPy module's packed,
+threaded numerics are several times faster there and the accuracy reference (they measure κ², refine until β
+stops moving, and give the minimum-norm solution where X is rank-deficient, as route "svd" does, where the
+array-API code raises). Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax.vmap``,
+``jax.grad``, ``torch.compile``, ``torch.func``, ``torch.vmap``, and PyTorch tensors that require grad; so do
+other devices, other routes and dtypes, and ``HOST_NUMERICS = False``. Its answers agree with the NumPy module's
+to about cond(X) eps where κ² eps is well under 1.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import math
 import numbers
 import sys
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from array_api_compat import array_namespace, device, is_jax_namespace, is_lazy_array, is_torch_namespace
+from array_api_compat import (
+    array_namespace,
+    device,
+    is_jax_namespace,
+    is_lazy_array,
+    is_numpy_namespace,
+    is_torch_namespace,
+)
 
 __all__ = ["ROUTES", "REFINEMENT_STEPS", "coefficients", "predict", "attention_parameters", "attention_scores",
            "RecursiveLeastSquares", "multi_layer_predict"]
@@ -92,6 +117,15 @@ PRINTED_PARAMETERS: dict[str, tuple[str, ...]] = {
 
 #: Name -> printed function; the generated module fills it at its end.
 PRINTED: dict[str, Callable[..., Array]] = {}
+
+#: Run route "auto" on concrete CPU arrays of NumPy, PyTorch and JAX through the NumPy module beside this file
+#: (see "On the CPU" in the module docstring); False keeps every call on the array-API code.
+HOST_NUMERICS = True
+
+#: SHA-256 of the NumPy module generated with this one (``ols_attention.py``); the generated module sets it at its
+#: end. Empty (this package's own copy): no host numerics.
+HOST_MODULE_SHA256 = ""
+HOST_MODULE_FILE = "ols_attention.py"
 
 
 def _printed(name: str) -> Callable[..., Array]:
@@ -158,10 +192,15 @@ def _check_array(xp, name, a, min_ndim):
 
 
 def _concrete(*arrays) -> bool:
-    """Whether the values can be read: not while JAX traces (jit, vmap, grad) nor inside torch.compile."""
+    """Whether the values can be read: not while JAX traces (jit, vmap, grad), inside torch.compile nor under
+    torch.vmap."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.compiler.is_compiling():
-        return False
+    if torch is not None:
+        if torch.compiler.is_compiling():
+            return False
+        batched = getattr(getattr(torch._C, "_functorch", None), "is_batchedtensor", None)  # under torch.vmap
+        if batched is not None and any(isinstance(a, torch.Tensor) and batched(a) for a in arrays):
+            return False
     jax = sys.modules.get("jax")
     if jax is not None and any(isinstance(a, jax.core.Tracer) for a in arrays):
         return False
@@ -391,8 +430,88 @@ def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
     return beta
 
 
+# --- concrete arrays in CPU memory: the NumPy module's "auto" ------------------------------
+
+_HOST_LOCK = threading.Lock()
+_HOST_LOADED: dict[str, Any] = {}  # path -> the loaded NumPy module, or None where it is absent or not ours
+
+
+def _host_module():
+    """The NumPy module generated with this one, loaded once from ``HOST_MODULE_FILE`` beside this file; None
+    where there is none or its SHA-256 is not ``HOST_MODULE_SHA256`` (edited, or from another generation)."""
+    if not HOST_MODULE_SHA256:
+        return None
+    path = Path(__file__).with_name(HOST_MODULE_FILE)
+    key = str(path)
+    with _HOST_LOCK:
+        if key not in _HOST_LOADED:
+            _HOST_LOADED[key] = None
+            try:
+                text = path.read_bytes()
+            except OSError:
+                return None
+            if hashlib.sha256(text).hexdigest() != HOST_MODULE_SHA256:
+                return None
+            name = f"_ols_attention_host_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except ImportError:  # NumPy itself missing: the array-API code serves
+                del sys.modules[name]
+                return None
+            _HOST_LOADED[key] = module
+        return _HOST_LOADED[key]
+
+
+def _host_views(xp, *arrays):
+    """NumPy views (no copy) of concrete float32/float64 CPU arrays of NumPy, PyTorch or JAX, or None where any is
+    not one: on another device, traced (jit, vmap, grad, torch.compile, torch.func), or recording a gradient."""
+    if any(str(a.dtype).rsplit(".", 1)[-1] not in ("float32", "float64") for a in arrays):
+        return None
+    if is_jax_namespace(xp):  # array_api_compat calls every JAX array lazy; only tracers are
+        jax = sys.modules["jax"]
+        if any(isinstance(a, jax.core.Tracer) or any(d.platform != "cpu" for d in a.devices()) for a in arrays):
+            return None
+        import numpy
+
+        return tuple(numpy.asarray(a) for a in arrays)
+    if not _concrete(*arrays):
+        return None
+    if is_numpy_namespace(xp):
+        return arrays
+    if is_torch_namespace(xp):
+        torch = sys.modules["torch"]
+        if any(type(a) is not torch.Tensor or a.requires_grad for a in arrays):
+            return None
+        try:  # refused (RuntimeError, TypeError) on another device, for torch.func's wrapped tensors, a neg bit
+            return tuple(a.numpy() for a in arrays)
+        except (RuntimeError, TypeError):
+            return None
+    return None
+
+
+def _host_solve(xp, X, Y, lam):
+    """β from the NumPy module's "auto" where X and Y are concrete CPU arrays it can read in place, else None."""
+    if not HOST_NUMERICS:
+        return None
+    views = _host_views(xp, X, Y)
+    if views is None:
+        return None
+    host = _host_module()
+    if host is None:
+        return None
+    beta = host.coefficients(*views, ridge=lam)
+    return xp.asarray(beta, device=device(X))
+
+
 def _solve(xp, X, Y, route, refine, check_finite, lam):
     """β of OLS (weighted rows already applied) or, with λ, of ridge: the route on the augmented problem."""
+    if route == "auto" and refine == REFINEMENT_STEPS and check_finite:
+        beta = _host_solve(xp, X, Y, lam)
+        if beta is not None:
+            return beta
     if lam is not None:
         X, Y = _augmented(xp, X, Y, lam)
     return _beta(xp, X, Y, route, refine, check_finite)
@@ -418,6 +537,8 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
         scaled; ``"svd"`` for ill-conditioned or rank-deficient X (minimum norm).
     refine : int, keyword-only
         The number of refinement steps of route ``"auto"`` (a Python int: it fixes the traced computation).
+        With the default, concrete CPU arrays get the NumPy module's ``"auto"`` (the module docstring, "On the
+        CPU"), which refines until β stops moving; another value keeps the array-API code.
     check_finite : bool, keyword-only
         Check the data for NaN and infinity (only where the values are concrete: never under tracing); the
         routes "auto" and "cholesky" read it off XᵀX's diagonal and XᵀY, which costs no pass over the data.
@@ -447,8 +568,8 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
     ValueError
         A bad shape, an empty array, an unknown route, n < p for a route that needs full rank (without a ridge);
         where values are concrete, NaN or infinity in the data or a result that is not finite (rank-deficient
-        X); a ridge that is not positive and finite; weights not one per row or (concrete) not positive and
-        finite.
+        X; on the CPU, route "auto" gives the minimum-norm solution instead); a ridge that is not positive and
+        finite; weights not one per row or (concrete) not positive and finite.
 
     Examples
     --------
