@@ -468,7 +468,7 @@ def _host_module():
 def _host_views(xp, *arrays):
     """NumPy views (no copy) of concrete float32/float64 CPU arrays of NumPy, PyTorch or JAX, or None where any is
     not one: on another device, traced (jit, vmap, grad, torch.compile, torch.func), or recording a gradient."""
-    if any(str(a.dtype).rsplit(".", 1)[-1] not in ("float32", "float64") for a in arrays):
+    if any(a.dtype not in (xp.float32, xp.float64) for a in arrays):
         return None
     if is_jax_namespace(xp):  # array_api_compat calls every JAX array lazy; only tracers are
         jax = sys.modules["jax"]
@@ -492,9 +492,10 @@ def _host_views(xp, *arrays):
     return None
 
 
-def _host_solve(xp, X, Y, lam):
-    """β from the NumPy module's "auto" where X and Y are concrete CPU arrays it can read in place, else None."""
-    if not HOST_NUMERICS:
+def _host_solve(xp, X, Y, route, refine, check_finite, lam):
+    """β from the NumPy module's "auto" for route "auto" with the default ``refine`` and ``check_finite`` on
+    concrete CPU arrays it can read in place; else None (the array-API code serves)."""
+    if not (HOST_NUMERICS and route == "auto" and refine == REFINEMENT_STEPS and check_finite):
         return None
     views = _host_views(xp, X, Y)
     if views is None:
@@ -508,10 +509,9 @@ def _host_solve(xp, X, Y, lam):
 
 def _solve(xp, X, Y, route, refine, check_finite, lam):
     """β of OLS (weighted rows already applied) or, with λ, of ridge: the route on the augmented problem."""
-    if route == "auto" and refine == REFINEMENT_STEPS and check_finite:
-        beta = _host_solve(xp, X, Y, lam)
-        if beta is not None:
-            return beta
+    beta = _host_solve(xp, X, Y, route, refine, check_finite, lam)
+    if beta is not None:
+        return beta
     if lam is not None:
         X, Y = _augmented(xp, X, Y, lam)
     return _beta(xp, X, Y, route, refine, check_finite)
