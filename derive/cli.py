@@ -6,7 +6,8 @@ packages register through the entry-point group ``ols_transformer.theorems``.
 
 Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path, a library
 that cannot be loaded, a missing optional dependency), 3 an output that cannot be written (the message
-names the file or directory), 141 the reader of the output went away (``derive list | head -1``; quiet).
+names the file or directory), 4 ``derive export``: some theorems were not exported (each listed with its
+reason; the others were written), 141 the reader of the output went away (``derive list | head -1``; quiet).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class CannotWrite(Exception):
 
 
 EXIT_CANNOT_WRITE = 3
+EXIT_NOT_EXPORTED = 4  # derive export: some theorems refused (listed), the others written
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
@@ -263,14 +265,18 @@ def _cmd_export(args) -> int:
         print(f"{tid:30} exported")
     for tid, reason in export.skipped.items():
         print(f"{tid:30} not exported: {reason}")
+    refused = EXIT_NOT_EXPORTED if export.skipped else 0
+    if export.skipped:
+        print(f"{len(export.skipped)} of {len(export.skipped) + len(export.exported)} theorems not exported: "
+              + ", ".join(export.skipped))
     if not args.compile:
-        return 0
+        return refused
     if coqc() is None:
         raise UsageError("--compile needs coqc on PATH")
     results = compile_export(out, export.exported)
     for tid, verdict in results.items():
         print(f"{tid:30} coqc: {'accepted, closed under the global context' if verdict == 'ok' else verdict}")
-    return 0 if all(v == "ok" for v in results.values()) else 1
+    return refused if all(v == "ok" for v in results.values()) else 1
 
 
 def _cmd_check(args) -> int:

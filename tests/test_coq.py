@@ -226,3 +226,47 @@ def test_export_command_writes_a_project(tmp_path, capsys):
     assert (tmp_path / f"{PRELUDE}.v").exists()
     write_export(export_certificates([]), tmp_path / "empty")
     assert (tmp_path / "empty" / "_CoqProject").exists()
+
+
+def _certificate_files(tmp_path, *ids) -> list[str]:
+    certs = _committed_certificates()
+    paths = []
+    for tid in ids:
+        path = tmp_path / f"{tid}.json"
+        path.write_text(json.dumps(certs[tid]))
+        paths.append(str(path))
+    return paths
+
+
+def test_an_internal_failure_refuses_one_theorem_and_exports_the_others(tmp_path, capsys, monkeypatch):
+    import derive.export.coq as coq
+
+    def broken(e):  # the translation of a family's index fails: only multi_layer_gd has families
+        raise KeyError(f"no translation for {e}")
+
+    monkeypatch.setattr(coq, "_index", broken)
+    files = _certificate_files(tmp_path, "orthogonal_inverse", "multi_layer_gd", "spectral_precision")
+    status = main(["export", "coq", "--unchecked", *files, "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert status == 4, out  # some theorems were refused: not a success
+    assert "orthogonal_inverse             exported" in out and "spectral_precision             exported" in out
+    refused = [line for line in out.splitlines() if line.startswith("multi_layer_gd ")]
+    assert len(refused) == 1, out  # one line, naming the theorem and the construct
+    assert "not exported: the construct FamilyMatrix" in refused[0] and "KeyError" in refused[0], refused[0]
+    assert "1 of 4 theorems not exported: multi_layer_gd" in out  # spectral_precision cites a fourth
+    assert (tmp_path / "out" / "orthogonal_inverse.v").exists() and not (tmp_path / "out" / "multi_layer_gd.v").exists()
+    project = (tmp_path / "out" / "_CoqProject").read_text().splitlines()
+    assert "spectral_precision.v" in project and "multi_layer_gd.v" not in project
+
+
+def test_a_failure_outside_the_terms_refuses_that_theorem_only(monkeypatch):
+    import derive.export.coq as coq
+
+    def broken(*args):
+        raise RuntimeError("unexpected\nsecond line")
+
+    monkeypatch.setattr(coq, "_induction", broken)  # only multi_layer_gd proves a lemma by induction
+    certs = _committed_certificates()
+    export = export_certificates([certs["multi_layer_gd"], certs["orthogonal_inverse"]])
+    assert export.exported == ["orthogonal_inverse"]
+    assert export.skipped == {"multi_layer_gd": "the exporter failed on it (RuntimeError: unexpected second line)"}

@@ -119,7 +119,28 @@ def _mtype(rows, cols) -> str:
 
 def ast(t: Basic):
     """The kernel term ``t`` as a tree: ('sym', name) ('one', n) ('zero', r, c) ('tr', a) ('inv', a) ('mul', [..])
-    ('add', [..]), or Unsupported."""
+    ('add', [..]), or Unsupported.  An unexpected failure on a sub-term is Unsupported too, naming the innermost
+    construct it happened on (the theorem is refused, the others are exported)."""
+    try:
+        return _ast(t)
+    except Unsupported:
+        raise
+    except Exception as exc:  # noqa: BLE001  a construct the translation does not handle
+        raise Unsupported(f"the construct {_short(t)} could not be translated ({_one_line(exc)})") from exc
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or "no message"
+    text = f"{type(exc).__name__}: {text}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _short(t, limit: int = 120) -> str:
+    text = f"{type(t).__name__} {' '.join(str(t).split())}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _ast(t: Basic):
     if type(t) is MatrixSymbol:
         return ("sym", _ident(t.name))
     if type(t) is FamilyMatrix:  # F[e]: the Coq function F (a Fixpoint, or a variable for free data) at e
@@ -1292,7 +1313,9 @@ def export_certificates(certificates: list[dict], unchecked: bool = False) -> Co
             exported.append(tid)
             done[tid] = data
         except Unsupported as exc:
-            skipped[tid] = str(exc)
+            skipped[tid] = " ".join(str(exc).split())
+        except Exception as exc:  # noqa: BLE001  a failure on one theorem refuses it; the others are exported
+            skipped[tid] = f"the exporter failed on it ({_one_line(exc)})"
     names = [f"{PRELUDE}.v"] + [f"{t}.v" for t in exported]
     files["_CoqProject"] = "-Q . OLS\n-arg -w -arg -notation-overridden,-ambiguous-paths\n" + "\n".join(names) + "\n"
     return CoqExport(files, exported, skipped)
