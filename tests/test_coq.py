@@ -63,7 +63,8 @@ def test_powers_and_definedness_are_stated_faithfully():
     assert "Hypothesis Lambda_diagonal : is_diag_mx Lambda." in text
     assert "Hypothesis Lambda_positive : posdef Lambda." in text
     assert "Definition L : 'M[R]_(p, p) := V *m (mpow Lambda (-1))." in text  # Λ^(-1/2)
-    assert "Lemma spectral_precision_defined : (X^T *m X \\in unitmx)." in text
+    assert ("Lemma spectral_precision_defined : (X^T *m X \\in unitmx) /\\ (is_diag_mx Lambda) /\\ (posdef Lambda)."
+            in text)  # Λ^(-1/2) in a definition: mpow is the power only of a diagonal positive definite Λ
     assert "Print Assumptions spectral_precision_defined." in text
     prelude = export.files[f"{PRELUDE}.v"]
     assert "Definition mpow n (A : 'M[R]_n) (k : int) : 'M[R]_n := diag_mx (\\row_i (Num.sqrt (A i i)) ^ k)." in prelude
@@ -270,3 +271,68 @@ def test_a_failure_outside_the_terms_refuses_that_theorem_only(monkeypatch):
     export = export_certificates([certs["multi_layer_gd"], certs["orthogonal_inverse"]])
     assert export.exported == ["orthogonal_inverse"]
     assert export.skipped == {"multi_layer_gd": "the exporter failed on it (RuntimeError: unexpected second line)"}
+
+
+# --- statements the kernel makes about definedness: Coq must carry them (stated and proved in <id>_defined) ----
+
+def _forged(theorem, hypotheses, lhs, rhs, steps, definitions=()) -> dict:
+    """The certificate data of a proof as written (not checked by the kernel: what --unchecked exports)."""
+    from derive.certificates.format import FORMAT
+    from derive.kernel import Chain, Proof, Step, proof_to_data
+
+    claim = Chain("main", lhs, rhs, tuple(Step(e, r) for e, r in steps))
+    return {"format": FORMAT, **proof_to_data(Proof(theorem, theorem, theorem, tuple(hypotheses),
+                                                    tuple(definitions), (), claim))}
+
+
+def _root_symmetric(*extra) -> dict:
+    """(M^½)ᵀ = M^½ for M positive definite and symmetric: true of the real square root, but `mpow` is the entrywise
+    root, its own transpose for any M, so Coq must be made to require M diagonal."""
+    from sympy import Q, Rational, S, Symbol
+    from sympy.matrices.expressions import MatPow, MatrixSymbol, Transpose
+
+    from derive.kernel import Hypothesis
+
+    n = Symbol("n", integer=True, positive=True)
+    m = MatrixSymbol("M", n, n)
+    root = MatPow(m, Rational(1, 2))
+    hyps = [Hypothesis("M_positive", Q.positive_definite(m), S.true),
+            Hypothesis("M_symmetric", Q.symmetric(m), S.true), *(h(m) for h in extra)]
+    return _forged("root_symmetric", hyps, Transpose(root), root, [(root, "transpose_symmetric")])
+
+
+def _diagonal(m):
+    from sympy import Q, S
+
+    from derive.kernel import Hypothesis
+
+    return Hypothesis("M_diagonal", Q.diagonal(m), S.true)
+
+
+def test_a_power_of_a_matrix_not_shown_diagonal_is_not_exported_checked():
+    export = export_certificates([_root_symmetric()])
+    assert export.exported == []
+    assert "not shown diagonal and positive definite" in export.skipped["root_symmetric"]
+
+
+def test_defined_states_every_power_diagonal_and_positive_definite():
+    text = export_certificates([_root_symmetric()], unchecked=True).files["root_symmetric.v"]
+    assert "Lemma root_symmetric_defined : (is_diag_mx M) /\\ (posdef M)." in text
+    assert "(ltac:(done) : is_diag_mx M)" in text  # left to Coq, which cannot prove it (below)
+    text = export_certificates([_root_symmetric(_diagonal)]).files["root_symmetric.v"]
+    assert "Lemma root_symmetric_defined : (is_diag_mx M) /\\ (posdef M).\nProof. exact: (conj M_diagonal " \
+           "M_positive). Qed." in text
+
+
+@needs_coq
+def test_coq_rejects_the_root_of_a_matrix_not_shown_diagonal(tmp_path, capsys):
+    cert = tmp_path / "root.json"
+    cert.write_text(json.dumps(_root_symmetric()))
+    status = main(["export", "coq", "--unchecked", str(cert), "--out", str(tmp_path / "out"), "--compile"])
+    out = capsys.readouterr().out
+    assert "root_symmetric                 exported" in out, out
+    assert status == 1 and "root_symmetric                 coqc: accepted" not in out, out
+    cert.write_text(json.dumps(_root_symmetric(_diagonal)))  # with M diagonal, mpow is the root: accepted
+    status = main(["export", "coq", "--unchecked", str(cert), "--out", str(tmp_path / "ok"), "--compile"])
+    out = capsys.readouterr().out
+    assert status == 0 and "root_symmetric                 coqc: accepted" in out, out

@@ -520,8 +520,10 @@ def _sym(t, facts: _Facts) -> str:
         return f"(sym_inv {_sym(t.args[0], facts)})"
     if type(t) is Transpose:
         return f"(sym_tr {_sym(t.args[0], facts)})"
-    if type(t) is MatPow:
-        return f"(mpow_sym {show(ast(t.args[0]), False)} {_int(_half_exponent(t))})"
+    if type(t) is MatPow:  # mpow is the power only of a diagonal positive definite matrix: both proved
+        base = t.args[0]
+        return f"(@mpow_sym R _ {show(ast(base), False)} {_int(_half_exponent(t))} {_diag(base, facts)} " \
+               f"{_pd(base, facts)})"
     if type(t) is MatMul and factors_of(t)[0] == 1:
         mats = factors_of(t)[1]
         if len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) and type(mats[0]) is Transpose:
@@ -1091,27 +1093,35 @@ def _check_powers(proof, facts: _Facts) -> None:
                                       f"positive definite as the export models it ({e})") from None
 
 
+def _statement_terms(proof) -> list:
+    """The terms of the theorem's statement in the kernel's normal form: the claim, the definitions, the
+    hypotheses (what a reader of the Coq theorem reads)."""
+    terms = [canon(proof.claim.lhs), canon(proof.claim.rhs)]
+    terms += [canon(d.rhs) for d in proof.definitions]
+    for h in proof.hypotheses:
+        terms += [canon(h.lhs.arguments[0])] if h.is_predicate else [canon(h.lhs), canon(h.rhs)]
+    return terms
+
+
 def _defined(tid: str, proof, facts: _Facts) -> str:
     """The claim is defined: every inverse in it is of an invertible matrix (``invmx`` is total in MathComp,
-    so this is a statement of its own), every rational power of a positive definite one; a power in a definition,
-    of a matrix that is not diagonal and positive definite by hypothesis, is of a diagonal positive definite one
-    (so `mpow` is its power)."""
-    inverses, powers, judged = [], [], []
+    so this is a statement of its own), and every rational power in the statement (claim, definitions,
+    hypotheses) is of a diagonal positive definite matrix, so that `mpow` (the entrywise power) is its power.
+    Each fact is proved from the hypotheses as the kernel judged it; under ``unchecked``, what the export cannot
+    justify is left to Coq (``done``), which then rejects the file."""
+    inverses, powers = [], []
     for side in (proof.claim.lhs, proof.claim.rhs):
         for node in sympy.preorder_traversal(canon(side)):
             if type(node) is Inverse and node.args[0] not in inverses:
                 inverses.append(node.args[0])
+    for term in _statement_terms(proof):
+        for node in sympy.preorder_traversal(term):
             if type(node) is MatPow and canon(node.args[0]) not in powers:
                 powers.append(canon(node.args[0]))
-    for d in proof.definitions:  # a power in a definition of a matrix not diagonal positive definite by hypothesis
-        for node in sympy.preorder_traversal(canon(d.rhs)):
-            base = canon(node.args[0]) if type(node) is MatPow else None
-            if base is not None and (base not in facts.pd or base not in facts.diag) and base not in powers:
-                powers.append(base)
-                judged.append(base)
     facts_ = [(f"{show(ast(m))} \\in unitmx", _unit(m, facts)) for m in inverses]
-    facts_ += [(f"is_diag_mx {show(ast(m), False)}", _diag(m, facts)) for m in judged]
-    facts_ += [(f"posdef {show(ast(m), False)}", _pd(m, facts)) for m in powers]
+    for m in powers:
+        facts_ += [(f"is_diag_mx {show(ast(m), False)}", _diag(m, facts)),
+                   (f"posdef {show(ast(m), False)}", _pd(m, facts))]
     if not facts_:
         return (f"(* The claim has no inverse and no power: it is defined for all matrices. *)\n"
                 f"Lemma {tid}_defined : True.\nProof. exact: I. Qed.\n")
