@@ -336,3 +336,55 @@ def test_coq_rejects_the_root_of_a_matrix_not_shown_diagonal(tmp_path, capsys):
     status = main(["export", "coq", "--unchecked", str(cert), "--out", str(tmp_path / "ok"), "--compile"])
     out = capsys.readouterr().out
     assert status == 0 and "root_symmetric                 coqc: accepted" in out, out
+
+
+def _scaled_claims():
+    """Claims dividing by scalars: (λA)⁻¹ = λ⁻¹A⁻¹ (inverse_product), and ((1/d) A)ᵀ = (1/d) Aᵀ for a divisor d
+    the kernel shows non-zero (λ + μ, λ, μ > 0) or does not (λ − μ; ν⁻² for ν real)."""
+    from sympy import Q, S, Symbol
+    from sympy.matrices.expressions import MatrixSymbol
+
+    from derive.kernel import Hypothesis
+    from derive.kernel.terms import inv, mul, transpose
+
+    n = Symbol("n", integer=True, positive=True)
+    a = MatrixSymbol("A", n, n)
+    lam, mu, nu = Symbol("lambda", positive=True), Symbol("mu", positive=True), Symbol("nu", real=True)
+    out = {"scaled_inverse": _forged("scaled_inverse", [Hypothesis("A_invertible", Q.invertible(a), S.true)],
+                                     inv(mul(lam, a)), mul(1 / lam, inv(a)),
+                                     [(mul(1 / lam, inv(a)), "inverse_product")])}
+    for tid, c in (("sum_divided", 1 / (lam + mu)), ("difference_divided", 1 / (lam - mu)),
+                   ("real_divided", nu ** -2)):
+        out[tid] = _forged(tid, [], transpose(mul(c, a)), mul(c, transpose(a)),
+                           [(mul(c, transpose(a)), "transpose_product")])
+    return out
+
+
+def test_defined_states_every_scalar_division_non_zero():
+    claims = _scaled_claims()
+    export = export_certificates(list(claims.values()))
+    assert export.exported == ["scaled_inverse", "sum_divided"]
+    text = export.files["scaled_inverse.v"]
+    assert "Theorem scaled_inverse : invmx (lambda *: A) = (lambda^-1) *: (invmx A)." in text
+    assert "Lemma scaled_inverse_defined : (lambda *: A \\in unitmx) /\\ (A \\in unitmx) /\\ (lambda != 0).\n" in text
+    assert "(sgin_neq0 (sgin_pos lambda_positive) isT)" in text  # proved from λ > 0, as the kernel judged it
+    text = export.files["sum_divided.v"]
+    assert "Lemma sum_divided_defined : ((lambda + mu) != 0).\nProof. exact: (sgin_neq0 (sgin_add " \
+           "(sgin_pos lambda_positive) (sgin_pos mu_positive)) isT). Qed." in text
+    # the kernel cannot show λ − μ or ν non-zero: not exported checked; exported unchecked, the condition stated
+    assert "the divisor lambda - mu is not shown non-zero" in export.skipped["difference_divided"]
+    assert "the divisor nu is not shown non-zero" in export.skipped["real_divided"]
+    loose = export_certificates(list(claims.values()), unchecked=True)
+    difference = loose.files["difference_divided.v"]
+    assert "Lemma difference_divided_defined : ((lambda + ((- 1%:R) * mu)) != 0)." in difference
+    assert "Lemma real_divided_defined : (nu != 0)." in loose.files["real_divided.v"]
+
+
+@needs_coq
+def test_coq_proves_the_divisors_non_zero_and_rejects_what_the_kernel_cannot_show(tmp_path):
+    export = export_certificates(list(_scaled_claims().values()), unchecked=True)
+    write_export(export, tmp_path)
+    results = compile_export(tmp_path, export.exported)
+    assert results["scaled_inverse"] == "ok" and results["sum_divided"] == "ok", results  # closed, proved
+    for tid in ("difference_divided", "real_divided"):  # 0 may be a sign of the divisor: `isT` is refused
+        assert results[tid] != "ok" and "isT" in results[tid], results

@@ -31,6 +31,16 @@ Proof. by move/mulmx1_unit=> []. Qed.
 Lemma unit_eq A B : A = B -> B \in unitmx -> A \in unitmx.
 Proof. by move->. Qed.
 
+(* c A, c a non-zero scalar (its proof: the sign lemmas below), is invertible with A, and (c A)⁻¹ = c⁻¹ A⁻¹ *)
+Lemma unit_scale (c : R) A : c != 0 -> A \in unitmx -> c *: A \in unitmx.
+Proof. by move=> nz uA; rewrite unitmxZ ?unitfE. Qed.
+
+Lemma unit_opp A : A \in unitmx -> - A \in unitmx.
+Proof. by move=> uA; rewrite -scaleN1r unit_scale ?oppr_eq0 ?oner_eq0. Qed.
+
+Lemma inverse_scale (c : R) A : c != 0 -> A \in unitmx -> invmx (c *: A) = c^-1 *: invmx A.
+Proof. by move=> nz uA; rewrite invmxZ ?unit_scale. Qed.
+
 Lemma inverse_product A B : A \in unitmx -> B \in unitmx -> invmx (A *m B) = invmx B *m invmx A.
 Proof.
 move=> uA uB.
@@ -161,6 +171,101 @@ Qed.
 Lemma diag_scalar n (l : R) : is_diag_mx (l *: (1%:M : 'M[R]_n)).
 Proof. by rewrite scalemx1 scalar_mx_is_diag. Qed.
 End Semidef.
+
+Section Signs.
+(* The kernel's sign judgment (derive.kernel.judgments.sign): the signs (-1, 0, 1) a scalar can take, here the
+   list s with `sgz x \in s`, computed the way the kernel computes the set; `sgin_neq0 p isT` proves x != 0
+   where 0 is not in the list (Coq computes the list, so isT is rejected where 0 may be a sign). A division
+   in a theorem's statement is by a scalar proved non-zero so, in its _defined lemma. *)
+Variable R : realFieldType.
+Implicit Types x y : R.
+Definition sgin x (s : seq int) := sgz x \in s.
+
+Lemma sgin_pos x : 0 < x -> sgin x [:: Posz 1].
+Proof. by move=> h; rewrite /sgin gtr0_sgz. Qed.
+
+Lemma sgin_any x : sgin x [:: Negz 0; Posz 0; Posz 1].
+Proof. by rewrite /sgin /sgz; case: (x == 0); case: (x < 0). Qed.
+
+Lemma sgin_nat n : sgin (n.+1%:R : R) [:: Posz 1].
+Proof. by apply: sgin_pos; rewrite ltr0Sn. Qed.
+
+Lemma sgin_zero : sgin (0%:R : R) [:: Posz 0].
+Proof. by rewrite /sgin /sgz eqxx. Qed.
+
+Lemma sgin_opp x s : sgin x s -> sgin (- x) [seq - a | a <- s].
+Proof. by rewrite /sgin sgzN => h; apply: map_f. Qed.
+
+Lemma sgin_mul x y s t : sgin x s -> sgin y t -> sgin (x * y) [seq a * b | a <- s, b <- t].
+Proof. by rewrite /sgin sgzM => hx hy; apply/allpairsP; exists (sgz x, sgz y). Qed.
+
+Lemma sgin_exp n x s : sgin x s -> sgin (x ^+ n) [seq a ^+ n | a <- s].
+Proof. by rewrite /sgin sgzX => h; apply: map_f. Qed.
+
+Lemma sgin_neq0 x s : sgin x s -> Posz 0 \notin s -> x != 0.
+Proof. move=> h; apply: contra => /eqP x0; move: h; rewrite /sgin x0 sgz0 => h; exact: h. Qed.
+
+(* x^-1 (a divisor x != 0, shown so first): the signs of x but 0, as the kernel judges a negative power *)
+Lemma sgin_inv x s : x != 0 -> sgin x s -> sgin x^-1 [seq a <- s | a != Posz 0].
+Proof.
+move=> nz; have sV : sgz x^-1 = sgz x by rewrite /sgz invr_eq0 invr_lt0.
+rewrite /sgin mem_filter sV => ->; rewrite andbT; apply: contra nz => /eqP h.
+by rewrite -sgz_eq0 h.
+Qed.
+
+Lemma sgz_ge0_in x s : sgz x \in s -> all (fun a => (a == Posz 0) || (a == Posz 1)) s -> 0 <= x.
+Proof. by move=> m /allP /(_ _ m) /orP [] /eqP h; rewrite -sgz_ge0 h. Qed.
+
+Lemma sgz_le0_in x s : sgz x \in s -> all (fun a => (a == Posz 0) || (a == Negz 0)) s -> x <= 0.
+Proof. by move=> m /allP /(_ _ m) /orP [] /eqP h; rewrite -sgz_le0 h. Qed.
+
+Lemma sgz_gt0_in x s : sgz x \in s -> all (eq_op^~ (Posz 1)) s -> 0 < x.
+Proof. by move=> m /allP /(_ _ m) /eqP h; rewrite -sgz_gt0 h. Qed.
+
+Lemma sgz_lt0_in x s : sgz x \in s -> all (eq_op^~ (Negz 0)) s -> x < 0.
+Proof. by move=> m /allP /(_ _ m) /eqP h; rewrite -sgz_lt0 h. Qed.
+
+(* the kernel's rule for a sum: every term >= 0 (<= 0) gives a sum >= 0 (<= 0), > 0 (< 0) when a term is *)
+Definition sg_add (s t : seq int) : seq int :=
+  if all (fun a => (a == Posz 0) || (a == Posz 1)) (s ++ t) then
+    (if all (eq_op^~ (Posz 1)) s || all (eq_op^~ (Posz 1)) t then [:: Posz 1] else [:: Posz 0; Posz 1])
+  else if all (fun a => (a == Posz 0) || (a == Negz 0)) (s ++ t) then
+    (if all (eq_op^~ (Negz 0)) s || all (eq_op^~ (Negz 0)) t then [:: Negz 0] else [:: Posz 0; Negz 0])
+  else [:: Negz 0; Posz 0; Posz 1].
+
+Lemma sgin_add x y s t : sgin x s -> sgin y t -> sgin (x + y) (sg_add s t).
+Proof.
+rewrite /sgin /sg_add => hx hy.
+case: ifP => [|_]; [rewrite all_cat => /andP [ps pt] | case: ifP => [|_]; last exact: sgin_any].
+  have x0 := sgz_ge0_in hx ps; have y0 := sgz_ge0_in hy pt.
+  case: ifP => [/orP [] h|_].
+  - by rewrite gtr0_sgz // ltr_paddr // (sgz_gt0_in hx h).
+  - by rewrite gtr0_sgz // ltr_paddl // (sgz_gt0_in hy h).
+  - have : 0 <= x + y by exact: addr_ge0.
+    rewrite Order.POrderTheory.le_eqVlt => /orP [/eqP <- | h].
+      by rewrite sgz0.
+    by rewrite gtr0_sgz.
+rewrite all_cat => /andP [ns nt].
+have x0 := sgz_le0_in hx ns; have y0 := sgz_le0_in hy nt.
+case: ifP => [/orP [] h|_].
+- by rewrite ltr0_sgz // ltr_naddr // (sgz_lt0_in hx h).
+- by rewrite ltr0_sgz // ltr_naddl // (sgz_lt0_in hy h).
+- have : x + y <= 0 by exact: ler_naddr.
+  rewrite Order.POrderTheory.le_eqVlt => /orP [/eqP -> | h].
+    by rewrite sgz0.
+  by rewrite ltr0_sgz.
+Qed.
+End Signs.
+Arguments sgin_pos {R x}.
+Arguments sgin_any {R}.
+Arguments sgin_nat {R}.
+Arguments sgin_zero {R}.
+Arguments sgin_opp {R x s}.
+Arguments sgin_mul {R x y s t}.
+Arguments sgin_exp {R} n {x s}.
+Arguments sgin_neq0 {R x s}.
+Arguments sgin_inv {R x s}.
+Arguments sgin_add {R x y s t}.
 
 Section Pow.
 Variable R : rcfType.

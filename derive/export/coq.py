@@ -193,9 +193,98 @@ def _scalar(c) -> str:
         return "(" + " + ".join(_scalar(a) for a in c.args) + ")"
     if isinstance(c, sympy.Pow) and isinstance(c.exp, sympy.Integer):
         k = int(c.exp)
-        return f"({_scalar(c.base)} ^+ {k})" if k > 0 else f"(({_scalar(c.base)} ^+ {-k})^-1)"
+        if k > 0:
+            return f"({_scalar(c.base)} ^+ {k})"
+        return f"({_scalar(c.base)}^-1)" if k == -1 else f"(({_scalar(c.base)} ^+ {-k})^-1)"
     raise Unsupported(f"the scalar {c} is not exported (rational constants, scalar symbols, sums, products and "
                       "integer powers are)")
+
+
+# --- signs of scalars: the kernel's sign judgment, proved in Coq ------------------------------------------
+# A sign is the set of the signs (-1, 0, 1) a scalar can take, as in derive.kernel.judgments.sign; in Coq the
+# prelude's `sgin x s` (sgz x is in the list s), whose lemmas compute the lists the way the sets are computed
+# here, so `sgin_neq0 p isT` proves `x != 0` exactly where 0 is not in the set.
+
+_UNKNOWN = frozenset({-1, 0, 1})
+
+
+def _sign_add(s: frozenset, t: frozenset) -> frozenset:
+    """The prelude's `sg_add` (the kernel's rule for a sum, two terms at a time)."""
+    for side in (1, -1):
+        if s | t <= {0, side}:
+            return frozenset({side}) if s == {side} or t == {side} else frozenset({0, side})
+    return _UNKNOWN
+
+
+def _sign(c, facts: _Facts) -> tuple[frozenset, str]:
+    """(the signs the scalar ``c`` can take, a Coq proof of `sgin c_printed list`), following ``_scalar``'s
+    printing; as the kernel judges signs (a positive symbol by its hypothesis, numbers by value, sums, products,
+    integer powers; a negative power is of a base shown non-zero)."""
+    c = sympy.sympify(c)
+    if isinstance(c, sympy.Integer):
+        k = int(c)
+        if k == 0:
+            return frozenset({0}), "(@sgin_zero R)"
+        nat = f"(@sgin_nat R {abs(k) - 1})"
+        return (frozenset({1}), nat) if k > 0 else (frozenset({-1}), f"(sgin_opp {nat})")
+    if isinstance(c, sympy.Rational):  # p / q = p * q^-1, q a positive number
+        sp, pp = _sign(c.p, facts)
+        _, pq = _sign(c.q, facts)
+        return sp, f"(sgin_mul {pp} (sgin_inv (sgin_neq0 {pq} isT) {pq}))"
+    if isinstance(c, sympy.Symbol) and not c.assumptions0.get("integer"):
+        if c in (facts.positive or {}):
+            return frozenset({1}), f"(sgin_pos {facts.positive[c]})"
+        return _UNKNOWN, f"(@sgin_any R {_ident(c.name)})"
+    if isinstance(c, (sympy.Mul, sympy.Add)):
+        signs, proof = _sign(c.args[0], facts)
+        for a in c.args[1:]:
+            sa, pa = _sign(a, facts)
+            if isinstance(c, sympy.Mul):
+                signs, proof = frozenset(x * y for x in signs for y in sa), f"(sgin_mul {proof} {pa})"
+            else:
+                signs, proof = _sign_add(signs, sa), f"(sgin_add {proof} {pa})"
+        return signs, proof
+    if isinstance(c, sympy.Pow) and isinstance(c.exp, sympy.Integer):
+        k = int(c.exp)
+        sb, pb = _sign(c.base, facts)
+        if k > 0:
+            return frozenset(x ** k for x in sb), f"(sgin_exp {k} {pb})"
+        nonzero = f"(sgin_neq0 {pb} isT)"
+        if k == -1:
+            return sb - {0}, f"(sgin_inv {nonzero} {pb})"
+        return frozenset(x ** -k for x in sb - {0}), f"(sgin_inv (expf_neq0 {-k} {nonzero}) (sgin_exp {-k} {pb}))"
+    raise Unsupported(f"the scalar {c} is not exported (rational constants, scalar symbols, sums, products and "
+                      "integer powers are)")
+
+
+def _nonzero(c, facts: _Facts) -> str:
+    """A Coq proof of `c != 0` (c printed by ``_scalar``), from the signs the kernel's judgment gives it."""
+    signs, proof = _sign(c, facts)
+    if 0 in signs and not facts.unchecked:
+        raise Unsupported(f"the divisor {c} is not shown non-zero the way the kernel judges signs (a positive "
+                          "scalar, a positive number, sums and products of those, ...)")
+    return f"(sgin_neq0 {proof} isT)"  # under unchecked, Coq rejects `isT` where 0 may be a sign
+
+
+def _divisors(tree, out: list) -> list:
+    """The bases b of every negative power b^-k in the coefficients of the printed tree (a division by b; a
+    rational constant divides by a positive numeral), each once, in the order printed."""
+    kind = tree[0]
+    if kind == "scale":
+        for node in sympy.preorder_traversal(tree[1]):
+            if isinstance(node, sympy.Pow) and isinstance(node.exp, sympy.Integer) and node.exp < 0 \
+                    and node.base not in out:
+                out.append(node.base)
+        _divisors(tree[2], out)
+    elif kind in ("mul", "add"):
+        for child in tree[1]:
+            _divisors(child, out)
+    elif kind in ("tr", "inv", "pow"):
+        _divisors(tree[1], out)
+    elif kind == "block":
+        for child in tree[3]:
+            _divisors(child, out)
+    return out
 
 
 def _half_exponent(t) -> int:
@@ -400,6 +489,15 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
             return f"(unit_block_diag {_unit(a, facts, depth)} {_unit(d, facts, depth)})"
     if type(t) is MatPow:
         return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {_pd(t.args[0], facts)})"
+    if type(t) is MatMul and factors_of(t)[0] != 1:  # c M: c non-zero, M invertible (printed `- (c' *: M)`, c < 0)
+        coeff, mats = factors_of(t)
+        if all(m.shape[0] == m.shape[1] for m in mats):
+            inner = _unit(mul(mats), facts, depth)
+            if coeff == -1:
+                return f"(unit_opp {inner})"
+            if coeff.could_extract_minus_sign():
+                return f"(unit_opp (unit_scale {_nonzero(-coeff, facts)} {inner}))"
+            return f"(unit_scale {_nonzero(coeff, facts)} {inner})"
     if type(t) is MatMul and factors_of(t)[0] == 1:
         mats = factors_of(t)[1]
         if all(m.shape[0] == m.shape[1] for m in mats):
@@ -609,6 +707,13 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                         for j in range(len(ms) - 1, 0, -1)]
             proof = rewrites[0][1:-1] if len(ms) == 2 else f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"
             out.append((mul([Inverse(m) for m in reversed(ms)]), proof))
+        elif isinstance(coeff, sympy.Symbol) and all(m.shape[0] == m.shape[1] for m in ms):
+            # (c A B)⁻¹ = c⁻¹ B⁻¹ A⁻¹: c non-zero (as the kernel judged it), A and B invertible
+            rewrites = [f"(inverse_scale {_nonzero(coeff, facts)} {_unit(mul(ms), facts)})"]
+            rewrites += [f"(inverse_product {_unit(mul(ms[:j]), facts)} {_unit(ms[j], facts)})"
+                         for j in range(len(ms) - 1, 0, -1)]
+            proof = rewrites[0][1:-1] if len(ms) == 1 else f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"
+            out.append((mul(1 / coeff, [Inverse(m) for m in reversed(ms)]), proof))
     elif rule == "zero_mul" and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in factors_of(sub)[1]):
         tactic = "?mulmx0 ?mul0mx" if mats is not None else "?mulmx0 ?mul0mx ?oppr0 ?scaler0"  # c A 0 = 0 too
         out.append((ZeroMatrix(*sub.shape), f"ltac:(by rewrite {tactic})"))
@@ -1103,10 +1208,21 @@ def _statement_terms(proof) -> list:
     return terms
 
 
+def _statement_trees(proof) -> list:
+    """The statement's terms as printed: the claim as stated, the definitions as stated, the hypotheses and the
+    recurrences in the kernel's normal form."""
+    trees = [ast(proof.claim.lhs), ast(proof.claim.rhs)] + [ast(d.rhs) for d in proof.definitions]
+    trees += [ast(canon(h.lhs.arguments[0])) if h.is_predicate else ast(canon(h.lhs)) for h in proof.hypotheses]
+    trees += [ast(canon(h.rhs)) for h in proof.hypotheses if not h.is_predicate]
+    trees += [ast(canon(t)) for f in proof.families for t in (f.base, f.step) if t is not None]
+    return trees
+
+
 def _defined(tid: str, proof, facts: _Facts) -> str:
     """The claim is defined: every inverse in it is of an invertible matrix (``invmx`` is total in MathComp,
-    so this is a statement of its own), and every rational power in the statement (claim, definitions,
-    hypotheses) is of a diagonal positive definite matrix, so that `mpow` (the entrywise power) is its power.
+    so this is a statement of its own), every scalar the statement divides by (claim, definitions, hypotheses,
+    recurrences) is non-zero (``^-1`` is total too), and every rational power in the statement is of a diagonal
+    positive definite matrix, so that `mpow` (the entrywise power) is its power.
     Each fact is proved from the hypotheses as the kernel judged it; under ``unchecked``, what the export cannot
     justify is left to Coq (``done``), which then rejects the file."""
     inverses, powers = [], []
@@ -1119,11 +1235,15 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
             if type(node) is MatPow and canon(node.args[0]) not in powers:
                 powers.append(canon(node.args[0]))
     facts_ = [(f"{show(ast(m))} \\in unitmx", _unit(m, facts)) for m in inverses]
+    divisors: list = []
+    for tree in _statement_trees(proof):
+        _divisors(tree, divisors)
+    facts_ += [(f"{_scalar(b)} != 0", _nonzero(b, facts)) for b in divisors]
     for m in powers:
         facts_ += [(f"is_diag_mx {show(ast(m), False)}", _diag(m, facts)),
                    (f"posdef {show(ast(m), False)}", _pd(m, facts))]
     if not facts_:
-        return (f"(* The claim has no inverse and no power: it is defined for all matrices. *)\n"
+        return (f"(* The claim has no inverse, no division and no power: it is defined for all matrices. *)\n"
                 f"Lemma {tid}_defined : True.\nProof. exact: I. Qed.\n")
     props = " /\\ ".join(f"({p})" for p, _ in facts_)
     term = facts_[-1][1]
