@@ -66,6 +66,8 @@ def test_powers_and_definedness_are_stated_faithfully():
     assert ("Lemma spectral_precision_defined : (X^T *m X \\in unitmx) /\\ (is_diag_mx Lambda) /\\ (posdef Lambda)."
             in text)  # Λ^(-1/2) in a definition: mpow is the power only of a diagonal positive definite Λ
     assert "Print Assumptions spectral_precision_defined." in text
+    gauge = export.files["gauge_invariance.v"]  # inverses in definitions are of invertible matrices too
+    assert "Lemma gauge_invariance_defined : (Sigma \\in unitmx) /\\ (m_R \\in unitmx)." in gauge
     prelude = export.files[f"{PRELUDE}.v"]
     assert "Definition mpow n (A : 'M[R]_n) (k : int) : 'M[R]_n := diag_mx (\\row_i (Num.sqrt (A i i)) ^ k)." in prelude
     for tid in export.exported:
