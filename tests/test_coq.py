@@ -390,3 +390,14 @@ def test_coq_proves_the_divisors_non_zero_and_rejects_what_the_kernel_cannot_sho
     assert results["scaled_inverse"] == "ok" and results["sum_divided"] == "ok", results  # closed, proved
     for tid in ("difference_divided", "real_divided"):  # 0 may be a sign of the divisor: `isT` is refused
         assert results[tid] != "ok" and "isT" in results[tid], results
+
+
+def test_an_unreadable_certificate_refuses_that_theorem_only():
+    certs = _committed_certificates()
+    broken = copy.deepcopy(certs["orthogonal_inverse"])
+    broken["theorem"] = "broken"
+    broken["steps"][0]["expr"] = "MatMul(Bogus("  # not a term
+    export = export_certificates([broken, certs["orthogonal_transpose_inverse"]], unchecked=True)
+    assert export.exported == ["orthogonal_transpose_inverse"]
+    assert export.skipped["broken"].startswith("its certificate cannot be read (certificate.steps[0].expr: ")
+    assert "\n" not in export.skipped["broken"]

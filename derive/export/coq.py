@@ -20,7 +20,7 @@ from pathlib import Path
 import sympy
 from sympy import Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
 
-from ..certificates.format import proof_from_data
+from ..certificates.format import CertificateError, proof_from_data
 from ..kernel.proof import Induction
 from ..kernel.terms import FamilyMatrix, add, block, blocks_of, canon, exponent_form, factors_of, mul, power
 
@@ -1446,6 +1446,8 @@ def export_certificates(certificates: list[dict], unchecked: bool = False) -> Co
             done[tid] = data
         except Unsupported as exc:
             skipped[tid] = " ".join(str(exc).split())
+        except CertificateError as exc:  # --unchecked: a certificate that cannot be read as a proof
+            skipped[tid] = f"its certificate cannot be read ({' '.join(str(exc).split())})"
         except Exception as exc:  # noqa: BLE001  a failure on one theorem refuses it; the others are exported
             skipped[tid] = f"the exporter failed on it ({_one_line(exc)})"
     names = [f"{PRELUDE}.v"] + [f"{t}.v" for t in exported]
