@@ -491,13 +491,16 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {_pd(t.args[0], facts)})"
     if type(t) is MatMul and factors_of(t)[0] != 1:  # c M: c non-zero, M invertible (printed `- (c' *: M)`, c < 0)
         coeff, mats = factors_of(t)
-        if all(m.shape[0] == m.shape[1] for m in mats):
-            inner = _unit(mul(mats), facts, depth)
-            if coeff == -1:
-                return f"(unit_opp {inner})"
-            if coeff.could_extract_minus_sign():
-                return f"(unit_opp (unit_scale {_nonzero(-coeff, facts)} {inner}))"
-            return f"(unit_scale {_nonzero(coeff, facts)} {inner})"
+        try:
+            if all(m.shape[0] == m.shape[1] for m in mats):
+                inner = _unit(mul(mats), facts, depth)
+                if coeff == -1:
+                    return f"(unit_opp {inner})"
+                if coeff.could_extract_minus_sign():
+                    return f"(unit_opp (unit_scale {_nonzero(-coeff, facts)} {inner}))"
+                return f"(unit_scale {_nonzero(coeff, facts)} {inner})"
+        except Unsupported:  # not so: an equation below may still show it
+            pass
     if type(t) is MatMul and factors_of(t)[0] == 1:
         mats = factors_of(t)[1]
         if all(m.shape[0] == m.shape[1] for m in mats):
