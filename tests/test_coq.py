@@ -287,20 +287,28 @@ def _forged(theorem, hypotheses, lhs, rhs, steps, definitions=()) -> dict:
                                                     tuple(definitions), (), claim))}
 
 
-def _root_symmetric(*extra) -> dict:
+def _root_symmetric(*extra, form: str = "claim") -> dict:
     """(M^½)ᵀ = M^½ for M positive definite and symmetric: true of the real square root, but `mpow` is the entrywise
-    root, its own transpose for any M, so Coq must be made to require M diagonal."""
+    root, its own transpose for any M, so Coq must be made to require M diagonal.  ``form``: the root in the claim,
+    through a definition D := M^½ (Dᵀ = D), or through a hypothesis N = M^½ (Nᵀ = N)."""
     from sympy import Q, Rational, S, Symbol
     from sympy.matrices.expressions import MatPow, MatrixSymbol, Transpose
 
-    from derive.kernel import Hypothesis
+    from derive.kernel import Definition, Hypothesis
 
     n = Symbol("n", integer=True, positive=True)
     m = MatrixSymbol("M", n, n)
     root = MatPow(m, Rational(1, 2))
     hyps = [Hypothesis("M_positive", Q.positive_definite(m), S.true),
             Hypothesis("M_symmetric", Q.symmetric(m), S.true), *(h(m) for h in extra)]
-    return _forged("root_symmetric", hyps, Transpose(root), root, [(root, "transpose_symmetric")])
+    if form == "claim":
+        return _forged("root_symmetric", hyps, Transpose(root), root, [(root, "transpose_symmetric")])
+    name = MatrixSymbol("D" if form == "definition" else "N", n, n)
+    rule = "def:D_root" if form == "definition" else "hyp:N_root"
+    defs = [Definition("D_root", name, root)] if form == "definition" else []
+    hyps += [Hypothesis("N_root", name, root)] if form == "hypothesis" else []
+    return _forged(f"root_{form}", hyps, Transpose(name), name,
+                   [(Transpose(root), rule), (root, "transpose_symmetric"), (name, rule)], defs)
 
 
 def _diagonal(m):
@@ -334,10 +342,15 @@ def test_coq_rejects_the_root_of_a_matrix_not_shown_diagonal(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "root_symmetric                 exported" in out, out
     assert status == 1 and "root_symmetric                 coqc: accepted" not in out, out
-    cert.write_text(json.dumps(_root_symmetric(_diagonal)))  # with M diagonal, mpow is the root: accepted
-    status = main(["export", "coq", "--unchecked", str(cert), "--out", str(tmp_path / "ok"), "--compile"])
-    out = capsys.readouterr().out
-    assert status == 0 and "root_symmetric                 coqc: accepted" in out, out
+    forms = ("definition", "hypothesis")  # the root reached through a definition or a hypothesis: rejected too
+    for extra, verdict in (((), False), ((_diagonal,), True)):  # with M diagonal, mpow is the root: accepted
+        export = export_certificates([_root_symmetric(*extra, form=f) for f in forms], unchecked=True)
+        assert export.exported == ["root_definition", "root_hypothesis"], export.skipped
+        for tid in export.exported:
+            assert f"Lemma {tid}_defined : (is_diag_mx M) /\\ (posdef M)." in export.files[f"{tid}.v"]
+        write_export(export, tmp_path / str(verdict))
+        results = compile_export(tmp_path / str(verdict), export.exported)
+        assert all((v == "ok") == verdict for v in results.values()), results
 
 
 def _scaled_claims():
