@@ -99,7 +99,7 @@ def unicode_latex(ch: str) -> str:
     decomposed = unicodedata.normalize("NFD", ch)
     base, marks = decomposed[0], decomposed[1:]
     if marks and base.isascii() and base.isalpha() and all(mark in _ACCENTS for mark in marks):
-        text = {"i": r"{\i}", "j": r"{\j}"}.get(base, base)  # dotless under an accent
+        text = {"i": r"\i", "j": r"\j"}.get(base, base)  # dotless under an accent
         for mark in marks:
             text = f"\\{_ACCENTS[mark]}{{{text}}}"
         return text
