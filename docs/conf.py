@@ -71,7 +71,12 @@ nb_execution_raise_on_error = True  # a failing cell of an executed page fails t
 nb_execution_show_tb = True  # ... and the log shows the traceback
 nb_execution_timeout = 300
 nb_execution_in_temp = True  # the tutorial writes its files into a temporary folder, not into docs/
-nb_merge_streams = True
+nb_merge_streams = True  # with the exact merge of docs/nbstreams.py: output lines are never cut mid-token
+
+sys.path.insert(0, str(DOCS))
+import nbstreams  # noqa: E402
+
+nbstreams.install()
 
 # -- autodoc ------------------------------------------------------------------------------
 

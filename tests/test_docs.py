@@ -141,6 +141,7 @@ def test_docs_build_without_warnings(tmp_path, monkeypatch):
     tutorial = (out / "tutorial.html").read_text(encoding="utf-8")
     assert "2/2 theorems verified" in tutorial and "hat_is_identity/main" in tutorial  # executed, not just shown
     _the_site_is_complete_and_offline(out)
+    _tutorial_outputs_are_whole(out)
 
 
 def _the_site_is_complete_and_offline(out: Path) -> None:
@@ -172,6 +173,37 @@ def _the_site_is_complete_and_offline(out: Path) -> None:
         assert not remote, f"{page.relative_to(out)} loads scripts from the network: {remote}"
         assert not re.findall(r'<link[^>]*href="(?:https?:)?//[^"]*\.(?:js|css)"', html), page
     assert 'src="_static/mathjax/tex-chtml.js' in (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_stream_chunks_merge_into_the_text_that_was_printed():
+    """A %%bash cell's output arrives in 100-byte chunks: merged, it is the printed text, not cut mid-token."""
+    nbformat = pytest.importorskip("nbformat")
+    sys.path.insert(0, str(DOCS))
+    try:
+        from nbstreams import merge_streams
+    finally:
+        sys.path.remove(str(DOCS))
+    printed = "\\begin{theorem}[{OLS}] \\olsbreak X is invertible\nsecond line\n" * 5
+    chunks = [printed[i:i + 100] for i in range(0, len(printed), 100)]
+    outputs = [nbformat.NotebookNode(output_type="stream", name="stdout", text=chunk) for chunk in chunks]
+    outputs.insert(2, nbformat.NotebookNode(output_type="stream", name="stderr", text="a warning\n"))
+    merged = merge_streams(outputs)
+    assert [(o["name"], o["text"]) for o in merged] == [("stdout", printed), ("stderr", "a warning\n")]
+    progress = merge_streams([nbformat.NotebookNode(output_type="stream", name="stdout", text="10%\r100%\n")])
+    assert progress[0]["text"] == "100%\n"
+
+
+def _tutorial_outputs_are_whole(out: Path) -> None:
+    """The tutorial's outputs hold the lines the commands printed: LaTeX copied from the page compiles."""
+    import html as html_lib
+
+    page = (out / "tutorial.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<div class="cell_output docutils container">(.*?)</div>\s*</div>', page, re.S)
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", "\n".join(blocks)))
+    assert "\\olsbreak" in text and "\\begin{theorem}" in text
+    for line in text.splitlines():
+        assert not re.search(r"\\ols[a-z]*$", line) or re.search(r"\\ols(break|next|sep)$", line), line
+    assert not re.search(r"\\(olsb|olsbr|olsbre|olsbrea)\n", text)
 
 
 def test_the_committed_figures_are_what_reproduce_writes():
