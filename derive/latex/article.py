@@ -821,9 +821,10 @@ def _results_table(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str
         "\\hline",
         "\\end{longtable}",
     ]
-    for reason, ids in notes.items():
-        refs = ", ".join("Theorem~\\ref{" + _label(i) + "}" for i in ids)
-        lines.append(f"Not exported to Coq ({refs}): {escape_text(reason)}.\n")
+    if notes:
+        reasons = "; ".join(", ".join("Theorem~\\ref{" + _label(i) + "}" for i in ids) + f": {escape_text(reason)}"
+                            for reason, ids in notes.items())
+        lines.append(f"\\noindent{{\\small Not exported to Coq (---), with the reason: {reasons}.}}\n")
     return "\n".join(lines)
 
 
