@@ -920,9 +920,9 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
         body.append(_new_symbols(theorem, resolved, printer, seen))
         body.append(_theorem_latex(_Context(theorem, _printer(ordered, macros, settings), stated)))
         meaning = meaning_of.get(theorem.id)
-        text = _local_refs(latex_text(meaning), ids) if meaning else escape_text(theorem.proof.statement)
+        text = latex_text(meaning) if meaning else escape_text(theorem.proof.statement)
         body.append(f"\\paragraph{{What it means.}} {text}")
     body += [_conclusion(count), "\\appendix", _notation(ordered, resolved, printer)]
-    text = "\n\n".join(line for line in body if line)
-    body = [text, bibliography_latex(text), "\\end{document}"]
+    text = _local_refs("\n\n".join(line for line in body if line), ids)  # the introduction names the paper's
+    body = [text, bibliography_latex(text), "\\end{document}"]  # theorems: each stated here, or its id
     return "\n\n".join(body) + "\n"
