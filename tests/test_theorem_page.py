@@ -81,6 +81,7 @@ def test_meanings_read_as_markdown():
     numbers = {"spectral_precision": 3}
     text = markdown_text(r"as in Theorem~\ref{thm:spectral_precision} and \ref{thm:absent}, "
                          r"\cite{tan2026ols}, \cite{vonoswald2023icl} and Aky\"urek; the \emph{slow} "
-                         r"memory $L_{\lambda}--x$ -- fast", numbers)
+                         r"memory $L_{\lambda}--x$ -- fast; Goulet Coulombe~\cite{gouletcoulombe2025ols}", numbers)
     assert text == ("as in [Theorem 3](#thm-spectral-precision) and `absent`, (Tan and Zhao 2026), "
-                    "(von Oswald et al. 2023) and Akyürek; the *slow* memory $L_{\\lambda}--x$ – fast")
+                    "(von Oswald et al. 2023) and Akyürek; the *slow* memory $L_{\\lambda}--x$ – fast; "
+                    "Goulet Coulombe\u00a0(2025)")

@@ -70,7 +70,8 @@ _ACCENT = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0
            "=": "\u0304"}
 
 
-def _cite_text(keys: str) -> str:
+def _cite_text(keys: str, before: str = "") -> str:
+    """``(Tan and Zhao 2026)``; ``(2026)`` right after the authors' names (``Tan and Zhao~\\cite{...}``)."""
     known = references()
     parts = []
     for key in (k.strip() for k in keys.split(",")):
@@ -82,7 +83,9 @@ def _cite_text(keys: str) -> str:
         surnames = [a.split(",")[0].strip() for a in authors]
         who = surnames[0] + (" et al." if len(surnames) > 2 or surnames[-1] == "others" else
                              f" and {surnames[1]}" if len(surnames) == 2 else "")
-        parts.append(f"{_plain(who)} {entry['year']}")
+        named = _plain(before).rstrip("~\u00a0 ").endswith(_plain(who).removesuffix(" et al.")) or \
+            _plain(before).rstrip("~\u00a0 ").endswith(_plain(who))
+        parts.append(entry["year"] if named else f"{_plain(who)} {entry['year']}")
     return "(" + "; ".join(parts) + ")"
 
 
@@ -115,7 +118,7 @@ def markdown_text(latex: str, numbers: Mapping[str, int]) -> str:
             return f"`{tid}`"
 
         piece = _REF.sub(ref, piece)
-        piece = _CITE.sub(lambda m: _cite_text(m.group(1)), piece)
+        piece = _CITE.sub(lambda m: _cite_text(m.group(1), m.string[:m.start()]), piece)
         piece = re.sub(r"\\emph\{([^}]*)\}", r"*\1*", piece)
         piece = piece.replace("---", "\u2014").replace("--", "\u2013").replace("~", "\u00a0")
         out.append(_plain(piece))
