@@ -122,7 +122,10 @@ def test_ci_builds_the_docs_with_warnings_as_errors():
     assert installs and tests and tests[0] < installs[0] < lines.index(build[0])
 
 
-@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("sphinx", "myst_nb", "ipykernel")),
+DOCS_EXTRA = ("sphinx", "myst_nb", "ipykernel", "furo", "sphinx-mathjax-offline", "sklearn")
+
+
+@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in DOCS_EXTRA),
                     reason='the docs extra is not installed (pip install ".[docs]"); .ci/run builds the docs itself')
 def test_docs_build_without_warnings(tmp_path, monkeypatch):
     _with_scripts_on_path(monkeypatch)
