@@ -211,7 +211,7 @@ def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | No
     for record in records:
         if "witness" in record:
             instances = record["witness"]["instances"]
-            status.setdefault(record["id"], {})["witness"] = f"{instances} instances"
+            status.setdefault(record["id"], {})["witness"] = str(instances)
     article = write_latex(theorems, tex, style, symbols, results=status)
     paths = write_code(records, code, list(BACKENDS))
     account = pdf(article) if make_pdf else "PDF skipped (--no-pdf)"

@@ -799,7 +799,7 @@ def _results_table(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str
     for theorem in ordered:
         status = results.get(theorem.id, {})
         coq = status.get("coq", "")
-        coq_cell = {"exported": "exported", "checked": "checked by coqc"}.get(coq, "---" if coq else "not run")
+        coq_cell = {"exported": "exported", "checked": "accepted"}.get(coq, "---" if coq else "not run")
         if coq and coq not in ("exported", "checked"):
             notes.setdefault(coq, []).append(theorem.id)
         witness = status.get("witness", "")
@@ -812,14 +812,16 @@ def _results_table(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str
         "(lemmas included) and the first 16 hexadecimal digits of the SHA-256 of its certificate, a JSON file "
         "that \\texttt{derive check} re-checks from scratch without running any code of a theorem library. "
         "The Coq column says whether the certificate was translated into a Coq file (a section with the "
-        "statement, one lemma per kernel step and the theorem as their chain; \\texttt{derive export coq}); the "
-        "witness column whether the independent witness re-evaluated every step exactly (\\texttt{derive prove "
-        "--witness}) in the run that wrote this article.",
-        "\\begin{longtable}{@{}r>{\\raggedright\\arraybackslash}p{0.36\\textwidth}rlll@{}}",
+        "statement, one lemma per kernel step and the theorem as their chain; \\texttt{derive export coq}), and "
+        "\\emph{accepted} where \\texttt{coqc} compiled that file, closed under the global context, in the run "
+        "that wrote this article; the witness column, on how many random instances the independent witness "
+        "re-evaluated every step exactly in that run (\\texttt{derive build --witness}).",
+        "{\\small",
+        "\\begin{longtable}{@{}r>{\\raggedright\\arraybackslash}p{0.38\\textwidth}rlll@{}}",
         "\\hline Thm & Statement & Steps & Certificate & Coq & Witness \\\\ \\hline\\endhead",
         *rows,
         "\\hline",
-        "\\end{longtable}",
+        "\\end{longtable}}",
     ]
     if notes:
         reasons = "; ".join(", ".join("Theorem~\\ref{" + _label(i) + "}" for i in ids) + f": {escape_text(reason)}"
