@@ -782,8 +782,8 @@ def _introduction(count: int) -> str:
         "watson1964} and the modern Hopfield update. Third, a second and a third judge: an independent witness "
         "that never uses the kernel's rules re-evaluates every step exactly, on random rational matrices that "
         "satisfy the hypotheses, and each certificate is translated into a Coq proof script over "
-        "MathComp~\\cite{mahboubi2022mathcomp}, so that a theorem is believed on the word of three checkers "
-        "that share no code.",
+        "MathComp~\\cite{mahboubi2022mathcomp} and compiled by Coq's kernel, so that a theorem has three "
+        "judges that do not share their rules: the kernel, the witness and Coq.",
         "\\paragraph{Outline.} Section~\\ref{sec:reading} says how to read the statements and proofs. "
         f"Section~\\ref{{sec:results}} lists the {_number(count)} theorems with their certificates. "
         "Section~\\ref{sec:theorems} states and proves each of them, every theorem followed by what it means "
@@ -864,8 +864,9 @@ def _conclusion(count: int) -> str:
         "point evaluates them. The experiments of the accompanying package (training a single layer by "
         "gradient descent, storage capacity of linear and softmax attention, covariance shift) and its "
         "numerical code, which evaluates the checked right-hand sides with the accuracy of a least-squares "
-        "solver~\\cite{bjorck1996}, address those questions separately. The certificates, the Coq files and the "
-        "code that produced this article are public, so any reader can re-check every line.",
+        "solver~\\cite{bjorck1996}, address those questions separately. The certificates and the Coq files are "
+        "distributed with the package that produced this article, so any reader can re-check every line: "
+        "\\texttt{derive check} with the kernel, \\texttt{coqc} with Coq.",
     ])
 
 
