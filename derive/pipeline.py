@@ -84,14 +84,31 @@ def write_certificates(records: list[dict], out: Path) -> int:
     return written
 
 
-def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | None = None) -> Path:
-    """The package, one fragment per theorem (and per theorem they cite) and the article; returns its path.
+def coq_status(theorems: list) -> dict[str, dict[str, str]]:
+    """For the article's table: theorem id -> {"coq": "exported" or why it is not} (the export, not coqc)."""
+    import json
+
+    from .export.coq import export_certificates
+
+    export = export_certificates([json.loads(certificate_text(t)) for t in theorems])
+    status = {tid: {"coq": "exported"} for tid in export.exported}
+    status.update({tid: {"coq": reason} for tid, reason in export.skipped.items()})
+    return status
+
+
+def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | None = None,
+                results: dict | None = None) -> Path:
+    """The package, one fragment per theorem (and per theorem they cite), the article and ``references.bib``;
+    returns the article's path.
 
     ``symbols`` is a ``--symbols`` file mapping the package's symbols to the paper's own LaTeX: read and
-    checked before anything is written (a bad file is a :class:`UserInputError`).
+    checked before anything is written (a bad file is a :class:`UserInputError`).  ``results`` is the
+    article's table of results per theorem id (``{"coq": ..., "witness": ...}``); by default the Coq column
+    says which theorems export (:func:`coq_status`).
     """
     from .latex import PACKAGE, SymbolsError, article_theorems, macro_table, package_latex, read_symbols
     from .latex.article import descriptions, resolved_glossaries
+    from .latex.bibliography import BIB_FILE, bib_text
 
     ordered = article_theorems(theorems)  # the cited theorems too: their labels resolve in a paper
     table = macro_table(ordered)
@@ -103,8 +120,11 @@ def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | 
     write_atomic(out / f"{PACKAGE}.sty", package_latex(ordered, style, mapping, descriptions(ordered, glossaries)))
     for theorem in ordered:
         write_atomic(out / f"{theorem.id}.tex", theorem_latex(theorem, symbol_names=table) + "\n")
+    if results is None:
+        results = coq_status(ordered)
     article = out / ARTICLE
-    write_atomic(article, article_latex(theorems, matrix_style=style))
+    write_atomic(out / BIB_FILE, bib_text())
+    write_atomic(article, article_latex(theorems, matrix_style=style, results=results))
     return article
 
 
@@ -169,30 +189,40 @@ class BuildResult:
 
 
 def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | None = None, make_pdf: bool = True,
-          progress: Callable[[int, int, dict], None] | None = None) -> BuildResult:
+          progress: Callable[[int, int, dict], None] | None = None, witness: bool = False) -> BuildResult:
     """The main job: prove every theorem, then write certificates, LaTeX, generated code and (if asked) the PDF.
+
+    With ``witness``, every proof is also re-evaluated by the independent witness (a refutation fails the
+    theorem, as in :func:`prove`), and the article's table of results says so.
 
     The output folders ``out/certificates``, ``out/latex`` and ``out/code`` must exist.
     """
     certs, tex, code = out / "certificates", out / "latex", out / "code"
     records = []
     for index, theorem_id in enumerate(ids, start=1):
-        (record,) = prove([theorem_id])
+        (record,) = prove([theorem_id], witness=witness)
         records.append(record)
         if progress is not None:
             progress(index, len(ids), record)
     written = write_certificates(records, certs)
     theorems = [r["theorem"] for r in records if "theorem" in r]
-    article = write_latex(theorems, tex, style, symbols)
+    status: dict[str, dict[str, str]] = {}
+    coq = write_coq(records, out / "coq", status=status)
+    for record in records:
+        if "witness" in record:
+            instances = record["witness"]["instances"]
+            status.setdefault(record["id"], {})["witness"] = str(instances)
+    article = write_latex(theorems, tex, style, symbols, results=status)
     paths = write_code(records, code, list(BACKENDS))
     account = pdf(article) if make_pdf else "PDF skipped (--no-pdf)"
-    return BuildResult(records, certs, article, paths, account, written, extra=write_coq(records, out / "coq"))
+    return BuildResult(records, certs, article, paths, account, written, extra=coq)
 
 
-def write_coq(records: list[dict], out: Path, compile_: bool = True) -> list[str]:
+def write_coq(records: list[dict], out: Path, compile_: bool = True, status: dict | None = None) -> list[str]:
     """The Coq development of the verified theorems in ``out``; compiled per theorem when coqc is on PATH.
 
-    Returns the lines to report (what was exported, and each theorem's coqc verdict).
+    Returns the lines to report (what was exported, and each theorem's coqc verdict).  ``status``, when given,
+    receives each theorem's Coq state for the article: ``{"coq": "exported" | "checked" | why not}``.
     """
     import json
 
@@ -202,8 +232,13 @@ def write_coq(records: list[dict], out: Path, compile_: bool = True) -> list[str
     export = export_certificates(data)
     write_export(export, out)
     lines = [f"Coq: {len(export.exported)} theorems exported to {out}, {len(export.skipped)} not exported"]
+    if status is not None:
+        status.update({tid: {"coq": "exported"} for tid in export.exported})
+        status.update({tid: {"coq": reason} for tid, reason in export.skipped.items()})
     if compile_ and coqc() is not None and export.exported:
         results = compile_export(out, export.exported)
+        if status is not None:
+            status.update({tid: {"coq": "checked"} for tid, verdict in results.items() if verdict == "ok"})
         failed = {k: v for k, v in results.items() if v != "ok"}
         lines.append(f"coqc: {len(results) - len(failed)}/{len(results)} accepted"
                      + "".join(f"; {k}: {v}" for k, v in failed.items()))

@@ -64,7 +64,7 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
         P = Lᵀ XᵀY: then X L P are the fitted values of the centred data, and ``coef_`` is (L P)ᵀ.
     n_features_in_ : int
         The number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape ``(n_features_in_,)``
         The feature names, where X had them (a DataFrame).
 
     Examples

@@ -122,7 +122,10 @@ def test_ci_builds_the_docs_with_warnings_as_errors():
     assert installs and tests and tests[0] < installs[0] < lines.index(build[0])
 
 
-@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("sphinx", "myst_nb", "ipykernel")),
+DOCS_EXTRA = ("sphinx", "myst_nb", "ipykernel", "furo", "sphinx-mathjax-offline", "sklearn")
+
+
+@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in DOCS_EXTRA),
                     reason='the docs extra is not installed (pip install ".[docs]"); .ci/run builds the docs itself')
 def test_docs_build_without_warnings(tmp_path, monkeypatch):
     _with_scripts_on_path(monkeypatch)
@@ -140,6 +143,85 @@ def test_docs_build_without_warnings(tmp_path, monkeypatch):
     assert rendered == sorted(p.with_suffix(".html").name for p in (ROOT / "notebooks").glob("*.ipynb"))
     tutorial = (out / "tutorial.html").read_text(encoding="utf-8")
     assert "2/2 theorems verified" in tutorial and "hat_is_identity/main" in tutorial  # executed, not just shown
+    _the_site_is_complete_and_offline(out)
+    _tutorial_outputs_are_whole(out)
+
+
+def _the_site_is_complete_and_offline(out: Path) -> None:
+    """Every library theorem on the theorem page, figures shown, the generated API documented, and no script
+    loaded from the network (MathJax is served from the site itself)."""
+    from derive.library import THEOREM_IDS
+
+    theorems = (out / "theorems.html").read_text(encoding="utf-8")
+    for theorem_id in THEOREM_IDS:
+        certificate = json.loads((ROOT / "proofs" / "certificates" / f"{theorem_id}.json").read_text())
+        assert f'id="thm-{theorem_id.replace("_", "-")}"' in theorems, theorem_id
+        assert certificate["sha256"] in theorems, theorem_id
+    assert theorems.count("What it means.") == len(THEOREM_IDS) and "math notranslate" in theorems
+    figures = (out / "figures.html").read_text(encoding="utf-8")
+    images = re.findall(r'<img[^>]+src="([^"]+)"', figures)
+    written = {"training.png", "hopfield_success.png", "hopfield_capacity.png", "distribution_shift.png",
+               "beyond_the_paper.png"}
+    assert {Path(src).name for src in images} >= written
+    assert all((out / src).is_file() and (out / src).stat().st_size > 10_000 for src in images)
+    api = (out / "api.html").read_text(encoding="utf-8")
+    for name in ("ols_attention.coefficients", "ols_attention.predict", "ols_attention.attention_parameters",
+                 "ols_attention.RecursiveLeastSquares", "ols_attention.multi_layer_predict",
+                 "derive.sklearn.OLSAttentionRegressor"):
+        assert f'id="{name}"' in api, name
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    for page in out.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        remote = re.findall(r'<script[^>]*\ssrc="((?:https?:)?//[^"]*)"', html)
+        assert not remote, f"{page.relative_to(out)} loads scripts from the network: {remote}"
+        assert not re.findall(r'<link[^>]*href="(?:https?:)?//[^"]*\.(?:js|css)"', html), page
+    assert 'src="_static/mathjax/tex-chtml.js' in (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_stream_chunks_merge_into_the_text_that_was_printed():
+    """A %%bash cell's output arrives in 100-byte chunks: merged, it is the printed text, not cut mid-token."""
+    nbformat = pytest.importorskip("nbformat")
+    sys.path.insert(0, str(DOCS))
+    try:
+        from nbstreams import merge_streams
+    finally:
+        sys.path.remove(str(DOCS))
+    printed = "\\begin{theorem}[{OLS}] \\olsbreak X is invertible\nsecond line\n" * 5
+    chunks = [printed[i:i + 100] for i in range(0, len(printed), 100)]
+    outputs = [nbformat.NotebookNode(output_type="stream", name="stdout", text=chunk) for chunk in chunks]
+    outputs.insert(2, nbformat.NotebookNode(output_type="stream", name="stderr", text="a warning\n"))
+    merged = merge_streams(outputs)
+    assert [(o["name"], o["text"]) for o in merged] == [("stdout", printed), ("stderr", "a warning\n")]
+    progress = merge_streams([nbformat.NotebookNode(output_type="stream", name="stdout", text="10%\r100%\n")])
+    assert progress[0]["text"] == "100%\n"
+
+
+def _tutorial_outputs_are_whole(out: Path) -> None:
+    """The tutorial's outputs hold the lines the commands printed: LaTeX copied from the page compiles."""
+    import html as html_lib
+
+    page = (out / "tutorial.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<div class="cell_output docutils container">(.*?)</div>\s*</div>', page, re.S)
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", "\n".join(blocks)))
+    assert "\\olsbreak" in text and "\\begin{theorem}" in text
+    for line in text.splitlines():
+        assert not re.search(r"\\ols[a-z]*$", line) or re.search(r"\\ols(break|next|sep)$", line), line
+    assert not re.search(r"\\(olsb|olsbr|olsbre|olsbrea)\n", text)
+
+
+def test_the_committed_figures_are_what_reproduce_writes():
+    """docs/figures.md shows every figure of `derive reproduce`, each committed in docs/figures/."""
+    from derive.experiments import paper
+
+    source = Path(paper.__file__).read_text(encoding="utf-8")
+    drawn = set(re.findall(r'"(\w+\.png)": figures\.', source))
+    page = (DOCS / "figures.md").read_text(encoding="utf-8")
+    shown = set(re.findall(r"\]\(figures/(\w+\.png)\)", page))
+    assert drawn and shown == drawn
+    for name in drawn:
+        assert (DOCS / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    summary = json.loads((DOCS / "figures" / "summary.json").read_text(encoding="utf-8"))
+    assert set(summary["figures"]) == drawn and summary["provenance"]["quick"] is False  # the full run
 
 
 def _worked_examples() -> list[str]:

@@ -30,6 +30,7 @@ from derive.latex import (
 from derive.latex.article import _printer as printer
 from derive.latex.grouping import noise
 from derive.latex.pdf import compile_pdf, tex_engine
+from derive.latex.text import escape_text, latex_text
 from derive.library import LIBRARY, THEOREM_IDS
 from derive.library.base import Lam, V, X, cite_orthogonal, p
 
@@ -113,7 +114,7 @@ def test_article_has_every_label_and_title(theorems):
     text = article_latex(theorems)
     for theorem in theorems:
         assert rf"\label{{thm:{theorem.id}}}" in text
-        assert theorem.title in text
+        assert escape_text(theorem.title) in text
     assert text.count(r"\begin{theorem}") == len(theorems)
 
 
@@ -176,7 +177,8 @@ def test_the_article_states_no_lemma_twice(theorems):
 
 
 def _notation(text: str) -> str:
-    return text[text.index(r"\section*{Notation}"):text.index(r"\end{longtable}")]
+    start = text.index(r"\section{Index of notation}")
+    return text[start:text.index(r"\end{longtable}", start)]
 
 
 def test_the_glossary_comes_from_the_theorems(theorems):
@@ -244,7 +246,7 @@ USER_GLOSSARY = {"user_ols_through_qr": {"Q": "orthonormal factor of $X = QR$", 
 def test_a_user_theorem_prints_like_a_builtin():
     theorem = _ols_through_qr()
     fragment = theorem_latex(theorem)
-    assert fragment.startswith(r"\begin{theorem}[OLS through a QR factor]\label{thm:user_ols_through_qr}")
+    assert fragment.startswith(r"\begin{theorem}[{OLS through a QR factor}]\label{thm:user_ols_through_qr}")
     assert r"$\olsR$ is invertible" in fragment and r"Lemma~\ref{lem:user_ols_through_qr:gram}" in fragment
     assert fragment.count(r"\olsstep") == sum(len(display_groups(c)) for c in _chains(theorem))
     with_glossary = _notation(article_latex([theorem], glossaries=USER_GLOSSARY))
@@ -293,7 +295,7 @@ def test_latex_command_is_deterministic_and_atomic(tmp_path):
     for name in ("a", "b"):
         assert main(["latex", "--out", str(tmp_path / name)]) == 0
     files = sorted(f.name for f in (tmp_path / "a").iterdir())
-    assert files == sorted([ARTICLE, "olstransformer.sty"] + [f"{t}.tex" for t in THEOREM_IDS])
+    assert files == sorted([ARTICLE, "olstransformer.sty", "references.bib"] + [f"{t}.tex" for t in THEOREM_IDS])
     for name in files:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
@@ -345,6 +347,12 @@ def test_article_compiles_cleanly(tmp_path, theorems):
         assert theorem.title in flat
     assert flat.count("transpose of a product") >= len(theorems)
     assert flat.count("Proof") >= len(theorems)
+    # a paper: abstract, introduction, the formalised paper cited by its arXiv id, conclusion, references
+    for heading in ("Abstract", "1 Introduction", "Results", "Conclusion", "Index of notation", "References"):
+        assert heading in flat, heading
+    assert "Tan and Zhao [1]" in flat and "arXiv:2604.13656" in flat and "Goulet Coulombe" in flat
+    assert flat.count("What it means.") == len(theorems)
+    assert "[?]" not in flat and "??" not in flat
 
 
 @needs_tex
@@ -365,20 +373,33 @@ def test_build_writes_everything(tmp_path):
     assert (tmp_path / "latex" / "ols_transformer.pdf").stat().st_size > 10_000
 
 
-EXTENSIONS = ["sherman_morrison", "ridge_is_linear_attention", "kernel_ridge_push_through", "weighted_ls_is_attention",
-              "multi_head_attention", "multi_layer_gd", "causal_online_ls", "fast_weight_delta_rule",
-              "softmax_nadaraya_watson", "hopfield_is_attention"]
+def _sections(article: str) -> dict[str, str]:
+    """Each theorem's subsection of the article, by theorem id."""
+    out = {}
+    for section in article.split("\\subsection{")[1:]:
+        found = re.search(r"\\label\{thm:(\w+)\}", section.split("\\end{theorem}")[0])
+        if found:
+            out[found.group(1)] = section
+    return out
 
 
-def test_each_extension_says_in_the_article_what_it_means(theorems):
-    """The article's section of every theorem beyond the paper ends with what it means for transformers."""
-    article = article_latex(theorems)
-    sections = article.split("\\section{")[1:]
-    for theorem_id in EXTENSIONS:
-        (section,) = [s for s in sections if f"\\label{{thm:{theorem_id}}}" in s.split("\\end{theorem}")[0]]
+def test_every_theorem_says_in_the_article_what_it_means(theorems):
+    """Every library theorem's section ends with what it means for transformers, from its own module."""
+    sections = _sections(article_latex(theorems))
+    assert sorted(sections) == sorted(THEOREM_IDS)
+    for theorem_id, section in sections.items():
         meaning = section.split("\\paragraph{What it means.}", 1)
+        assert entries()[theorem_id].meaning, f"{theorem_id} has no meaning in its module"
         assert len(meaning) == 2 and len(meaning[1].split()) >= 25, theorem_id
-        assert entries()[theorem_id].meaning in meaning[1]
+        assert latex_text(entries()[theorem_id].meaning) in meaning[1]
+
+
+def test_a_theorem_without_a_meaning_reads_as_its_statement():
+    text = article_latex([_ols_through_qr()])
+    meaning = _sections(text)["user_ols_through_qr"].split("\\paragraph{What it means.}", 1)[1]
+    assert meaning.strip().startswith(escape_text("If X = QR with QᵀQ = I and R invertible, then"))
+    given = article_latex([_ols_through_qr()], meanings={"user_ols_through_qr": "QR is $x_1$ & safe"})
+    assert r"\paragraph{What it means.} QR is $x_1$ \& safe" in given
 
 
 def test_a_meaning_must_be_text():

@@ -217,7 +217,7 @@ def test_free_families_and_recurrences_are_stated(theorems):
             r"$\olskappa_{1}, \olskappa_{2}, \ldots \in \mathbb{R}^{\olsdk \times 1}$ be any sequences of "
             "matrices.") in text
     assert (r"Define $\olsS_{s} \in \mathbb{R}^{\olsd \times \olsdk}$ by $\olsS_{0} = 0$ and "
-            r"$\olsS_{s+1} = \olsv_{s+1} \olskappa_{s+1}^{\top} + \olsS_{s}$,\olsnext and") in text
+            r"$\olsS_{s+1} = \olsv_{s+1} \olskappa_{s+1}^{\top} + \olsS_{s}$,\olsnext\ and") in text
     # a recurrence holding blocks is displayed, with the shape that depends on the index
     assert (r"\text{$\olsV_{s} \in \mathbb{R}^{s \times \olsd}$:}\ \olsV_{0} = 0 \olssep "
             r"\olsV_{s+1} = \begin{bmatrix}\olsV_{s} \\ \olsv_{s+1}^{\top}\end{bmatrix}") in text

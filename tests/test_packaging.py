@@ -57,3 +57,5 @@ def test_setuptools_installs_the_data_with_the_package(tmp_path):
     data = lib / "derive" / "data" / DATA_FILE
     assert data.read_bytes() == (ROOT / "derive" / "data" / DATA_FILE).read_bytes()
     assert (lib / "derive" / "experiments" / "figures.py").is_file()
+    bib = lib / "derive" / "latex" / "references.bib"  # the article's bibliography ships with the package
+    assert bib.read_bytes() == (ROOT / "derive" / "latex" / "references.bib").read_bytes()

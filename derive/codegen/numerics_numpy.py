@@ -1931,7 +1931,7 @@ def multi_layer_predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLi
     steps of gradient descent on ½‖Y − Xβ‖² preconditioned by Γ. This evaluates that recurrence (p×p and p×k
     products; no token matrix is formed). β_k = β̂ − (I − ΓXᵀX)^k β̂ for invertible XᵀX (β̂ the OLS
     coefficients), so the layers converge to OLS as fast as the powers of I − ΓXᵀX vanish: for Γ = (XᵀX)⁻¹ one
-    layer is OLS, for Γ = ηI they converge when 0 < η < 2 / λ_max(XᵀX), at the rate max |1 − η λ_i|.
+    layer is OLS, for Γ = ηI they converge when 0 < η < 2 / λ_max(XᵀX), at the rate max_i abs(1 − η λ_i).
 
     Parameters
     ----------

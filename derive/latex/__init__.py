@@ -4,7 +4,9 @@
 displayed proof line; :mod:`.article` turns checked theorems into theorem fragments (which cite other
 theorems by ``\\ref{thm:ID}``), the Jupyter display and the standalone article; :mod:`.package` writes the
 ``olstransformer.sty`` the fragments need in a user's paper, and :mod:`.symbols` its symbol macros and the
-``--symbols`` file; :mod:`.pdf` compiles the article.
+``--symbols`` file; :mod:`.pdf` compiles the article.  :mod:`.text` makes any title, statement, glossary or
+meaning compile (escaping, Unicode); :mod:`.bibliography` prints the article's references from the shipped
+``references.bib``; :mod:`.theorem_page` writes the documentation's theorem index from certificates.
 """
 
 from ..kernel.proof import register_display

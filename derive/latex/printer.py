@@ -36,6 +36,10 @@ _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", 
 ABBREVIATIONS = {"lam": "lambda", "gam": "gamma", "sig": "sigma", "eps": "epsilon", "alph": "alpha", "kap": "kappa"}
 
 
+#: Matrix names read as a symbol, not as letters: ``ones_n`` is the all-ones vector :math:`\\mathbf{1}_n`.
+_SPECIAL_LETTERS = {"ones": "\\mathbf{1}", "zeros": "\\mathbf{0}"}
+
+
 def _one(dim) -> bool:
     return dim == 1
 
@@ -78,7 +82,7 @@ class PaperLatexPrinter(LatexPrinter):
         """(the styled letter, the subscript or "") of a matrix symbol's name, as the paper writes them."""
         hat = name.endswith("_hat")
         base, _, sub = (name[:-4] if hat else name).partition("_")
-        core = f"\\{base}" if base in _GREEK else base
+        core = f"\\{base}" if base in _GREEK else _SPECIAL_LETTERS.get(base, base)
         style = self._settings["matrix_style"]
         if style == "bold":
             core = f"\\boldsymbol{{{core}}}" if base in _GREEK else f"\\mathbf{{{core}}}"
@@ -86,7 +90,9 @@ class PaperLatexPrinter(LatexPrinter):
             core = f"\\mathrm{{{core}}}"
         if hat:
             core = f"\\hat{{{core}}}"
-        if sub:
+        if sub in _GREEK or sub in ABBREVIATIONS:  # L_lambda: L with the subscript lambda
+            sub = f"\\{ABBREVIATIONS.get(sub, sub)}"
+        elif sub:
             sub = sub if len(sub) == 1 else f"\\mathrm{{{sub}}}" if sub.isalpha() else sub
         return core, sub
 

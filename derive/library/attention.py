@@ -19,7 +19,17 @@ EIGH_ROUTE = Route("eigh", "gram_route", {"X": "X", "Y": "Y", "X_q": "X_query", 
 SCORES = Term("scores", lemma="main", values="Y")
 
 
-@theorem(glossary=GLOSSARY, routes=[EIGH_ROUTE, SCORES])
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_OLS_IS_LINEAR_ATTENTION = (
+    r"This is the main theorem of Tan and Zhao~\cite{tan2026ols} (and the factorisation of Goulet "
+    r"Coulombe~\cite{gouletcoulombe2025ols}): the OLS prediction at a query is a linear-attention read-out. "
+    r"The query $x_q$ and each training example $x_i$ are mapped by the same matrix $L$; their inner products "
+    r"$x_q^{\top}LL^{\top}x_i$ are unnormalised attention scores, and the prediction is the score-weighted sum "
+    r"of the targets $y_i$, in one forward pass, with no iteration and no softmax."
+)
+
+
+@theorem(meaning=MEANING_OLS_IS_LINEAR_ATTENTION, glossary=GLOSSARY, routes=[EIGH_ROUTE, SCORES])
 def ols_is_linear_attention() -> Proof:
     b = ProofBuilder(
         "ols_is_linear_attention",
@@ -37,7 +47,17 @@ def ols_is_linear_attention() -> Proof:
     return b.proof()
 
 
-@theorem(routes=[Term("P", definition="P")], glossary={
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_PAPER_CONSTRUCTION = (
+    r"The construction of Tan and Zhao~\cite{tan2026ols} with every weight named: query, key and value weights "
+    r"all equal to $L$, an identity feed-forward layer and the output projection $P = L^{\top}X^{\top}Y$ make "
+    r"one layer output the fitted values $HY$. On the way, the attention output $XL$ has orthonormal columns: "
+    r"the layer first whitens the design, then projects onto its column space."
+)
+
+
+@theorem(meaning=MEANING_PAPER_CONSTRUCTION, routes=[Term("P", definition="P")], glossary={
+    **GLOSSARY,
     "W_Q": "query weights",
     "W_K": "key weights",
     "W_V": "value weights",

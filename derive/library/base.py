@@ -54,7 +54,16 @@ def cite_orthogonal(U) -> tuple:
     return ((_d, U.shape[0]), (_U, U))
 
 
-@theorem(glossary={"U": "an orthogonal matrix", "d": "size of a square matrix"})
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_ORTHOGONAL_INVERSE = (
+    r"An orthogonal matrix is undone by its transpose: no inversion is ever computed. This is the step that "
+    r"lets the eigenvectors $V$ of $X^{\top}X$ pass through the inverse in "
+    r"Theorem~\ref{thm:spectral_precision}, and the reason a rotation of the query--key space costs nothing "
+    r"(Theorem~\ref{thm:gauge_invariance})."
+)
+
+
+@theorem(meaning=MEANING_ORTHOGONAL_INVERSE, glossary={"U": "an orthogonal matrix", "d": "size of a square matrix"})
 def orthogonal_inverse() -> Proof:
     (rows,) = orthogonal("U", _U)[1:]
     b = ProofBuilder("orthogonal_inverse", "The inverse of an orthogonal matrix is its transpose",
@@ -69,7 +78,16 @@ def orthogonal_inverse() -> Proof:
     return b.proof()
 
 
-@theorem(glossary={"U": "an orthogonal matrix", "d": "size of a square matrix"})
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_ORTHOGONAL_TRANSPOSE_INVERSE = (
+    r"The same fact from the other side: orthonormal columns make $U^{\top}$ invertible with inverse $U$. "
+    r"Together with Theorem~\ref{thm:orthogonal_inverse} it is all the linear algebra of orthogonality the "
+    r"spectral theorems need."
+)
+
+
+@theorem(meaning=MEANING_ORTHOGONAL_TRANSPOSE_INVERSE,
+         glossary={"U": "an orthogonal matrix", "d": "size of a square matrix"})
 def orthogonal_transpose_inverse() -> Proof:
     (columns,) = orthogonal("U", _U)[:1]
     b = ProofBuilder("orthogonal_transpose_inverse", "The inverse of the transpose of an orthogonal matrix",
@@ -84,7 +102,16 @@ def orthogonal_transpose_inverse() -> Proof:
     return b.proof()
 
 
-@theorem(glossary=GLOSSARY)
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_SPECTRAL_PRECISION = (
+    r"The precision matrix $(X^{\top}X)^{-1}$ splits into a factor and its transpose, $LL^{\top}$ with $L = "
+    r"V\Lambda^{-1/2}$. In attention, $L$ is the weight applied to queries and to keys alike, and the product "
+    r"$LL^{\top}$ is the \emph{slow memory}: it depends on the design only, not on the targets or the queries, "
+    r"so it can sit in a layer's weights."
+)
+
+
+@theorem(meaning=MEANING_SPECTRAL_PRECISION, glossary=GLOSSARY)
 def spectral_precision() -> Proof:
     b = ProofBuilder(
         "spectral_precision",

@@ -24,7 +24,17 @@ ROUTES = [
 ]
 
 
-@theorem(routes=ROUTES, sampling={  # X = U S Vᵀ is also a QR factorisation; W is any orthogonal matrix
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_GAUGE_INVARIANCE = (
+    r"Only the product $W_QW_K^{\top}$ is identifiable: rotating the query and key weights by the same "
+    r"orthogonal matrix changes nothing. Any square root $G$ of the precision, $GG^{\top} = (X^{\top}X)^{-1}$, "
+    r"gives OLS, so the factor can come from the eigendecomposition, the SVD or the QR decomposition of $X$; "
+    r"the generated code uses this freedom to pick the most accurate route."
+)
+
+
+# X = U S Vᵀ is also a QR factorisation; W is any orthogonal matrix
+@theorem(meaning=MEANING_GAUGE_INVARIANCE, routes=ROUTES, sampling={
     "Q": MatrixSymbol("U", n, p),
     "R": mul(MatrixSymbol("Sigma", p, p), transpose(MatrixSymbol("V", p, p))),
     "C": mul(MatrixSymbol("V", p, p), MatrixSymbol("Sigma", p, p), MatrixSymbol("W", p, p)),

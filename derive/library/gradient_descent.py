@@ -12,8 +12,16 @@ from derive.kernel.terms import inv, mul, transpose
 from .base import I_p, X, X_q, Y, k, n, p
 from .gauge import GRAM_INVERTIBLE
 
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_PRECONDITIONED_GD = (
+    r"Linear attention is one step of gradient descent from zero, preconditioned by $\Gamma = W_QW_K^{\top}$, "
+    r"as in von Oswald et al.~\cite{vonoswald2023icl}. The step lands on the OLS solution exactly when "
+    r"$\Gamma$ is the precision $(X^{\top}X)^{-1}$, and only then (if it gives OLS for every target): a layer "
+    r"that solves regression in one step must hold the inverse Gram matrix in its weights."
+)
 
-@theorem(glossary={
+
+@theorem(meaning=MEANING_PRECONDITIONED_GD, glossary={
     "Gamma": "preconditioner $W_Q W_K^{\\top}$",
     "beta_0": "starting point of gradient descent, $\\beta_0 = 0$",
     "A": "any query matrix",

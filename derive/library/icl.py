@@ -11,8 +11,17 @@ from derive.kernel.terms import block, mul
 
 from .base import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, m, n, p
 
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_ICL_TOKEN_FORM = (
+    r"In the in-context learning setting of von Oswald et al.~\cite{vonoswald2023icl} and Aky\"urek et "
+    r"al.~\cite{akyurek2023icl}, a prompt is a sequence of tokens $[x_i; y_i]$ followed by a query token "
+    r"$[x_q; 0]$. With block weights that read features and write labels, one linear-attention layer writes "
+    r"the OLS prediction $x_q^{\top}\hat{\beta}$ into the query's empty label slot: the regression is solved "
+    r"in context, from the prompt alone, by fixed weights."
+)
 
-@theorem(glossary={
+
+@theorem(meaning=MEANING_ICL_TOKEN_FORM, glossary={
     "Z": "context tokens $z_i^{\\top} = [x_i^{\\top}\\; y_i^{\\top}]$ as rows",
     "Z_q": "query tokens $[x_q^{\\top}\\; 0]$ as rows",
     "W_Q": "query weights",

@@ -11,8 +11,17 @@ from derive.kernel.terms import add, block, mul, transpose
 
 from .base import SPECTRAL_DEFINITION, SPECTRAL_HYPOTHESES, L, X, X_q, Y, k, n, p
 
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_SLOW_FAST_MEMORY = (
+    r"The prediction separates into a \emph{slow memory} $M = LL^{\top}$, fixed by the design and stored in "
+    r"the weights, and a \emph{fast memory} $S = X^{\top}Y$, written one example at a time by rank-one updates "
+    r"$S \leftarrow S + x_ty_t^{\top}$, the fast-weight view of linear attention of Schlag et "
+    r"al.~\cite{schlag2021fastweights} and of the recurrent form of Katharopoulos et "
+    r"al.~\cite{katharopoulos2020rnn}."
+)
 
-@theorem(glossary={
+
+@theorem(meaning=MEANING_SLOW_FAST_MEMORY, glossary={
     "M": "slow memory $LL^{\\top}$",
     "S": "fast memory $X^{\\top}Y$",
     "X_prev": "the first $n-1$ rows of $X$",

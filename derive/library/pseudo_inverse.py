@@ -12,8 +12,16 @@ from derive.kernel.terms import inv, mul, power, transpose
 
 from .base import X, Y, n, p
 
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_PSEUDO_INVERSE = (
+    r"Full rank is not needed: when $X$ has rank $r < p$, the factor built from the $r$ positive eigenvalues "
+    r"gives the minimum-norm least-squares solution, the one of the Moore--Penrose pseudo-inverse. An "
+    r"attention layer whose query--key factor ignores the null directions of the design still computes the "
+    r"canonical regression answer."
+)
 
-@theorem(glossary={
+
+@theorem(meaning=MEANING_PSEUDO_INVERSE, glossary={
     "U_r": "left singular vectors of $X$ for its $r$ positive singular values",
     "V_r": "right singular vectors of $X$ for its $r$ positive singular values",
     "Lambda_r": "diagonal matrix of the positive eigenvalues of $X^{\\top}X$",
