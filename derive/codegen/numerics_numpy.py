@@ -1405,7 +1405,11 @@ def _ridge_value(ridge):
         return None
     if isinstance(ridge, (bool, np.bool_)) or not isinstance(ridge, (int, float, np.integer, np.floating)):
         raise TypeError(f"ridge must be a positive real number, not {type(ridge).__name__}")
-    value = float(ridge)
+    try:
+        value = float(ridge)
+    except OverflowError:  # an integer beyond the float range, 10**400
+        raise ValueError(f"ridge is too large for a float ({type(ridge).__name__} over 1.8e308): it must be a "
+                         f"positive finite real number") from None
     if math.isnan(value):
         raise ValueError("ridge is NaN: it must be a positive real number")
     if math.isinf(value):
@@ -1432,8 +1436,9 @@ def _root_weights(weights, X):
 
 
 def _solve(X, Y, route, ridge, weights):
-    """β̂ of OLS, weighted least squares (the whitened rows √w x_i, √w y_i) and/or ridge (X with the rows √λ I
-    appended; for p > n under "auto", the dual route), by ``route``; unscaled float64 (..., p, k)."""
+    """β̂ of OLS, weighted least squares (the whitened rows √w x_i, √w y_i) and/or ridge (the rows √λ I stacked on
+    X; "svd" and, for p > n, "auto" from the SVD of X itself; for p > n "qr" from the n×n problem of Xᵀ's R, and
+    "auto" first the dual route), by ``route``; unscaled float64 (..., p, k)."""
     lam = _ridge_value(ridge)
     if weights is not None:
         root = _root_weights(weights, X)
@@ -1449,15 +1454,49 @@ def _solve(X, Y, route, ridge, weights):
         beta = _ridge_dual(X, Y, lam)
         if beta is not None:
             return beta
+        return _ridge_svd(X, Y, lam)  # the SVD of the wide X itself (n²p); [√λ I; X] has cond ‖X‖/√λ here
     if route == "eigh":
         beta = _ridge_spectral(X, Y, lam)
         if beta is not None:
             return beta
+    if route == "svd":
+        return _ridge_svd(X, Y, lam)
+    if route == "qr" and p > n:  # Xᵀ = QR, X = RᵀQᵀ: β = Q (RRᵀ + λI)⁻¹RY, the ridge solution of the n×n Rᵀ
+        Q, R = np.linalg.qr(np.swapaxes(X, -1, -2))  # ([√λ I; X] itself has cond ‖X‖/√λ when p > n)
+        return Q @ _solve(np.swapaxes(R, -1, -2), Y, route, lam, None)
+    # The rows √λ I go first: Householder QR of [√λ I; X] then touches X's rows only by reflections whose
+    # products with X are small against X (the top block stays diagonal), so its error is relative to X's own
+    # scale; with √λ I last, a λ large against ‖X‖² loses the digits of X (λ = 1 on X of size 1e-10: 3e-8)
     root_lam = math.sqrt(lam)
     batch = X.shape[:-2]
-    A = np.concatenate([X, np.broadcast_to(root_lam * np.eye(p), batch + (p, p))], axis=-2)
-    B = np.concatenate([Y, np.zeros(batch + (p, Y.shape[-1]))], axis=-2)
+    A = np.concatenate([np.broadcast_to(root_lam * np.eye(p), batch + (p, p)), X], axis=-2)
+    B = np.concatenate([np.zeros(batch + (p, Y.shape[-1])), Y], axis=-2)
     return _ROUTES[route](A, B)
+
+
+def _ridge_svd(X, Y, ridge):
+    """V (S + λS⁻¹)⁻¹ UᵀY = V S(S² + λ)⁻¹ UᵀY from the SVD X = USVᵀ of X itself (the svd route's printed function
+    with S + λS⁻¹ for S; the ridge_route identity with XᵀX = VS²Vᵀ): its error is relative to X's scale for every
+    λ, where the SVD of [X; √λ I] perturbs X by eps √λ. X is scaled by one power of two 2^c per problem (ridge is
+    not invariant under scaling columns apart) and λ with it, λ 2^-2c = m 2^e; the filter S(S² + λ 2^-2c)⁻¹ is
+    computed as 2^-q (S 2^-q + m 2^(e-q) S⁻¹)⁻¹, q = max(e, 0), so that neither S² nor λ 2^-2c overflows or
+    underflows, and 2^-q joins the exact unscaling. A zero singular value has filter 0."""
+    kx = _max_abs_exponents(X).max(axis=-1)  # (...,): the problem's largest |entry| is in [2^(c-1), 2^c)
+    ky = _max_abs_exponents(Y)  # (..., k)
+    Xu = _times_power_of_two(X, -kx[..., None, None])
+    Yu = _times_power_of_two(Y, -ky[..., None, :])
+    m, e = math.frexp(ridge)
+    e = e - 2 * kx.astype(np.int64)
+    q = np.maximum(e, 0)
+    U, s, Vt = np.linalg.svd(Xu, full_matrices=False)
+    positive = s > 0
+    safe = np.where(positive, s, 1.0)
+    with np.errstate(over="ignore", under="ignore"):
+        inverse = np.ldexp(m / safe, (e - q)[..., None])  # λ 2^-2c-q / s, s >= 2^-1022 or so: m/s is finite
+        s_eff = np.where(positive, np.ldexp(s, -q[..., None]) + inverse, np.inf)  # its inverse: the filter 2^q
+    beta_u = _svd_solve(U, s_eff, np.swapaxes(Vt, -1, -2), Yu)
+    shift = np.broadcast_to(ky[..., None, :] - (kx + q)[..., None, None], beta_u.shape)
+    return _unscale(beta_u, shift, "the ridge solution")
 
 
 def _ridge_dual(X, Y, ridge):
@@ -1518,9 +1557,9 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto", rid
         well-conditioned once its columns are scaled; on ill-conditioned X their answer loses digits or is
         truncated, and they warn. ``"svd"`` and ``"qr"`` are backward stable.
     ridge : float, optional, keyword-only
-        λ > 0: ridge regression. The route then solves the least-squares problem of X with the rows √λ I
-        appended (whose Gram matrix is XᵀX + λI: "eigh" evaluates V(Λ + λI)⁻¹VᵀXᵀY, lemma ridge_route), so it
-        is as accurate as that route is on OLS. With ``route="auto"`` and more columns than rows (p > n) the
+        λ > 0: ridge regression. The route then solves the least-squares problem of the rows √λ I stacked on X
+        (whose Gram matrix is XᵀX + λI: "eigh" evaluates V(Λ + λI)⁻¹VᵀXᵀY, lemma ridge_route; "svd" uses the
+        SVD of X itself, V S(S² + λ)⁻¹UᵀY), accurate relative to X's own scale for every λ. With ``route="auto"`` and more columns than rows (p > n) the
         dual (token) route Xᵀ(XXᵀ + λI)⁻¹Y (kernel_ridge_push_through, lemma dual_route) is taken instead,
         an n×n Cholesky factorization with one step of refinement, where (‖X‖_F² + λ) eps / λ, a bound on its
         error to first order, is under 1e-10 (else the augmented problem above).
