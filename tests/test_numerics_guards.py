@@ -8,6 +8,7 @@ import importlib.util
 import sys
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -229,3 +230,41 @@ def test_estimator_refuses_a_bad_ridge_by_name(ridge):
     X, y, _ = _bad_data()
     with pytest.raises(ValueError, match="ridge must be None or a finite number >= 0"):
         OLSAttentionRegressor(ridge=ridge).fit(X, y)
+
+
+# --- 16: the hash gate runs exactly the bytes it hashed --------------------------------------------
+
+
+def test_hash_gate_runs_the_hashed_bytes_not_a_planted_pyc(generated, tmp_path):
+    import builtins
+    import importlib.util
+    import marshal
+    import os
+
+    out, oa, _ = generated
+    source = out / "ols_attention.py"
+    (tmp_path / "ols_attention.py").write_bytes(source.read_bytes())
+    (tmp_path / "ols_attention_xp.py").write_bytes((out / "ols_attention_xp.py").read_bytes())
+    host = tmp_path / "ols_attention.py"
+    # a .pyc whose header matches the source (size and modification time): an import of the path would run it
+    evil = host.read_text() + "\nimport builtins\nbuiltins._ols_attention_planted = True\n"
+    code = compile(evil, str(host), "exec")
+    stat = os.stat(host)
+    header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little") + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(
+        4, "little") + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    cached = Path(importlib.util.cache_from_source(str(host)))
+    cached.parent.mkdir()
+    cached.write_bytes(header + marshal.dumps(code))
+    spec = importlib.util.spec_from_file_location("plain_import_check", host)  # the planted file is live
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert getattr(builtins, "_ols_attention_planted", False)
+    del builtins._ols_attention_planted
+
+    ox = _load(tmp_path / "ols_attention_xp.py", "guards_xp_planted")
+    X, y, _ = _bad_data()
+    beta = ox.coefficients(X, y)
+    assert not hasattr(builtins, "_ols_attention_planted")
+    loaded = ox._HOST_LOADED[str(host)]
+    assert loaded is not None and loaded.__file__ == str(host)  # the host path ran, from the source's bytes
+    assert np.array_equal(beta, oa.coefficients(X, y))

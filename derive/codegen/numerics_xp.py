@@ -54,7 +54,9 @@ The standard has no triangular solve: ``_solve_triangular`` uses the namespace's
 On the CPU: route "auto" (with the default ``refine`` and ``check_finite``) on concrete float32/float64 arrays of
 NumPy, PyTorch or JAX in CPU memory is the NumPy module's "auto", bit for bit: ``derive codegen --backend xp``
 writes that module, ``ols_attention.py``, beside this one, and this module runs it only where its SHA-256 is the
-one recorded at this module's end (an edited or foreign file is not run: the array-API code serves). The arrays
+one recorded at this module's end (an edited or foreign file is not run: the array-API code serves), and runs
+exactly the bytes it hashed, compiled afresh into a new module object (no import of the path, so no bytecode
+cache in ``__pycache__`` runs in their place, and no second read of a file that may have changed). The arrays
 are read in place (``Tensor.numpy()``, ``numpy.asarray``) and β comes back in their namespace and dtype. Eager
 PyTorch and JAX on the CPU make each small product of a batch a call of its own; the NumPy module's packed,
 threaded numerics are several times faster there and the accuracy reference (they measure κ², refine until β
@@ -68,11 +70,11 @@ to about cond(X) eps where κ² eps is well under 1.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import numbers
 import sys
 import threading
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -499,12 +501,15 @@ def _host_module():
                 return None
             if hashlib.sha256(text).hexdigest() != HOST_MODULE_SHA256:
                 return None
+            # Run exactly the bytes hashed: compiled here and executed into a fresh module object. Importing the
+            # path instead would read the file again (it may have changed since) and would run a __pycache__
+            # .pyc whose header matches the source's size and time in place of the source itself.
             name = f"_ols_attention_host_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
+            module = types.ModuleType(name)
+            module.__file__ = key
+            sys.modules[name] = module  # its classes name it as their module
             try:
-                spec.loader.exec_module(module)
+                exec(compile(text, key, "exec", dont_inherit=True), module.__dict__)
             except ImportError:  # NumPy itself missing: the array-API code serves
                 del sys.modules[name]
                 return None
