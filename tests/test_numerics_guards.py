@@ -72,7 +72,7 @@ def _exact_ridge(X, Y, lam):
         for r in range(p):
             if r != c and A[r][c]:
                 f = A[r][c]
-                A[r] = [a - f * b for a, b in zip(A[r], A[c])]
+                A[r] = [a - f * b for a, b in zip(A[r], A[c], strict=True)]
     return np.array([[float(A[i][p + t]) for t in range(k)] for i in range(p)])
 
 
@@ -215,7 +215,7 @@ def test_a_bad_ridge_is_a_value_error_naming_it(generated, ridge):
     X, y, Q = _bad_data()
     calls = [lambda: oa.coefficients(X, y, ridge=ridge), lambda: oa.predict(X, y, Q, ridge=ridge),
              lambda: oa.RecursiveLeastSquares(3, ridge=ridge), lambda: ox.RecursiveLeastSquares(3, ridge=ridge)]
-    calls += [lambda c=c: ox.coefficients(c(X), c(y), ridge=ridge, route=r) for _, c in FRAMEWORKS
+    calls += [lambda c=c, r=r: ox.coefficients(c(X), c(y), ridge=ridge, route=r) for _, c in FRAMEWORKS
               for r in ("auto", "svd")]
     for call in calls:
         with pytest.raises(ValueError, match="ridge"):
@@ -268,3 +268,63 @@ def test_hash_gate_runs_the_hashed_bytes_not_a_planted_pyc(generated, tmp_path):
     loaded = ox._HOST_LOADED[str(host)]
     assert loaded is not None and loaded.__file__ == str(host)  # the host path ran, from the source's bytes
     assert np.array_equal(beta, oa.coefficients(X, y))
+
+
+# --- 15: Dask on rank-deficient and extreme-scale data -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def od(generated):
+    pytest.importorskip("dask.array")
+    return _load(generated[0] / "ols_attention_dask.py", "guards_dask")
+
+
+def test_dask_rank_deficient_x_gives_the_numpy_modules_minimum_norm_solution(generated, od):
+    da = pytest.importorskip("dask.array")
+    _, oa, _ = generated
+    rng = np.random.default_rng(15)
+    X = rng.standard_normal((2_000, 4))
+    Y = rng.standard_normal((2_000, 2))
+    for Xd in (np.c_[X, X[:, 0] + 2 * X[:, 1]], np.c_[X[:, :2], np.zeros(2_000), X[:, 2:]], np.c_[X, X * 1e-200]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = oa.coefficients(Xd, Y)
+        assert np.abs(expected).max() < 1.0  # the minimum-norm solution: no coefficient of 1e12
+        for route in ("auto", "tsqr"):
+            beta = od.coefficients(da.from_array(Xd, chunks=(500, -1)), da.from_array(Y, chunks=(500, -1)),
+                                   route=route)
+            assert _relative(beta, expected) < 1e-12, route
+        with pytest.raises(ValueError, match="rank-deficient"):
+            od.coefficients(da.from_array(Xd, chunks=(500, -1)), Y, route="cholesky")
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e160, 1e300])
+def test_dask_is_accurate_on_columns_at_the_ends_of_the_float_range(od, scale):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(16)
+    X = rng.standard_normal((4_000, 4))
+    X[:, 0] = 1.0
+    y = X @ np.array([1.0, 2.0, 3.0, 4.0]) + rng.standard_normal(4_000)
+    expected = np.linalg.lstsq(X, y, rcond=None)[0]
+    Xs = X.copy()
+    Xs[:, 2] *= scale
+    for route in od.ROUTES:
+        beta = od.coefficients(da.from_array(Xs, chunks=(1_000, -1)), da.from_array(y, chunks=1_000), route=route)
+        beta[2] *= scale
+        assert _relative(beta, expected) < 1e-13, route
+        big = od.coefficients(da.from_array(X, chunks=(1_000, -1)), da.from_array(y * scale, chunks=1_000),
+                              route=route)  # targets at the ends of the range too
+        assert _relative(big / scale, expected) < 1e-13, route
+
+
+def test_dask_names_nan_and_an_overflowing_solution(od):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(18)
+    X, y = rng.standard_normal((1_000, 3)), rng.standard_normal(1_000)
+    for route in od.ROUTES:
+        Xb = X.copy()
+        Xb[7, 1] = np.nan
+        with pytest.raises(ValueError, match="^X contains NaN or infinity"):
+            od.coefficients(da.from_array(Xb, chunks=(250, -1)), y, route=route)
+        with pytest.raises(ValueError, match="does not fit in float64"):
+            od.coefficients(da.from_array(X * 1e-300, chunks=(250, -1)), y * 1e300, route=route)

@@ -1559,10 +1559,11 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto", rid
     ridge : float, optional, keyword-only
         λ > 0: ridge regression. The route then solves the least-squares problem of the rows √λ I stacked on X
         (whose Gram matrix is XᵀX + λI: "eigh" evaluates V(Λ + λI)⁻¹VᵀXᵀY, lemma ridge_route; "svd" uses the
-        SVD of X itself, V S(S² + λ)⁻¹UᵀY), accurate relative to X's own scale for every λ. With ``route="auto"`` and more columns than rows (p > n) the
-        dual (token) route Xᵀ(XXᵀ + λI)⁻¹Y (kernel_ridge_push_through, lemma dual_route) is taken instead,
-        an n×n Cholesky factorization with one step of refinement, where (‖X‖_F² + λ) eps / λ, a bound on its
-        error to first order, is under 1e-10 (else the augmented problem above).
+        SVD of X itself, V S(S² + λ)⁻¹UᵀY), accurate relative to X's own scale for every λ. With
+        ``route="auto"`` and more columns than rows (p > n) the dual (token) route Xᵀ(XXᵀ + λI)⁻¹Y
+        (kernel_ridge_push_through, lemma dual_route) is taken instead, an n×n Cholesky factorization with one
+        step of refinement, where (‖X‖_F² + λ) eps / λ, a bound on its error to first order, is under 1e-10
+        (else the SVD of X).
     weights : array_like, shape (..., n), optional, keyword-only
         Positive finite weights, one per row (per example) of every problem.
 

@@ -213,10 +213,19 @@ def _concrete(*arrays) -> bool:
     return not any(is_lazy_array(a) for a in arrays)
 
 
+def _false(flag) -> bool:
+    """Whether a 0-d boolean array is False, where it can be read: never for a JAX tracer (an eager array closed
+    over inside jax.jit or jax.grad is concrete, but what is computed from it there is traced)."""
+    jax = sys.modules.get("jax")
+    if jax is not None and isinstance(flag, jax.core.Tracer):
+        return False
+    return not bool(flag)
+
+
 def _require_finite(xp, **named):
     """ValueError naming the first argument with NaN or infinity (only where the values are concrete)."""
     for name, a in named.items():
-        if a is not None and _concrete(a) and not bool(xp.all(xp.isfinite(a))):
+        if a is not None and _concrete(a) and _false(xp.all(xp.isfinite(a))):
             raise ValueError(f"{name} contains NaN or infinity")
 
 
@@ -289,7 +298,7 @@ def _ridge_value(ridge):
 def _root_weights(xp, w):
     """√w; where values are concrete a ValueError naming what is wrong with the weights (NaN, zero or negative,
     infinite), and traced a weight that is not positive and finite gives NaN (a masked choice, no branch)."""
-    if _concrete(w):
+    if _concrete(w) and _false(xp.all(xp.isfinite(w) & (w > 0))):
         if bool(xp.any(xp.isnan(w))):
             raise ValueError("weights contain NaN")
         bad = int(xp.sum(xp.astype(w <= 0, xp.int64)))
@@ -352,7 +361,7 @@ def _ridge_svd(xp, X, Y, lam):
 
 
 def _require_finite_result(xp, result, what, hint):
-    if _concrete(result) and not bool(xp.all(xp.isfinite(result))):
+    if _concrete(result) and _false(xp.all(xp.isfinite(result))):
         raise ValueError(f"{what} is not finite: {hint}")
 
 
@@ -910,7 +919,7 @@ class RecursiveLeastSquares:
                             f"({self._state.dtype}), got {dtype}")
         stacked = xp.concat([self._state, xp.concat([X, Y], axis=1)], axis=0)
         _, state = xp.linalg.qr(stacked)
-        if _concrete(state) and not bool(xp.all(xp.isfinite(state))):
+        if _concrete(state) and _false(xp.all(xp.isfinite(state))):
             raise ValueError("the streamed data overflow the dtype (their squared norms): rescale X or Y")
         self._state = state
         self.rows += r
@@ -929,7 +938,7 @@ class RecursiveLeastSquares:
                                  f"(or give a ridge)")
             if _concrete(R):
                 s = xp.linalg.svdvals(R)  # those of X: the rank test of numpy.linalg.lstsq
-                if not bool(s[-1] > s[0] * (max(self.rows, self.p) * xp.finfo(R.dtype).eps)):
+                if _false(s[-1] > s[0] * (max(self.rows, self.p) * xp.finfo(R.dtype).eps)):
                     raise ValueError(f"XᵀX of the {self.rows} rows so far is singular (X is rank-deficient): no "
                                      f"unique OLS coefficients; give a ridge, or stream more rows")
         beta = _solve_triangular(R, Z, False, False)
