@@ -328,3 +328,13 @@ def test_dask_names_nan_and_an_overflowing_solution(od):
             od.coefficients(da.from_array(Xb, chunks=(250, -1)), y, route=route)
         with pytest.raises(ValueError, match="does not fit in float64"):
             od.coefficients(da.from_array(X * 1e-300, chunks=(250, -1)), y * 1e300, route=route)
+
+
+def test_dask_cholesky_names_a_duplicate_column_whatever_the_rounding_of_the_sums(od):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(2)
+    for chunks in (300, 500, 1_000):
+        X, y = rng.normal(size=(1_000, 3)), rng.normal(size=1_000)
+        Xd = da.from_array(X, chunks=(chunks, 3))
+        with pytest.raises(ValueError, match="rank-deficient"):
+            od.coefficients(da.concatenate([Xd, Xd[:, :1]], axis=1), y, route="cholesky")

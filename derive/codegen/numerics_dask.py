@@ -169,10 +169,14 @@ def _scales(G):
     return np.ldexp(1.0, -np.frexp(np.sqrt(diagonal))[1])
 
 
-def _factor(G_s):
-    """(C, κ² eps) of the scaled Gram matrix; C is None where it is not positive definite."""
+def _factor(G_s, size):
+    """(C, κ² eps) of the scaled Gram matrix; C is None where it is not positive definite or numerically singular
+    (its smallest eigenvalue at most ``size`` eps of its largest: a factor may then succeed on a rank-deficient X,
+    depending on the rounding of the sums, and give a large, wrong β)."""
     lam = np.linalg.eigvalsh(G_s)
-    risk = np.inf if lam[0] <= 0 else lam[-1] / lam[0] * _EPS
+    if lam[0] <= lam[-1] * size * _EPS:
+        return None, np.inf
+    risk = lam[-1] / lam[0] * _EPS
     try:
         return np.linalg.cholesky(G_s), risk
     except np.linalg.LinAlgError:
@@ -229,7 +233,7 @@ def _beta(X, Y, route):
                              "minimum-norm solution)")
         return _route_tsqr(X, Y)
     d = _scales(G)
-    C, risk = _factor(d[:, None] * G * d[None, :])
+    C, risk = _factor(d[:, None] * G * d[None, :], max(X.shape))
     if route == "auto" and (C is None or risk >= 1e-2):
         return _route_tsqr(X, Y)
     if C is None:
