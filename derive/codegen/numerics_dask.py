@@ -114,6 +114,7 @@ def _validate(X, Y, route):
 # --- routes ---------------------------------------------------------------------------
 
 _SAFE_LOW, _SAFE_HIGH = 2.0**-500, 2.0**500  # squared column norms outside: the data are scaled first
+_SUBNORMAL_RISK = 2.0**-960  # a column of tsqr's R (or of QᵀY) all under this, zero excluded: scaled first
 
 
 def _exponents(top):
@@ -140,21 +141,20 @@ def _unscale(beta_s, shift):
 
 
 def _products(X, Y):
-    """(XᵀX, XᵀY, kx, ky) in one pass over the data (per-chunk products summed by a tree reduction, with the
-    column maxima). Where a squared column norm leaves [2^-500, 2^500], or a product overflows, the columns of X
-    and Y are scaled by powers of two (exactly: X 2^-kx, Y 2^-ky) and the products formed again from the scaled
-    data (one more pass), so that none underflows to a few bits (a column of size 1e-160 lost about 10 digits in
-    XᵀX) or overflows (1e160); else kx = ky = 0 (the Cholesky route scales inside XᵀX)."""
+    """(XᵀX, XᵀY, kx, ky, top_x) from one pass over the data (per-chunk products summed by a tree reduction).
+    Only where a product is not finite or a squared column norm leaves [2^-500, 2^500] (zero included) are the
+    column maxima read (one more pass: NaN or infinity named, zero columns found), and where the squares leave
+    that range the columns of X and Y are scaled by powers of two (exactly: X 2^-kx, Y 2^-ky) and the products
+    formed again from the scaled data, so that none underflows to a few bits (a column of size 1e-160 lost about
+    10 digits in XᵀX) or overflows (1e160). Else kx = ky = 0 and top_x is None (no zero column)."""
+    p, k = X.shape[1], Y.shape[1]
     with np.errstate(over="ignore", invalid="ignore"):
-        G, XtY, top_x, top_y = dask.compute(X.T @ X, X.T @ Y, abs(X).max(axis=0), abs(Y).max(axis=0))
-    for name, top in (("X", top_x), ("Y", top_y)):
-        if not np.isfinite(top).all():
-            raise ValueError(f"{name} contains NaN or infinity")
+        G, XtY = dask.compute(X.T @ X, X.T @ Y)
     squares = np.diag(G)
-    safe = np.isfinite(G).all() and np.isfinite(XtY).all()
-    safe = safe and bool((((squares >= _SAFE_LOW) & (squares <= _SAFE_HIGH)) | (top_x == 0)).all())
-    if safe:
-        return G, XtY, np.zeros(X.shape[1], dtype=int), np.zeros(Y.shape[1], dtype=int), top_x
+    if (np.isfinite(G).all() and np.isfinite(XtY).all() and squares.min() >= _SAFE_LOW
+            and squares.max() <= _SAFE_HIGH):
+        return G, XtY, np.zeros(p, dtype=int), np.zeros(k, dtype=int), None
+    top_x, top_y = _column_maxima(X, Y)
     kx, ky = _exponents(top_x), _exponents(top_y)
     Xs, Ys = X * np.ldexp(1.0, -kx), Y * np.ldexp(1.0, -ky)
     G, XtY = dask.compute(Xs.T @ Xs, Xs.T @ Ys)
@@ -197,25 +197,34 @@ def _route_cholesky(X, Y, G, XtY, C, d, risk, steps=4):
     return d[:, None] * beta
 
 
-def _route_tsqr(X, Y, top_x=None, top_y=None):
-    """β̂ = R⁻¹QᵀY from X = QR by tsqr, on the data with every column of X and Y scaled by a power of two (exact:
-    β = 2^-kx β_s 2^ky); R and QᵀY in one pass. Where X is rank-deficient (a singular value of R under
-    max(n, p) eps of the largest: the numpy.linalg.lstsq and NumPy module tolerance) the minimum-norm solution
-    from the SVD of the R of X scaled by one power of two (pseudo_inverse), as the NumPy module gives: the
-    least-squares solutions of X are those of Rβ = QᵀY, and the minimum-norm one is not invariant under scaling
-    columns apart."""
-    if top_x is None:
-        top_x, top_y = _column_maxima(X, Y)
-    kx, ky = _exponents(top_x), _exponents(top_y)
-    Xs, Ys = X * np.ldexp(1.0, -kx), Y * np.ldexp(1.0, -ky)
-    Q, R = da.linalg.tsqr(Xs)
-    R, QtY = dask.compute(R, Q.T @ Ys)
+def _route_tsqr(X, Y):
+    """β̂ = R⁻¹QᵀY from X = QR by tsqr (R and QᵀY in one pass). QR commutes with scaling columns by powers of two
+    (the R of X D is R D), so the rank is judged on R with its columns scaled to norms in [0.5, 1), as the NumPy
+    module judges the column-scaled X. Where R or QᵀY is not finite the data are checked for NaN and infinity
+    and, where it was an overflow, the columns of X and Y are scaled by powers of two first (β = 2^-kx β_s 2^ky).
+    Where X is rank-deficient (a singular value under max(n, p) eps of the largest: the numpy.linalg.lstsq and
+    NumPy module tolerance) the minimum-norm solution from the SVD of the R of X scaled by one power of two
+    (pseudo_inverse), as the NumPy module gives: the least-squares solutions of X are those of Rβ = QᵀY, and the
+    minimum-norm one is not invariant under scaling columns apart."""
     n, p = X.shape
-    s = np.linalg.svd(R, compute_uv=False)  # those of the column-scaled X: its rank, as the NumPy module's
+    kx, ky = np.zeros(p, dtype=int), np.zeros(Y.shape[1], dtype=int)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Q, R = da.linalg.tsqr(X)
+        R, QtY = dask.compute(R, Q.T @ Y)
+    tops = np.concatenate([np.abs(R).max(axis=0), np.abs(QtY).max(axis=0)])
+    if not (np.isfinite(tops).all() and ((tops == 0) | (tops >= _SUBNORMAL_RISK)).all()):
+        # NaN or infinity named; else an overflow, or columns near the subnormal range: scale the columns
+        top_x, top_y = _column_maxima(X, Y)
+        kx, ky = _exponents(top_x), _exponents(top_y)
+        Xs, Ys = X * np.ldexp(1.0, -kx), Y * np.ldexp(1.0, -ky)
+        Q, R = da.linalg.tsqr(Xs)
+        R, QtY = dask.compute(R, Q.T @ Ys)
+    ex = np.frexp(np.abs(R).max(axis=0))[1]  # column j of R is at most 2^ex_j (0 for a zero column)
+    s = np.linalg.svd(R * np.ldexp(1.0, -ex), compute_uv=False)  # the column-scaled X's: its rank
     if s[-1] > s[0] * max(n, p) * _EPS:  # full rank: the printed R⁻¹QᵀY, QᵀY computed beside R (Q here is I)
         Q, Y = np.eye(p), QtY
         return _unscale(_printed("qr")(Q, R, Y), ky[None, :] - kx[:, None])
-    c = int(kx.max())
+    c = int((kx + ex).max())
     R_u = R * np.ldexp(1.0, kx - c)[None, :]  # the R of X 2^-c (exact but for underflow far under the tolerance)
     U, s, Vt = np.linalg.svd(R_u)
     kept = s > s[0] * max(n, p) * _EPS
@@ -227,7 +236,7 @@ def _beta(X, Y, route):
     if route == "tsqr":
         return _route_tsqr(X, Y)
     G, XtY, kx, ky, top_x = _products(X, Y)
-    if (top_x == 0).any():
+    if top_x is not None and (top_x == 0).any():
         if route == "cholesky":
             raise ValueError("X has a column of zeros: it is rank-deficient (route='tsqr' or 'auto' give the "
                              "minimum-norm solution)")

@@ -222,10 +222,22 @@ def _false(flag) -> bool:
     return not bool(flag)
 
 
+def _all_finite(xp, a):
+    """xp.all(xp.isfinite(a)), a 0-d array or a bool; an eager JAX array in CPU memory is read through NumPy (in
+    place), since each eager JAX operation costs more than the check itself."""
+    jax = sys.modules.get("jax")
+    if (jax is not None and isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer)
+            and all(d.platform == "cpu" for d in a.devices())):
+        import numpy
+
+        return bool(numpy.isfinite(numpy.asarray(a)).all())
+    return xp.all(xp.isfinite(a))
+
+
 def _require_finite(xp, **named):
     """ValueError naming the first argument with NaN or infinity (only where the values are concrete)."""
     for name, a in named.items():
-        if a is not None and _concrete(a) and _false(xp.all(xp.isfinite(a))):
+        if a is not None and _concrete(a) and _false(_all_finite(xp, a)):
             raise ValueError(f"{name} contains NaN or infinity")
 
 
@@ -361,7 +373,7 @@ def _ridge_svd(xp, X, Y, lam):
 
 
 def _require_finite_result(xp, result, what, hint):
-    if _concrete(result) and _false(xp.all(xp.isfinite(result))):
+    if _concrete(result) and _false(_all_finite(xp, result)):
         raise ValueError(f"{what} is not finite: {hint}")
 
 
