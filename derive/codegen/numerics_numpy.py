@@ -1927,6 +1927,7 @@ class RecursiveLeastSquares:
         self._pending = np.empty((_RLS_BLOCK, size))  # single rows [x y] not yet triangularised
         self._waiting = 0
         self._state = None  # the triangle of everything, while no update has come since it was formed
+        self._kept = None  # the triangle of the kept triangles, while none has been pushed since
         self._norms = np.zeros(size)  # squared column norms of every row so far (ridge rows too), times 2^-1024
         if self.ridge is not None:
             self._norms[:self.p] = self.ridge * 2.0**-1024
@@ -1942,18 +1943,7 @@ class RecursiveLeastSquares:
             row[:self.p] = X_rows
             row[self.p] = Y_rows
             if row @ row <= _RLS_SAFE:  # every entry finite (NaN fails) and far from overflowing in a QR
-                self._state = None
-                self._waiting += 1
-                self.rows += 1
-                if self._waiting == _RLS_BLOCK:
-                    try:
-                        norms = self._grown(self._pending)
-                    except ValueError:
-                        self._waiting -= 1  # this row, the last of the block, is refused
-                        self.rows -= 1
-                        raise
-                    self._push(self._triangle(self._pending), _RLS_BLOCK)
-                    self._norms, self._waiting = norms, 0
+                self._waited(1)
                 return
         X = _array("X_rows", X_rows, 1)
         X = X[None, :] if X.ndim == 1 else X
@@ -1969,10 +1959,26 @@ class RecursiveLeastSquares:
         X, Y = X.astype(np.float64, copy=False), Y.astype(np.float64, copy=False)
         _require_finite(("X_rows", X), ("Y_rows", Y))
         rows = np.concatenate([X, Y], axis=1)
+        if self._waiting + len(rows) <= _RLS_BLOCK and ((rows * rows).sum(axis=1) <= _RLS_SAFE).all():
+            self._pending[self._waiting:self._waiting + len(rows)] = rows  # a few rows wait like single rows
+            self._waited(len(rows))
+            return
         norms = self._grown(rows)
         self._push(self._triangle(rows), len(X))
         self._state, self._norms = None, norms
         self.rows += len(X)
+
+    def _waited(self, count):
+        """Count the ``count`` rows just written below the waiting ones; a full block becomes a triangle (where
+        it would overflow, those rows are refused: ValueError, nothing kept)."""
+        if self._waiting + count == _RLS_BLOCK:
+            norms = self._grown(self._pending)
+            self._push(self._triangle(self._pending), _RLS_BLOCK)
+            self._norms, self._waiting = norms, 0
+        else:
+            self._waiting += count
+        self._state = None
+        self.rows += count
 
     def _grown(self, rows):
         """The squared column norms (times 2^-1024) with ``rows`` added; ValueError where a column norm of all
@@ -2002,19 +2008,22 @@ class RecursiveLeastSquares:
         if not np.isfinite(triangle).all():
             raise ValueError("the streamed data overflow float64 (their squared norms): rescale X or Y")
         stack.append((triangle, rows))
-        self._triangles = stack
+        self._triangles, self._kept = stack, None
 
     def _combined(self):
-        """The triangle of every row so far (and the ridge rows): one QR factorization of the kept triangles and
-        the waiting rows, kept until the next update."""
+        """The triangle of every row so far (and the ridge rows): the QR factorization of the kept triangles
+        (cached until the next push) with the waiting rows below, cached until the next update. Never fed back
+        into the kept triangles, so reading after every row adds no rounding to the stream."""
+        if self._kept is None:  # changes once per block of single rows or chunk: reads in between reuse it
+            if len(self._triangles) > 1:
+                self._kept = self._triangle(np.concatenate([T for T, _ in self._triangles], axis=0))
+            elif self._triangles:
+                self._kept = self._triangles[0][0]
+            else:
+                self._kept = np.zeros((self.p + self.k, self.p + self.k))
         if self._state is None:
-            parts = [T for T, _ in self._triangles] + [self._pending[:self._waiting]]
-            state = self._triangle(np.concatenate(parts, axis=0)) if len(parts) > 1 or self._waiting else None
-            if state is None:
-                state = np.zeros((self.p + self.k, self.p + self.k))
-            if not np.isfinite(state).all():
-                raise ValueError("the streamed data overflow float64 (their squared norms): rescale X or Y")
-            self._state = state
+            pending = self._pending[:self._waiting]
+            self._state = self._triangle(np.concatenate([self._kept, pending])) if self._waiting else self._kept
         return self._state
 
     @property
