@@ -275,6 +275,20 @@ def test_streaming_single_rows_wait_in_blocks_but_reads_see_every_row():
     assert huge.rows == 3
 
 
+def test_streaming_small_chunks_fill_blocks_and_keep_few_triangles():
+    rng = np.random.default_rng(34)
+    X, Y = rng.standard_normal((5000, 6)), rng.standard_normal((5000, 2))
+    rls = nn.RecursiveLeastSquares(6, 2)
+    done, sizes = 0, [1, 2, 3, 5, 7, 11, 31, 32, 33]
+    while done < len(X):
+        size = sizes[done % len(sizes)]
+        rls.update(X[done:done + size], Y[done:done + size])
+        done = min(done + size, len(X))
+        assert len(rls._triangles) <= 2 * np.log2(max(done, 2)) + 2  # merged, not one triangle per update
+    assert rls.rows == len(X)
+    assert relative(rls.coefficients, np.linalg.lstsq(X, Y, rcond=None)[0]) < 1e-12
+
+
 # --- k layers ---------------------------------------------------------------------------------
 
 
