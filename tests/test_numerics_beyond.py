@@ -287,6 +287,10 @@ def test_streaming_small_chunks_fill_blocks_and_keep_few_triangles():
         assert len(rls._triangles) <= 2 * np.log2(max(done, 2)) + 2  # merged, not one triangle per update
     assert rls.rows == len(X)
     assert relative(rls.coefficients, np.linalg.lstsq(X, Y, rcond=None)[0]) < 1e-12
+    one_by_one = nn.RecursiveLeastSquares(6, 2)
+    for i in range(64):  # one-row chunks wait like single rows: two full blocks, merged into one triangle
+        one_by_one.update(X[i:i + 1], Y[i:i + 1])
+    assert one_by_one._waiting == 0 and [count for _, count in one_by_one._triangles] == [64]
 
 
 # --- k layers ---------------------------------------------------------------------------------
