@@ -1963,8 +1963,9 @@ class RecursiveLeastSquares:
             self._pending[self._waiting:self._waiting + len(rows)] = rows  # a few rows wait like single rows
             self._waited(len(rows))
             return
-        norms = self._grown(rows)
-        self._push(self._triangle(rows), len(X))
+        triangle = self._triangle(rows)
+        norms = self._grown(triangle)
+        self._push(triangle, len(X))
         self._state, self._norms = None, norms
         self.rows += len(X)
 
@@ -1972,18 +1973,22 @@ class RecursiveLeastSquares:
         """Count the ``count`` rows just written below the waiting ones; a full block becomes a triangle (where
         it would overflow, those rows are refused: ValueError, nothing kept)."""
         if self._waiting + count == _RLS_BLOCK:
-            norms = self._grown(self._pending)
-            self._push(self._triangle(self._pending), _RLS_BLOCK)
+            triangle = self._triangle(self._pending)
+            norms = self._grown(triangle)
+            self._push(triangle, _RLS_BLOCK)
             self._norms, self._waiting = norms, 0
         else:
             self._waiting += count
         self._state = None
         self.rows += count
 
-    def _grown(self, rows):
-        """The squared column norms (times 2^-1024) with ``rows`` added; ValueError where a column norm of all
-        rows would pass 2^1022, so that no triangle overflows (its entries are at most the column norms)."""
-        scaled = rows * 2.0**-512
+    def _grown(self, triangle):
+        """The squared column norms (times 2^-1024) with the rows of ``triangle`` (their QR triangle: the same
+        column norms) added; ValueError where it overflowed or a column norm of all rows would pass 2^1022, so that
+        no merge overflows (a triangle's entries are at most the column norms)."""
+        if not np.isfinite(triangle).all():
+            raise ValueError("the streamed data overflow float64 (their column norms): rescale X or Y")
+        scaled = triangle * 2.0**-512
         norms = self._norms + np.einsum("ij,ij->j", scaled, scaled)
         if not (norms <= 2.0**1020).all():
             raise ValueError("the streamed data overflow float64 (their column norms): rescale X or Y")
