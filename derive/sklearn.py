@@ -9,6 +9,7 @@ else in the package does.
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 from types import ModuleType
 
@@ -48,8 +49,10 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
         Fit an intercept: X and y are centred (column means) before the fit, as ``LinearRegression`` does.
     ridge : float or None, default=None
         λ ≥ 0 of ridge regression, β = (XᵀX + λI)⁻¹XᵀY on the centred data (the intercept is not penalised):
-        solved as the least-squares problem of X stacked on √λ I and Y on zeros (ridge_is_linear_attention),
-        which the generated module solves like any other. ``None`` or 0: ordinary least squares.
+        the generated module's ``coefficients(..., ridge=λ)`` (ridge_is_linear_attention), accurate relative to
+        X's own scale for every λ and route; the attention parameters are those of the least-squares problem of
+        √λ I stacked on X and zeros on Y. ``None`` or 0: ordinary least squares. Anything else (negative, NaN,
+        infinite, too large for a float) is a ValueError naming ``ridge``.
 
     Attributes
     ----------
@@ -89,8 +92,13 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
     def _check_params(self):
         if self.route not in ("auto", "eigh", "cholesky", "svd", "qr"):
             raise ValueError(f"route must be one of 'auto', 'eigh', 'cholesky', 'svd', 'qr', not {self.route!r}")
-        if self.ridge is not None and not (isinstance(self.ridge, numbers.Real) and np.isfinite(self.ridge)
-                                           and self.ridge >= 0):
+        if self.ridge is None:
+            return
+        try:  # float() of a huge integer (10**400) raises OverflowError: it is not a finite float either
+            value = float(self.ridge) if isinstance(self.ridge, numbers.Real) else math.nan
+        except OverflowError:
+            value = math.inf
+        if isinstance(self.ridge, (bool, np.bool_)) or not (math.isfinite(value) and value >= 0):
             raise ValueError(f"ridge must be None or a finite number >= 0, not {self.ridge!r}")
 
     def fit(self, X, y):
@@ -119,12 +127,14 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
             X, Y = X - x_mean, Y - y_mean
         else:
             x_mean, y_mean = np.zeros(X.shape[1]), np.zeros(Y.shape[1])
-        if self.ridge:  # (XᵀX + λI)⁻¹XᵀY is the least-squares solution of [X; √λ I] β = [Y; 0]
-            p = X.shape[1]
-            X = np.vstack([X, np.sqrt(float(self.ridge)) * np.eye(p)])
-            Y = np.vstack([Y, np.zeros((p, Y.shape[1]))])
         module = generated_numpy()
-        beta = module.coefficients(X, Y, route=self.route)  # (p, k)
+        ridge = float(self.ridge) if self.ridge else None
+        # (XᵀX + λI)⁻¹XᵀY by the module's ridge=, accurate relative to X's own scale for every λ on every route
+        beta = module.coefficients(X, Y, route=self.route, ridge=ridge)  # (p, k)
+        if ridge:  # the attention parameters of the least-squares problem [√λ I; X] β = [0; Y]
+            p = X.shape[1]
+            X = np.vstack([np.sqrt(ridge) * np.eye(p), X])
+            Y = np.vstack([np.zeros((p, Y.shape[1])), Y])
         L, _, _, P = module.attention_parameters(X, Y, route=self.route)
         intercept = y_mean - x_mean @ beta
         self.coef_ = beta[:, 0] if vector else beta.T

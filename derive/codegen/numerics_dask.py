@@ -14,9 +14,13 @@ Routes:
                 β̂ = C⁻ᵀC⁻¹XᵀY (gauge_invariance, lemma cholesky_route); where κ² eps > 1e-13, preconditioned
                 gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ) (preconditioned_gd), each one more pass over the data,
                 until the correction is under eps of β (at most 4). Raises ValueError where XᵀX is not positive
-                definite (rank-deficient X).
-    "tsqr"      X = QR by dask.array.linalg.tsqr (a tree of small QR factorizations) and β̂ = R⁻¹QᵀY
-                (gauge_invariance, lemma qr_route): backward stable, for ill-conditioned X; full rank needed.
+                definite (rank-deficient X). Where a squared column norm leaves [2^-500, 2^500] the columns of X
+                and Y are scaled by powers of two first (one more pass), so nothing underflows or overflows.
+    "tsqr"      X = QR by dask.array.linalg.tsqr (a tree of small QR factorizations) on the column-scaled data
+                and β̂ = R⁻¹QᵀY (gauge_invariance, lemma qr_route): backward stable, for ill-conditioned X. A
+                rank-deficient X (R's singular values under max(n, p) eps of the largest) gets the minimum-norm
+                solution from the SVD of R (pseudo_inverse), as the NumPy module gives: that of X scaled by one
+                power of two.
 Results are NumPy arrays (β̂ is p×k); :func:`predict` returns a Dask array for Dask queries. The computation
 runs on whatever scheduler is active: the default threads, or a ``dask.distributed`` client.
 """
@@ -35,7 +39,10 @@ ROUTES = ("auto", "cholesky", "tsqr")
 _EPS = np.finfo(np.float64).eps
 
 #: Checked theorems these fixed numerics rest on (beyond the printed functions' own), and what for.
-RELIES_ON = {"preconditioned_gd": "refinement of the Cholesky route by preconditioned gradient steps"}
+RELIES_ON = {
+    "preconditioned_gd": "refinement of the Cholesky route by preconditioned gradient steps",
+    "pseudo_inverse": "rank-deficient X: the minimum-norm solution, from the SVD of tsqr's R with dropped values",
+}
 
 
 # --- functions printed from checked lemmas ----------------------------------------------
@@ -106,13 +113,52 @@ def _validate(X, Y, route):
 
 # --- routes ---------------------------------------------------------------------------
 
+_SAFE_LOW, _SAFE_HIGH = 2.0**-500, 2.0**500  # squared column norms outside: the data are scaled first
+_SUBNORMAL_RISK = 2.0**-960  # a column of tsqr's R (or of QᵀY) all under this, zero excluded: scaled first
+
+
+def _exponents(top):
+    """k per column with max |column| = m 2^k, m in [0.5, 1) (0 for a column of zeros): exact."""
+    return np.frexp(top)[1]
+
+
+def _column_maxima(X, Y):
+    """max |X| and max |Y| per column (one pass); ValueError naming NaN or infinity in X or Y."""
+    top_x, top_y = dask.compute(abs(X).max(axis=0), abs(Y).max(axis=0))
+    for name, top in (("X", top_x), ("Y", top_y)):
+        if not np.isfinite(top).all():
+            raise ValueError(f"{name} contains NaN or infinity")
+    return top_x, top_y
+
+
+def _unscale(beta_s, shift):
+    """β_s 2^shift, exact where it is a normal float; ValueError where it leaves float64."""
+    with np.errstate(over="ignore"):
+        beta = np.ldexp(beta_s, shift)
+    if not np.isfinite(beta).all():
+        raise ValueError("the least-squares solution does not fit in float64 (overflow); rescale X or Y")
+    return beta
+
 
 def _products(X, Y):
-    """XᵀX and XᵀY (NumPy), one pass over the data: per-chunk products summed by a tree reduction."""
-    G, XtY = dask.compute(X.T @ X, X.T @ Y)
-    if not (np.isfinite(G).all() and np.isfinite(XtY).all()):
-        raise ValueError("X or Y contains NaN or infinity (or XᵀX overflows float64)")
-    return G, XtY
+    """(XᵀX, XᵀY, kx, ky, top_x) from one pass over the data (per-chunk products summed by a tree reduction).
+    Only where a product is not finite or a squared column norm leaves [2^-500, 2^500] (zero included) are the
+    column maxima read (one more pass: NaN or infinity named, zero columns found), and where the squares leave
+    that range the columns of X and Y are scaled by powers of two (exactly: X 2^-kx, Y 2^-ky) and the products
+    formed again from the scaled data, so that none underflows to a few bits (a column of size 1e-160 lost about
+    10 digits in XᵀX) or overflows (1e160). Else kx = ky = 0 and top_x is None (no zero column)."""
+    p, k = X.shape[1], Y.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        G, XtY = dask.compute(X.T @ X, X.T @ Y)
+    squares = np.diag(G)
+    if (np.isfinite(G).all() and np.isfinite(XtY).all() and squares.min() >= _SAFE_LOW
+            and squares.max() <= _SAFE_HIGH):
+        return G, XtY, np.zeros(p, dtype=int), np.zeros(k, dtype=int), None
+    top_x, top_y = _column_maxima(X, Y)
+    kx, ky = _exponents(top_x), _exponents(top_y)
+    Xs, Ys = X * np.ldexp(1.0, -kx), Y * np.ldexp(1.0, -ky)
+    G, XtY = dask.compute(Xs.T @ Xs, Xs.T @ Ys)
+    return G, XtY, kx, ky, top_x
 
 
 def _scales(G):
@@ -123,10 +169,14 @@ def _scales(G):
     return np.ldexp(1.0, -np.frexp(np.sqrt(diagonal))[1])
 
 
-def _factor(G_s):
-    """(C, κ² eps) of the scaled Gram matrix; C is None where it is not positive definite."""
+def _factor(G_s, size):
+    """(C, κ² eps) of the scaled Gram matrix; C is None where it is not positive definite or numerically singular
+    (its smallest eigenvalue at most ``size`` eps of its largest: a factor may then succeed on a rank-deficient X,
+    depending on the rounding of the sums, and give a large, wrong β)."""
     lam = np.linalg.eigvalsh(G_s)
-    risk = np.inf if lam[0] <= 0 else lam[-1] / lam[0] * _EPS
+    if lam[0] <= lam[-1] * size * _EPS:
+        return None, np.inf
+    risk = lam[-1] / lam[0] * _EPS
     try:
         return np.linalg.cholesky(G_s), risk
     except np.linalg.LinAlgError:
@@ -148,25 +198,60 @@ def _route_cholesky(X, Y, G, XtY, C, d, risk, steps=4):
 
 
 def _route_tsqr(X, Y):
-    Q, R = da.linalg.tsqr(X)
-    beta = _printed("qr")(Q, R, Y)
-    if not np.isfinite(beta).all():
-        raise ValueError("R of X = QR is singular: X is rank-deficient")
-    return beta
+    """β̂ = R⁻¹QᵀY from X = QR by tsqr (R and QᵀY in one pass). QR commutes with scaling columns by powers of two
+    (the R of X D is R D), so the rank is judged on R with its columns scaled to norms in [0.5, 1), as the NumPy
+    module judges the column-scaled X. Where R or QᵀY is not finite the data are checked for NaN and infinity
+    and, where it was an overflow, the columns of X and Y are scaled by powers of two first (β = 2^-kx β_s 2^ky).
+    Where X is rank-deficient (a singular value under max(n, p) eps of the largest: the numpy.linalg.lstsq and
+    NumPy module tolerance) the minimum-norm solution from the SVD of the R of X scaled by one power of two
+    (pseudo_inverse), as the NumPy module gives: the least-squares solutions of X are those of Rβ = QᵀY, and the
+    minimum-norm one is not invariant under scaling columns apart."""
+    n, p = X.shape
+    kx, ky = np.zeros(p, dtype=int), np.zeros(Y.shape[1], dtype=int)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Q, R = da.linalg.tsqr(X)
+        R, QtY = dask.compute(R, Q.T @ Y)
+    tops = np.concatenate([np.abs(R).max(axis=0), np.abs(QtY).max(axis=0)])
+    if not (np.isfinite(tops).all() and ((tops == 0) | (tops >= _SUBNORMAL_RISK)).all()):
+        # NaN or infinity named; else an overflow, or columns near the subnormal range: scale the columns
+        top_x, top_y = _column_maxima(X, Y)
+        kx, ky = _exponents(top_x), _exponents(top_y)
+        Xs, Ys = X * np.ldexp(1.0, -kx), Y * np.ldexp(1.0, -ky)
+        Q, R = da.linalg.tsqr(Xs)
+        R, QtY = dask.compute(R, Q.T @ Ys)
+    ex = np.frexp(np.abs(R).max(axis=0))[1]  # column j of R is at most 2^ex_j (0 for a zero column)
+    s = np.linalg.svd(R * np.ldexp(1.0, -ex), compute_uv=False)  # the column-scaled X's: its rank
+    if s[-1] > s[0] * max(n, p) * _EPS:  # full rank: the printed R⁻¹QᵀY, QᵀY computed beside R (Q here is I)
+        Q, Y = np.eye(p), QtY
+        return _unscale(_printed("qr")(Q, R, Y), ky[None, :] - kx[:, None])
+    c = int((kx + ex).max())
+    R_u = R * np.ldexp(1.0, kx - c)[None, :]  # the R of X 2^-c (exact but for underflow far under the tolerance)
+    U, s, Vt = np.linalg.svd(R_u)
+    kept = s > s[0] * max(n, p) * _EPS
+    beta_u = Vt[kept].T @ ((U[:, kept].T @ QtY) / s[kept][:, None])
+    return _unscale(beta_u, np.broadcast_to(ky[None, :] - c, beta_u.shape))
 
 
 def _beta(X, Y, route):
     if route == "tsqr":
         return _route_tsqr(X, Y)
-    G, XtY = _products(X, Y)
+    G, XtY, kx, ky, top_x = _products(X, Y)
+    if top_x is not None and (top_x == 0).any():
+        if route == "cholesky":
+            raise ValueError("X has a column of zeros: it is rank-deficient (route='tsqr' or 'auto' give the "
+                             "minimum-norm solution)")
+        return _route_tsqr(X, Y)
     d = _scales(G)
-    C, risk = _factor(d[:, None] * G * d[None, :])
+    C, risk = _factor(d[:, None] * G * d[None, :], max(X.shape))
     if route == "auto" and (C is None or risk >= 1e-2):
         return _route_tsqr(X, Y)
     if C is None:
         raise ValueError("XᵀX is not positive definite once the columns of X are scaled: X is rank-deficient or "
-                         "too ill-conditioned for the Cholesky route; use route='tsqr'")
-    return _route_cholesky(X, Y, G, XtY, C, d, risk)
+                         "too ill-conditioned for the Cholesky route; use route='tsqr' (the minimum-norm solution "
+                         "where X is rank-deficient)")
+    if kx.any() or ky.any():
+        X, Y = X * np.ldexp(1.0, -kx), Y * np.ldexp(1.0, -ky)
+    return _unscale(_route_cholesky(X, Y, G, XtY, C, d, risk), ky[None, :] - kx[:, None])
 
 
 # --- public functions --------------------------------------------------------------------
@@ -195,8 +280,9 @@ def coefficients(X, Y, *, route: str = "auto") -> np.ndarray:
     TypeError
         An argument does not hold real numbers.
     ValueError
-        A bad shape, an empty array, fewer rows than columns, an unknown route, NaN or infinity in the data, or a
-        rank-deficient X.
+        A bad shape, an empty array, fewer rows than columns, an unknown route, NaN or infinity in the data, a
+        solution outside float64, or a rank-deficient X on route "cholesky" ("auto" and "tsqr" give the
+        minimum-norm solution there).
 
     Examples
     --------
