@@ -36,6 +36,7 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
+from .budget import charge, metered_cache
 from .scalars import CoefficientError, canon_coefficient, is_number, is_one_by_one, require_coefficient
 
 __all__ = [
@@ -333,6 +334,7 @@ def mul(*parts) -> MatrixExpr:
             raise TermError(f"a product may hold scalars and matrices only, not {type(item).__name__}")
     if not mats:
         raise TermError("a product needs at least one matrix factor")
+    charge(len(mats))
     mats, coeff = _scalarised(mats, coeff)
     try:
         if not is_number(coeff):
@@ -369,6 +371,7 @@ def add(*parts) -> MatrixExpr:
             raise TermError(f"a sum may hold matrices only, not {type(item).__name__}")
     if not terms:
         raise TermError("a sum needs at least one term")
+    charge(len(terms))
     if len(terms) == 1:
         return terms[0]
     terms.sort(key=default_sort_key)
@@ -395,7 +398,8 @@ def blocks_of(term: BlockMatrix) -> list[list[MatrixExpr]]:
 
 
 def canon(term: Basic) -> MatrixExpr:
-    """Normal form modulo associativity, commutativity of +, and scalar arithmetic."""
+    """Normal form modulo associativity, commutativity of +, and scalar arithmetic (one unit of work a node)."""
+    charge()
     if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)):
         return term
     if isinstance(term, Transpose):
@@ -416,7 +420,7 @@ def canon(term: Basic) -> MatrixExpr:
     raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
 
 
-@functools.lru_cache(maxsize=65536)
+@metered_cache(maxsize=65536)
 def canonical(term: Basic) -> MatrixExpr:
     """:func:`canon`, remembered (terms are immutable and hashable): judgments ask it of the same terms often."""
     return canon(term)
