@@ -19,7 +19,8 @@ import threading
 
 from .proof import ProofError
 
-__all__ = ["CheckInterrupted", "Meter", "WorkExceeded", "charge", "default_limit", "metered", "metered_cache"]
+__all__ = ["CheckInterrupted", "Meter", "WorkExceeded", "charge", "default_limit", "last_used", "metered",
+           "metered_cache"]
 
 #: The default budget of a check: ``BASE_UNITS + UNITS_PER_NODE × size``, where size counts the nodes of
 #: every term of the proof (hypotheses, definitions, families, claims, steps, instances, and the statements
@@ -87,6 +88,12 @@ class metered:  # noqa: N801 - used as ``with metered(limit) as meter``
 
     def __exit__(self, *exc) -> None:
         _local.meter = self.outer
+        _local.last = self.meter.used
+
+
+def last_used() -> int | None:
+    """The units of work the last check run in this thread used (None before any)."""
+    return getattr(_local, "last", None)
 
 
 def metered_cache(maxsize: int):
