@@ -293,7 +293,7 @@ def _cmd_check(args) -> int:
     rejected = unreadable = interrupted = 0
     for name in args.files:
         shown = safe_text(name)
-        started = time.monotonic()  # the guard covers reading and parsing the file too
+        started = time.process_time()  # the guard (CPU seconds) covers reading and parsing the file too
         try:
             theorem = verify_certificate(read_certificate(name), library, expect=args.expect,
                                          time_limit=time_limit, started=started, work_limit=work_limit)
@@ -373,8 +373,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="require each certificate to state what the certificate CERT (checked first) states: for "
                         "theorems of your own library, which derive check does not load")
     c.add_argument("--time-limit", default="60", metavar="SECONDS",
-                   help="outer guard on the time for each certificate, its dependencies included: past it the "
-                        "certificate is not checked (exit 4), never rejected (default: 60)")
+                   help="outer guard on the CPU time for each certificate, its dependencies included: past it "
+                        "the certificate is not checked (exit 4), never rejected (default: 60)")
     c.add_argument("--work-limit", metavar="UNITS",
                    help="work budget of the kernel for each proof, in units of kernel work: past it the proof is "
                         "rejected, on any machine alike (default: proportional to the proof's size, "

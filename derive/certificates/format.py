@@ -104,10 +104,10 @@ class _Deadline:
 
     def __init__(self, limit: float | None, started: float | None = None):
         self.limit = limit
-        self.at = None if limit is None else (time.monotonic() if started is None else started) + limit
+        self.at = None if limit is None else (time.process_time() if started is None else started) + limit
 
     def left(self) -> float | None:
-        return None if self.at is None else max(self.at - time.monotonic(), 0.0)
+        return None if self.at is None else max(self.at - time.process_time(), 0.0)
 
     def passed(self) -> CertificateInterrupted:
         return CertificateInterrupted(f"interrupted: not checked within the time limit of {self.limit:g} s")
@@ -389,8 +389,9 @@ def verify_certificate(data: dict, library: dict | None = None, *, expect: str |
     by sha256).  ``work_limit`` (units of kernel work) bounds the check of each proof, the certificate's and each
     dependency's; by default each gets the kernel's default budget for its size (``derive.kernel.check``): a
     proof over it is rejected, on any machine alike.  ``time_limit`` (seconds) is only an outer guard on the
-    whole verification, dependencies included, counted from ``started`` (a ``time.monotonic()`` value: when
-    the file began to be read) or from now: past it, :class:`CertificateInterrupted` (not checked).
+    whole verification, dependencies included, in CPU seconds of this process (other programs' load does not
+    count), counted from ``started`` (a ``time.process_time()`` value: when the file began to be read) or from
+    now: past it, :class:`CertificateInterrupted` (not checked).
     """
     deadline = _Deadline(time_limit, started)
     if not isinstance(data, dict):

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 
 from .proof import ProofError
 
-__all__ = ["CheckInterrupted", "Meter", "WorkExceeded", "charge", "default_limit", "last_used", "metered",
+__all__ = ["CheckInterrupted", "GuardFired", "Meter", "WorkExceeded", "charge", "default_limit", "last_used", "metered",
            "metered_cache"]
 
 #: The default budget of a check: ``BASE_UNITS + UNITS_PER_NODE × size``, where size counts the nodes of
@@ -47,13 +48,21 @@ class CheckInterrupted(ProofError):
         self.seconds = seconds
 
 
+class GuardFired(Exception):  # noqa: N818 - not an error of the proof: the check was stopped from outside
+    """The outer time guard of a check fired (CPU seconds of this process): no verdict."""
+
+
+GUARD_EVERY = 2048  # units of work between two looks at the CPU clock
+
+
 class Meter:
-    """Units of work charged so far, and the limit (None: count, never stop)."""
+    """Units of work charged so far, the limit (None: count, never stop), and the outer time guard: a
+    ``time.process_time()`` value past which the check stops without a verdict (None: no guard)."""
 
-    __slots__ = ("limit", "used")
+    __slots__ = ("deadline", "limit", "look", "used")
 
-    def __init__(self, limit: int | None = None):
-        self.limit, self.used = limit, 0
+    def __init__(self, limit: int | None = None, deadline: float | None = None):
+        self.limit, self.used, self.deadline, self.look = limit, 0, deadline, GUARD_EVERY
 
 
 _local = threading.local()
@@ -72,14 +81,19 @@ def charge(units: int = 1) -> None:
     meter.used += units
     if meter.limit is not None and meter.used > meter.limit:
         raise WorkExceeded(meter.limit)
+    if meter.deadline is not None and meter.used >= meter.look:
+        meter.look = meter.used + GUARD_EVERY
+        if time.process_time() > meter.deadline:
+            raise GuardFired("the check ran past its time guard")
 
 
 class metered:  # noqa: N801 - used as ``with metered(limit) as meter``
-    """Run a check under a fresh meter with ``limit`` units (None: count only); the outer meter is restored
-    afterwards and charged nothing (a check of a cited theorem is its own)."""
+    """Run a check under a fresh meter with ``limit`` units (None: count only) and the CPU-time ``deadline``
+    (a ``time.process_time()`` value, or None); the outer meter is restored afterwards and charged nothing
+    (a check of a cited theorem is its own)."""
 
-    def __init__(self, limit: int | None):
-        self.meter = Meter(limit)
+    def __init__(self, limit: int | None, deadline: float | None = None):
+        self.meter = Meter(limit, deadline)
 
     def __enter__(self) -> Meter:
         self.outer = getattr(_local, "meter", None)

@@ -38,7 +38,7 @@ from sympy.matrices.expressions import (
 )
 
 from .axioms import AXIOMS, Rule, equation_rule
-from .budget import CheckInterrupted, WorkExceeded, default_limit, metered
+from .budget import CheckInterrupted, GuardFired, WorkExceeded, default_limit, metered
 from .judgments import (
     Context,
     OutOfTime,
@@ -712,30 +712,30 @@ def check(proof: Proof, *, work_limit: int | None = None, time_limit: float | No
 
     ``work_limit`` (units of kernel work, :mod:`derive.kernel.budget`) bounds the whole check; past it the
     check fails with a ProofError that says so, at the same point on any machine.  By default it is
-    ``budget.default_limit(proof_size(proof))``.  ``time_limit`` (seconds) is only an outer guard against
-    the unforeseen: past it the check stops with :class:`CheckInterrupted` (a ProofError) — the proof was
-    *not checked*, which is not a verdict on it.  Whatever the proof holds, the check ends in a theorem or a
-    ProofError.
+    ``budget.default_limit(proof_size(proof))``.  ``time_limit`` (CPU seconds of this process, so that other
+    programs' load does not count) is only an outer guard against the unforeseen: past it the check stops with
+    :class:`CheckInterrupted` (a ProofError) — the proof was *not checked*, which is not a verdict on it.
+    Whatever the proof holds, the check ends in a theorem or a ProofError.
     """
     work_limit, time_limit = _limit(work_limit, "work_limit", int), _limit(time_limit, "time_limit", float)
     theorem_id = proof.theorem if type(proof) is Proof and type(proof.theorem) is str else "?"
     theorem_id = theorem_id if IDENTIFIER.match(theorem_id) else "?"
     try:
-        deadline = None if time_limit is None else time.monotonic() + time_limit
+        deadline = None if time_limit is None else time.process_time() + time_limit
         try:
             proof = validated(proof, _vouch)
         except ValidationError as exc:
             raise ProofError(theorem_id, "statement", None, None, str(exc)) from None
         limit = work_limit if work_limit is not None else default_limit(proof_size(proof))
-        with metered(limit):
-            return _check(proof, deadline)
+        with metered(limit, deadline):
+            return _check(proof, None)
     except RecursionError:
         raise ProofError(theorem_id, "statement", None, None, "a term is nested too deeply") from None
     except ProofError as exc:
         if "ran past its time budget" in exc.reason and time_limit is not None:
             raise CheckInterrupted(theorem_id, time_limit) from None
         raise
-    except OutOfTime:
+    except (OutOfTime, GuardFired):
         raise CheckInterrupted(theorem_id, time_limit) from None
     except WorkExceeded as exc:
         raise ProofError(theorem_id, "statement", None, None, str(exc)) from None
