@@ -20,8 +20,8 @@ import time
 
 from .proof import ProofError
 
-__all__ = ["CheckInterrupted", "GuardFired", "Meter", "WorkExceeded", "charge", "default_limit", "last_used", "metered",
-           "metered_cache"]
+__all__ = ["CheckInterrupted", "GuardFired", "Meter", "WorkExceeded", "charge", "current", "default_limit",
+           "last_used", "metered", "metered_cache"]
 
 #: The default budget of a check: ``BASE_UNITS + UNITS_PER_NODE × size``, where size counts the nodes of
 #: every term of the proof (hypotheses, definitions, families, claims, steps, instances, and the statements
@@ -59,10 +59,11 @@ class Meter:
     """Units of work charged so far, the limit (None: count, never stop), and the outer time guard: a
     ``time.process_time()`` value past which the check stops without a verdict (None: no guard)."""
 
-    __slots__ = ("deadline", "limit", "look", "used")
+    __slots__ = ("deadline", "limit", "look", "memo", "used")
 
-    def __init__(self, limit: int | None = None, deadline: float | None = None):
+    def __init__(self, limit: int | None = None, deadline: float | None = None, memo: dict | None = None):
         self.limit, self.used, self.deadline, self.look = limit, 0, deadline, GUARD_EVERY
+        self.memo = memo  # one check's normal forms: term -> (normal form, units it cost); None outside a check
 
 
 _local = threading.local()
@@ -73,6 +74,11 @@ def _meter() -> Meter:
     if meter is None:
         meter = _local.meter = Meter()
     return meter
+
+
+def current() -> Meter:
+    """This thread's meter (a check's, or one that only counts)."""
+    return getattr(_local, "meter", None) or _meter()
 
 
 def charge(units: int = 1) -> None:
@@ -93,7 +99,7 @@ class metered:  # noqa: N801 - used as ``with metered(limit) as meter``
     (a check of a cited theorem is its own)."""
 
     def __init__(self, limit: int | None, deadline: float | None = None):
-        self.meter = Meter(limit, deadline)
+        self.meter = Meter(limit, deadline, {})
 
     def __enter__(self) -> Meter:
         self.outer = getattr(_local, "meter", None)

@@ -37,6 +37,7 @@ from sympy.matrices.expressions import (
 )
 
 from .budget import charge, metered_cache
+from .budget import current as current_meter
 from .scalars import CoefficientError, canon_coefficient, is_number, is_one_by_one, require_coefficient
 
 __all__ = [
@@ -398,7 +399,27 @@ def blocks_of(term: BlockMatrix) -> list[list[MatrixExpr]]:
 
 
 def canon(term: Basic) -> MatrixExpr:
-    """Normal form modulo associativity, commutativity of +, and scalar arithmetic (one unit of work a node)."""
+    """Normal form modulo associativity, commutativity of +, and scalar arithmetic (one unit of work a node).
+
+    Inside a check the normal forms are remembered for that check only (its terms are the kernel's validated
+    copies, of exact types), and a remembered one charges again the units it cost: the count is the same as
+    without the memo.
+    """
+    meter = current_meter()
+    memo = meter.memo
+    if memo is None:
+        return _canon(term)
+    hit = memo.get(term)
+    if hit is not None:
+        charge(hit[1])
+        return hit[0]
+    before = meter.used
+    out = _canon(term)
+    memo[term] = (out, meter.used - before)
+    return out
+
+
+def _canon(term: Basic) -> MatrixExpr:
     charge()
     if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)):
         return term
