@@ -6,8 +6,10 @@ packages register through the entry-point group ``ols_transformer.theorems``.
 
 Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path, a library
 that cannot be loaded, a missing optional dependency), 3 an output that cannot be written (the message
-names the file or directory), 4 ``derive export``: some theorems were not exported (each listed with its
-reason; the others were written), 141 the reader of the output went away (``derive list | head -1``; quiet).
+names the file or directory), 4 an incomplete run with no failure: ``derive check`` stopped by its outer
+time guard before a verdict on some certificate (``interrupted: not checked``; none rejected, none
+unreadable), or ``derive export`` refused some theorems (each listed with its reason; the others were
+written), 141 the reader of the output went away (``derive list | head -1``; quiet).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from pathlib import Path
 
 from . import __version__, pipeline
-from .certificates import CertificateError, read_certificate, verify_certificate
+from .certificates import CertificateError, CertificateInterrupted, read_certificate, verify_certificate
 from .pipeline import ARTICLE, PipelineError, UserInputError
 
 __all__ = ["ARTICLE", "main", "prove", "statement_lines"]
@@ -39,6 +41,7 @@ class CannotWrite(Exception):
 
 EXIT_CANNOT_WRITE = 3
 EXIT_NOT_EXPORTED = 4  # derive export: some theorems refused (listed), the others written
+EXIT_INTERRUPTED = 4  # derive check: a certificate not checked within --time-limit (no verdict)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
@@ -229,12 +232,12 @@ def _builtin_library() -> dict:
     return dict(LIBRARY)
 
 
-def _reference(path: str, library: dict, time_limit: float) -> dict:
+def _reference(path: str, library: dict, time_limit: float, work_limit: int | None) -> dict:
     """The statement a ``--reference`` certificate proves (checked first), for comparing others with it."""
     from .certificates import CertificateUnreadable, statement_of
 
     try:
-        theorem = verify_certificate(read_certificate(path), library, time_limit=time_limit)
+        theorem = verify_certificate(read_certificate(path), library, time_limit=time_limit, work_limit=work_limit)
     except CertificateUnreadable as exc:
         raise UsageError(f"--reference: {safe_text(str(exc))}") from None
     except CertificateError as exc:
@@ -290,20 +293,26 @@ def _cmd_check(args) -> int:
     if args.expect is not None and args.expect not in library:
         raise UsageError(f"--expect {safe_text(args.expect)}: no built-in theorem has that id (derive check loads "
                          "no library); for a theorem of your own library pass --reference CERT instead")
-    expected = _reference(args.reference, library, args.time_limit) if args.reference else None
-    rejected = unreadable = 0
+    time_limit = _positive("--time-limit", args.time_limit, float)
+    work_limit = None if args.work_limit is None else _positive("--work-limit", args.work_limit, int)
+    expected = _reference(args.reference, library, time_limit, work_limit) if args.reference else None
+    rejected = unreadable = interrupted = 0
     for name in args.files:
         shown = safe_text(name)
-        started = time.monotonic()  # the budget covers reading and parsing the file too
+        started = time.process_time()  # the guard (CPU seconds) covers reading and parsing the file too
         try:
             theorem = verify_certificate(read_certificate(name), library, expect=args.expect,
-                                         time_limit=args.time_limit, started=started)
+                                         time_limit=time_limit, started=started, work_limit=work_limit)
             if expected is not None and statement_of(theorem.proof) != expected:
                 raise CertificateError(f"it proves {theorem.id}, whose statement is not the one the --reference "
                                        f"certificate states ({expected['theorem']})")
         except CertificateUnreadable as exc:
             unreadable += 1
             print(f"{shown}: CANNOT READ: {_one_line(str(exc))}")
+            continue
+        except CertificateInterrupted as exc:  # no verdict: the machine was too slow or too busy, not the file
+            interrupted += 1
+            print(f"{shown}: {_one_line(str(exc))}")
             continue
         except CertificateError as exc:
             rejected += 1
@@ -322,7 +331,19 @@ def _cmd_check(args) -> int:
         print(f"{shown}: verified {where} {theorem.id} ({theorem.steps} steps{cites})")
         for line in statement_lines(theorem):
             print(f"  {_one_line(line)}")
-    return 1 if rejected else 2 if unreadable else 0
+    return 1 if rejected else 2 if unreadable else EXIT_INTERRUPTED if interrupted else 0
+
+
+def _positive(option: str, text: str, kind: type) -> float | int:
+    """The value of a limit option: a positive finite number (``kind`` int: a positive whole number)."""
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not (0 < value < float("inf")):
+        what = "a positive finite number of seconds" if kind is float else "a positive whole number of units"
+        raise UsageError(f"{option} must be {what}, not {safe_text(text)!r}")
+    return value
 
 
 def safe_text(text: str) -> str:
@@ -357,8 +378,13 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--reference", metavar="CERT",
                    help="require each certificate to state what the certificate CERT (checked first) states: for "
                         "theorems of your own library, which derive check does not load")
-    c.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
-                   help="time budget for each certificate, its dependencies included (default: 10)")
+    c.add_argument("--time-limit", default="60", metavar="SECONDS",
+                   help="outer guard on the CPU time for each certificate, its dependencies included: past it "
+                        "the certificate is not checked (exit 4), never rejected (default: 60)")
+    c.add_argument("--work-limit", metavar="UNITS",
+                   help="work budget of the kernel for each proof, in units of kernel work: past it the proof is "
+                        "rejected, on any machine alike (default: proportional to the proof's size, "
+                        "docs/kernel.md)")
     c.set_defaults(run=_cmd_check)
     styles = ("plain", "bold", "upright")
     t = sub.add_parser("latex", help="write LaTeX for checked theorems")

@@ -3,6 +3,7 @@
 from .format import (
     FORMAT,
     CertificateError,
+    CertificateInterrupted,
     CertificateUnreadable,
     certificate_text,
     read_certificate,
@@ -11,5 +12,5 @@ from .format import (
 )
 from .srepr_parser import ParseError, parse_srepr
 
-__all__ = ["FORMAT", "CertificateError", "CertificateUnreadable", "ParseError", "certificate_text", "parse_srepr",
-           "read_certificate", "statement_of", "verify_certificate"]
+__all__ = ["FORMAT", "CertificateError", "CertificateInterrupted", "CertificateUnreadable", "ParseError",
+           "certificate_text", "parse_srepr", "read_certificate", "statement_of", "verify_certificate"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..files import write_atomic
 from ..kernel import (
     Chain,
+    CheckInterrupted,
     Definition,
     Family,
     Hypothesis,
@@ -33,8 +34,8 @@ from ..kernel import (
 from ..kernel.validation import IDENTIFIER, ValidationError, rule_name
 from .srepr_parser import OutOfTime, ParseError, parse_srepr
 
-__all__ = ["FORMAT", "CertificateError", "CertificateUnreadable", "certificate_text", "read_certificate",
-           "verify_certificate", "write_atomic", "statement_of"]
+__all__ = ["FORMAT", "CertificateError", "CertificateInterrupted", "CertificateUnreadable", "certificate_text",
+           "read_certificate", "verify_certificate", "write_atomic", "statement_of"]
 
 FORMAT = "ols-transformer-certificate/2"
 READABLE = (FORMAT, "ols-transformer-certificate/1")  # /1 had no citations
@@ -43,6 +44,10 @@ MAX_BYTES = 20_000_000
 
 class CertificateError(ValueError):
     """A certificate cannot be read or does not check; the message says what is wrong."""
+
+
+class CertificateInterrupted(CertificateError):
+    """The outer time guard fired: the certificate was *not checked* (no verdict on it either way)."""
 
 
 def _certificate_data(theorem: Theorem) -> dict:
@@ -94,17 +99,18 @@ def _field(obj: dict, key: str, kind: type, where: str):
 
 
 class _Deadline:
-    """The time budget of one verification: reading, parsing and checking alike."""
+    """The outer time guard of one verification: reading, parsing and checking alike.  It decides no verdict
+    (the kernel's work budget does): past it, the certificate is not checked."""
 
     def __init__(self, limit: float | None, started: float | None = None):
         self.limit = limit
-        self.at = None if limit is None else (time.monotonic() if started is None else started) + limit
+        self.at = None if limit is None else (time.process_time() if started is None else started) + limit
 
     def left(self) -> float | None:
-        return None if self.at is None else max(self.at - time.monotonic(), 0.0)
+        return None if self.at is None else max(self.at - time.process_time(), 0.0)
 
-    def passed(self) -> CertificateError:
-        return CertificateError(f"not checked within the time budget of {self.limit:g} s")
+    def passed(self) -> CertificateInterrupted:
+        return CertificateInterrupted(f"interrupted: not checked within the time limit of {self.limit:g} s")
 
 
 _NO_DEADLINE = _Deadline(None)
@@ -347,18 +353,22 @@ def statement_of(proof: Proof) -> dict:
     return data
 
 
-def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadline: _Deadline) -> Theorem:
+def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadline: _Deadline,
+               work_limit: int | None = None) -> Theorem:
     if deadline.left() == 0.0:
         raise deadline.passed()
     proof = proof_from_data(data, known, deadline)
     if library is not None and proof.theorem in library:  # the cheap comparison first
         if statement_of(proof) != statement_of(library[proof.theorem]()):
             raise CertificateError(f"{where}the statement differs from the library's statement of {proof.theorem}")
+    left = deadline.left()
+    if left == 0.0:
+        raise deadline.passed()
     try:
-        theorem = check(proof, time_limit=deadline.left())
+        theorem = check(proof, work_limit=work_limit, time_limit=left)
+    except CheckInterrupted:
+        raise deadline.passed() from None
     except ProofError as exc:
-        if "ran past its time budget" in exc.reason:
-            raise deadline.passed() from None
         raise CertificateError(f"{where}proof rejected: {exc}") from None
     except RecursionError:
         raise CertificateError(f"{where}proof rejected: expression nested too deeply") from None
@@ -369,15 +379,19 @@ def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadl
 
 def verify_certificate(data: dict, library: dict | None = None, *, expect: str | None = None,
                        cited: dict[str, Theorem] | None = None, time_limit: float | None = None,
-                       started: float | None = None) -> Theorem:
+                       started: float | None = None, work_limit: int | None = None) -> Theorem:
     """Re-check a certificate from scratch; return the theorem or raise CertificateError.
 
     The certificate's dependencies are checked first, in order, each citing only earlier ones.
     ``library`` maps theorem ids to proof builders: a certificate (or dependency) whose id is in it
     must state the library's statement.  ``expect`` requires the certificate to prove that library
     theorem.  ``cited`` supplies checked theorems a certificate without dependencies may cite (matched
-    by sha256).  ``time_limit`` (seconds) bounds the whole verification, dependencies included, counted from
-    ``started`` (a ``time.monotonic()`` value: when the file began to be read) or from now.
+    by sha256).  ``work_limit`` (units of kernel work) bounds the check of each proof, the certificate's and each
+    dependency's; by default each gets the kernel's default budget for its size (``derive.kernel.check``): a
+    proof over it is rejected, on any machine alike.  ``time_limit`` (seconds) is only an outer guard on the
+    whole verification, dependencies included, in CPU seconds of this process (other programs' load does not
+    count), counted from ``started`` (a ``time.process_time()`` value: when the file began to be read) or from
+    now: past it, :class:`CertificateInterrupted` (not checked).
     """
     deadline = _Deadline(time_limit, started)
     if not isinstance(data, dict):
@@ -391,10 +405,10 @@ def verify_certificate(data: dict, library: dict | None = None, *, expect: str |
     if not isinstance(deps, list):
         raise CertificateError("dependencies must be a list")
     for i, dep in enumerate(deps):
-        theorem = _check_one(dep, {**known}, library, f"dependencies[{i}]: ", deadline)
+        theorem = _check_one(dep, {**known}, library, f"dependencies[{i}]: ", deadline, work_limit)
         if theorem.id == data.get("theorem"):
             raise CertificateError(f"dependencies[{i}]: the certificate depends on its own theorem {theorem.id}")
         if theorem.id in known and known[theorem.id].digest != theorem.digest:
             raise CertificateError(f"dependencies[{i}]: theorem {theorem.id} is carried twice")
         known[theorem.id] = theorem
-    return _check_one(data, known, library, "", deadline)
+    return _check_one(data, known, library, "", deadline, work_limit)

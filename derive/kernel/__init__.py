@@ -5,12 +5,14 @@ of ``derive``; ``.ci/run`` enforces that with an import contract (``.importlinte
 """
 
 from .axioms import AXIOMS
+from .budget import CheckInterrupted, WorkExceeded, default_limit
 from .checking import (
     chain_context,
     check,
     induction_chains,
     lemma_rule,
     one_step,
+    proof_size,
     resolve_rule,
     rewrites,
     theorem_context,
@@ -32,7 +34,8 @@ from .proof import (
     proof_to_data,
 )
 
-__all__ = ["AXIOMS", "PREDICATES", "Chain", "Context", "Definition", "Family", "Hypothesis", "Induction", "Proof",
-           "ProofError", "Step", "Theorem", "chain_context", "check", "check_defined", "digest", "induction_chains",
-           "invertible", "is_issued", "lemma_rule", "one_step", "positive_definite", "proof_to_data", "resolve_rule",
-           "rewrites", "symmetric", "theorem_context"]
+__all__ = ["AXIOMS", "PREDICATES", "Chain", "CheckInterrupted", "Context", "Definition", "Family", "Hypothesis",
+           "Induction", "Proof", "ProofError", "Step", "Theorem", "WorkExceeded", "chain_context", "check",
+           "check_defined", "default_limit", "digest", "induction_chains", "invertible", "is_issued", "lemma_rule",
+           "one_step", "positive_definite", "proof_size", "proof_to_data", "resolve_rule", "rewrites", "symmetric",
+           "theorem_context"]

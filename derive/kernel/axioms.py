@@ -10,6 +10,7 @@ from collections.abc import Callable
 from sympy import Add, Basic
 from sympy.matrices.expressions import BlockMatrix, Identity, Inverse, MatAdd, MatMul, Trace, Transpose, ZeroMatrix
 
+from .budget import charge
 from .judgments import (
     Context,
     _block_diagonal,
@@ -118,6 +119,9 @@ def _power_combine(t, ctx):
     return [power(base1, a + b)]
 
 
+BLOCK_PRODUCT_UNITS = 100  # units per block product (and its share of the sums) of block_multiply, charged up front
+
+
 def _common_ends(mats: list, target) -> tuple[int, int]:
     """(common prefix, common suffix) of ``mats`` and the factors of ``target`` (coefficients aside)."""
     other = factors_of(target)[1]
@@ -222,6 +226,9 @@ def _block_multiply(t, ctx):
     inner_right = [shape(row[0])[0] for row in right]
     if len(inner_left) != len(inner_right) or not all(map(dims_equal, inner_left, inner_right)):
         return []
+    # each block product and sum is work: charged before any is formed, so a product too large for the
+    # budget is refused at once
+    charge(BLOCK_PRODUCT_UNITS * len(left) * len(inner_left) * len(right[0]))
     product = [
         [add([mul(left[i][r], right[r][j]) for r in range(len(inner_left))]) for j in range(len(right[0]))]
         for i in range(len(left))

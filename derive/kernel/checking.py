@@ -38,6 +38,7 @@ from sympy.matrices.expressions import (
 )
 
 from .axioms import AXIOMS, Rule, equation_rule
+from .budget import CheckInterrupted, GuardFired, WorkExceeded, default_limit, metered
 from .judgments import (
     Context,
     OutOfTime,
@@ -80,7 +81,8 @@ from .terms import (
 )
 from .validation import IDENTIFIER, ValidationError, validated
 
-__all__ = ["chain_context", "check", "lemma_rule", "one_step", "resolve_rule", "rewrites", "theorem_context"]
+__all__ = ["chain_context", "check", "lemma_rule", "one_step", "proof_size", "resolve_rule", "rewrites",
+           "theorem_context"]
 
 # --- rewriting at one position ------------------------------------------------------
 
@@ -433,14 +435,17 @@ def _check_chain(theorem: str, chain: Chain, outer: Context, lemma_rules: dict) 
     current = lhs
     for index, step in enumerate(chain.steps, start=1):
         try:
-            after = defined_canon(step.expr, ctx)
-        except TermError as exc:
+            try:
+                after = defined_canon(step.expr, ctx)
+            except TermError as exc:
+                fail(str(exc), index, step.rule)
+            rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
+            if after == current:
+                fail("the step does not change the expression", index, step.rule)
+            if not one_step(current, after, rule, ctx):
+                fail("the rule does not rewrite the previous expression into this one", index, step.rule)
+        except WorkExceeded as exc:  # name the step that ran out of budget
             fail(str(exc), index, step.rule)
-        rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
-        if after == current:
-            fail("the step does not change the expression", index, step.rule)
-        if not one_step(current, after, rule, ctx):
-            fail("the rule does not rewrite the previous expression into this one", index, step.rule)
         current = after
     if current != rhs:
         fail("the chain does not end at the right-hand side of the claim", len(chain.steps) or None)
@@ -658,31 +663,82 @@ def induction_chains(proof: Proof, lemma: Induction) -> tuple[Chain, Chain]:
                   (Hypothesis("IH", lemma.lhs, lemma.rhs),)))
 
 
-def check(proof: Proof, *, time_limit: float | None = None) -> Theorem:
+def proof_size(proof: Proof) -> int:
+    """The nodes of every term of ``proof`` (each sub-term counted where it occurs) and of the statements of
+    the theorems it cites: what the default work budget is proportional to."""
+    terms = _all_terms(proof)
+    for cited in proof.cites:
+        terms += _statement_terms(cited.proof)
+    sizes: dict = {}
+    total = 0
+    for term in terms:
+        stack = [(term, False)]
+        while stack:
+            node, done = stack.pop()
+            if node in sizes:
+                continue
+            args = node.args if isinstance(node, Basic) else ()
+            if done or not args:
+                sizes[node] = 1 + sum(sizes[a] for a in args)
+            else:
+                stack.append((node, True))
+                stack += [(a, False) for a in args if a not in sizes]
+        total += sizes[term]
+    return total
+
+
+def _statement_terms(proof: Proof) -> list[Basic]:
+    terms = [proof.claim.lhs, proof.claim.rhs]
+    for h in proof.hypotheses:
+        terms += [h.lhs, h.rhs, *h.forall]
+    for d in proof.definitions:
+        terms += [d.symbol, d.rhs]
+    return terms
+
+
+def _limit(value, name: str, kind: type):
+    """A limit given to :func:`check`: None, or a positive finite number (``kind`` int: a whole number)."""
+    if value is None:
+        return None
+    number = type(value) in (int, float) and (kind is float or type(value) is int)
+    if not number or not (0 < value < float("inf")):
+        raise ValueError(f"{name} must be a positive finite {'number' if kind is float else 'integer'} or None, "
+                         f"not {value!r}")
+    return value
+
+
+def check(proof: Proof, *, work_limit: int | None = None, time_limit: float | None = None) -> Theorem:
     """Check every chain of ``proof``; return the theorem or raise :class:`ProofError`.
 
-    ``time_limit`` (seconds) bounds the whole check; past it the check fails with a ProofError that
-    says so.  Whatever the proof holds, the check ends in a theorem or a ProofError.
+    ``work_limit`` (units of kernel work, :mod:`derive.kernel.budget`) bounds the whole check; past it the
+    check fails with a ProofError that says so, at the same point on any machine.  By default it is
+    ``budget.default_limit(proof_size(proof))``.  ``time_limit`` (CPU seconds of this process, so that other
+    programs' load does not count) is only an outer guard against the unforeseen: past it the check stops with
+    :class:`CheckInterrupted` (a ProofError) — the proof was *not checked*, which is not a verdict on it.
+    Whatever the proof holds, the check ends in a theorem or a ProofError.
     """
+    work_limit, time_limit = _limit(work_limit, "work_limit", int), _limit(time_limit, "time_limit", float)
     theorem_id = proof.theorem if type(proof) is Proof and type(proof.theorem) is str else "?"
     theorem_id = theorem_id if IDENTIFIER.match(theorem_id) else "?"
     try:
-        deadline = None if time_limit is None else time.monotonic() + time_limit
+        deadline = None if time_limit is None else time.process_time() + time_limit
         try:
             proof = validated(proof, _vouch)
         except ValidationError as exc:
             raise ProofError(theorem_id, "statement", None, None, str(exc)) from None
-        return _check(proof, deadline)
+        limit = work_limit if work_limit is not None else default_limit(proof_size(proof))
+        with metered(limit, deadline):
+            return _check(proof, None)
     except RecursionError:
         raise ProofError(theorem_id, "statement", None, None, "a term is nested too deeply") from None
     except ProofError as exc:
-        if isinstance(exc, ProofError) and "ran past its time budget" in exc.reason and time_limit is not None:
-            raise ProofError(exc.theorem, exc.chain, exc.step, exc.rule,
-                             f"the check ran past its time budget of {time_limit:g} s") from None
+        if "ran past its time budget" in exc.reason and time_limit is not None:
+            raise CheckInterrupted(theorem_id, time_limit) from None
         raise
-    except OutOfTime:
-        raise ProofError(theorem_id, "statement", None, None,
-                         f"the check ran past its time budget of {time_limit:g} s") from None
+    except (OutOfTime, GuardFired):
+        raise CheckInterrupted(theorem_id, time_limit) from None
+    except WorkExceeded as exc:
+        raise ProofError(theorem_id, "statement", None, None, str(exc)) from None
     except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # SymPy refusing a malformed term
         raise ProofError(theorem_id, "statement", None, None, f"malformed term: {exc}") from None
 

@@ -24,6 +24,7 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
+from .budget import charge
 from .proof import PREDICATES
 from .scalars import is_number, scalar_kind
 from .terms import (
@@ -83,7 +84,8 @@ class Context:
                 yield other
 
     def tick(self) -> None:
-        """Raise :class:`OutOfTime` once the deadline has passed."""
+        """Charge one unit of work (:mod:`.budget`); raise :class:`OutOfTime` once the deadline has passed."""
+        charge()
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise OutOfTime("the check ran past its time budget")
 

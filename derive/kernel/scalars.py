@@ -10,12 +10,16 @@ when their normal forms are equal.  Nothing here judges signs; :mod:`.judgments`
 
 from __future__ import annotations
 
-import functools
+import operator
+from fractions import Fraction
 
 import sympy
-from sympy import Add, Basic, Expr, Integer, Mul, Poly, Pow, Rational, S, Symbol
+import sympy.polys.rings
+from sympy import Add, Basic, Expr, Integer, Mul, Pow, Rational, S, Symbol
 from sympy.core.sorting import default_sort_key
 from sympy.matrices.expressions import Trace
+
+from .budget import charge, metered_cache
 
 __all__ = ["COEFFICIENT_TYPES", "MAX_EXPONENT", "CoefficientError", "atoms_of", "canon_coefficient",
            "is_number", "is_one_by_one", "is_scalar_symbol", "require_coefficient", "scalar_kind"]
@@ -25,6 +29,8 @@ SCALAR_ASSUMPTIONS = {"real": {"real": True}, "positive": {"positive": True}}
 MAX_EXPONENT = 64  # integer powers in a coefficient: |exponent| at most this
 MAX_COEFFICIENT_NODES = 400  # nodes of one coefficient expression
 MAX_EXPANDED_TERMS = 20_000  # estimated terms of its numerator and denominator once over a common denominator
+AS_EXPR_UNITS = 100  # units per term of turning a polynomial into a SymPy expression
+MAX_GCD_UNITS = 2_000_000  # estimated cost of one gcd of the common factors of numerator and denominator
 
 _RATIONAL_TYPES = frozenset({Rational, Integer, type(S.One), type(S.Zero), type(S.NegativeOne), type(S.Half)})
 #: Exactly these node types may occur in a coefficient (the matrix inside a Trace is a kernel term).
@@ -134,12 +140,14 @@ def atoms_of(c: Basic) -> set[Basic]:
     return out
 
 
-@functools.lru_cache(maxsize=16384)
+@metered_cache(maxsize=16384)
 def canon_coefficient(c: Basic, canon_matrix=None) -> Expr:
     """The normal form of a coefficient (``canon_matrix`` brings the matrices inside Trace atoms to theirs).
 
     Numerator and denominator are coprime polynomials over the rationals in the coefficient's atoms (sorted
-    by SymPy's default sort key), expanded, the denominator monic; a rational number stays itself.
+    by SymPy's default sort key), expanded, the denominator monic (its leading coefficient, in the
+    lexicographic order of the atoms, is 1); a rational number stays itself.  Every monomial operation is
+    charged to the work budget (:mod:`.budget`), and a gcd too large to compute is refused.
     """
     if is_number(c):
         return Rational(c)
@@ -150,19 +158,160 @@ def canon_coefficient(c: Basic, canon_matrix=None) -> Expr:
     generators = sorted(atoms_of(c), key=default_sort_key)
     if not generators:
         return Rational(c)
-    numerator, denominator = sympy.fraction(sympy.together(c))
-    p = Poly(numerator, *generators, domain="QQ")
-    q = Poly(denominator, *generators, domain="QQ")
-    if q.is_zero:
+    numerator, denominator = _expanded_size(c)
+    if max(numerator, denominator) > MAX_EXPANDED_TERMS:
+        raise CoefficientError("a coefficient is too large to bring to its normal form")
+    p, q = _rational_function(c, {g: i for i, g in enumerate(generators)}, len(generators))
+    if not q:
         raise CoefficientError("a coefficient divides by zero")
-    g = p.gcd(q)
-    if not g.is_one:
-        p, q = p.exquo(g), q.exquo(g)
-    lead = q.LC()
-    p, q = p.quo_ground(lead), q.monic()
-    if p.is_zero:
+    if not p:
         return S.Zero
-    top = p.as_expr()
-    if q.is_one:
+    if any(any(m) for m in q):  # a denominator that is not a number: cancel the common factor
+        g = _gcd(p, q, len(generators))
+        if len(g) > 1 or any(any(m) for m in g):
+            p, q = _exquo(p, g, generators), _exquo(q, g, generators)
+    lead = q[max(q)]  # the leading coefficient in the lexicographic order of the generators
+    p = {m: v / lead for m, v in p.items()}
+    q = {m: v / lead for m, v in q.items()}
+    top = _as_expr(p, generators)
+    if len(q) == 1 and not any(next(iter(q))):
         return top
-    return Mul(top, Pow(q.as_expr(), -1))
+    return Mul(top, Pow(_as_expr(q, generators), -1))
+
+
+# --- exact sparse polynomial arithmetic, charged per monomial operation ----------------------------------
+# A polynomial is a dict {exponent tuple: Fraction}, no zero values; a rational function a pair of them.
+
+_ONE_TERM = Fraction(1)
+
+
+def _constant(value: Fraction, n: int) -> dict:
+    return {(0,) * n: value} if value else {}
+
+
+def _width(a: dict) -> int:
+    """Units one monomial operation costs: exponent tuples are added entry by entry."""
+    return 1 + len(next(iter(a))) // 32 if a else 1
+
+
+def _add(a: dict, b: dict) -> dict:
+    charge(len(a) + len(b))
+    out = dict(a)
+    for m, v in b.items():
+        s = out.get(m, 0) + v
+        if s:
+            out[m] = s
+        else:
+            out.pop(m, None)
+    return out
+
+
+def _mul(a: dict, b: dict) -> dict:
+    charge(len(a) * len(b) * _width(a) + 1)
+    if len(a) * len(b) > 10 * MAX_EXPANDED_TERMS:
+        raise CoefficientError("a coefficient is too large to bring to its normal form")
+    out: dict = {}
+    for m1, v1 in a.items():
+        for m2, v2 in b.items():
+            m = tuple(map(operator.add, m1, m2))
+            s = out.get(m, 0) + v1 * v2
+            if s:
+                out[m] = s
+            else:
+                del out[m]
+    return out
+
+
+def _power(a: dict, k: int, n: int) -> dict:
+    out = _constant(_ONE_TERM, n)
+    for _ in range(k):
+        out = _mul(out, a)
+    return out
+
+
+def _rational_function(c: Basic, index: dict, n: int) -> tuple[dict, dict]:
+    """(numerator, denominator) of ``c``; equal denominators of a sum's terms are kept, others multiplied."""
+    kind = type(c)
+    if kind in _RATIONAL_TYPES:
+        return _constant(Fraction(int(c.p), int(c.q)), n), _constant(_ONE_TERM, n)
+    if kind is Symbol or kind is Trace:
+        exponents = [0] * n
+        exponents[index[c]] = 1
+        return {tuple(exponents): _ONE_TERM}, _constant(_ONE_TERM, n)
+    if kind is Pow:
+        p, q = _rational_function(c.args[0], index, n)
+        k = int(c.args[1])
+        if k < 0:
+            if not p:
+                raise CoefficientError("a coefficient divides by zero")
+            p, q, k = q, p, -k
+        return _power(p, k, n), _power(q, k, n)
+    if kind not in (Add, Mul):
+        raise CoefficientError(f"{kind.__name__} is not allowed in a coefficient")
+    parts = [_rational_function(a, index, n) for a in c.args]
+    p, q = parts[0]
+    for p2, q2 in parts[1:]:
+        if kind is Mul:
+            p, q = _mul(p, p2), _mul(q, q2)
+        elif q == q2:
+            p = _add(p, p2)
+        else:
+            p, q = _add(_mul(p, q2), _mul(p2, q)), _mul(q, q2)
+    return p, q
+
+
+def _gcd(p: dict, q: dict, n: int) -> dict:
+    """A greatest common divisor of ``p`` and ``q`` (up to a constant factor).
+
+    It lies in the variables both have, and divides each coefficient of ``p`` and of ``q`` read as
+    polynomials in the others: so it is the gcd of those coefficients, a smaller problem, computed by
+    SymPy's sparse polynomials after charging an estimate of its cost (one too large is refused).
+    """
+    charge((len(p) + len(q)) * n)
+    in_p = {i for m in p for i in range(n) if m[i]}
+    in_q = {i for m in q for i in range(n) if m[i]}
+    shared = sorted(in_p & in_q)
+    inner = set(shared)
+    if not shared:
+        return _constant(_ONE_TERM, n)
+    parts: list[dict] = []
+    for poly in (p, q):
+        groups: dict = {}
+        for m, v in poly.items():
+            outer = tuple(e for i, e in enumerate(m) if i not in inner)
+            groups.setdefault(outer, {})[tuple(m[i] for i in shared)] = v
+        parts += groups.values()
+    parts.sort(key=lambda part: (len(part), sorted(part.items())))
+    ring, *_ = sympy.polys.rings.ring([Symbol(f"x{i}") for i in range(len(shared))], sympy.QQ)
+    g = ring.from_dict({m: sympy.QQ(v.numerator, v.denominator) for m, v in parts[0].items()})
+    for part in parts[1:]:
+        if g.is_ground:
+            break
+        degree = max(sum(m) for m in part) + max(sum(m) for m in g.keys())
+        cost = (len(g) + len(part)) * len(shared) * (degree + 1)
+        if cost > MAX_GCD_UNITS:
+            raise CoefficientError("a coefficient is too large to bring to its normal form (its common factors)")
+        charge(cost)
+        g = g.gcd(ring.from_dict({m: sympy.QQ(v.numerator, v.denominator) for m, v in part.items()}))
+    out: dict = {}
+    for m, v in g.items():
+        exponents = [0] * n
+        for i, e in zip(shared, m, strict=True):
+            exponents[i] = e
+        out[tuple(exponents)] = Fraction(int(v.numerator), int(v.denominator))
+    return out
+
+
+def _exquo(p: dict, g: dict, generators: list) -> dict:
+    """``p / g``, exactly (``g`` divides ``p``)."""
+    charge(len(p) * len(g) * _width(p) + 1)
+    ring, *_ = sympy.polys.rings.ring([Symbol(f"x{i}") for i in range(len(generators))], sympy.QQ)
+    to_ring = lambda a: ring.from_dict({m: sympy.QQ(v.numerator, v.denominator) for m, v in a.items()})  # noqa: E731
+    out = to_ring(p).exquo(to_ring(g))
+    return {m: Fraction(int(v.numerator), int(v.denominator)) for m, v in out.items()}
+
+
+def _as_expr(p: dict, generators: list) -> Expr:
+    charge(len(p) * (AS_EXPR_UNITS + len(generators)))  # SymPy builds and sorts a term in ~100 µs
+    return Add(*[Mul(Rational(v.numerator, v.denominator),
+                     *[Pow(g, e) for g, e in zip(generators, m, strict=True) if e]) for m, v in sorted(p.items())])

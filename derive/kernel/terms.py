@@ -36,6 +36,8 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
+from .budget import charge, metered_cache
+from .budget import current as current_meter
 from .scalars import CoefficientError, canon_coefficient, is_number, is_one_by_one, require_coefficient
 
 __all__ = [
@@ -333,6 +335,7 @@ def mul(*parts) -> MatrixExpr:
             raise TermError(f"a product may hold scalars and matrices only, not {type(item).__name__}")
     if not mats:
         raise TermError("a product needs at least one matrix factor")
+    charge(len(mats))
     mats, coeff = _scalarised(mats, coeff)
     try:
         if not is_number(coeff):
@@ -369,6 +372,7 @@ def add(*parts) -> MatrixExpr:
             raise TermError(f"a sum may hold matrices only, not {type(item).__name__}")
     if not terms:
         raise TermError("a sum needs at least one term")
+    charge(len(terms))
     if len(terms) == 1:
         return terms[0]
     terms.sort(key=default_sort_key)
@@ -395,7 +399,28 @@ def blocks_of(term: BlockMatrix) -> list[list[MatrixExpr]]:
 
 
 def canon(term: Basic) -> MatrixExpr:
-    """Normal form modulo associativity, commutativity of +, and scalar arithmetic."""
+    """Normal form modulo associativity, commutativity of +, and scalar arithmetic (one unit of work a node).
+
+    Inside a check the normal forms are remembered for that check only (its terms are the kernel's validated
+    copies, of exact types), and a remembered one charges again the units it cost: the count is the same as
+    without the memo.
+    """
+    meter = current_meter()
+    memo = meter.memo
+    if memo is None:
+        return _canon(term)
+    hit = memo.get(term)
+    if hit is not None:
+        charge(hit[1])
+        return hit[0]
+    before = meter.used
+    out = _canon(term)
+    memo[term] = (out, meter.used - before)
+    return out
+
+
+def _canon(term: Basic) -> MatrixExpr:
+    charge()
     if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)):
         return term
     if isinstance(term, Transpose):
@@ -416,7 +441,7 @@ def canon(term: Basic) -> MatrixExpr:
     raise TermError(f"{type(term).__name__} is not a matrix term the kernel knows")
 
 
-@functools.lru_cache(maxsize=65536)
+@metered_cache(maxsize=65536)
 def canonical(term: Basic) -> MatrixExpr:
     """:func:`canon`, remembered (terms are immutable and hashable): judgments ask it of the same terms often."""
     return canon(term)
