@@ -21,7 +21,7 @@ from derive import add, check, dim, index, inv, mul, power, predicate, transpose
 from derive.certificates import FORMAT, certificate_text
 from derive.kernel import Chain, Definition, Family, Hypothesis, Induction, Proof, ProofError, Step
 from derive.kernel.checking import induction_chains
-from derive.kernel.judgments import Context, diagonal, positive_definite
+from derive.kernel.judgments import Context, positive_definite
 from derive.kernel.proof import proof_to_data
 from derive.kernel.terms import FamilyMatrix
 from derive.library import LIBRARY
@@ -264,6 +264,8 @@ def test_a_power_of_a_positive_definite_matrix_is_not_taken_as_positive_definite
 
 
 def test_powers_and_inverses_under_the_kernels_meaning():
+    from derive.kernel.judgments import diagonal
+
     ctx = Context()
     ctx.predicates["positive_definite"].append(A)
     assert positive_definite(inv(A), ctx) and positive_definite(transpose(A), ctx)
