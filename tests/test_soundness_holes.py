@@ -325,3 +325,51 @@ def test_derive_check_prints_recurrences_and_signs_of_scalars(tmp_path):
     assert "    family  x[s] (n×1): any sequence, for every s ≥ 0" in lines, result.stdout
     assert "    scalar  c (real, of unknown sign)" in lines and "    scalar  lam > 0" in lines, result.stdout
     assert lines.index("    family  G[0] = lam*I") < lines.index("    then    G[1] = c*E + lam*I")
+
+
+# --- 4'. the witness samples positive definite matrices under the same meaning ----------------------------
+
+
+def _sampled(proof: Proof, name: str) -> list:
+    from derive.witness import check_instances, sampler_for
+
+    log: list = []
+    sampler = sampler_for(proof)
+
+    def recording(src, shape, chain):
+        sample = sampler(src, shape, chain)
+        log.append(sample)
+        return sample
+
+    check_instances(proof, trials=2, sampler=recording)
+    return [sample.values[name].to_Matrix() for sample in log if name in sample.values]
+
+
+def test_the_witness_draws_a_matrix_that_is_only_positive_definite_non_symmetric():
+    W = MatrixSymbol("W", n, n)
+    proof = Proof("pd_only", "t", "s", (predicate("A_pd", Q.positive_definite, A),), (), (),
+                  Chain("main", W, W, ()))
+    values = [a for a in _sampled(proof, "A") if a.shape[0] >= 2]
+    assert values and all(a != a.T for a in values)  # not symmetric ...
+    for a in values:  # ... yet xᵀAx > 0: the symmetric part is positive definite (its leading minors)
+        part = a + a.T
+        assert all(part[:k, :k].det() > 0 for k in range(1, a.shape[0] + 1))
+    symmetric_too = dataclasses.replace(proof, hypotheses=(*proof.hypotheses, predicate("A_sym", Q.symmetric, A)))
+    assert all(a == a.T for a in _sampled(symmetric_too, "A"))
+
+
+def test_the_witness_refutes_a_step_that_takes_a_positive_definite_matrix_as_symmetric():
+    from derive.witness import WitnessError, check_instances
+
+    proof = Proof("pd_symmetric", "t", "s", (predicate("A_pd", Q.positive_definite, A),), (), (),
+                  Chain("main", transpose(A), A, (Step(A, "transpose_symmetric"),)))
+    with pytest.raises(ProofError, match="cannot show that A is symmetric|does not rewrite"):
+        check(proof)  # the kernel refuses it ...
+    with pytest.raises(WitnessError, match="differ"):
+        check_instances(proof, trials=1)  # ... and so does the witness, on a non-symmetric sample
+
+
+def test_the_softmax_normaliser_is_sampled_non_symmetric_and_its_theorem_still_checks():
+    proof = LIBRARY["softmax_nadaraya_watson"]()
+    values = [d for d in _sampled(proof, "D") if d.shape[0] >= 2]
+    assert values and any(d != d.T for d in values)
