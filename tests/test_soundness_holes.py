@@ -373,3 +373,10 @@ def test_the_softmax_normaliser_is_sampled_non_symmetric_and_its_theorem_still_c
     proof = LIBRARY["softmax_nadaraya_watson"]()
     values = [d for d in _sampled(proof, "D") if d.shape[0] >= 2]
     assert values and any(d != d.T for d in values)
+
+
+def test_a_step_whose_normal_form_changes_its_shape_is_refused():
+    """F[s+1] := I_n·I_1 (n×1 to SymPy, I_n in normal form) for a family of columns: refused by name."""
+    column = Family("c", s, n, Integer(1), ZeroMatrix(n, 1), NOT_A_COLUMN)
+    with pytest.raises(ProofError, match=r"family c's step \(in normal form\): the two sides have different shapes"):
+        check(Proof("steps", "t", "s", (), (), (), Chain("main", I, I, ()), (), (column,)))

@@ -629,6 +629,7 @@ def _check_family_recurrences(proof: Proof, ctx: Context, fail) -> None:
             except TermError as exc:
                 fail(f"family {f.name}'s step: {exc}")
             _same_shape(_member(f, f.index + 1), f.step, fail, f"family {f.name}'s step")
+            _same_shape(_member(f, f.index + 1), canon(f.step), fail, f"family {f.name}'s step (in normal form)")
             base = (_member(f, 0), canon(f.base))
             ctx.equations.append(base)
             _register(f"base:{f.name}", (base[0], base[1], ()), ctx, fail)
