@@ -380,3 +380,14 @@ def test_a_step_whose_normal_form_changes_its_shape_is_refused():
     column = Family("c", s, n, Integer(1), ZeroMatrix(n, 1), NOT_A_COLUMN)
     with pytest.raises(ProofError, match=r"family c's step \(in normal form\): the two sides have different shapes"):
         check(Proof("steps", "t", "s", (), (), (), Chain("main", I, I, ()), (), (column,)))
+
+
+def test_a_long_acyclic_chain_of_definitions_and_recurrences_is_checked_without_deep_recursion():
+    """D0 := F1[1], F1's step uses D1, D1 := F2[1], ...: a path 1,200 nodes deep through the graph."""
+    count = 600
+    symbols = [MatrixSymbol(f"D{i}", n, n) for i in range(count + 1)]
+    families = tuple(Family(f"F{i}", u, n, n, ZeroMatrix(n, n), add(FamilyMatrix(f"F{i}", u, n, n), symbols[i]))
+                     for i in range(1, count + 1))
+    definitions = tuple(Definition(f"d{i}", symbols[i], FamilyMatrix(f"F{i + 1}", Integer(1), n, n))
+                        for i in range(count)) + (Definition(f"d{count}", symbols[count], I),)
+    check(Proof("chain", "t", "s", (), definitions, (), Chain("main", symbols[0], symbols[0], ()), (), families))

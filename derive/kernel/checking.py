@@ -558,22 +558,21 @@ def _check_acyclic(proof: Proof, fail) -> None:
     defined_families = {f.name: f for f in proof.families if f.is_defined}
 
     def refers(parts: list, own_family: str | None) -> list:
-        out: list = []
+        out: dict = {}  # ordered, each node once
         for part in parts:
             for node in sorted(part.atoms(FamilyMatrix), key=str):
-                if node.name in defined_families and node.name != own_family and ("family", node.name) not in out:
-                    out.append(("family", node.name))
+                if node.name in defined_families and node.name != own_family:
+                    out[("family", node.name)] = None
             for node in sorted(part.atoms(MatrixSymbol), key=str):
-                if node in defined_symbols and ("definition", defined_symbols[node].name) not in out:
-                    out.append(("definition", defined_symbols[node].name))
-        return out
+                if node in defined_symbols:
+                    out[("definition", defined_symbols[node].name)] = None
+        return list(out)
 
     edges: dict = {}
     for d in proof.definitions:
         edges[("definition", d.name)] = refers([d.rhs], None)
     for f in defined_families.values():
         edges[("family", f.name)] = refers([f.base, f.step], f.name)
-    state: dict = {}  # node -> "open" while on the path, "done" after
 
     def shown(node) -> str:
         kind, name = node
@@ -582,22 +581,27 @@ def _check_acyclic(proof: Proof, fail) -> None:
             return f"definition {name} ({symbol.name})"
         return f"family {name}"
 
-    def visit(node, path: list) -> None:
-        state[node] = "open"
-        path.append(node)
-        for nxt in edges.get(node, ()):
-            if state.get(nxt) == "open":
+    done: set = set()
+    for root in edges:  # depth-first, without recursion (a long chain of definitions is no deep Python stack)
+        if root in done:
+            continue
+        path, on_path, todo = [root], {root}, [iter(edges[root])]
+        while todo:
+            nxt = next(todo[-1], None)
+            if nxt is None:  # every edge of the node on top followed: it is on no cycle
+                finished = path.pop()
+                on_path.discard(finished)
+                done.add(finished)
+                todo.pop()
+                continue
+            if nxt in on_path:
                 cycle = path[path.index(nxt):] + [nxt]
                 fail("definitions and recurrences refer to each other in a cycle: "
-                     + " -> ".join(shown(n) for n in cycle))
-            if nxt not in state:
-                visit(nxt, path)
-        path.pop()
-        state[node] = "done"
-
-    for node in edges:
-        if node not in state:
-            visit(node, [])
+                     + " -> ".join(shown(node) for node in cycle))
+            if nxt not in done:
+                path.append(nxt)
+                on_path.add(nxt)
+                todo.append(iter(edges.get(nxt, ())))
 
 
 def _member(f: Family, index: Basic) -> FamilyMatrix:
