@@ -718,6 +718,9 @@ def induction_chains(proof: Proof, lemma: Induction) -> tuple[Chain, Chain]:
     if any(t in term.free_symbols for term in statement):
         fail(f"induction on {t}: a hypothesis or definition speaks about {t}, so the claim at {t} + 1 could not "
              f"use it")
+    # Nothing the claim relies on may depend on t, directly or through what it references.  The only places t
+    # can enter are hypotheses and definitions (refused above) and families (refused here, and already at their
+    # declaration); a definition or family that references one of those is therefore refused with it.
     for f in proof.families:  # a family's own index is bound in it; any other mention of t changes its meaning
         parts = [f.rows, f.cols] + ([f.base, f.step] if f.is_defined else [])
         if f.index != t and any(t in part.free_symbols for part in parts) or \
