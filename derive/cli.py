@@ -208,11 +208,33 @@ def _cmd_prove(args) -> int:
 
 
 def statement_lines(theorem) -> list[str]:
-    """The statement a theorem proves, in plain text: hypotheses (with their quantifiers), definitions, claim."""
+    """The statement a theorem proves, in plain text: the sign assumption of every scalar symbol, every family with
+    its recurrence (base and step), hypotheses (with their quantifiers), definitions, claim."""
     from sympy import sstr
+
+    from .kernel.scalars import scalar_kind
+    from .kernel.terms import FamilyMatrix
 
     proof = theorem.proof
     lines = [f"{theorem.title}"]
+    terms = [proof.claim.lhs, proof.claim.rhs]
+    for h in proof.hypotheses:
+        terms += [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]
+    terms += [side for d in proof.definitions for side in (d.symbol, d.rhs)]
+    terms += [part for f in proof.families if f.is_defined for part in (f.base, f.step)]
+    scalars = {symbol for term in terms for symbol in term.free_symbols if scalar_kind(symbol) is not None}
+    for symbol in sorted(scalars, key=lambda v: v.name):
+        positive = scalar_kind(symbol) == "positive"
+        lines.append(f"  scalar  {symbol.name}" + (" > 0" if positive else " (real, of unknown sign)"))
+    for f in proof.families:
+        member = lambda e, f=f: FamilyMatrix(f.name, e, f.rows.xreplace({f.index: e}),  # noqa: E731
+                                             f.cols.xreplace({f.index: e}))
+        if f.is_defined:
+            lines.append(f"  family  {sstr(member(0))} = {sstr(f.base)}")
+            lines.append(f"  family  {sstr(member(f.index + 1))} = {sstr(f.step)}")
+        else:
+            lines.append(f"  family  {sstr(member(f.index))} ({sstr(f.rows)}×{sstr(f.cols)}): any sequence, for "
+                         f"every {sstr(f.index)} ≥ 0")
     for h in proof.hypotheses:
         text = (f"{h.lhs.function.name.replace('_', ' ')}({sstr(h.lhs.arguments[0])})" if h.is_predicate
                 else f"{sstr(h.lhs)} = {sstr(h.rhs)}")

@@ -138,7 +138,7 @@ def test_failure_shows_both_normal_forms_and_where_they_differ():
 
 
 def test_an_undefined_side_says_why():
-    with pytest.raises(ProofError, match="cannot show that A is positive definite"):
+    with pytest.raises(ProofError, match="cannot show that A is diagonal and positive definite"):
         prove("root", [predicate("A_symmetric", Q.symmetric, A)], [], mul(power(A, half), power(A, half)), A)
 
 

@@ -116,9 +116,14 @@ def test_a_family_defined_by_a_recurrence_is_fresh_and_refers_only_backwards():
         check(Proof("bad", "t", "s", (), (), (), Chain("main", A, A, ()), families=(G.declaration,)))
     H, J = family("H", (p, p)), family("J", (p, p))
     H.recurrence(A, lambda s: J[s])
-    J.recurrence(A, lambda s: H[s])  # H uses J before J is declared
-    with pytest.raises(ProofError, match="not declared before it"):
+    J.recurrence(A, lambda s: H[s])  # H and J use each other: a cycle, named
+    with pytest.raises(ProofError, match="cycle: family H -> family J -> family H"):
         check(Proof("bad", "t", "s", (), (), (), Chain("main", A, A, ()), families=(H.declaration, J.declaration)))
+    K = family("K", (p, p))
+    K.recurrence(A, lambda s: mul(A, K[s]))  # H uses K before K is declared (no cycle)
+    H2 = family("H", (p, p)).recurrence(A, lambda s: K[s])
+    with pytest.raises(ProofError, match="not declared before it"):
+        check(Proof("bad", "t", "s", (), (), (), Chain("main", A, A, ()), families=(H2.declaration, K.declaration)))
 
 
 def test_members_must_have_the_declared_shape_and_the_family_must_be_declared():

@@ -239,11 +239,11 @@ CASES: dict[str, Case] = {
     "inverse_cancel_run": Case("inverse_cancel", mul(inv(mul(A, B)), A, B), I2, (INV_A, INV_B)),
     "inverse_cancel_inside": Case("inverse_cancel", mul(E, inv(A), A, C), mul(E, I2, C), (INV_A,)),
     "inverse_cancel_orthogonal": Case("inverse_cancel", mul(inv(V), V), I2, (V_ROWS,)),
-    "power_combine_roots": Case("power_combine", mul(power(D, half), power(D, half)), D, (PD_D,)),
+    "power_combine_roots": Case("power_combine", mul(power(D, half), power(D, half)), D, (PD_D, DIAG_D)),
     "power_combine_square": Case("power_combine", mul(A, A), power(A, 2)),
     "power_combine_negative": Case("power_combine", mul(power(A, 2), inv(A)), A, (INV_A,)),
-    "power_combine_to_root": Case("power_combine", mul(power(D, -half), D), power(D, half), (PD_D,)),
-    "power_combine_to_identity": Case("power_combine", mul(power(D, half), power(D, -half)), I2, (PD_D,)),
+    "power_combine_to_root": Case("power_combine", mul(power(D, -half), D), power(D, half), (PD_D, DIAG_D)),
+    "power_combine_to_identity": Case("power_combine", mul(power(D, half), power(D, -half)), I2, (PD_D, DIAG_D)),
     "power_combine_inverses": Case("power_combine", mul(inv(A), inv(A)), power(A, -2), (INV_A,)),
     "identity_mul_right": Case("identity_mul", mul(C, I3), C),
     "identity_mul_coeff": Case("identity_mul", mul(2, I2, C), mul(2, C)),
@@ -393,13 +393,18 @@ def test_transpose_symmetric_is_not_justified_by_positive_definiteness_alone():
     assert results(transpose(D), "transpose_symmetric", context(PD_D, DIAG_D)) == [D]
 
 
-def test_power_combine_refuses_fractional_exponents_without_positive_definiteness():
+def test_power_combine_refuses_fractional_exponents_without_diagonal_positive_definiteness():
     ctx = context(INV_A, pred("A_sym", Q.symmetric, A), pred("A_diag", Q.diagonal, A))
     term = MatMul(MatPow(A, half), MatPow(A, half), evaluate=False)
     assert no_rewrite(term, "power_combine", ctx)
     with pytest.raises(TermError):
         check_defined(MatPow(A, half), ctx)
-    assert results(term, "power_combine", context(pred("A_pd", Q.positive_definite, A))) == [A]
+    only_pd = context(pred("A_pd", Q.positive_definite, A))  # xᵀAx > 0 does not make A^(1/2) defined
+    assert no_rewrite(term, "power_combine", only_pd)
+    with pytest.raises(TermError, match="diagonal and positive definite"):
+        check_defined(MatPow(A, half), only_pd)
+    assert results(term, "power_combine", context(pred("A_pd", Q.positive_definite, A),
+                                                  pred("A_diag", Q.diagonal, A))) == [A]
 
 
 def test_power_combine_refuses_different_bases():
@@ -498,7 +503,7 @@ def test_identity_and_zero_rules_do_not_fire_without_identity_or_zero():
 
 
 def test_check_defined_accepts_well_formed_terms():
-    ctx = context(INV_A, PD_D)
+    ctx = context(INV_A, PD_D, DIAG_D)
     for term in (mul(C, E), add(A, B), inv(A), power(D, -half), power(A, 3), inv(mul(transpose(D), D)),
                  block([[P1, K1], [J1, R1]]), mul(A, C, E)):
         check_defined(canon(term), ctx)
@@ -569,7 +574,10 @@ def test_not_invertible_for_non_square_orthonormal_columns():
 def test_positive_definite_judgment():
     assert positive_definite(D, context(PD_D))
     assert positive_definite(inv(D), context(PD_D))
-    assert positive_definite(power(D, -half), context(PD_D))
+    assert positive_definite(power(D, -half), context(PD_D, DIAG_D))
+    assert not positive_definite(power(D, -half), context(PD_D))  # a non-integer power needs D diagonal
+    assert not positive_definite(power(D, 2), context(PD_D))  # and D² needs D symmetric (xᵀAx > 0 only)
+    assert positive_definite(power(D, 2), context(PD_D, pred("D_sym", Q.symmetric, D)))
     assert positive_definite(mul(transpose(A), A), context(INV_A))
     assert positive_definite(mul(3, transpose(A), A), context(INV_A))
     assert not positive_definite(mul(-1, transpose(A), A), context(INV_A))

@@ -18,7 +18,7 @@ from .judgments import (
     _square,
     invertible,
     nonzero,
-    positive_definite,
+    positive_power_base,
     symmetric,
 )
 from .scalars import is_one_by_one
@@ -112,7 +112,7 @@ def _power_combine(t, ctx):
     (base1, a), (base2, b) = exponent_form(mats[0]), exponent_form(mats[1])
     if base1 != base2 or not _square(base1):
         return []
-    if not (_is_integer(a) and _is_integer(b)) and not positive_definite(base1, ctx):
+    if not (_is_integer(a) and _is_integer(b)) and not positive_power_base(base1, ctx):
         return []
     if (a < 0 or b < 0 or a + b < 0) and not invertible(base1, ctx):
         return []

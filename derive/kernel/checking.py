@@ -27,14 +27,12 @@ from sympy import Basic, Symbol
 from sympy.logic.boolalg import BooleanTrue
 from sympy.matrices.expressions import (
     BlockMatrix,
-    Identity,
     Inverse,
     MatAdd,
     MatMul,
     MatPow,
     MatrixSymbol,
     Transpose,
-    ZeroMatrix,
 )
 
 from .axioms import AXIOMS, Rule, equation_rule
@@ -45,6 +43,7 @@ from .judgments import (
     _square,
     check_defined,
     defined_canon,
+    diagonal,
     invertible,
     positive_definite,
     symmetric,
@@ -274,9 +273,10 @@ def _same_shape(a, b, fail, what) -> None:
         fail(f"{what}: the two sides have different shapes")
 
 
-def _instance_maps(given: dict, fail, normal) -> tuple[dict, dict]:
-    """Dimension and matrix substitutions of an instance, checked: positive-integer dimensions, matrices of
-    the instantiated symbol's shape (keyed by that symbol with its dimensions substituted), each ``normal``-ised."""
+def _instance_maps(given: dict, ctx: Context, fail) -> tuple[dict, dict]:
+    """Dimension and matrix substitutions of an instance, checked: positive-integer dimensions; matrices that are
+    defined terms in ``ctx`` of the instantiated symbol's shape, as written and in normal form (keyed by that
+    symbol with its dimensions substituted), each in normal form."""
     dims = {v: t for v, t in given.items() if isinstance(v, Symbol)}
     for v, t in dims.items():
         if index_kind(v) == "index":
@@ -295,11 +295,13 @@ def _instance_maps(given: dict, fail, normal) -> tuple[dict, dict]:
                 fail(f"{v.name} instantiated with something that is not a matrix term")
             target = v.xreplace(dims)
             _same_shape(target, t, fail, f"instance of {v.name}")
-            mats[target] = normal(t)
+            value = _defined(t, ctx, lambda reason, name=v.name: fail(f"instance of {name}: {reason}"))
+            _same_shape(target, value, fail, f"instance of {v.name} (in normal form)")
+            mats[target] = value
     return dims, mats
 
 
-def _instantiate(entry, step: Step, fail) -> Rule:
+def _instantiate(entry, step: Step, ctx: Context, fail) -> Rule:
     lhs, rhs, forall = entry[:3]
     optional = len(entry) > 3 and entry[3]  # an induction lemma: its variable stands for itself unless given
     if lhs is None:
@@ -311,9 +313,9 @@ def _instantiate(entry, step: Step, fail) -> Rule:
     given = dict(step.instance)
     if len(given) != len(step.instance) or set(given) != set(forall):
         fail("the step must instantiate exactly the variables the hypothesis binds")
+    # every matrix instance is a defined term of the bound symbol's shape (B := I_n I_1 is not an n×1 matrix)
+    dim_map, mat_map = _instance_maps(given, ctx, fail)
     try:
-        # exact node types here; definedness is checked where the instantiated rule's result is used
-        dim_map, mat_map = _instance_maps(given, fail, lambda t: (require_exact_types(t), canon(t))[1])
         lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
         rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
     except (TermError, ValueError, TypeError) as exc:
@@ -328,7 +330,7 @@ def resolve_rule(step: Step, ctx: Context, fail) -> Rule:
             fail("axioms take no instance")
         return AXIOMS[step.rule]
     if step.rule in ctx.rules:
-        return _instantiate(ctx.rules[step.rule], step, fail)
+        return _instantiate(ctx.rules[step.rule], step, ctx, fail)
     if step.rule.startswith("thm:"):
         theorem = ctx.citations.get(step.rule[4:])
         if theorem is None:
@@ -379,16 +381,18 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
     for v in given:
         if v not in symbols:
             fail(f"{v} is not a symbol of theorem {theorem.id}")
-    dims, mats = _instance_maps(given, fail, lambda t: _defined(t, ctx, fail))
+    dims, mats = _instance_maps(given, ctx, fail)
 
     def instance(term: Basic) -> Basic:
         try:
             return _defined(term.xreplace(dims).xreplace(mats), ctx, fail)
+        except ProofError:
+            raise
         except (TermError, ValueError, TypeError) as exc:
             fail(f"cannot instantiate theorem {theorem.id}: {exc}")
 
     judgments = {"invertible": invertible, "positive_definite": positive_definite, "symmetric": symmetric,
-                 "diagonal": lambda t, c: c.has("diagonal", t) or isinstance(t, (Identity, ZeroMatrix))}
+                 "diagonal": diagonal}
     for h in cited.hypotheses:
         if h.is_predicate:
             name = next(k for k, v in PREDICATES.items() if h.lhs.function == v)
@@ -536,7 +540,73 @@ def _declare_families(proof: Proof, ctx: Context, fail) -> None:
             fail(f"family {f.name}: its index must be an index symbol (derive.index)")
         if (f.base is None) != (f.step is None):
             fail(f"family {f.name}: a recurrence needs both a base value and a step")
+        parts = [("shape", f.rows), ("shape", f.cols)]
+        parts += [("base value", f.base), ("step", f.step)] if f.is_defined else []
+        for what, part in parts:  # a recurrence means one sequence: no free index may change it
+            others = sorted(str(s) for s in _index_symbols(part) if s != f.index or what == "base value")
+            if others:
+                fail(f"family {f.name}'s {what} mentions the index symbol {', '.join(others)}; a family's shape "
+                     f"and step may mention only its own index {f.index} (its base none), earlier families and "
+                     f"fixed symbols")
         ctx.families[f.name] = f
+
+
+def _index_symbols(term: Basic) -> set:
+    """The index symbols (derive.index) a term mentions, in dimensions and family members included."""
+    return {s for s in term.free_symbols if index_kind(s) == "index"}
+
+
+def _check_acyclic(proof: Proof, fail) -> None:
+    """Definitions and recurrences together refer to one another without a cycle (D := F[1] with F's step using D
+    would make D = D + I a theorem); the error names the cycle."""
+    defined_symbols = {d.symbol: d for d in proof.definitions if isinstance(d.symbol, MatrixSymbol)}
+    defined_families = {f.name: f for f in proof.families if f.is_defined}
+
+    def refers(parts: list, own_family: str | None) -> list:
+        out: dict = {}  # ordered, each node once
+        for part in parts:
+            for node in sorted(part.atoms(FamilyMatrix), key=str):
+                if node.name in defined_families and node.name != own_family:
+                    out[("family", node.name)] = None
+            for node in sorted(part.atoms(MatrixSymbol), key=str):
+                if node in defined_symbols:
+                    out[("definition", defined_symbols[node].name)] = None
+        return list(out)
+
+    edges: dict = {}
+    for d in proof.definitions:
+        edges[("definition", d.name)] = refers([d.rhs], None)
+    for f in defined_families.values():
+        edges[("family", f.name)] = refers([f.base, f.step], f.name)
+
+    def shown(node) -> str:
+        kind, name = node
+        if kind == "definition":
+            symbol = next(d.symbol for d in proof.definitions if d.name == name)
+            return f"definition {name} ({symbol.name})"
+        return f"family {name}"
+
+    done: set = set()
+    for root in edges:  # depth-first, without recursion (a long chain of definitions is no deep Python stack)
+        if root in done:
+            continue
+        path, on_path, todo = [root], {root}, [iter(edges[root])]
+        while todo:
+            nxt = next(todo[-1], None)
+            if nxt is None:  # every edge of the node on top followed: it is on no cycle
+                finished = path.pop()
+                on_path.discard(finished)
+                done.add(finished)
+                todo.pop()
+                continue
+            if nxt in on_path:
+                cycle = path[path.index(nxt):] + [nxt]
+                fail("definitions and recurrences refer to each other in a cycle: "
+                     + " -> ".join(shown(node) for node in cycle))
+            if nxt not in done:
+                path.append(nxt)
+                on_path.add(nxt)
+                todo.append(iter(edges.get(nxt, ())))
 
 
 def _member(f: Family, index: Basic) -> FamilyMatrix:
@@ -568,6 +638,7 @@ def _check_family_recurrences(proof: Proof, ctx: Context, fail) -> None:
             except TermError as exc:
                 fail(f"family {f.name}'s step: {exc}")
             _same_shape(_member(f, f.index + 1), f.step, fail, f"family {f.name}'s step")
+            _same_shape(_member(f, f.index + 1), canon(f.step), fail, f"family {f.name}'s step (in normal form)")
             base = (_member(f, 0), canon(f.base))
             ctx.equations.append(base)
             _register(f"base:{f.name}", (base[0], base[1], ()), ctx, fail)
@@ -607,6 +678,7 @@ def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
         _symbols_consistent(_all_terms(proof))
         _check_bound_variables(proof, fail, ctx.tick)
         _declare_families(proof, ctx, fail)
+        _check_acyclic(proof, fail)
         _add_hypotheses(proof.hypotheses, ctx, fail)
         _check_definitions(proof, ctx, fail)
         _check_family_recurrences(proof, ctx, fail)
@@ -651,6 +723,15 @@ def induction_chains(proof: Proof, lemma: Induction) -> tuple[Chain, Chain]:
     if any(t in term.free_symbols for term in statement):
         fail(f"induction on {t}: a hypothesis or definition speaks about {t}, so the claim at {t} + 1 could not "
              f"use it")
+    # Nothing the claim relies on may depend on t, directly or through what it references.  The only places t
+    # can enter are hypotheses and definitions (refused above) and families (refused here, and already at their
+    # declaration); a definition or family that references one of those is therefore refused with it.
+    for f in proof.families:  # a family's own index is bound in it; any other mention of t changes its meaning
+        parts = [f.rows, f.cols] + ([f.base, f.step] if f.is_defined else [])
+        if f.index != t and any(t in part.free_symbols for part in parts) or \
+                f.is_defined and t in f.base.free_symbols:
+            fail(f"induction on {t}: family {f.name}'s shape or recurrence speaks about {t}, so the claim at "
+                 f"{t} + 1 could not use it")
     for term in (lemma.lhs, lemma.rhs):
         for m in term.atoms(MatrixSymbol):
             if t in m.shape[0].free_symbols | m.shape[1].free_symbols:

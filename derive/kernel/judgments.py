@@ -43,8 +43,9 @@ from .terms import (
     shape,
 )
 
-__all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "invertible", "nonnegative", "nonzero",
-           "positive", "positive_definite", "positive_semidefinite", "sign", "symmetric"]
+__all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "diagonal", "invertible", "nonnegative",
+           "nonzero", "positive", "positive_definite", "positive_power_base", "positive_semidefinite", "sign",
+           "symmetric"]
 
 _SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; any bound is sound)
 
@@ -209,10 +210,15 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
         return False
     if isinstance(term, Identity) or ctx.has("positive_definite", term):
         return True
-    if isinstance(term, (Inverse, MatPow)):
+    if isinstance(term, (Inverse, Transpose)):  # x = Ay: xᵀA⁻¹x = yᵀAᵀy = yᵀAy; xᵀAᵀx = xᵀAx
         return positive_definite(term.args[0], ctx, depth)
-    if isinstance(term, Transpose):
-        return positive_definite(term.args[0], ctx, depth)
+    if isinstance(term, MatPow):
+        base, q = term.args
+        if not positive_definite(base, ctx, depth):
+            return False
+        if _is_integer(q):  # A^k, |k| ≥ 2: only for A symmetric (a rotation by 60° is PD, its cube is -I)
+            return symmetric(base, ctx, depth)
+        return diagonal(base, ctx, depth)  # A^q is defined (entrywise) for a diagonal PD A only
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
         if positive(coeff, ctx):
@@ -226,9 +232,9 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
     if isinstance(term, MatAdd):  # positive semidefinite terms, one of them positive definite
         if all(positive_semidefinite(a, ctx, depth) for a in term.args):
             return any(positive_definite(a, ctx, depth) for a in term.args)
-    diagonal = _block_diagonal(term)
-    if diagonal is not None:
-        return all(positive_definite(b, ctx, depth) for b in diagonal)
+    blocks = _block_diagonal(term)
+    if blocks is not None:
+        return all(positive_definite(b, ctx, depth) for b in blocks)
     return any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term))
 
 
@@ -339,6 +345,40 @@ def _low_rank_update_invertible(term: MatAdd, ctx: Context, depth: int) -> bool:
             if invertible(small, ctx, depth + 1):
                 return True
     return False
+
+
+def diagonal(term, ctx: Context, depth: int = 0) -> bool:
+    """Square with zero entries off the diagonal, shown from the hypotheses (sound, not complete): I, a square 0,
+    a ``Q.diagonal`` hypothesis; transposes, inverses and powers of diagonal matrices; c·D₁⋯D_r for square
+    diagonal Dᵢ; sums of diagonal matrices; block-diagonal matrices of diagonal blocks; a term equal by an
+    equation to a diagonal one."""
+    term = canonical(term)
+    return ctx.remembered("diagonal", term, depth, lambda: _diagonal(term, ctx, depth))
+
+
+def _diagonal(term, ctx: Context, depth: int) -> bool:
+    if depth > _SEARCH_DEPTH or not _square(term):
+        return False
+    if isinstance(term, (Identity, ZeroMatrix)) or ctx.has("diagonal", term):
+        return True
+    if isinstance(term, (Inverse, MatPow, Transpose)):
+        return diagonal(term.args[0], ctx, depth)
+    if isinstance(term, MatMul):
+        _, mats = factors_of(term)
+        if all(_square(m) and diagonal(m, ctx, depth) for m in mats):
+            return True
+    if isinstance(term, MatAdd):
+        return all(diagonal(a, ctx, depth) for a in term.args)
+    blocks = _block_diagonal(term)
+    if blocks is not None:
+        return all(diagonal(b, ctx, depth) for b in blocks)
+    return any(diagonal(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+
+
+def positive_power_base(term, ctx: Context) -> bool:
+    """A matrix whose non-integer powers are defined: diagonal and positive definite (then A^q is the entrywise
+    power of its positive diagonal, again diagonal and positive definite)."""
+    return diagonal(term, ctx) and positive_definite(term, ctx)
 
 
 def symmetric(term, ctx: Context, depth: int = 0) -> bool:
@@ -478,8 +518,9 @@ def _check_defined(term, ctx: Context, depth: int = 0) -> None:
             raise TermError(f"bad exponent {q}")
         if not _square(term.args[0]):
             raise TermError(f"power of a non-square matrix {term.args[0]}")
-        if not _is_integer(q) and not positive_definite(term.args[0], ctx):
-            raise TermError(f"cannot show that {term.args[0]} is positive definite, needed for power {q}")
+        if not _is_integer(q) and not positive_power_base(term.args[0], ctx):
+            raise TermError(f"cannot show that {term.args[0]} is diagonal and positive definite, needed for the "
+                            f"non-integer power {q}")
         if q < 0 and not invertible(term.args[0], ctx):
             raise TermError(f"cannot show that {term.args[0]} is invertible, needed for power {q}")
     elif isinstance(term, MatMul):
@@ -508,5 +549,8 @@ def defined_canon(term, ctx: Context):
     check_defined(term, ctx)
     out = canon(term)
     check_defined(out, ctx)
+    (r1, c1), (r2, c2) = shape(term), shape(out)
+    if not (dims_equal(r1, r2) and dims_equal(c1, c2)):  # never trust a shape the normal form does not keep
+        raise TermError(f"{term} is {r1}×{c1} as written but its normal form {out} is {r2}×{c2}")
     return out
 

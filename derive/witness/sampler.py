@@ -5,8 +5,10 @@ them by construction, with exact operations only:
 
 * predicates on a symbol choose how it is drawn (its *kind*): ``UᵀU = I`` / ``UUᵀ = I`` orthogonal or with
   orthonormal columns (Cayley transforms), ``Q.diagonal`` + ``Q.positive_definite`` a positive diagonal
-  (perfect powers when a fractional power or a Gram factor of it is needed), ``Q.positive_definite``
-  W D Wᵀ, ``Q.symmetric`` W D Wᵀ with D of any sign, ``Q.invertible`` L U with a positive pivot diagonal;
+  (perfect powers when a fractional power or a Gram factor of it is needed), ``Q.positive_definite`` with
+  ``Q.symmetric`` W D Wᵀ, ``Q.positive_definite`` alone W D Wᵀ + K with K skew-symmetric (xᵀAx > 0 without
+  symmetry, the kernel's meaning; symmetric where a Gram equation or a root needs it), ``Q.symmetric``
+  W D Wᵀ with D of any sign, ``Q.invertible`` L U with a positive pivot diagonal;
 * equations are solved for their unknown symbols in a sensible order: ``S = term`` (also ``Sᵀ``, ``S⁻¹``),
   Gram equations ``SᵀS = F₁…F_k`` whose right side is a palindrome such as V Λ Vᵀ or C Cᵀ
   (S = U Λ^{1/2} Vᵀ with U orthonormal columns), block equations ``X = [X_prev; x_tᵀ]`` (slices), sums
@@ -417,6 +419,7 @@ def _names(term: Basic, skip: frozenset[str] = frozenset()) -> list[str]:
 
 #: How the generic sampler can draw a symbol (a kind hint names one of these).
 KINDS = ("free", "orthogonal", "diagonal", "diagonal_positive", "diagonal_nonnegative", "positive_definite",
+         "positive_definite_nonsymmetric",
          "symmetric", "invertible")
 
 
@@ -641,6 +644,7 @@ _ENSURES = {
     "diagonal_positive": {"diagonal", "symmetric", "invertible", "positive_definite"},
     "diagonal_nonnegative": {"diagonal", "symmetric"},
     "positive_definite": {"symmetric", "invertible", "positive_definite"},
+    "positive_definite_nonsymmetric": {"invertible", "positive_definite"},
     "symmetric": {"symmetric", "invertible"},
     "invertible": {"invertible"},
 }
@@ -651,6 +655,8 @@ def _kind_of(preds: set[str]) -> str:
         return "orthogonal"
     if "diagonal" in preds:
         return "diagonal_positive" if "positive_definite" in preds else "diagonal"
+    if "positive_definite" in preds and "symmetric" not in preds:
+        return "positive_definite_nonsymmetric"  # xᵀAx > 0 only, the kernel's meaning: S + K, K skew-symmetric
     for kind in ("positive_definite", "symmetric", "invertible"):
         if kind in preds:
             return kind
@@ -740,9 +746,13 @@ class _Planner:
                 preds.setdefault(side[0], {})[side[1]] = h.name
                 self.kind_hyps.setdefault(side[0], set()).add(h.name)
         middles = self._gram_middles()
+        symmetric_by_equation = middles | self._gram_values()
         for name in self.order:
             given = preds.get(name, {})
             kind = self.hints.kinds.get(name) or _kind_of(set(given))
+            if kind == "positive_definite_nonsymmetric" and (name in symmetric_by_equation
+                                                              or self.roots.get(name, 1) > 1):
+                kind = "positive_definite"  # an equation (XᵀX = VSVᵀ, XᵀX = S) or a root makes it symmetric
             if kind == "diagonal" and name not in self.hints.kinds and name in middles:
                 # Λ in XᵀX = VΛVᵀ is an eigenvalue matrix: non-negative (positive where it must be invertible)
                 kind = "diagonal_positive" if "invertible" in given else "diagonal_nonnegative"
@@ -767,6 +777,17 @@ class _Planner:
                     self.ensured.add(hyp)
                 else:
                     self.notes[hyp] = f"{name} is drawn as {kind.replace('_', ' ')}, which need not satisfy it"
+
+    def _gram_values(self) -> set[str]:
+        """Symbols S that a Gram equation SᵀS = ... or XᵀX = S equates to a Gram product (symmetric by it)."""
+        out = set()
+        for h in self.hyps:
+            if isinstance(h.lhs, AppliedPredicate) or h.forall:
+                continue
+            for gram, other in ((h.lhs, h.rhs), (h.rhs, h.lhs)):
+                if _gram_symbol(gram) and isinstance(other, MatrixSymbol):
+                    out.add(str(other.name))
+        return out
 
     def _gram_middles(self) -> set[str]:
         """Symbols M in the middle of the palindromic side of a Gram equation SᵀS = F M Fᵀ."""
@@ -1223,6 +1244,9 @@ class _Executor:
                 value = mul(W, _diag(src, entries), W.transpose())
                 if half:
                     self.factors[name] = mul(_diag(src, half), W.transpose())
+        elif kind == "positive_definite_nonsymmetric":  # W D Wᵀ + K: xᵀAx = xᵀWDWᵀx > 0, A ≠ Aᵀ
+            W = orthogonal(src, rows)
+            value = mul(W, _diag(src, [src.positive() for _ in range(rows)]), W.transpose()) + _skew(src, rows)
         elif kind == "symmetric":
             W = orthogonal(src, rows)
             value = mul(W, _diag(src, degenerate([src.param() for _ in range(rows)])), W.transpose())
