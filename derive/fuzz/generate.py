@@ -27,7 +27,6 @@ from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
     Inverse,
-    MatAdd,
     MatMul,
     MatPow,
     MatrixSymbol,
@@ -54,7 +53,8 @@ mu = Symbol("mu", real=True)
 COEFFICIENTS = (2, -1, Rational(1, 2), 3, lam, mu, 1 / lam, lam + 1, mu**2 + 1, (lam + 1) / lam, 1 / (lam + 1))
 MAX_OPS = 40  # terms larger than this (in nodes) are not pursued
 #: What building a term can raise (SymPy refusing a construction, a shape that does not conform).
-BUILD_ERRORS = (TermError, ValueError, TypeError, AttributeError, NotImplementedError, IndexError, KeyError)
+BUILD_ERRORS = (TermError, ValueError, TypeError, AttributeError, NotImplementedError, IndexError, KeyError,
+                sympy.polys.polyerrors.BasePolynomialError)
 
 
 class Skip(Exception):
@@ -210,9 +210,9 @@ class Terms:
         if k == p:
             I = Identity(p)
             for A in self.w.of_role("pd"):
-                j = self.rng.choice((2, 3, 4))
-                out += [A, transpose(A), power(A, j), add(power(A, j), mul(self.rng.choice((1, 4, lam)), I)),
-                        add(A, mul(lam, I))]
+                j, c = self.rng.choice(((2, lam), (3, 1), (4, 4), (3, lam)))
+                out += [A, transpose(A), power(A, j), add(power(A, j), mul(c, I)), add(A, mul(lam, I))]
+                out += [add(power(A, j), mul(c, I))] * 2
             for B in self.w.of_role("inv") + self.w.of_role("orth"):
                 out += [B, mul(B, transpose(B)), power(B, 2)]
             if "X" in self.w.symbols:
@@ -268,13 +268,16 @@ class Terms:
         if choice < 0.7:
             terms = [self.term(r, c, depth - 1) for _ in range(rng.choice((2, 2, 3)))]
             return add([mul(self.coefficient(), x) if rng.random() < 0.3 else x for x in terms])
-        if choice < 0.8 and r == c:
+        if choice < 0.82 and r == c:
             candidates = [x for x in self.invertible_candidates(r) if self.defined(x)]
+            powers = [x for x in candidates if x.atoms(MatPow)]
+            if powers and rng.random() < 0.4:  # inverses of powers (and of sums with powers) of matrices
+                candidates = powers
             if candidates:
                 return inv(rng.choice(candidates))
             return None
-        if choice < 0.88 and r == c:
-            bases = self.w.of_role("pd") + self.w.of_role("inv") + [m for m in self.w.of_role("free") if m.shape == (r, r)]
+        if choice < 0.9 and r == c:
+            bases = self.w.of_role("pd") + self.w.of_role("inv") + self.w.of_role("free")
             bases = [b for b in bases if b.shape == (r, r)]
             if not bases:
                 return None
@@ -463,7 +466,7 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
             inst = instances(name, ctx.rules.get(name), terms, world)
             rule = AXIOMS[name] if name in AXIOMS else rule_for(name, inst, ctx)
             results = [r for _, r in islice(rewrites(current, rule, ctx), 24) if r != current]
-        except (ProofError, Skip, *BUILD_ERRORS):
+        except Exception:  # noqa: BLE001 - the generator proposes; anything a rule cannot do is skipped
             continue
         rng.shuffle(results)
         for result in results[:4]:
@@ -486,7 +489,7 @@ def seeded_start(ctx: Context, terms: Terms, world: World):
         try:
             inst = instances(name, ctx.rules.get(name), terms, world)
             rule = rule_for(name, inst, ctx)
-        except (ProofError, Skip, *BUILD_ERRORS):
+        except Exception:  # noqa: BLE001 - the generator proposes; anything a rule cannot do is skipped
             continue
         side = rng.choice((rule.lhs, rule.rhs))
         r, c = side.shape
@@ -782,7 +785,8 @@ def perturb(term: Basic, rng: random.Random, world: World) -> Basic | None:
             blocks = [[b for b in row] for row in sub.blocks.tolist()]
             i, j = rng.randrange(len(blocks)), rng.randrange(len(blocks[0]))
             b = blocks[i][j]
-            blocks[i][j] = Identity(b.shape[0] + 1) if isinstance(b, Identity) else ZeroMatrix(b.shape[0], b.shape[1] + 1)
+            blocks[i][j] = Identity(b.shape[0] + 1) if isinstance(b, Identity) else \
+                ZeroMatrix(b.shape[0], b.shape[1] + 1)
             new = BlockMatrix(sympy.ImmutableMatrix(blocks))
         if new is not None:
             try:
@@ -814,7 +818,8 @@ def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] 
     if kind == "rule" and slots:
         slot = rng.choice(slots)
         step = _get_step(proof, slot)
-        rules = list(AXIOMS) + [f"hyp:{h.name}" for h in proof.hypotheses] + [f"def:{d.name}" for d in proof.definitions]
+        rules = list(AXIOMS) + [f"hyp:{h.name}" for h in proof.hypotheses]
+        rules += [f"def:{d.name}" for d in proof.definitions]
         new = rng.choice([r for r in rules if r != step.rule])
         return _set_step(proof, slot, dataclasses.replace(step, rule=new, instance=())), f"rule {step.rule} -> {new}"
     if kind == "expr" and slots:

@@ -7,7 +7,9 @@ alone: ``--only K``); ``tests/test_fuzz.py`` runs a fixed seed with a budget cou
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import pickle
 import random
 import sys
 import tempfile
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from ..kernel import Proof, ProofError, Theorem, check, proof_to_data
 from .generate import BUILD_ERRORS, Skip, World, generate, mutate
-from .oracle import Refutation, judge, to_json_ready
+from .oracle import Refutation, judge, replay, to_json_ready
 
 __all__ = ["Finding", "Report", "main", "run"]
 
@@ -171,16 +173,23 @@ def run(seed: int = 0, proofs: int = 100, *, mutants: int = 2, samples: int = 2,
 
 
 def write_reproduction(finding: Finding, out: Path) -> Path:
-    """A folder with the accepted proof's certificate, the refuting sample and a script that replays both."""
+    """A folder that reproduces a finding on its own: the proof exactly as checked (``proof.pickle``, with the
+    proofs of the theorems it cites), the refuting sample (``refutation.json``), the certificate when the
+    certificate writer takes it, and ``reproduce.py``, which re-checks the proof with the kernel and re-evaluates
+    the refuted chain on the recorded sample."""
     from ..certificates import certificate_text
 
     folder = out / f"seed{finding.seed}-proof{finding.index}-{len(list(out.glob('seed*')))}"
     folder.mkdir(parents=True, exist_ok=True)
+    proof = finding.theorem.proof
+    cited = [t.proof for t in proof.cites]
+    (folder / "proof.pickle").write_bytes(pickle.dumps({"proof": dataclasses.replace(proof, cites=()),
+                                                        "cited": cited}))
     try:
         (folder / "certificate.json").write_text(certificate_text(finding.theorem))
-    except Exception as exc:  # the certificate writer may refuse what the kernel took: say so, keep the rest
-        (folder / "certificate.json.error").write_text(str(exc))
-    (folder / "proof.json").write_text(json.dumps(proof_to_data(finding.theorem.proof), indent=1))
+    except Exception as exc:  # noqa: BLE001 - the certificate is a convenience; the pickle is the reproduction
+        (folder / "certificate.error").write_text(f"{type(exc).__name__}: {exc}")
+    (folder / "proof.json").write_text(json.dumps(proof_to_data(proof), indent=1))
     (folder / "refutation.json").write_text(json.dumps(
         {"seed": finding.seed, "proof": finding.index, "mutation": finding.mutation,
          **to_json_ready(finding.refutation)}, indent=1))
@@ -188,22 +197,38 @@ def write_reproduction(finding: Finding, out: Path) -> Path:
     return folder
 
 
+def replay_folder(folder: Path) -> int:
+    """Re-check a reproduction's proof with the kernel and re-evaluate its refuted chain on its sample.
+
+    Exit status: 1 when the finding reproduces (accepted and refuted), 2 when the kernel now refuses the proof,
+    0 when it is accepted and the sample no longer refutes it.
+    """
+    data = pickle.loads((folder / "proof.pickle").read_bytes())  # a file this fuzzer wrote
+    refutation = json.loads((folder / "refutation.json").read_text())
+    try:
+        cites = tuple(check(c) for c in data["cited"])
+        theorem = check(dataclasses.replace(data["proof"], cites=cites))
+    except ProofError as exc:
+        print(f"the kernel refuses the proof: {exc}")
+        return 2
+    print(f"the kernel accepts {theorem} (seed {refutation['seed']}, proof {refutation['proof']}, "
+          f"mutation: {refutation['mutation']})")
+    line = replay(theorem.proof, refutation)
+    print(line)
+    return 0 if line.startswith("no refutation") else 1
+
+
 _SCRIPT = '''"""Reproduce a soundness-fuzzer finding: the kernel accepts this proof, the exact witness refutes it.
 
-Run from the repository root: python {{this file}}.  Regenerate it: python -m derive.fuzz --seed {seed} --only {index}
+Run from the repository root: python path/to/reproduce.py.
+Regenerate: python -m derive.fuzz --seed {seed} --only {index}
 """
-import json
 import sys
 from pathlib import Path
 
-from derive.certificates import read_certificate, verify_certificate
-from derive.fuzz.oracle import replay
+from derive.fuzz.harness import replay_folder
 
-here = Path(__file__).parent
-theorem = verify_certificate(read_certificate(here / "certificate.json"))
-print("the kernel accepts", theorem)
-print(replay(theorem.proof, json.loads((here / "refutation.json").read_text())))
-sys.exit(0)
+sys.exit(replay_folder(Path(__file__).resolve().parent))
 '''
 
 

@@ -33,7 +33,7 @@ import sympy
 from sympy import Basic, Integer, Matrix, Rational, Symbol, eye, zeros
 from sympy.matrices.expressions import Identity, MatMul, MatPow, MatrixSymbol, Transpose
 
-from ..kernel.proof import Chain, Family, Hypothesis, Induction, Proof
+from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
 from ..kernel.terms import FamilyMatrix, index_kind
 from ..witness.evaluate import UndefinedValue, WitnessError, _Ctx, _eval, _RationalArith
@@ -214,8 +214,10 @@ def _positive(rng) -> Rational:
     return Rational(rng.randint(1, 5), rng.choice((1, 2, 3)))
 
 
-def _draw(rng, sym: MatrixSymbol, kinds: set, r: int, c: int, root: int, adversarial_ok: bool) -> tuple[Matrix, bool]:
-    """A value of the shape r×c with the predicates ``kinds``; and whether it is an adversarial one."""
+def _draw(rng, kinds: set, r: int, c: int, root: int, adversarial_ok: bool,
+          exponents: frozenset = frozenset()) -> tuple[Matrix, bool]:
+    """A value of the shape r×c with the predicates ``kinds``; and whether it is an adversarial one (its blocks
+    chosen by the integer ``exponents`` the proof raises the symbol to: C³ = −I for 3, C⁴ = −4I for 4)."""
     if "orth_columns" in kinds or "orth_rows" in kinds:
         big = max(r, c)
         q = _orthogonal(rng, big)
@@ -230,9 +232,13 @@ def _draw(rng, sym: MatrixSymbol, kinds: set, r: int, c: int, root: int, adversa
         g = _free(rng, k, k)
         if "symmetric" in kinds:
             return g.T * g + eye(k), False
-        if adversarial_ok and k >= 2 and rng.random() < 0.6:
-            block = rng.choice((CUBE_ROOT_OF_MINUS_ONE, FOURTH_ROOT_OF_MINUS_FOUR))
-            parts = [block] * (k // 2) + ([Matrix([[_positive(rng)]])] if k % 2 else [])
+        if adversarial_ok and k >= 2 and rng.random() < (0.8 if exponents & {2, 3, 4, -2, -3, -4} else 0.4):
+            blocks = [CUBE_ROOT_OF_MINUS_ONE, FOURTH_ROOT_OF_MINUS_FOUR]
+            if exponents & {3, -3} and not exponents & {4, -4}:
+                blocks = blocks[:1]
+            elif exponents & {4, -4} and not exponents & {3, -3}:
+                blocks = blocks[1:]
+            parts = [blocks[i % len(blocks)] for i in range(k // 2)] + ([Matrix([[_positive(rng)]])] if k % 2 else [])
             q = _orthogonal(rng, k)
             return q * sympy.diag(*parts) * q.T, True
         return g.T * g + eye(k) + _skew(rng, k), False
@@ -303,6 +309,11 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
                 solved[side] = ("term", other)
                 break
     roots = _root_degrees(terms)
+    exponents: dict = {}
+    for term in terms:
+        for node in term.atoms(MatPow):
+            if isinstance(node.args[0], MatrixSymbol):
+                exponents[node.args[0]] = exponents.get(node.args[0], frozenset()) | {node.args[1]}
     env: dict[MatrixSymbol, Matrix] = {}
     adversarial_names: set[str] = set()
     pending = sorted(symbols, key=lambda m: m.name)
@@ -313,7 +324,8 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
             r, c = _dim_value(sym.shape[0], dims), _dim_value(sym.shape[1], dims)
             how = solved.get(sym)
             if how is None:
-                value, adv = _draw(rng, sym, kinds.get(sym, set()), r, c, int(roots.get(sym, 1)), adversarial)
+                value, adv = _draw(rng, kinds.get(sym, set()), r, c, int(roots.get(sym, 1)), adversarial,
+                                   exponents.get(sym, frozenset()))
                 if adv:
                     adversarial_names.add(sym.name)
             elif how[0] == "skew":
@@ -475,7 +487,8 @@ def _instance_broken(proof: Proof, sample: Sample, extra: dict) -> bool:
                     continue
                 try:
                     value = _value(t, proof, sample, dims)
-                    want = (_dim_value(v.shape[0], {**sample.dims, **dims}), _dim_value(v.shape[1], {**sample.dims, **dims}))
+                    at = {**sample.dims, **dims}
+                    want = (_dim_value(v.shape[0], at), _dim_value(v.shape[1], at))
                 except (WitnessError, CannotSample):
                     return True
                 if value.shape != want:
