@@ -224,6 +224,11 @@ class Terms:
             out += [add(Identity(1), mul(transpose(v), v))]
             for A in self.w.of_role("pd"):
                 out.append(add(Identity(1), mul(transpose(v), inv(A), v)))
+        elif k == p + 1:
+            for A in self.w.of_role("pd") + self.w.of_role("inv"):
+                corner = mul(self.rng.choice((2, lam)), Identity(1))
+                out.append(block([[A, ZeroMatrix(p, 1)], [ZeroMatrix(1, p), corner]]))
+            out.append(Identity(p + 1))
         elif k == n:
             if "X" in self.w.symbols:
                 X = self.w.symbols["X"]
@@ -325,6 +330,8 @@ def instances(name: str, entry, terms: Terms, world: World) -> list[tuple]:
     rng = terms.rng
     if name.startswith("thm:"):
         return _citation_instance(name, terms, world)
+    if entry is None:  # an axiom
+        return []
     forall = entry[2]
     optional = len(entry) > 3 and entry[3]
     if not forall or (optional and rng.random() < 0.4):
@@ -401,14 +408,21 @@ def _expansions(sub: Basic, terms: Terms) -> list[tuple[Basic, str]]:
     propose(lambda: add(mul(a, sub), mul(1 - a, sub)), "collect")
     if r == c:
         propose(lambda: transpose(sub), "transpose_symmetric")
-    candidates = terms.invertible_candidates(r)
-    if candidates:
-        k = rng.choice(candidates)
-        propose(lambda: mul(inv(k), k, sub), "inverse_cancel")
-    candidates = terms.invertible_candidates(c)
-    if candidates:
-        k2 = rng.choice(candidates)
-        propose(lambda: mul(sub, k2, inv(k2)), "inverse_cancel")
+    if isinstance(sub, Identity):
+        candidates = terms.invertible_candidates(r)
+        if candidates:
+            k = rng.choice(candidates)
+            propose(lambda: mul(inv(k), k), "inverse_cancel")
+            propose(lambda: mul(k, inv(k)), "inverse_cancel")
+        propose(lambda: inv(sub), "inverse_identity")
+    if isinstance(sub, ZeroMatrix):
+        propose(lambda: transpose(ZeroMatrix(c, r)), "transpose_zero")
+        k = rng.choice((p, 1))
+        propose(lambda: mul(ZeroMatrix(r, k), terms.term(k, c, 1)), "zero_mul")
+    if r == c and not isinstance(sub, Identity):
+        propose(lambda: inv(inv(sub)), "inverse_inverse")
+    if isinstance(sub, Inverse):
+        propose(lambda: transpose(inv(transpose(sub.args[0]))), "transpose_inverse")
     if isinstance(sub, MatPow) or (isinstance(sub, MatrixSymbol) and r == c):
         base, q = (sub.args[0], sub.args[1]) if isinstance(sub, MatPow) else (sub, Integer(1))
         split = rng.choice((Rational(1, 2), Integer(1), Integer(2), Integer(-1)))
@@ -460,8 +474,10 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
         return None
     names = _rule_names(ctx, world)
     equations = [k for k in names if ":" in k]
-    for _ in range(6):
-        name = rng.choice(equations) if equations and rng.random() < 0.45 else rng.choice(names)
+    axioms = list(AXIOMS)
+    rng.shuffle(axioms)
+    tries = [rng.choice(equations) for _ in range(3)] if equations and rng.random() < 0.45 else []
+    for name in tries + axioms:
         try:
             inst = instances(name, ctx.rules.get(name), terms, world)
             rule = AXIOMS[name] if name in AXIOMS else rule_for(name, inst, ctx)
@@ -485,6 +501,9 @@ def seeded_start(ctx: Context, terms: Terms, world: World):
     rng = terms.rng
     names = [k for k in _rule_names(ctx, world) if ":" in k]
     rng.shuffle(names)
+    cited = [k for k in names if k.startswith("thm:")]
+    if cited and rng.random() < 0.5:  # a chain that uses the cited theorem
+        names = cited + names
     for name in names[:6]:
         try:
             inst = instances(name, ctx.rules.get(name), terms, world)
@@ -499,7 +518,7 @@ def seeded_start(ctx: Context, terms: Terms, world: World):
             else:
                 side = add(side, terms.term(r, c, 1))
         if terms.defined(side):
-            return canon(side)
+            return canon(side), name, tuple(inst), rule
     return None
 
 
@@ -517,11 +536,21 @@ def walk(start, length: int, ctx: Context, terms: Terms, world: World) -> list[S
 
 def random_chain(name: str, ctx: Context, terms: Terms, world: World, length: int) -> Chain | None:
     rng = terms.rng
-    start = seeded_start(ctx, terms, world) if rng.random() < 0.55 else None
-    if start is None:
+    seeded = seeded_start(ctx, terms, world) if rng.random() < 0.55 else None
+    first = []
+    if seeded is None:
         r, c = rng.choice(((p, p), (p, p), (p, 1), (n, p), (1, 1), (p + 1, p + 1), (n, n)))
         start = canon(terms.term(r, c, 2))
-    steps = walk(start, length, ctx, terms, world)
+    else:  # the first step applies the rule the start was made for, with its instance
+        start, rule_name, inst, rule = seeded
+        try:
+            results = [r for _, r in islice(rewrites(start, rule, ctx), 12) if r != start]
+            after = defined_canon(rng.choice(results), ctx) if results else None
+        except Exception:  # noqa: BLE001 - a proposal the kernel cannot take is dropped
+            after = None
+        if after is not None:
+            first = [Step(after, rule_name, inst)]
+    steps = first + walk(first[-1].expr if first else start, length - len(first), ctx, terms, world)
     if not steps:
         return None
     if rng.random() < 0.3:  # read the chain backwards: every step is then the rule read the other way
@@ -643,7 +672,7 @@ def _cited_theorem(rng: random.Random, name: str):
 def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozenset()) -> Generated:
     """A random proof (raises :class:`Skip` when this attempt built nothing usable)."""
     world = build_world(rng, focus)
-    if world.chance(0.2):
+    if world.chance(0.3):
         cited = _cited_theorem(rng, f"{name}_cited")
         if cited is not None:
             world.cites.append(cited)

@@ -17,7 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..kernel import Proof, ProofError, Theorem, check, proof_to_data
+from sympy import Q, S
+
+from ..kernel import Hypothesis, Proof, ProofError, Theorem, check, proof_to_data
 from .generate import BUILD_ERRORS, Skip, World, generate, mutate
 from .oracle import Refutation, judge, replay, to_json_ready
 
@@ -183,8 +185,8 @@ def write_reproduction(finding: Finding, out: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     proof = finding.theorem.proof
     cited = [t.proof for t in proof.cites]
-    (folder / "proof.pickle").write_bytes(pickle.dumps({"proof": dataclasses.replace(proof, cites=()),
-                                                        "cited": cited}))
+    (folder / "proof.pickle").write_bytes(pickle.dumps({"proof": _portable(dataclasses.replace(proof, cites=())),
+                                                        "cited": [_portable(c) for c in cited]}))
     try:
         (folder / "certificate.json").write_text(certificate_text(finding.theorem))
     except Exception as exc:  # noqa: BLE001 - the certificate is a convenience; the pickle is the reproduction
@@ -197,6 +199,28 @@ def write_reproduction(finding: Finding, out: Path) -> Path:
     return folder
 
 
+def _portable(proof: Proof) -> Proof:
+    """The proof with each predicate hypothesis Q.<name>(M) written as the hypothesis M = M named "<name>|NAME"
+    (SymPy's predicates do not survive pickling as the kernel's own objects); :func:`_restored` reverses it."""
+    def hyp(h):
+        if not h.is_predicate:
+            return h
+        arg = h.lhs.arguments[0]
+        return Hypothesis(f"{h.lhs.function.name}|{h.name}", arg, arg)
+
+    return dataclasses.replace(proof, hypotheses=tuple(hyp(h) for h in proof.hypotheses))
+
+
+def _restored(proof: Proof) -> Proof:
+    def hyp(h):
+        if "|" not in h.name:
+            return h
+        predicate, name = h.name.split("|")
+        return Hypothesis(name, getattr(Q, predicate)(h.lhs), S.true)
+
+    return dataclasses.replace(proof, hypotheses=tuple(hyp(h) for h in proof.hypotheses))
+
+
 def replay_folder(folder: Path) -> int:
     """Re-check a reproduction's proof with the kernel and re-evaluate its refuted chain on its sample.
 
@@ -206,8 +230,8 @@ def replay_folder(folder: Path) -> int:
     data = pickle.loads((folder / "proof.pickle").read_bytes())  # a file this fuzzer wrote
     refutation = json.loads((folder / "refutation.json").read_text())
     try:
-        cites = tuple(check(c) for c in data["cited"])
-        theorem = check(dataclasses.replace(data["proof"], cites=cites))
+        cites = tuple(check(_restored(c)) for c in data["cited"])
+        theorem = check(dataclasses.replace(_restored(data["proof"]), cites=cites))
     except ProofError as exc:
         print(f"the kernel refuses the proof: {exc}")
         return 2
