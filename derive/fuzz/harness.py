@@ -43,7 +43,8 @@ class Finding:
         what = f"mutant ({self.mutation})" if self.mutation else "generated proof"
         tags = f" tags={sorted(self.refutation.tags)}" if self.refutation.tags else ""
         where = f"\n    reproduction: {self.path}" if self.path else ""
-        return f"seed {self.seed} proof {self.index}, {what}:{tags}\n    {self.refutation.describe()[:600]}{where}"
+        text = " ".join(self.refutation.describe().split())[:400]
+        return f"seed {self.seed} proof {self.index}, {what}:{tags}\n    {text}{where}"
 
 
 @dataclass
@@ -80,7 +81,10 @@ class Report:
                 index, _ = self.first[hole]
                 count = sum(hole in f.refutation.tags for f in self.findings)
                 lines.append(f"    {hole}: {count} findings, first at proof {index} (seed {self.seed})")
-        for finding in self.findings[:8]:
+        other = [f for f in self.findings if not f.refutation.tags & set(HOLES)]
+        if other:
+            lines.append(f"    other (not one of issue 27's holes): {len(other)} findings, first at proof {other[0].index}")
+        for finding in other[:4] + [f for f in self.findings if f not in other][:6]:
             lines.append("  " + finding.describe().replace("\n", "\n  "))
         return "\n".join(lines)
 
