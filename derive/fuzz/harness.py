@@ -83,7 +83,7 @@ class Report:
                 lines.append(f"    {hole}: {count} findings, first at proof {index} (seed {self.seed})")
         other = [f for f in self.findings if not f.refutation.tags & set(HOLES)]
         if other:
-            lines.append(f"    other (not one of issue 27's holes): {len(other)} findings, first at proof {other[0].index}")
+            lines.append(f"    other: {len(other)} findings (none of the four holes), first at proof {other[0].index}")
         for finding in other[:4] + [f for f in self.findings if f not in other][:6]:
             lines.append("  " + finding.describe().replace("\n", "\n  "))
         return "\n".join(lines)
