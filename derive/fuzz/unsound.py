@@ -1,27 +1,23 @@
 """The kernel's functions as they were before the fixes of the four holes of issue 27, for the regression mode.
 
-Each hole was a function of the kernel that accepted too much.  :func:`reverted` puts the old function back
-(monkeypatching the kernel module by the function's name) for the time of a ``with`` block, so that a test
-can show that the fuzzer finds the hole when it is present:
+Each hole was a kernel function that accepted too much (or a check the old kernel did not have).
+:func:`reverted` puts the old behaviour back, monkeypatching the kernel's modules *by function name* for the
+time of a ``with`` block, so that a test can show that the fuzzer finds the hole when it is present:
 
-==========================  =========================================================================
-hole                        functions put back
-==========================  =========================================================================
-``instance``                ``derive.kernel.checking._instance_maps``, ``derive.kernel.checking._instantiate``
-                            (instances of a ``forall`` hypothesis were not checked for definedness)
-``recurrence_index``        ``derive.kernel.checking._check_family_recurrences``,
-                            ``derive.kernel.checking.induction_chains`` (a recurrence could mention the
-                            induction variable)
-``circular_definition``     ``derive.kernel.checking._check_definitions``,
-                            ``derive.kernel.checking._check_family_recurrences`` (a definition could use a
-                            family whose recurrence uses the definition)
-``pd_power``                ``derive.kernel.judgments._positive_definite`` (Aᵏ positive definite for every
-                            positive definite A, false for non-symmetric A)
-==========================  =========================================================================
+* ``instance`` — ``derive.kernel.checking._instance_maps`` and ``._instantiate``: instances of a ``forall``
+  hypothesis were not checked for definedness (B := I_n·I_1 read as an n×1 matrix).
+* ``recurrence_index`` — ``derive.kernel.checking._declare_families``, ``._check_family_recurrences`` and
+  ``.induction_chains``: a recurrence could mention another index symbol, the induction variable included.
+* ``circular_definition`` — ``derive.kernel.checking._check_acyclic`` (made a no-op; the fix added it),
+  ``._check_definitions`` and ``._check_family_recurrences``: a definition could use a family whose recurrence
+  uses the definition.
+* ``pd_power`` — ``derive.kernel.judgments._positive_definite``: Aᵏ was judged positive definite for every
+  positive definite A, which is false for non-symmetric A (C³ = −I for a positive definite C).
 
-The copies below are the kernel's code at the commit this module was written against (``c057037``), verbatim;
-they call the kernel's other functions by name, so they stay what they were as long as those keep their
-signatures.  Nothing here is used outside that mode.
+The copies are the kernel's code at commit ``c057037`` (before the fixes), verbatim except that
+``_instance_maps`` and ``_instantiate`` also take the fixed kernel's signatures ``(given, ctx, fail)`` and
+``(entry, step, ctx, fail)``.  They call the kernel's other functions by name, so they stay what they were as
+long as those keep their signatures.  Nothing here is used outside that mode.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow
 
 from ..kernel import checking, judgments
 from ..kernel.axioms import Rule, equation_rule
-from ..kernel.checking import _defined, _member, _register, _same_shape, _step_defined_for_any_member
+from ..kernel.checking import _all_terms, _defined, _member, _register, _same_shape, _step_defined_for_any_member
 from ..kernel.judgments import (
     _SEARCH_DEPTH,
     Context,
@@ -61,7 +57,13 @@ from ..kernel.terms import (
 __all__ = ["HOLES", "reverted"]
 
 
-def _instance_maps(given: dict, fail, normal) -> tuple[dict, dict]:
+def _instance_maps(given: dict, *rest) -> tuple[dict, dict]:
+    # the old signature (given, fail, normal), or the fixed kernel's (given, ctx, fail) with the old cite's normal
+    if len(rest) == 2 and not isinstance(rest[0], Context):
+        fail, normal = rest
+    else:
+        ctx, fail = rest
+        normal = lambda t: _defined(t, ctx, fail)  # noqa: E731
     """Dimension and matrix substitutions of an instance, checked: positive-integer dimensions, matrices of
     the instantiated symbol's shape (keyed by that symbol with its dimensions substituted), each ``normal``-ised."""
     dims = {v: t for v, t in given.items() if isinstance(v, Symbol)}
@@ -86,7 +88,8 @@ def _instance_maps(given: dict, fail, normal) -> tuple[dict, dict]:
     return dims, mats
 
 
-def _instantiate(entry, step: Step, fail) -> Rule:
+def _instantiate(entry, step: Step, *rest) -> Rule:
+    fail = rest[-1]  # the old signature (entry, step, fail), or the fixed kernel's (entry, step, ctx, fail)
     lhs, rhs, forall = entry[:3]
     optional = len(entry) > 3 and entry[3]  # an induction lemma: its variable stands for itself unless given
     if lhs is None:
@@ -106,6 +109,23 @@ def _instantiate(entry, step: Step, fail) -> Rule:
     except (TermError, ValueError, TypeError) as exc:
         fail(f"cannot instantiate the hypothesis: {exc}")
     return equation_rule(lhs_i, rhs_i)
+
+
+def _declare_families(proof: Proof, ctx: Context, fail) -> None:
+    """The proof's families by name: distinct names (none a matrix symbol's), index symbols as indices."""
+    symbol_names = {m.name for term in _all_terms(proof) for m in term.atoms(MatrixSymbol)}
+    for f in proof.families:
+        if f.name in ctx.families or f.name in symbol_names:
+            fail(f"family {f.name}: the name is used twice")
+        if index_kind(f.index) != "index":
+            fail(f"family {f.name}: its index must be an index symbol (derive.index)")
+        if (f.base is None) != (f.step is None):
+            fail(f"family {f.name}: a recurrence needs both a base value and a step")
+        ctx.families[f.name] = f
+
+
+def _no_acyclicity_check(proof: Proof, fail) -> None:
+    """The old kernel had no check that definitions and recurrences refer to each other without a cycle."""
 
 
 def _check_definitions(proof: Proof, ctx: Context, fail) -> None:
@@ -225,9 +245,11 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
 #: hole -> (module, function name, old function) for each function put back.
 HOLES = {
     "instance": ((checking, "_instance_maps", _instance_maps), (checking, "_instantiate", _instantiate)),
-    "recurrence_index": ((checking, "_check_family_recurrences", _check_family_recurrences),
+    "recurrence_index": ((checking, "_declare_families", _declare_families),
+                         (checking, "_check_family_recurrences", _check_family_recurrences),
                          (checking, "induction_chains", induction_chains)),
-    "circular_definition": ((checking, "_check_definitions", _check_definitions),
+    "circular_definition": ((checking, "_check_acyclic", _no_acyclicity_check),
+                            (checking, "_check_definitions", _check_definitions),
                             (checking, "_check_family_recurrences", _check_family_recurrences)),
     "pd_power": ((judgments, "_positive_definite", _positive_definite),),
 }
@@ -236,11 +258,15 @@ HOLES = {
 @contextlib.contextmanager
 def reverted(hole: str) -> Iterator[None]:
     """Within the block, the kernel's functions of ``hole`` are the old, unsound ones (see the module's table)."""
-    saved = [(module, name, getattr(module, name)) for module, name, _ in HOLES[hole]]
+    missing = object()
+    saved = [(module, name, getattr(module, name, missing)) for module, name, _ in HOLES[hole]]
     try:
         for module, name, old in HOLES[hole]:
             setattr(module, name, old)
         yield
     finally:
-        for module, name, current in saved:
-            setattr(module, name, current)
+        for module, name, current in reversed(saved):
+            if current is missing:  # a function the fixed kernel added (the old one had no such check)
+                delattr(module, name)
+            else:
+                setattr(module, name, current)
