@@ -19,7 +19,7 @@ import pytest
 from sympy import Identity, MatrixSymbol, Q, S, ZeroMatrix, preorder_traversal
 
 from derive.fuzz import run
-from derive.fuzz.generate import Skip, generate, p
+from derive.fuzz.generate import Skip, generate, p, s
 from derive.fuzz.oracle import judge
 from derive.fuzz.unsound import HOLES, reverted
 from derive.kernel import Chain, Definition, Family, Hypothesis, Proof, ProofError, check
@@ -121,13 +121,13 @@ def test_the_oracle_reads_forall_hypotheses_by_their_meaning():
 
 def test_the_oracle_refutes_a_circular_definition():
     D = MatrixSymbol("D", p, p)
-    s = FamilyMatrix("F", 0, p, p).index  # 0
-    from derive.fuzz.generate import s as bound
-
-    F = Family("F", bound, p, p, ZeroMatrix(p, p), add(D, Identity(p)))
+    F = Family("F", s, p, p, ZeroMatrix(p, p), add(D, Identity(p)))  # D := F[1] = D + I
     proof = _proof([], Identity(p), Identity(p), [Definition("D_def", D, FamilyMatrix("F", 1, p, p))], [F])
     verdict = judge(proof, random.Random(0))
-    assert verdict.refutation is not None and verdict.refutation.kind == "circular", s
+    assert verdict.refutation is not None and verdict.refutation.kind == "circular"
+    acyclic = _proof([], Identity(p), Identity(p), [Definition("D_def", D, FamilyMatrix("F", 1, p, p))],
+                     [Family("F", s, p, p, ZeroMatrix(p, p), add(FamilyMatrix("F", s, p, p), Identity(p)))])
+    assert judge(acyclic, random.Random(0)).refutation is None
 
 
 # --- each hole of issue 27, put back, is found ------------------------------------------------------------------

@@ -801,7 +801,7 @@ def perturb(term: Basic, rng: random.Random, world: World) -> Basic | None:
             bigger = r + 1 if rng.random() < 0.5 else (1 if r != 1 else p)
             new = Identity(bigger) if isinstance(sub, Identity) else ZeroMatrix(bigger, sub.shape[1])
         elif kind == 5:
-            members = list(sub.atoms(FamilyMatrix))
+            members = sorted(sub.atoms(FamilyMatrix), key=str)  # sorted: sets follow the hash seed
             if members:
                 m = rng.choice(members)
                 shifted = FamilyMatrix(m.name, m.index + 1, *m.shape)
@@ -828,7 +828,8 @@ def perturb(term: Basic, rng: random.Random, world: World) -> Basic | None:
 def _foreign_index(f: Family, rng, other=None) -> Family | None:
     """The recurrence with a member of another family indexed by another index symbol (the induction variable):
     x[s + 1] becomes x[t + 1]."""
-    members = [m for m in f.step.atoms(FamilyMatrix) if m.name != f.name and f.index in m.index.free_symbols]
+    members = [m for m in sorted(f.step.atoms(FamilyMatrix), key=str)
+               if m.name != f.name and f.index in m.index.free_symbols]
     if not members:
         return None
     other = other if other is not None else rng.choice((t, u))
@@ -916,7 +917,7 @@ def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] 
         families[i] = new_f
         return dataclasses.replace(proof, families=tuple(families)), f"recurrence {f.name}: {what}"
     if kind == "exponent":
-        powers = [(slot, node) for slot in slots for node in _get_step(proof, slot).expr.atoms(MatPow)]
+        powers = [(slot, node) for slot in slots for node in sorted(_get_step(proof, slot).expr.atoms(MatPow), key=str)]
         if not powers:
             return None
         slot, node = rng.choice(powers)

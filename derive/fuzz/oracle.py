@@ -272,13 +272,12 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
         dim_symbols |= {s for s in (f.rows.free_symbols | f.cols.free_symbols) if index_kind(s) == "dimension"}
     dims = {s: rng.choice((1, 2, 2, 3, 4)) for s in sorted(dim_symbols, key=str)}
     scalars = {}
-    for t in terms:
-        for s in t.atoms(Symbol):
-            kind = scalar_kind(s)
-            if kind == "positive":
-                scalars[s] = _positive(rng)
-            elif kind == "real":
-                scalars[s] = Rational(rng.choice((-3, -2, -1, 1, 2, 3)), rng.choice((1, 2)))
+    for s in sorted({s for t in terms for s in t.atoms(Symbol)}, key=str):  # sorted: sets follow the hash seed
+        kind = scalar_kind(s)
+        if kind == "positive":
+            scalars[s] = _positive(rng)
+        elif kind == "real":
+            scalars[s] = Rational(rng.choice((-3, -2, -1, 1, 2, 3)), rng.choice((1, 2)))
     kinds: dict[MatrixSymbol, set] = {}
     solved: dict[MatrixSymbol, tuple] = {}
     for h in proof.hypotheses:
