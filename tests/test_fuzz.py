@@ -76,7 +76,7 @@ def _constructs(proof: Proof) -> set[str]:
 def test_generated_proofs_use_the_whole_language():
     """Over a few dozen proofs the generator writes every construct the issue lists."""
     seen: set[str] = set()
-    for k in range(40):
+    for k in range(80):
         try:
             seen |= _constructs(generate(random.Random(f"lang:{k}"), f"g{k}").proof)
         except Skip:

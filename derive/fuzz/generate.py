@@ -170,6 +170,11 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
         w.hypotheses.append(Hypothesis("central", mul(Yb, C), mul(C, Yb), (Yb,)))
     if w.chance(0.5) or focus & {"recurrence_index", "circular_definition"}:
         w.families.append(Family("x", s, p, Integer(1)))
+    if w.chance(0.2):  # an index as a dimension: the prefix Xp[t] has t rows, Xp[0] is empty
+        w.families.append(Family("Xp", s, s, p))
+    if w.family("x") is not None and w.chance(0.25):  # P[0] = 0 (0×p), P[s+1] = [P[s]; x[s+1]ᵀ]
+        w.families.append(Family("P", s, s, p, ZeroMatrix(0, p),
+                                 block([[FamilyMatrix("P", s, s, p)], [transpose(FamilyMatrix("x", s + 1, p, 1))]])))
     return w
 
 
@@ -201,6 +206,8 @@ class Terms:
                 member = family_member(f, e)
                 if member.shape == (r, c):
                     out.append(member)
+                if f.index in f.rows.free_symbols and f.cols == c and r == c:  # Xp[e]ᵀ Xp[e], empty at 0
+                    out.append(mul(transpose(member), member))
         if r == c:
             out += [Identity(r)] * 2
         return out
@@ -679,10 +686,12 @@ def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozense
     # definitions
     if world.chance(0.45, "circular_definition"):
         ctx = _context(world, name)
-        world.definitions.append(Definition("D_def", MatrixSymbol("D", p, p), Terms(world, ctx).term(p, p, 2)))
+        world.definitions.append(Definition("D_def", MatrixSymbol("D", p, p),  # no index: induction stays possible
+                                            Terms(world, ctx, index_symbols=()).term(p, p, 2)))
     if world.chance(0.2):
         ctx = _context(world, name)
-        world.definitions.append(Definition("d_def", MatrixSymbol("d", p, 1), Terms(world, ctx).term(p, 1, 2)))
+        world.definitions.append(Definition("d_def", MatrixSymbol("d", p, 1),
+                                            Terms(world, ctx, index_symbols=()).term(p, 1, 2)))
     # recurrences: a pair of families for an induction lemma
     induction_parts = None
     if world.chance(0.4, "recurrence_index") or world.chance(0.0, "circular_definition"):
