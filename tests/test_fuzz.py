@@ -20,6 +20,7 @@ from sympy import Identity, MatrixSymbol, Q, S, ZeroMatrix, preorder_traversal
 
 from derive.fuzz import run
 from derive.fuzz.generate import Skip, generate, p, s
+from derive.fuzz.harness import replay_folder
 from derive.fuzz.oracle import judge
 from derive.fuzz.unsound import HOLES, reverted
 from derive.kernel import Chain, Definition, Family, Hypothesis, Proof, ProofError, check
@@ -137,10 +138,10 @@ def test_the_oracle_refutes_a_circular_definition():
 def test_the_fuzzer_finds_the_hole_when_it_is_put_back(hole, tmp_path):
     with reverted(hole):
         report = run(1, 80, mutants=2, samples=2, focus={hole}, stop_at=hole, out=tmp_path)
-    assert hole in report.first, f"the fuzzer did not find the {hole} hole in {report.proofs} proofs:\n" + \
-        report.summary()
-    finding = next(f for f in report.findings if hole in f.refutation.tags)
-    assert (finding.path / "refutation.json").exists() and (finding.path / "reproduce.py").exists()
+        assert hole in report.first, f"the fuzzer did not find the {hole} hole in {report.proofs} proofs:\n" + \
+            report.summary()
+        finding = next(f for f in report.findings if hole in f.refutation.tags)
+        assert replay_folder(finding.path) == 1  # its reproduction: accepted, and refuted on the recorded sample
 
 
 def test_a_reproduction_replays_on_its_own(tmp_path):

@@ -598,9 +598,12 @@ def replay(proof: Proof, data: dict) -> str:
         return Matrix([[Rational(x) for x in row] for row in rows]) if rows else zeros(0, 0)
 
     symbols = {m.name: m for t in _terms(proof) for m in t.atoms(MatrixSymbol)}
-    plain = {s.name: s for t in _terms(proof) for s in t.free_symbols if isinstance(s, Symbol)}
+    plain = {s.name: s for t in _terms(proof) for s in t.atoms(Symbol)}  # shapes' symbols included
     for f in proof.families:
         plain[f.index.name] = f.index
+    order, cycle = _definition_order(proof)
+    if cycle:
+        return "[circular] definitions: the value of " + " -> ".join(cycle) + " depends on itself"
     raw = data["sample"]
     dims = {plain[k]: v for k, v in raw["dims"].items() if k in plain}
     scalars = {plain[k]: Rational(v) for k, v in raw["scalars"].items() if k in plain}
@@ -612,9 +615,6 @@ def replay(proof: Proof, data: dict) -> str:
     sample = Sample(dims, scalars, env, members, set(raw.get("adversarial", ())))
     extra = {plain[k]: v for k, v in data.get("index_values", {}).items() if k in plain}
     ctx = _context(proof, sample, extra)
-    order, cycle = _definition_order(proof)
-    if cycle:
-        return "circular definitions: " + " -> ".join(cycle)
     for d in order:
         ctx.env[d.symbol] = _eval(d.rhs, ctx)
     chain = next(c for c in _chains(proof) if c.name == data["chain"])
