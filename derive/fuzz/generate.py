@@ -694,7 +694,7 @@ def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozense
                                             Terms(world, ctx, index_symbols=()).term(p, 1, 2)))
     # recurrences: a pair of families for an induction lemma
     induction_parts = None
-    if world.chance(0.4, "recurrence_index") or world.chance(0.0, "circular_definition"):
+    if world.chance(0.4, "recurrence_index") or "circular_definition" in world.focus:
         ctx = _context(world, name)
         try:
             F, G, b_walk, g_walk, L = _recurrence_pair(world, ctx, "F", "G")
