@@ -1,0 +1,958 @@
+"""Random proofs over the whole kernel language, true by construction, and their mutants.
+
+A proof is generated *forwards*: a random world (dimension, index and scalar symbols; matrix symbols with
+hypotheses; definitions; free families and families defined by recurrences; sometimes a checked theorem to
+cite), then chains that start at a random defined term (often one side of a random rule, instantiated) and
+apply random rules where the kernel's own rewriting finds them — every axiom, ``hyp:``/``def:``/``lemma:``/
+``thm:`` rewrites with random instances, ``base:``/``step:`` — or *expand* a sub-term by an axiom read
+backwards (an identity or A⁻¹A inserted, a power split, a sum of like terms, I split into blocks).  Induction
+lemmas relate two recurrences, one a random rewriting of the other.  The generator uses the kernel to find
+rewrites, so most proofs check; the oracle (:mod:`.oracle`) decides whether what checks is true.
+
+:func:`mutate` then changes one thing of a proof (a rule at the wrong place, an instance swapped, a
+hypothesis dropped, an index shifted, a recurrence changed, an exponent, a block size, a coefficient...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator
+from itertools import islice
+
+import sympy
+from sympy import Basic, Integer, Rational, S, Symbol, Trace
+from sympy.assumptions import Q
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
+
+from ..kernel import AXIOMS, Chain, Definition, Family, Hypothesis, Induction, Proof, ProofError, Step, check
+from ..kernel.axioms import equation_rule
+from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
+from ..kernel.judgments import Context, check_defined, defined_canon, invertible, positive_definite
+from ..kernel.terms import FamilyMatrix, TermError, add, block, canon, children, inv, mul, power, rebuild, transpose
+
+__all__ = ["Generated", "World", "generate", "mutate"]
+
+n = Symbol("n", integer=True, positive=True)
+p = Symbol("p", integer=True, positive=True)
+t = Symbol("t", integer=True, nonnegative=True)
+s = Symbol("s", integer=True, nonnegative=True)
+u = Symbol("u", integer=True, nonnegative=True)
+lam = Symbol("lam", positive=True)
+mu = Symbol("mu", real=True)
+
+COEFFICIENTS = (2, -1, Rational(1, 2), 3, lam, mu, 1 / lam, lam + 1, mu**2 + 1, (lam + 1) / lam, 1 / (lam + 1))
+MAX_OPS = 40  # terms larger than this (in nodes) are not pursued
+#: What building a term can raise (SymPy refusing a construction, a shape that does not conform).
+BUILD_ERRORS = (TermError, ValueError, TypeError, AttributeError, NotImplementedError, IndexError, KeyError,
+                sympy.polys.polyerrors.BasePolynomialError)
+
+
+class Skip(Exception):
+    """The generator could not build what it tried (counted, then it tries something else)."""
+
+
+def _size(term: Basic) -> int:
+    return sum(1 for _ in sympy.preorder_traversal(term))
+
+
+def _fail(reason):
+    raise Skip(reason)
+
+
+def paths(term: Basic, prefix: tuple = ()) -> Iterator[tuple[tuple, Basic]]:
+    """(path, sub-term) for every matrix sub-term (pre-order)."""
+    yield prefix, term
+    for i, child in enumerate(children(term)):
+        yield from paths(child, (*prefix, i))
+
+
+def replace_at(term: Basic, path: tuple, new: Basic) -> Basic:
+    if not path:
+        return new
+    kids = children(term)
+    kids[path[0]] = replace_at(kids[path[0]], path[1:], new)
+    return rebuild(term, kids)
+
+
+def family_member(f: Family, index) -> FamilyMatrix:
+    return FamilyMatrix(f.name, index, f.rows.xreplace({f.index: index}), f.cols.xreplace({f.index: index}))
+
+
+# --- the world of one proof -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class World:
+    """The symbols, hypotheses, definitions and families of one generated proof."""
+
+    rng: random.Random
+    focus: frozenset
+    symbols: dict = dataclasses.field(default_factory=dict)  # name -> MatrixSymbol
+    roles: dict = dataclasses.field(default_factory=dict)  # name -> set of roles
+    hypotheses: list = dataclasses.field(default_factory=list)
+    definitions: list = dataclasses.field(default_factory=list)
+    families: list = dataclasses.field(default_factory=list)
+    cites: list = dataclasses.field(default_factory=list)
+    placeholders: dict = dataclasses.field(default_factory=dict)  # placeholder symbol -> family member
+    ctx: Context | None = None
+
+    def chance(self, probability: float, hole: str | None = None) -> bool:
+        if hole is not None and hole in self.focus:
+            probability = max(probability, 0.9)
+        return self.rng.random() < probability
+
+    def symbol(self, name, rows, cols, *roles) -> MatrixSymbol:
+        m = MatrixSymbol(name, rows, cols)
+        self.symbols[name] = m
+        self.roles[name] = set(roles)
+        return m
+
+    def of_role(self, role) -> list:
+        return [self.symbols[k] for k, v in self.roles.items() if role in v]
+
+    def family(self, name) -> Family | None:
+        return next((f for f in self.families if f.name == name), None)
+
+
+def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
+    w = World(rng, focus)
+    if w.chance(0.8, "pd_power"):
+        A = w.symbol("A", p, p, "pd")
+        w.hypotheses.append(Hypothesis("A_pd", Q.positive_definite(A), S.true))
+    if w.chance(0.6):
+        B = w.symbol("B", p, p, "inv")
+        w.hypotheses.append(Hypothesis("B_inv", Q.invertible(B), S.true))
+    if w.chance(0.35):
+        Sy = w.symbol("S", p, p, "sym")
+        w.hypotheses.append(Hypothesis("S_sym", Q.symmetric(Sy), S.true))
+    if w.chance(0.3):
+        Dg = w.symbol("Dg", p, p, "diag")
+        w.hypotheses.append(Hypothesis("Dg_diag", Q.diagonal(Dg), S.true))
+        if w.chance(0.5):
+            w.roles["Dg"].add("pd")
+            w.roles["Dg"].add("root")
+            w.hypotheses.append(Hypothesis("Dg_pd", Q.positive_definite(Dg), S.true))
+    X = w.symbol("X", n, p, "free") if w.chance(0.7) else None
+    w.symbol("v", p, 1, "free")
+    if w.chance(0.5):
+        w.symbol("w", p, 1, "free")
+    if w.chance(0.3):
+        w.symbol("y", n, 1, "free")
+    if w.chance(0.3):
+        w.symbol("K", p, p, "free")
+    if w.chance(0.25):
+        w.symbol("Z", 2, p, "free")
+    if w.chance(0.25):
+        U = w.symbol("U", p, p, "orth")
+        w.hypotheses += [Hypothesis("U_cols", mul(transpose(U), U), Identity(p)),
+                         Hypothesis("U_rows", mul(U, transpose(U)), Identity(p))]
+    if X is not None and w.chance(0.3):
+        E = w.symbol("E", p, p, "pd", "eq")
+        w.hypotheses.append(Hypothesis("E_gram", E, add(mul(transpose(X), X), mul(lam, Identity(p)))))
+    if w.chance(0.35, "instance"):
+        M, N = w.symbol("M", p, p, "free"), w.symbol("N", p, p, "free")
+        b = MatrixSymbol("b", p, 1)
+        w.hypotheses.append(Hypothesis("quadratic", mul(transpose(b), M, b), mul(transpose(b), N, b), (b,)))
+        del M, N
+    if w.chance(0.15):
+        C = w.symbol("C", p, p, "free")
+        Yb = MatrixSymbol("Y_b", p, p)
+        w.hypotheses.append(Hypothesis("central", mul(Yb, C), mul(C, Yb), (Yb,)))
+    if w.chance(0.5) or focus & {"recurrence_index", "circular_definition"}:
+        w.families.append(Family("x", s, p, Integer(1)))
+    if w.chance(0.2):  # an index as a dimension: the prefix Xp[t] has t rows, Xp[0] is empty
+        w.families.append(Family("Xp", s, s, p))
+    if w.family("x") is not None and w.chance(0.25):  # P[0] = 0 (0×p), P[s+1] = [P[s]; x[s+1]ᵀ]
+        w.families.append(Family("P", s, s, p, ZeroMatrix(0, p),
+                                 block([[FamilyMatrix("P", s, s, p)], [transpose(FamilyMatrix("x", s + 1, p, 1))]])))
+    return w
+
+
+# --- random terms -------------------------------------------------------------------------------------
+
+
+class Terms:
+    """Random defined terms of a given shape over a world (filtered by the kernel's definedness check)."""
+
+    def __init__(self, world: World, ctx: Context, extra_leaves=(), index_symbols=(t,)):
+        self.w, self.ctx, self.rng = world, ctx, world.rng
+        self.extra = list(extra_leaves)
+        self.indices = list(index_symbols)
+
+    def coefficient(self):
+        c = self.rng.choice(COEFFICIENTS)
+        if self.rng.random() < 0.1 and "v" in self.w.symbols:
+            v = self.w.symbols["v"]
+            other = self.w.symbols.get("w", v)
+            c = c * Trace(mul(transpose(v), other))
+        return c
+
+    def leaves(self, r, c) -> list:
+        out = [m for m in [*self.w.symbols.values(), *self.extra] if m.shape == (r, c)]
+        out += [transpose(m) for m in self.w.symbols.values() if m.shape == (c, r) and r != c]
+        out += [d.symbol for d in self.w.definitions if d.symbol.shape == (r, c)]
+        for f in self.w.families:
+            for e in [0, 1, *self.indices, *(i + 1 for i in self.indices)]:
+                member = family_member(f, e)
+                if member.shape == (r, c):
+                    out.append(member)
+                if f.index in f.rows.free_symbols and f.cols == c and r == c:  # Xp[e]ᵀ Xp[e], empty at 0
+                    out.append(mul(transpose(member), member))
+        if r == c:
+            out += [Identity(r)] * 2
+        return out
+
+    def invertible_candidates(self, k) -> list:
+        out = []
+        if k == p:
+            I = Identity(p)
+            for A in self.w.of_role("pd"):
+                j, c = self.rng.choice(((2, lam), (3, 1), (4, 4), (3, lam)))
+                out += [A, transpose(A), power(A, j), add(power(A, j), mul(c, I)), add(A, mul(lam, I))]
+                out += [add(power(A, j), mul(c, I))] * 2
+            for B in self.w.of_role("inv") + self.w.of_role("orth"):
+                out += [B, mul(B, transpose(B)), power(B, 2)]
+            if "X" in self.w.symbols:
+                X = self.w.symbols["X"]
+                out.append(add(mul(transpose(X), X), mul(lam, I)))
+            out += [mul(self.rng.choice((2, lam)), I)]
+        elif k == 1 and "v" in self.w.symbols:
+            v = self.w.symbols["v"]
+            out += [add(Identity(1), mul(transpose(v), v))]
+            for A in self.w.of_role("pd"):
+                out.append(add(Identity(1), mul(transpose(v), inv(A), v)))
+        elif k == p + 1:
+            for A in self.w.of_role("pd") + self.w.of_role("inv"):
+                corner = mul(self.rng.choice((2, lam)), Identity(1))
+                out.append(block([[A, ZeroMatrix(p, 1)], [ZeroMatrix(1, p), corner]]))
+            out.append(Identity(p + 1))
+        elif k == n:
+            if "X" in self.w.symbols:
+                X = self.w.symbols["X"]
+                out.append(add(mul(X, transpose(X)), mul(lam, Identity(n))))
+        return out
+
+    def defined(self, term) -> bool:
+        try:
+            check_defined(term, self.ctx)
+        except TermError:
+            return False
+        return True
+
+    def term(self, r, c, depth=2):
+        for _ in range(12):
+            try:
+                candidate = self._term(r, c, depth)
+            except BUILD_ERRORS:
+                continue
+            if candidate is not None and _size(candidate) <= MAX_OPS and self.defined(candidate):
+                return candidate
+        leaves = self.leaves(r, c)
+        if leaves:
+            return self.rng.choice(leaves)
+        return ZeroMatrix(r, c)
+
+    def _term(self, r, c, depth):
+        rng = self.rng
+        if isinstance(r, sympy.Add) or isinstance(c, sympy.Add):
+            return self._block(r, c, depth)
+        choice = rng.random() if depth > 0 else 0.0
+        if choice < 0.3:
+            leaves = self.leaves(r, c)
+            return rng.choice(leaves) if leaves else None
+        if choice < 0.55:
+            inner = rng.choice((p, p, n, 1, p + 1))
+            left, right = self.term(r, inner, depth - 1), self.term(inner, c, depth - 1)
+            parts = [left, right]
+            if rng.random() < 0.3:
+                parts.insert(0, self.coefficient())
+            return mul(*parts)
+        if choice < 0.7:
+            terms = [self.term(r, c, depth - 1) for _ in range(rng.choice((2, 2, 3)))]
+            return add([mul(self.coefficient(), x) if rng.random() < 0.3 else x for x in terms])
+        if choice < 0.82 and r == c:
+            candidates = [x for x in self.invertible_candidates(r) if self.defined(x)]
+            powers = [x for x in candidates if x.atoms(MatPow)]
+            if powers and rng.random() < 0.4:  # inverses of powers (and of sums with powers) of matrices
+                candidates = powers
+            if candidates:
+                return inv(rng.choice(candidates))
+            return None
+        if choice < 0.9 and r == c:
+            bases = self.w.of_role("pd") + self.w.of_role("inv") + self.w.of_role("free")
+            bases = [b for b in bases if b.shape == (r, r)]
+            if not bases:
+                return None
+            base = rng.choice(bases)
+            roles = self.w.roles.get(base.name, set())
+            exponents = [2, 3]
+            if roles & {"pd", "inv"}:
+                exponents += [-1, -2, 4]
+            if "pd" in roles:
+                exponents += [Rational(1, 2), Rational(-1, 2), Rational(3, 2)]
+            return power(base, rng.choice(exponents))
+        if choice < 0.94:
+            inner = self.term(c, r, depth - 1)
+            return transpose(inner)
+        return mul(self.coefficient(), self.term(r, c, depth - 1))
+
+    def _block(self, r, c, depth):
+        def parts(d):
+            return list(d.args) if isinstance(d, sympy.Add) and self.rng.random() < 0.8 else [d]
+
+        rows, cols = parts(r), parts(c)
+        if len(rows) == len(cols) == 1:
+            return Identity(r) if r == c and self.rng.random() < 0.5 else None
+        return block([[self.term(a, b, depth - 1) for b in cols] for a in rows])
+
+
+# --- instances ----------------------------------------------------------------------------------------
+
+
+def instance_term(terms: Terms, r, c):
+    """A term for a bound variable of shape r×c: usually a defined term; sometimes a raw product with an
+    identity whose shape SymPy reads as r×c although its factors do not conform (``MatMul(I_n, I_1)``)."""
+    rng = terms.rng
+    if rng.random() < (0.6 if "instance" in terms.w.focus else 0.15):
+        if c == 1 and r != 1:
+            return rng.choice((MatMul(Identity(r), Identity(1)), MatMul(Identity(r), terms.term(1, 1, 0))))
+        if r == 1 and c != 1:
+            return MatMul(Identity(1), Identity(c))
+        return MatMul(Identity(r), terms.term(r, c, 0))
+    return terms.term(r, c, 1)
+
+
+def instances(name: str, entry, terms: Terms, world: World) -> list[tuple]:
+    """Random instances for the variables of the rule ``name`` (an entry of ``ctx.rules`` or a citation)."""
+    rng = terms.rng
+    if name.startswith("thm:"):
+        return _citation_instance(name, terms, world)
+    if entry is None:  # an axiom
+        return []
+    forall = entry[2]
+    optional = len(entry) > 3 and entry[3]
+    if not forall or (optional and rng.random() < 0.4):
+        return []
+    out, dims = [], {}
+    for v in forall:
+        if isinstance(v, Symbol):
+            if v.is_nonnegative and not v.is_positive:  # an index
+                value = rng.choice((Integer(0), Integer(1), Integer(2), t, t + 1, u))
+            else:
+                value = rng.choice((Integer(1), Integer(2), n, p))
+            dims[v] = value
+            out.append((v, value))
+    for v in forall:
+        if isinstance(v, MatrixSymbol):
+            r, c = (d.xreplace(dims) for d in v.shape)
+            out.append((v, instance_term(terms, r, c)))
+    return out
+
+
+def _citation_instance(name: str, terms: Terms, world: World) -> list[tuple]:
+    theorem = next(th for th in world.cites if th.id == name[4:])
+    preds = {}
+    for h in theorem.proof.hypotheses:
+        if h.is_predicate:
+            preds.setdefault(h.lhs.arguments[0], set()).add(h.lhs.function)
+    out = []
+    for sym in sorted({m for m in theorem.proof.claim.lhs.atoms(MatrixSymbol)} |
+                      {m for m in theorem.proof.claim.rhs.atoms(MatrixSymbol)}, key=lambda m: m.name):
+        if terms.rng.random() < 0.4:
+            continue
+        need = preds.get(sym, set())
+        r, c = sym.shape
+        if need & {Q.positive_definite, Q.invertible}:
+            candidates = [x for x in terms.invertible_candidates(r) + [power(a, 3) for a in world.of_role("pd")]
+                          if terms.defined(x)]
+            if Q.positive_definite in need:
+                candidates = [x for x in candidates if positive_definite(canon(x), terms.ctx)]
+            elif candidates:
+                candidates = [x for x in candidates if invertible(canon(x), terms.ctx)]
+            if not candidates:
+                continue
+            out.append((sym, terms.rng.choice(candidates)))
+        elif not need:
+            out.append((sym, terms.term(r, c, 1)))
+    return out
+
+
+def rule_for(name: str, instance, ctx: Context):
+    return resolve_rule(Step(Identity(1), name, tuple(instance)), ctx, _fail)
+
+
+# --- chains -------------------------------------------------------------------------------------------
+
+
+def _expansions(sub: Basic, terms: Terms) -> list[tuple[Basic, str]]:
+    """Sub-terms that an axiom read backwards rewrites to ``sub`` (verified by the kernel before use)."""
+    rng = terms.rng
+    r, c = sub.shape
+    out = []
+
+    def propose(make, rule):
+        try:
+            out.append((make(), rule))
+        except BUILD_ERRORS:
+            pass
+
+    propose(lambda: mul(sub, Identity(c)), "identity_mul")
+    propose(lambda: mul(Identity(r), sub), "identity_mul")
+    propose(lambda: transpose(transpose(sub)), "transpose_transpose")
+    propose(lambda: add(sub, ZeroMatrix(r, c)), "zero_add")
+    propose(lambda: block([[sub]]), "block_single")
+    a = rng.choice(COEFFICIENTS[:4])
+    propose(lambda: add(mul(a, sub), mul(1 - a, sub)), "collect")
+    if r == c:
+        propose(lambda: transpose(sub), "transpose_symmetric")
+    if isinstance(sub, Identity):
+        candidates = terms.invertible_candidates(r)
+        if candidates:
+            k = rng.choice(candidates)
+            propose(lambda: mul(inv(k), k), "inverse_cancel")
+            propose(lambda: mul(k, inv(k)), "inverse_cancel")
+        propose(lambda: inv(sub), "inverse_identity")
+    if isinstance(sub, ZeroMatrix):
+        propose(lambda: transpose(ZeroMatrix(c, r)), "transpose_zero")
+        k = rng.choice((p, 1))
+        propose(lambda: mul(ZeroMatrix(r, k), terms.term(k, c, 1)), "zero_mul")
+    if r == c and not isinstance(sub, Identity):
+        propose(lambda: inv(inv(sub)), "inverse_inverse")
+    if isinstance(sub, Inverse):
+        propose(lambda: transpose(inv(transpose(sub.args[0]))), "transpose_inverse")
+    if isinstance(sub, MatPow) or (isinstance(sub, MatrixSymbol) and r == c):
+        base, q = (sub.args[0], sub.args[1]) if isinstance(sub, MatPow) else (sub, Integer(1))
+        split = rng.choice((Rational(1, 2), Integer(1), Integer(2), Integer(-1)))
+        propose(lambda: mul(power(base, split), power(base, q - split)), "power_combine")
+    if isinstance(r, sympy.Add):
+        a_, b_ = r.args[0], r - r.args[0]
+        if isinstance(sub, Identity):
+            propose(lambda: block([[Identity(a_), ZeroMatrix(a_, b_)], [ZeroMatrix(b_, a_), Identity(b_)]]),
+                    "block_identity")
+        if isinstance(sub, ZeroMatrix):
+            propose(lambda: block([[ZeroMatrix(a_, c)], [ZeroMatrix(b_, c)]]), "block_zero")
+    return out
+
+
+def _accept(current, new, rule, ctx) -> Basic | None:
+    try:
+        after = defined_canon(new, ctx)
+    except TermError:
+        return None
+    if after == current or _size(after) > 3 * MAX_OPS:
+        return None
+    try:
+        ok = one_step(current, after, rule, ctx)
+    except TermError:
+        return None
+    return after if ok else None
+
+
+def _rule_names(ctx: Context, world: World) -> list[str]:
+    names = list(AXIOMS) + [k for k in ctx.rules if not k.startswith("hyp:IH")] + [f"thm:{th.id}" for th in world.cites]
+    return [k for k in names if not (k in ctx.rules and ctx.rules[k][0] is None)]  # predicates are no rules
+
+
+def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | None:
+    rng = terms.rng
+    if rng.random() < 0.35:
+        where = list(paths(current))
+        path, sub = rng.choice(where)
+        proposals = _expansions(sub, terms)
+        rng.shuffle(proposals)
+        for new_sub, rule_name in proposals:
+            try:
+                new = replace_at(current, path, new_sub)
+            except BUILD_ERRORS:
+                continue
+            after = _accept(current, new, AXIOMS[rule_name], ctx)
+            if after is not None:
+                return Step(after, rule_name)
+        return None
+    names = _rule_names(ctx, world)
+    equations = [k for k in names if ":" in k]
+    axioms = list(AXIOMS)
+    rng.shuffle(axioms)
+    tries = [rng.choice(equations) for _ in range(3)] if equations and rng.random() < 0.45 else []
+    for name in tries + axioms:
+        try:
+            inst = instances(name, ctx.rules.get(name), terms, world)
+            rule = AXIOMS[name] if name in AXIOMS else rule_for(name, inst, ctx)
+            results = [r for _, r in islice(rewrites(current, rule, ctx), 24) if r != current]
+        except Exception:  # noqa: BLE001 - the generator proposes; anything a rule cannot do is skipped
+            continue
+        rng.shuffle(results)
+        for result in results[:4]:
+            try:
+                after = defined_canon(result, ctx)
+            except TermError:
+                continue
+            if _size(after) <= 3 * MAX_OPS:
+                return Step(after, name, tuple(inst))
+    return None
+
+
+def seeded_start(ctx: Context, terms: Terms, world: World):
+    """One side of a random equation rule (instantiated), sometimes inside a product or a sum: a start from
+    which that rule applies."""
+    rng = terms.rng
+    names = [k for k in _rule_names(ctx, world) if ":" in k]
+    rng.shuffle(names)
+    cited = [k for k in names if k.startswith("thm:")]
+    if cited and rng.random() < 0.5:  # a chain that uses the cited theorem
+        names = cited + names
+    for name in names[:6]:
+        try:
+            inst = instances(name, ctx.rules.get(name), terms, world)
+            rule = rule_for(name, inst, ctx)
+        except Exception:  # noqa: BLE001 - the generator proposes; anything a rule cannot do is skipped
+            continue
+        side = rng.choice((rule.lhs, rule.rhs))
+        r, c = side.shape
+        if rng.random() < 0.3:
+            if rng.random() < 0.5:
+                side = mul(terms.term(rng.choice((r, p, 1)), r, 1), side)
+            else:
+                side = add(side, terms.term(r, c, 1))
+        if terms.defined(side):
+            return canon(side), name, tuple(inst), rule
+    return None
+
+
+def walk(start, length: int, ctx: Context, terms: Terms, world: World) -> list[Step]:
+    current, steps = start, []
+    for _ in range(length * 3):
+        if len(steps) >= length:
+            break
+        step = step_forward(current, ctx, terms, world)
+        if step is not None and all(step.expr != earlier.expr for earlier in steps) and step.expr != start:
+            steps.append(step)
+            current = step.expr
+    return steps
+
+
+def random_chain(name: str, ctx: Context, terms: Terms, world: World, length: int) -> Chain | None:
+    rng = terms.rng
+    seeded = seeded_start(ctx, terms, world) if rng.random() < 0.55 else None
+    first = []
+    if seeded is None:
+        r, c = rng.choice(((p, p), (p, p), (p, 1), (n, p), (1, 1), (p + 1, p + 1), (n, n)))
+        start = canon(terms.term(r, c, 2))
+    else:  # the first step applies the rule the start was made for, with its instance
+        start, rule_name, inst, rule = seeded
+        try:
+            results = [r for _, r in islice(rewrites(start, rule, ctx), 12) if r != start]
+            after = defined_canon(rng.choice(results), ctx) if results else None
+        except Exception:  # noqa: BLE001 - a proposal the kernel cannot take is dropped
+            after = None
+        if after is not None:
+            first = [Step(after, rule_name, inst)]
+    steps = first + walk(first[-1].expr if first else start, length - len(first), ctx, terms, world)
+    if not steps:
+        return None
+    if rng.random() < 0.3:  # read the chain backwards: every step is then the rule read the other way
+        exprs = [start] + [x.expr for x in steps]
+        back = [Step(exprs[i - 1], steps[i - 1].rule, steps[i - 1].instance) for i in range(len(steps), 0, -1)]
+        return Chain(name, exprs[-1], start, tuple(back))
+    return Chain(name, start, steps[-1].expr, tuple(steps))
+
+
+# --- families and induction ---------------------------------------------------------------------------
+
+
+def _recurrence_pair(world: World, ctx: Context, name_f: str, name_g: str):
+    """Families F and G with F[0] = b, F[s+1] = g(F[s], s) and G[0] = b', G[s+1] = g'(G[s], s), where b' and g'
+    are random rewritings of b and g; returns (F, G, base walk, step walk, placeholder)."""
+    rng = world.rng
+    L = MatrixSymbol("L_", p, p)
+    x = world.family("x")
+    extras = [L]
+    if x is not None:
+        extras += [mul(family_member(x, s + 1), transpose(family_member(x, s))),
+                   mul(family_member(x, s), transpose(family_member(x, s)))]
+    terms = Terms(world, ctx, index_symbols=(s,))
+    definitions = [d.symbol for d in world.definitions if d.symbol.shape == (p, p)]
+    pieces = [rng.choice(extras[1:] or [terms.term(p, p, 1)])]
+    if definitions and world.chance(0.3, "circular_definition"):
+        pieces.append(rng.choice(definitions))
+    other = terms.term(p, p, 1)
+    form = rng.randrange(4)
+    if form == 0:
+        g = add(mul(other, L), *pieces)
+    elif form == 1:
+        g = add(L, mul(terms.coefficient(), pieces[0]), *pieces[1:])
+    elif form == 2:
+        g = add(mul(L, other), *pieces)
+    else:
+        g = add(mul(terms.coefficient(), L), *pieces)
+    if not terms.defined(g):
+        raise Skip("step not defined")
+    g = canon(g)
+    g_walk = walk(g, rng.randint(1, 3), ctx, Terms(world, ctx, index_symbols=(s,)), world)
+    b = canon(terms.term(p, p, 1)) if rng.random() < 0.7 else ZeroMatrix(p, p)
+    b_walk = walk(b, rng.randint(0, 2), ctx, Terms(world, ctx, index_symbols=()), world)
+    g_end = g_walk[-1].expr if g_walk else g
+    b_end = b_walk[-1].expr if b_walk else b
+    F = Family(name_f, s, p, p, b, g.xreplace({L: FamilyMatrix(name_f, s, p, p)}))
+    G = Family(name_g, s, p, p, b_end, g_end.xreplace({L: FamilyMatrix(name_g, s, p, p)}))
+    return F, G, b_walk, g_walk, L
+
+
+def induction_lemma(world: World, F: Family, G: Family, b_walk, g_walk, L, ctx: Context) -> Induction:
+    Ft, Gt = family_member(F, t), family_member(G, t)
+    base = [Step(F.base, f"base:{F.name}"), *b_walk, Step(family_member(G, 0), f"base:{G.name}")]
+    if not b_walk and canon(F.base) == canon(G.base):
+        base = [Step(F.base, f"base:{F.name}"), Step(family_member(G, 0), f"base:{G.name}")]
+    at_t = {s: t}
+    first = canon(F.step.xreplace({FamilyMatrix(F.name, s, p, p): Ft}).xreplace(at_t))
+    steps = [Step(first, f"step:{F.name}", ((s, t),))]
+    ih = equation_rule(Ft, Gt)
+    current = first
+    for _ in range(6):
+        if not current.has(Ft):
+            break
+        nxt = next((r for _, r in rewrites(current, ih, ctx) if r.count(Ft) < current.count(Ft)), None)
+        if nxt is None:
+            raise Skip("IH does not apply")
+        steps.append(Step(nxt, "hyp:IH"))
+        current = nxt
+    for step in g_walk:
+        expr = canon(step.expr.xreplace({L: Gt}).xreplace(at_t))
+        inst = tuple((v, val.xreplace({L: Gt}).xreplace(at_t) if isinstance(val, Basic) else val)
+                     for v, val in step.instance)
+        steps.append(Step(expr, step.rule, inst))
+    steps.append(Step(family_member(G, t + 1), f"step:{G.name}", ((s, t),)))
+    return Induction(f"ind_{F.name}", t, Ft, Gt, tuple(base), tuple(steps))
+
+
+# --- whole proofs -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Generated:
+    proof: Proof
+    world: World
+
+
+def _skeleton(world: World, name: str) -> Proof:
+    return Proof(name, "fuzz", "fuzz", tuple(world.hypotheses), tuple(world.definitions), (),
+                 Chain("main", Identity(1), Identity(1), ()), tuple(world.cites), tuple(world.families))
+
+
+def _context(world: World, name: str) -> Context:
+    try:
+        return theorem_context(_skeleton(world, name))
+    except ProofError as exc:
+        raise Skip(f"statement: {exc}") from None
+
+
+def _cited_theorem(rng: random.Random, name: str):
+    """A small checked theorem with predicate hypotheses, for ``thm:`` citations."""
+    w = World(rng, frozenset())
+    A = w.symbol("A", p, p, "pd")
+    B = w.symbol("B", p, p, "inv")
+    w.hypotheses += [Hypothesis("A_pd", Q.positive_definite(A), S.true), Hypothesis("B_inv", Q.invertible(B), S.true)]
+    w.symbol("v", p, 1, "free")
+    ctx = _context(w, name)
+    terms = Terms(w, ctx)
+    for _ in range(4):
+        chain = random_chain("main", ctx, terms, w, rng.randint(1, 3))
+        if chain is None:
+            continue
+        try:
+            return check(Proof(name, "cited", "cited", tuple(w.hypotheses), (), (), chain))
+        except ProofError:
+            continue
+    return None
+
+
+def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozenset()) -> Generated:
+    """A random proof (raises :class:`Skip` when this attempt built nothing usable)."""
+    world = build_world(rng, focus)
+    if world.chance(0.3):
+        cited = _cited_theorem(rng, f"{name}_cited")
+        if cited is not None:
+            world.cites.append(cited)
+    # definitions
+    if world.chance(0.45, "circular_definition"):
+        ctx = _context(world, name)
+        world.definitions.append(Definition("D_def", MatrixSymbol("D", p, p),  # no index: induction stays possible
+                                            Terms(world, ctx, index_symbols=()).term(p, p, 2)))
+    if world.chance(0.2):
+        ctx = _context(world, name)
+        world.definitions.append(Definition("d_def", MatrixSymbol("d", p, 1),
+                                            Terms(world, ctx, index_symbols=()).term(p, 1, 2)))
+    # recurrences: a pair of families for an induction lemma
+    induction_parts = None
+    if world.chance(0.4, "recurrence_index") or "circular_definition" in world.focus:
+        ctx = _context(world, name)
+        try:
+            F, G, b_walk, g_walk, L = _recurrence_pair(world, ctx, "F", "G")
+            world.families += [F, G]
+            induction_parts = (F, G, b_walk, g_walk, L)
+        except (Skip, TermError, ProofError):
+            induction_parts = None
+    # a definition through a family defined by a recurrence that uses it: a cycle
+    if induction_parts and world.definitions and world.definitions[0].symbol.name == "D" and \
+            induction_parts[0].step.has(world.definitions[0].symbol) and world.chance(0.15, "circular_definition"):
+        d = world.definitions[0]
+        index = world.rng.choice((Integer(1), Integer(2)))
+        world.definitions[0] = Definition(d.name, d.symbol, family_member(induction_parts[0], index))
+    ctx = _context(world, name)
+    lemmas: list = []
+    lemma_rules: dict = {}
+    if induction_parts:
+        try:
+            lemma = induction_lemma(world, *induction_parts, ctx)
+            lemmas.append(lemma)
+            lemma_rules[f"lemma:{lemma.name}"] = lemma_rule(lemma)
+        except (Skip, TermError, ProofError, StopIteration):
+            pass
+        # a recurrence that mentions another index symbol (x[t + 1] where x[s + 1] stood): the induction step
+        # at s = t reads the same, but F is now another sequence for every t
+        if lemmas and world.chance(0.08, "recurrence_index"):
+            foreign = _foreign_index(induction_parts[0], rng, t)
+            if foreign is not None:
+                world.families[world.families.index(induction_parts[0])] = foreign
+                ctx = _context(world, name)
+    for k in range(rng.choice((0, 0, 1, 2))):
+        inner = chain_context(ctx, Chain(f"lemma{k}", Identity(1), Identity(1), ()), lemma_rules, _fail)
+        chain = random_chain(f"lemma{k}", inner, Terms(world, inner), world, rng.randint(1, 4))
+        if chain is not None:
+            lemmas.append(chain)
+            lemma_rules[f"lemma:{chain.name}"] = lemma_rule(chain)
+    inner = chain_context(ctx, Chain("main", Identity(1), Identity(1), ()), lemma_rules, _fail)
+    main = random_chain("main", inner, Terms(world, inner), world, rng.randint(1, 6))
+    if main is None:
+        if not lemmas:
+            raise Skip("no chain")
+        first = lemmas[0]
+        main = Chain("main", first.lhs, first.rhs, (Step(first.rhs, f"lemma:{first.name}"),))
+    proof = Proof(name, "fuzz", "A random proof of the soundness fuzzer", tuple(world.hypotheses),
+                  tuple(world.definitions), tuple(lemmas), main, tuple(world.cites), tuple(world.families))
+    return Generated(proof, world)
+
+
+# --- mutations ----------------------------------------------------------------------------------------
+
+
+def _chains(proof: Proof):
+    return [*proof.lemmas, proof.claim]
+
+
+def _with_chain(proof: Proof, index: int, chain) -> Proof:
+    chains = _chains(proof)
+    chains[index] = chain
+    return dataclasses.replace(proof, lemmas=tuple(chains[:-1]), claim=chains[-1])
+
+
+def _step_slots(proof: Proof) -> list[tuple[int, str, int]]:
+    out = []
+    for ci, c in enumerate(_chains(proof)):
+        if isinstance(c, Induction):
+            out += [(ci, "base", k) for k in range(len(c.base))] + [(ci, "step", k) for k in range(len(c.step))]
+        else:
+            out += [(ci, "steps", k) for k in range(len(c.steps))]
+    return out
+
+
+def _get_step(proof, slot) -> Step:
+    ci, part, k = slot
+    return getattr(_chains(proof)[ci], part)[k]
+
+
+def _set_step(proof, slot, step: Step | None) -> Proof:
+    ci, part, k = slot
+    chain = _chains(proof)[ci]
+    items = list(getattr(chain, part))
+    if step is None:
+        del items[k]
+    else:
+        items[k] = step
+    return _with_chain(proof, ci, dataclasses.replace(chain, **{part: tuple(items)}))
+
+
+def perturb(term: Basic, rng: random.Random, world: World) -> Basic | None:
+    """``term`` with one random sub-term changed (a transpose, a factor order, a coefficient, an exponent, an
+    identity's or a zero block's size, a family index, a symbol of the same shape)."""
+    where = list(paths(term))
+    for _ in range(8):
+        path, sub = rng.choice(where)
+        new = None
+        kind = rng.randrange(8)
+        if kind == 0:
+            new = sub.args[0] if isinstance(sub, Transpose) else Transpose(sub)
+        elif kind == 1 and isinstance(sub, MatMul):
+            coeff = sub.args[0] if not isinstance(sub.args[0], sympy.matrices.MatrixExpr) else S.One
+            mats = [a for a in sub.args if isinstance(a, sympy.matrices.MatrixExpr)]
+            if len(mats) >= 2:
+                i = rng.randrange(len(mats) - 1)
+                mats[i], mats[i + 1] = mats[i + 1], mats[i]
+                new = MatMul(*([coeff] if coeff != 1 else []), *mats)
+        elif kind == 2:
+            new = mul(rng.choice((2, -1, lam, Rational(1, 2))), sub)
+        elif kind == 3 and isinstance(sub, (MatPow, Inverse)):
+            q = sub.args[1] if isinstance(sub, MatPow) else Integer(-1)
+            new = power(sub.args[0], q + rng.choice((1, -1, Rational(1, 2)))) if not isinstance(sub, Inverse) \
+                else MatPow(sub.args[0], Integer(-2))
+        elif kind == 4 and isinstance(sub, (Identity, ZeroMatrix)):
+            r = sub.shape[0]
+            bigger = r + 1 if rng.random() < 0.5 else (1 if r != 1 else p)
+            new = Identity(bigger) if isinstance(sub, Identity) else ZeroMatrix(bigger, sub.shape[1])
+        elif kind == 5:
+            members = sorted(sub.atoms(FamilyMatrix), key=str)  # sorted: sets follow the hash seed
+            if members:
+                m = rng.choice(members)
+                shifted = FamilyMatrix(m.name, m.index + 1, *m.shape)
+                new = sub.xreplace({m: shifted})
+        elif kind == 6:
+            same = [m for m in world.symbols.values() if m.shape == sub.shape and m != sub]
+            if same and isinstance(sub, MatrixSymbol):
+                new = rng.choice(same)
+        elif kind == 7 and isinstance(sub, BlockMatrix):
+            blocks = [[b for b in row] for row in sub.blocks.tolist()]
+            i, j = rng.randrange(len(blocks)), rng.randrange(len(blocks[0]))
+            b = blocks[i][j]
+            blocks[i][j] = Identity(b.shape[0] + 1) if isinstance(b, Identity) else \
+                ZeroMatrix(b.shape[0], b.shape[1] + 1)
+            new = BlockMatrix(sympy.ImmutableMatrix(blocks))
+        if new is not None:
+            try:
+                return replace_at(term, path, new)
+            except BUILD_ERRORS:
+                continue
+    return None
+
+
+def _foreign_index(f: Family, rng, other=None) -> Family | None:
+    """The recurrence with a member of another family indexed by another index symbol (the induction variable):
+    x[s + 1] becomes x[t + 1]."""
+    members = [m for m in sorted(f.step.atoms(FamilyMatrix), key=str)
+               if m.name != f.name and f.index in m.index.free_symbols]
+    if not members:
+        return None
+    other = other if other is not None else rng.choice((t, u))
+    return dataclasses.replace(f, step=f.step.xreplace({m: FamilyMatrix(m.name, m.index.xreplace({f.index: other}),
+                                                                         *m.shape) for m in members}))
+
+
+MUTATIONS = ("rule", "expr", "instance", "drop_hypothesis", "definition", "recurrence", "exponent", "claim",
+             "drop_step", "cycle")
+
+
+def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] | None:
+    """One random mutation of ``proof``: (mutant, description), or None if the chosen one does not apply."""
+    kind = rng.choice(MUTATIONS)
+    slots = _step_slots(proof)
+    if kind == "rule" and slots:
+        slot = rng.choice(slots)
+        step = _get_step(proof, slot)
+        rules = list(AXIOMS) + [f"hyp:{h.name}" for h in proof.hypotheses]
+        rules += [f"def:{d.name}" for d in proof.definitions]
+        new = rng.choice([r for r in rules if r != step.rule])
+        return _set_step(proof, slot, dataclasses.replace(step, rule=new, instance=())), f"rule {step.rule} -> {new}"
+    if kind == "expr" and slots:
+        slot = rng.choice(slots)
+        step = _get_step(proof, slot)
+        new = perturb(step.expr, rng, world)
+        if new is None:
+            return None
+        return _set_step(proof, slot, dataclasses.replace(step, expr=new)), f"step {slot} expression perturbed"
+    if kind == "instance":
+        with_instance = [slot for slot in slots if _get_step(proof, slot).instance]
+        if not with_instance:
+            return None
+        slot = rng.choice(with_instance)
+        step = _get_step(proof, slot)
+        inst = list(step.instance)
+        i = rng.randrange(len(inst))
+        var, value = inst[i]
+        if isinstance(var, Symbol):
+            new_value = value + 1 if rng.random() < 0.5 else rng.choice((t, Integer(0), Integer(1), p, n))
+        else:
+            new_value = perturb(value, rng, world) if rng.random() < 0.5 else \
+                MatMul(Identity(value.shape[0]), Identity(value.shape[1])) if 1 in value.shape else None
+        if new_value is None:
+            return None
+        inst[i] = (var, new_value)
+        if len(inst) > 1 and rng.random() < 0.3:
+            inst[0], inst[-1] = (inst[0][0], inst[-1][1]), (inst[-1][0], inst[0][1])
+        return _set_step(proof, slot, dataclasses.replace(step, instance=tuple(inst))), f"instance {slot} changed"
+    if kind == "drop_hypothesis" and proof.hypotheses:
+        k = rng.randrange(len(proof.hypotheses))
+        dropped = proof.hypotheses[k].name
+        return (dataclasses.replace(proof, hypotheses=proof.hypotheses[:k] + proof.hypotheses[k + 1:]),
+                f"hypothesis {dropped} dropped")
+    if kind == "definition" and proof.definitions:
+        k = rng.randrange(len(proof.definitions))
+        d = proof.definitions[k]
+        new = perturb(d.rhs, rng, world)
+        if new is None:
+            return None
+        defs = list(proof.definitions)
+        defs[k] = dataclasses.replace(d, rhs=new)
+        return dataclasses.replace(proof, definitions=tuple(defs)), f"definition {d.name} changed"
+    if kind == "recurrence":
+        defined = [i for i, f in enumerate(proof.families) if f.is_defined]
+        if not defined:
+            return None
+        i = rng.choice(defined)
+        f = proof.families[i]
+        how = rng.randrange(3)
+        if how == 0:
+            new_f = _foreign_index(f, rng)
+            what = "a member indexed by another index symbol"
+        elif how == 1:
+            step = perturb(f.step, rng, world)
+            new_f = dataclasses.replace(f, step=step) if step is not None else None
+            what = "step perturbed"
+        else:
+            base = perturb(f.base, rng, world)
+            new_f = dataclasses.replace(f, base=base) if base is not None else None
+            what = "base perturbed"
+        if new_f is None:
+            return None
+        families = list(proof.families)
+        families[i] = new_f
+        return dataclasses.replace(proof, families=tuple(families)), f"recurrence {f.name}: {what}"
+    if kind == "exponent":
+        powers = [(slot, node) for slot in slots for node in sorted(_get_step(proof, slot).expr.atoms(MatPow), key=str)]
+        if not powers:
+            return None
+        slot, node = rng.choice(powers)
+        step = _get_step(proof, slot)
+        q = node.args[1]
+        new = step.expr.xreplace({node: power(node.args[0], q + rng.choice((1, -1)))})
+        return _set_step(proof, slot, dataclasses.replace(step, expr=new)), "exponent changed"
+    if kind == "claim":
+        new = perturb(proof.claim.rhs, rng, world)
+        if new is None:
+            return None
+        return dataclasses.replace(proof, claim=dataclasses.replace(proof.claim, rhs=new)), "claim changed"
+    if kind == "drop_step" and slots:
+        slot = rng.choice(slots)
+        return _set_step(proof, slot, None), f"step {slot} dropped"
+    if kind == "cycle" and proof.definitions:
+        users = [f for f in proof.families if f.is_defined and
+                 any(f.step.has(d.symbol) or f.base.has(d.symbol) for d in proof.definitions)]
+        if not users:
+            return None
+        f = rng.choice(users)
+        k = next(i for i, d in enumerate(proof.definitions) if f.step.has(d.symbol) or f.base.has(d.symbol))
+        d = proof.definitions[k]
+        if d.symbol.shape != (f.rows, f.cols):
+            return None
+        defs = list(proof.definitions)
+        defs[k] = dataclasses.replace(d, rhs=family_member(f, rng.choice((Integer(1), Integer(2)))))
+        return dataclasses.replace(proof, definitions=tuple(defs)), f"definition {d.name} through {f.name}"
+    return None

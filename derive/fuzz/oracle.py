@@ -1,0 +1,631 @@
+"""The fuzzer's oracle: does a claim the kernel accepted hold on exact instances of its hypotheses?
+
+Independent of the kernel's judgments, axioms and checker (an import contract in ``pyproject.toml`` pins
+this): it reads a proof's plain data, draws values for its symbols that satisfy the hypotheses *by their
+documented meaning*, and evaluates every expression with the witness's exact evaluator.
+
+* ``Q.positive_definite`` alone means xᵀAx > 0 for every x ≠ 0, so A is drawn **non-symmetric** (RᵀR + I plus
+  a skew part), and often *adversarial*: conjugated blocks C with C³ = −I (trace 1, determinant 1) or
+  C⁴ = −4I, positive definite themselves but with powers that are not.  With ``Q.symmetric`` it is RᵀR + I,
+  with ``Q.diagonal`` (or under a non-integer power, which the evaluator takes of diagonal matrices only)
+  a positive diagonal of perfect powers.
+* ``Q.invertible``, ``Q.symmetric``, ``Q.diagonal`` by their meaning; an equation ``S = term`` for a symbol
+  S that the term does not mention by evaluating the term; ``UᵀU = I`` / ``UUᵀ = I`` by Cayley transforms;
+  the ``forall`` hypotheses the generator writes by what they mean (``∀b: bᵀMb = bᵀNb`` holds exactly when
+  M − N is skew, so M = N + K with K skew and non-zero; ``∀Y: Y C = C Y`` when C = cI).
+* Definitions are evaluated in the order their values depend on each other, recurrences through them; a
+  definition whose value depends on itself (through a family's recurrence) has no value: a refutation of
+  the kernel's promise that definitions never constrain the other symbols.
+
+Every hypothesis is then verified on the numbers (a ``forall`` on random instantiations); a sample that
+fails one is dropped, never counted as a refutation.  On a good sample, a chain whose consecutive
+expressions differ, or an expression with no value (a singular inverse, shapes that do not conform), is a
+refutation: the kernel said every expression is defined and every step an equality.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+from sympy import Basic, Integer, Matrix, Rational, Symbol, eye, zeros
+from sympy.matrices.expressions import Identity, MatMul, MatPow, MatrixSymbol, Transpose
+
+from ..kernel.proof import Chain, Hypothesis, Induction, Proof
+from ..kernel.scalars import scalar_kind
+from ..kernel.terms import FamilyMatrix, index_kind
+from ..witness.evaluate import UndefinedValue, WitnessError, _Ctx, _eval, _RationalArith
+
+__all__ = ["Refutation", "Verdict", "judge", "replay", "sample_proof"]
+
+MAX_MEMBER = 9  # free families get values at 0..MAX_MEMBER
+INDEX_VALUES = (0, 1, 2, 3)  # values of a free index symbol (the induction variable t)
+# A positive definite 2x2 block C (xᵀCx > 0: its symmetric part is positive definite) with C³ = −I, and one
+# with C⁴ = −4I: their powers are not positive definite, and C³ + I, C⁴ + 4I are singular.
+CUBE_ROOT_OF_MINUS_ONE = Matrix([[Rational(1, 2), -1], [Rational(3, 4), Rational(1, 2)]])
+FOURTH_ROOT_OF_MINUS_FOUR = Matrix([[1, -1], [1, 1]])
+
+
+class CannotSample(Exception):
+    """The hypotheses are not of a form this oracle can satisfy (a mutant's altered hypothesis, say)."""
+
+
+@dataclass
+class Sample:
+    dims: dict[Symbol, int]
+    scalars: dict[Symbol, Rational]
+    env: dict[MatrixSymbol, Matrix]
+    members: dict[tuple[str, int], Matrix]
+    adversarial: set[str] = field(default_factory=set)  # positive definite symbols given a C³ = −I block
+
+    def to_data(self) -> dict:
+        def mat(m: Matrix) -> list:
+            return [[str(m[i, j]) for j in range(m.cols)] for i in range(m.rows)]
+
+        return {"dims": {s.name: v for s, v in self.dims.items()},
+                "scalars": {s.name: str(v) for s, v in self.scalars.items()},
+                "matrices": {s.name: mat(v) for s, v in self.env.items()},
+                "members": {f"{name}[{e}]": mat(v) for (name, e), v in self.members.items()},
+                "adversarial": sorted(self.adversarial)}
+
+
+@dataclass
+class Refutation:
+    kind: str  # "claim", "undefined", "circular"
+    chain: str
+    message: str
+    step: int | None = None
+    index_values: dict[str, int] = field(default_factory=dict)
+    sample: Sample | None = None
+    tags: set[str] = field(default_factory=set)
+
+    def describe(self) -> str:
+        where = self.chain + (f" step {self.step}" if self.step is not None else "")
+        at = f" at {self.index_values}" if self.index_values else ""
+        return f"[{self.kind}] {where}{at}: {self.message}"
+
+
+@dataclass
+class Verdict:
+    checks: int = 0  # expressions compared on good samples
+    samples: int = 0  # good samples
+    dropped: int = 0  # samples that failed a hypothesis or could not be drawn
+    unevaluable: int = 0  # expressions the exact evaluator cannot evaluate (non-diagonal roots)
+    refutation: Refutation | None = None
+
+
+# --- reading the proof ----------------------------------------------------------------------------
+
+
+def _chains(proof: Proof) -> list:
+    return [*proof.lemmas, proof.claim]
+
+
+def _terms(proof: Proof) -> list[Basic]:
+    out: list[Basic] = []
+    for h in proof.hypotheses:
+        out += [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]
+    for d in proof.definitions:
+        out += [d.symbol, d.rhs]
+    for f in proof.families:
+        if f.is_defined:
+            out += [f.base, f.step]
+    for c in _chains(proof):
+        out += [c.lhs, c.rhs]
+        for s in c.steps:
+            out.append(s.expr)
+            out += [v for _, v in s.instance if isinstance(v, Basic)]
+    return out
+
+
+def _bound(proof: Proof) -> set:
+    out = set()
+    for h in proof.hypotheses:
+        out |= set(h.forall)
+    for c in _chains(proof):
+        for h in getattr(c, "hypotheses", ()):
+            out |= set(h.forall)
+    return out
+
+
+def _root_degrees(terms: list[Basic]) -> dict[MatrixSymbol, int]:
+    """Symbols under a non-integer power, with the denominators their diagonal entries need roots of."""
+    out: dict[MatrixSymbol, int] = {}
+    for term in terms:
+        for node in term.atoms(MatPow):
+            q = node.args[1]
+            if isinstance(q, Rational) and q.q != 1:
+                for sym in node.args[0].atoms(MatrixSymbol):
+                    out[sym] = sympy.ilcm(out.get(sym, 1), int(q.q))
+    return out
+
+
+def _skew_pattern(h: Hypothesis):
+    """∀b: bᵀ M b = bᵀ N b with M, N symbols: (M, N)."""
+    if not h.forall or h.is_predicate:
+        return None
+    sides = []
+    for side in (h.lhs, h.rhs):
+        if not (isinstance(side, MatMul) and len(side.args) == 3):
+            return None
+        left, middle, right = side.args
+        if not (left == Transpose(right) and right in h.forall and isinstance(middle, MatrixSymbol)):
+            return None
+        sides.append(middle)
+    return tuple(sides) if sides[0] != sides[1] else None
+
+
+def _commute_pattern(h: Hypothesis):
+    """∀Y: Y C = C Y with C a symbol: C."""
+    if not h.forall or h.is_predicate:
+        return None
+    if isinstance(h.lhs, MatMul) and isinstance(h.rhs, MatMul) and len(h.lhs.args) == len(h.rhs.args) == 2:
+        y, c = h.lhs.args
+        if h.rhs.args == (c, y) and y in h.forall and isinstance(c, MatrixSymbol) and c not in h.forall:
+            return c
+    return None
+
+
+def _orthogonality(h: Hypothesis):
+    """UᵀU = I or UUᵀ = I for a symbol U: (U, "columns" | "rows")."""
+    if h.forall or h.is_predicate or not isinstance(h.rhs, Identity) or not isinstance(h.lhs, MatMul):
+        return None
+    if len(h.lhs.args) != 2:
+        return None
+    a, b = h.lhs.args
+    if isinstance(a, Transpose) and a.args[0] == b and isinstance(b, MatrixSymbol):
+        return b, "columns"
+    if isinstance(b, Transpose) and b.args[0] == a and isinstance(a, MatrixSymbol):
+        return a, "rows"
+    return None
+
+
+# --- drawing values -------------------------------------------------------------------------------
+
+
+def _entry(rng: random.Random) -> Rational:
+    return Rational(rng.randint(-4, 4), rng.choice((1, 1, 1, 2, 3)))
+
+
+def _free(rng, r, c) -> Matrix:
+    return Matrix(r, c, lambda i, j: _entry(rng))
+
+
+def _skew(rng, k) -> Matrix:
+    m = _free(rng, k, k)
+    return m - m.T
+
+
+def _orthogonal(rng, k) -> Matrix:
+    s = _skew(rng, k)
+    return (eye(k) - s) * (eye(k) + s).inv()  # Cayley: I + S is invertible for skew S
+
+
+def _invertible(rng, k) -> Matrix:
+    while True:
+        m = _free(rng, k, k)
+        if m.det() != 0:
+            return m
+
+
+def _positive(rng) -> Rational:
+    return Rational(rng.randint(1, 5), rng.choice((1, 2, 3)))
+
+
+def _draw(rng, kinds: set, r: int, c: int, root: int, adversarial_ok: bool,
+          exponents: frozenset = frozenset()) -> tuple[Matrix, bool]:
+    """A value of the shape r×c with the predicates ``kinds``; and whether it is an adversarial one (its blocks
+    chosen by the integer ``exponents`` the proof raises the symbol to: C³ = −I for 3, C⁴ = −4I for 4)."""
+    if "orth_columns" in kinds or "orth_rows" in kinds:
+        big = max(r, c)
+        q = _orthogonal(rng, big)
+        value = q[:, :c] if r >= c else q[:r, :]
+        return value, False
+    if r != c:
+        return _free(rng, r, c), False
+    k = r
+    if "positive_definite" in kinds:
+        if "diagonal" in kinds or root > 1:
+            return sympy.diag(*[_positive(rng) ** root for _ in range(k)]) if k else zeros(0, 0), False
+        g = _free(rng, k, k)
+        if "symmetric" in kinds:
+            return g.T * g + eye(k), False
+        if adversarial_ok and k >= 2 and rng.random() < (0.8 if exponents & {2, 3, 4, -2, -3, -4} else 0.4):
+            blocks = [CUBE_ROOT_OF_MINUS_ONE, FOURTH_ROOT_OF_MINUS_FOUR]
+            if exponents & {3, -3} and not exponents & {4, -4}:
+                blocks = blocks[:1]
+            elif exponents & {4, -4} and not exponents & {3, -3}:
+                blocks = blocks[1:]
+            parts = [blocks[i % len(blocks)] for i in range(k // 2)] + ([Matrix([[_positive(rng)]])] if k % 2 else [])
+            q = _orthogonal(rng, k)
+            return q * sympy.diag(*parts) * q.T, True
+        return g.T * g + eye(k) + _skew(rng, k), False
+    if "diagonal" in kinds:
+        return sympy.diag(*[rng.choice((-3, -2, -1, 1, 2, 3, Rational(1, 2))) for _ in range(k)]), False
+    if "symmetric" in kinds:
+        g = _free(rng, k, k)
+        return g + g.T, False
+    if "invertible" in kinds:
+        return _invertible(rng, k), False
+    return _free(rng, k, k), False
+
+
+def _dim_value(expr, dims: dict) -> int:
+    value = sympy.sympify(expr).xreplace({s: Integer(v) for s, v in dims.items()})
+    if not value.is_Integer or value < 0:
+        raise CannotSample(f"dimension {expr} is not determined")
+    return int(value)
+
+
+def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) -> Sample:
+    """Values for every free symbol of ``proof`` that satisfy its hypotheses (checked afterwards by :func:`judge`)."""
+    terms = _terms(proof)
+    bound = _bound(proof)
+    defined = {d.symbol for d in proof.definitions}
+    symbols = {m for t in terms for m in t.atoms(MatrixSymbol)} - defined - bound
+    dim_symbols = {s for t in terms for s in t.atoms(Symbol) if index_kind(s) == "dimension"}
+    for h in proof.hypotheses:
+        dim_symbols -= {v for v in h.forall if isinstance(v, Symbol)}
+    for f in proof.families:
+        dim_symbols |= {s for s in (f.rows.free_symbols | f.cols.free_symbols) if index_kind(s) == "dimension"}
+    dims = {s: rng.choice((1, 2, 2, 3, 4)) for s in sorted(dim_symbols, key=str)}
+    scalars = {}
+    for s in sorted({s for t in terms for s in t.atoms(Symbol)}, key=str):  # sorted: sets follow the hash seed
+        kind = scalar_kind(s)
+        if kind == "positive":
+            scalars[s] = _positive(rng)
+        elif kind == "real":
+            scalars[s] = Rational(rng.choice((-3, -2, -1, 1, 2, 3)), rng.choice((1, 2)))
+    kinds: dict[MatrixSymbol, set] = {}
+    solved: dict[MatrixSymbol, tuple] = {}
+    for h in proof.hypotheses:
+        if h.is_predicate:
+            arg = h.lhs.arguments[0]
+            name = next((k for k in ("positive_definite", "invertible", "symmetric", "diagonal")
+                         if h.lhs.function == getattr(sympy.Q, k)), None)
+            if isinstance(arg, MatrixSymbol) and name:
+                kinds.setdefault(arg, set()).add(name)
+            continue
+        orth = _orthogonality(h)
+        if orth:
+            kinds.setdefault(orth[0], set()).add(f"orth_{orth[1]}")
+            continue
+        skew = _skew_pattern(h)
+        if skew:
+            solved.setdefault(skew[0], ("skew", skew[1]))
+            continue
+        commuting = _commute_pattern(h)
+        if commuting is not None:
+            solved.setdefault(commuting, ("scalar",))
+            continue
+        if h.forall:
+            continue
+        for side, other in ((h.lhs, h.rhs), (h.rhs, h.lhs)):
+            if isinstance(side, MatrixSymbol) and side not in other.atoms(MatrixSymbol) and side not in solved \
+                    and not other.atoms(FamilyMatrix):
+                solved[side] = ("term", other)
+                break
+    roots = _root_degrees(terms)
+    exponents: dict = {}
+    for term in terms:
+        for node in term.atoms(MatPow):
+            if isinstance(node.args[0], MatrixSymbol):
+                exponents[node.args[0]] = exponents.get(node.args[0], frozenset()) | {node.args[1]}
+    env: dict[MatrixSymbol, Matrix] = {}
+    adversarial_names: set[str] = set()
+    pending = sorted(symbols, key=lambda m: m.name)
+    progress = True
+    while pending and progress:
+        progress = False
+        for sym in list(pending):
+            r, c = _dim_value(sym.shape[0], dims), _dim_value(sym.shape[1], dims)
+            how = solved.get(sym)
+            if how is None:
+                value, adv = _draw(rng, kinds.get(sym, set()), r, c, int(roots.get(sym, 1)), adversarial,
+                                   exponents.get(sym, frozenset()))
+                if adv:
+                    adversarial_names.add(sym.name)
+            elif how[0] == "skew":
+                if how[1] not in env:
+                    continue
+                value = env[how[1]] + _skew(rng, r)
+            elif how[0] == "scalar":
+                value = _positive(rng) * eye(r)
+            else:
+                needs = how[1].atoms(MatrixSymbol) - set(env)
+                if needs - symbols:
+                    raise CannotSample(f"{sym.name} is given by a term in symbols without values")
+                if needs:
+                    continue
+                try:
+                    value = _value(how[1], proof, Sample(dims, scalars, env, {}), {})
+                except WitnessError as exc:
+                    raise CannotSample(f"{sym.name}: {exc}") from None
+            env[sym] = value
+            pending.remove(sym)
+            progress = True
+    if pending:
+        raise CannotSample("the equations for " + ", ".join(m.name for m in pending) + " depend on each other")
+    members: dict[tuple[str, int], Matrix] = {}
+    for f in proof.families:
+        if not f.is_defined:
+            for e in range(MAX_MEMBER + 1):
+                at = {**dims, f.index: e}
+                members[(f.name, e)] = _free(rng, _dim_value(f.rows, at), _dim_value(f.cols, at))
+    return Sample(dims, scalars, env, members, adversarial_names)
+
+
+# --- evaluating -----------------------------------------------------------------------------------
+
+
+def _context(proof: Proof, sample: Sample, extra_dims: dict) -> _Ctx:
+    arith = _RationalArith()
+    domain = arith.domain
+    ctx = _Ctx(arith, {}, {**sample.dims, **extra_dims}, families={f.name: f for f in proof.families})
+    for sym, value in sample.scalars.items():
+        ctx.scalars[sym] = domain.convert_from(sympy.QQ(int(value.p), int(value.q)), sympy.QQ)
+    for sym, value in sample.env.items():
+        ctx.env[sym] = _domain(value)
+    for key, value in sample.members.items():
+        ctx.members[key] = _domain(value)
+    return ctx
+
+
+def _domain(value: Matrix):
+    from sympy.polys.matrices import DomainMatrix
+
+    return DomainMatrix.from_Matrix(value).convert_to(sympy.QQ).to_dense()
+
+
+def _value(term: Basic, proof: Proof, sample: Sample, extra_dims: dict, ctx: _Ctx | None = None) -> Matrix:
+    ctx = ctx or _context(proof, sample, extra_dims)
+    return _eval(term, ctx).to_Matrix()
+
+
+def _definition_order(proof: Proof) -> tuple[list, list[str] | None]:
+    """Definitions in an order in which each one's value is known before it is used; or a cycle of names."""
+    families = {f.name: f for f in proof.families}
+    defined = {d.symbol: d for d in proof.definitions}
+
+    def needs(term: Basic, seen_families: set) -> set:
+        out = term.atoms(MatrixSymbol) & set(defined)
+        for member in term.atoms(FamilyMatrix):
+            f = families.get(member.name)
+            if f is not None and f.is_defined and f.name not in seen_families:
+                seen_families.add(f.name)
+                out |= needs(f.base, seen_families) | needs(f.step, seen_families)
+        return out
+
+    deps = {sym: needs(d.rhs, set()) for sym, d in defined.items()}
+    order, state = [], {}
+
+    def visit(sym, path):
+        if state.get(sym) == "done":
+            return None
+        if state.get(sym) == "active":
+            return [*path[path.index(sym):], sym]
+        state[sym] = "active"
+        for other in sorted(deps[sym], key=lambda m: m.name):
+            cycle = visit(other, [*path, sym])
+            if cycle:
+                return cycle
+        state[sym] = "done"
+        order.append(defined[sym])
+        return None
+
+    for sym in sorted(defined, key=lambda m: m.name):
+        cycle = visit(sym, [])
+        if cycle:
+            return [], [m.name for m in cycle]
+    return order, None
+
+
+def _holds(h: Hypothesis, proof: Proof, sample: Sample, ctx: _Ctx, rng: random.Random) -> bool:
+    if h.is_predicate:
+        value = _eval(h.lhs.arguments[0], ctx).to_Matrix()
+        if value.rows != value.cols:
+            return False
+        name = h.lhs.function
+        if name == sympy.Q.symmetric:
+            return value == value.T
+        if name == sympy.Q.diagonal:
+            return value.is_diagonal()
+        if name == sympy.Q.invertible:
+            return value.det() != 0
+        if name == sympy.Q.positive_definite:
+            sym_part = (value + value.T) / 2
+            return all(sym_part[:k, :k].det() > 0 for k in range(1, value.rows + 1))
+        return False
+    if not h.forall:
+        return _eval(h.lhs, ctx).to_Matrix() == _eval(h.rhs, ctx).to_Matrix()
+    for _ in range(3):  # a forall hypothesis on random instantiations of its variables
+        dims = {v: rng.choice((1, 2, 3)) for v in h.forall if isinstance(v, Symbol)}
+        inner = ctx.extend({}, dims)
+        env = {}
+        for v in h.forall:
+            if isinstance(v, MatrixSymbol):
+                env[v] = _domain(_free(rng, _dim_value(v.shape[0], inner.dims), _dim_value(v.shape[1], inner.dims)))
+        inner = ctx.extend(env, dims)
+        if _eval(h.lhs, inner).to_Matrix() != _eval(h.rhs, inner).to_Matrix():
+            return False
+    return True
+
+
+def _free_indices(proof: Proof) -> list[Symbol]:
+    out = set()
+    for c in _chains(proof):
+        for term in (c.lhs, c.rhs, *(s.expr for s in c.steps)):
+            out |= {s for s in term.free_symbols if index_kind(s) == "index"}
+        if isinstance(c, Induction):
+            out.add(c.variable)
+    return sorted(out, key=str)
+
+
+def _foreign_index(proof: Proof) -> bool:
+    return any(f.is_defined and any(index_kind(s) == "index" and s != f.index
+                                    for s in f.base.free_symbols | f.step.free_symbols) for f in proof.families)
+
+
+def _pd_power(proof: Proof, sample: Sample) -> bool:
+    return any(isinstance(node.args[0], MatrixSymbol) and node.args[0].name in sample.adversarial
+               for term in _terms(proof) for node in term.atoms(MatPow))
+
+
+def _instance_broken(proof: Proof, sample: Sample, extra: dict) -> bool:
+    """A step instantiates a variable with a term that has no value of the variable's shape on the sample."""
+    for c in _chains(proof):
+        for s in c.steps:
+            if not s.instance or s.rule.startswith(("step:", "lemma:")):
+                continue
+            dims = {**extra, **{v: _dim_value(t, {**sample.dims, **extra}) for v, t in s.instance
+                                if isinstance(v, Symbol) and index_kind(v) == "dimension"}}
+            for v, t in s.instance:
+                if not isinstance(v, MatrixSymbol):
+                    continue
+                try:
+                    value = _value(t, proof, sample, dims)
+                    at = {**sample.dims, **dims}
+                    want = (_dim_value(v.shape[0], at), _dim_value(v.shape[1], at))
+                except (WitnessError, CannotSample):
+                    return True
+                if value.shape != want:
+                    return True
+    return False
+
+
+def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
+    tags = set()
+    if _instance_broken(proof, sample, extra):
+        tags.add("instance")
+    if _foreign_index(proof):
+        tags.add("recurrence_index")
+    if _pd_power(proof, sample):
+        tags.add("pd_power")
+    return tags
+
+
+_UNEVALUABLE = ("non-integer power", "exact ", "is not positive with an exact")
+
+
+def _check_chain(chain, proof, sample, ctx, verdict: Verdict, values: dict, steps: bool) -> Refutation | None:
+    exprs = [(chain.lhs, None)] + ([(s.expr, i) for i, s in enumerate(chain.steps, start=1)] if steps else []) \
+        + [(chain.rhs, len(chain.steps) or None)]
+    previous = None
+    for term, step in exprs:
+        try:
+            value = _eval(term, ctx).to_Matrix()
+        except UndefinedValue as exc:
+            return Refutation("undefined", chain.name, f"{term} has no value: {exc.reason}", step, values)
+        except WitnessError as exc:
+            if any(word in exc.reason for word in _UNEVALUABLE):
+                verdict.unevaluable += 1
+                return None
+            return Refutation("undefined", chain.name, f"{term} is not well formed: {exc.reason}", step, values)
+        verdict.checks += 1
+        if previous is not None and previous[1] != value:
+            return Refutation("claim", chain.name, f"{previous[0]} = {previous[1].tolist()} but {term} = "
+                              f"{value.tolist()}", step, values)
+        previous = (term, value)
+    return None
+
+
+def judge(proof: Proof, rng: random.Random, samples: int = 3) -> Verdict:
+    """Evaluate every chain of an accepted ``proof`` on ``samples`` instances of its hypotheses."""
+    verdict = Verdict()
+    order, cycle = _definition_order(proof)
+    if cycle:
+        verdict.refutation = Refutation(
+            "circular", "definitions", "the value of " + " -> ".join(cycle) + " depends on itself (through the "
+            "recurrences it uses): the definitions constrain the other symbols", tags={"circular_definition"})
+        return verdict
+    indices = _free_indices(proof)
+    for _ in range(samples):
+        try:
+            sample = sample_proof(proof, rng)
+        except (CannotSample, WitnessError, ValueError, ZeroDivisionError):
+            verdict.dropped += 1
+            continue
+        good = True
+        for values in _index_assignments(indices, rng):
+            extra = {s: v for s, v in values.items()}
+            ctx = _context(proof, sample, extra)
+            try:
+                for d in order:
+                    ctx.env[d.symbol] = _eval(d.rhs, ctx)
+                if not all(_holds(h, proof, sample, ctx, rng) for h in proof.hypotheses):
+                    good = False
+                    break
+            except (WitnessError, CannotSample, ValueError, ZeroDivisionError):
+                good = False
+                break
+            named = {s.name: v for s, v in values.items()}
+            for chain in _chains(proof):
+                if isinstance(chain, Induction):
+                    chain_steps = False
+                    as_chain = Chain(chain.name, chain.lhs, chain.rhs, ())
+                    refutation = _check_chain(as_chain, proof, sample, ctx, verdict, named, chain_steps)
+                elif chain.hypotheses:
+                    continue  # a conditional lemma: its local hypotheses are not sampled
+                else:
+                    refutation = _check_chain(chain, proof, sample, ctx, verdict, named, True)
+                if refutation is not None:
+                    refutation.sample = sample
+                    refutation.tags = _tags(proof, sample, extra)
+                    verdict.refutation = refutation
+                    verdict.samples += 1
+                    return verdict
+        if good:
+            verdict.samples += 1
+        else:
+            verdict.dropped += 1
+    return verdict
+
+
+def _index_assignments(indices: list[Symbol], rng: random.Random) -> list[dict]:
+    if not indices:
+        return [{}]
+    out = []
+    for value in INDEX_VALUES:
+        out.append({s: (value if k == 0 else rng.choice(INDEX_VALUES)) for k, s in enumerate(indices)})
+    return out
+
+
+def replay(proof: Proof, data: dict) -> str:
+    """Re-evaluate a recorded refutation (``refutation.json``) on its recorded sample; a line that says what differs."""
+    def mat(rows):
+        return Matrix([[Rational(x) for x in row] for row in rows]) if rows else zeros(0, 0)
+
+    symbols = {m.name: m for t in _terms(proof) for m in t.atoms(MatrixSymbol)}
+    plain = {s.name: s for t in _terms(proof) for s in t.atoms(Symbol)}  # shapes' symbols included
+    for f in proof.families:
+        plain[f.index.name] = f.index
+    order, cycle = _definition_order(proof)
+    if cycle:
+        return "[circular] definitions: the value of " + " -> ".join(cycle) + " depends on itself"
+    raw = data["sample"]
+    dims = {plain[k]: v for k, v in raw["dims"].items() if k in plain}
+    scalars = {plain[k]: Rational(v) for k, v in raw["scalars"].items() if k in plain}
+    env = {symbols[k]: mat(v) for k, v in raw["matrices"].items() if k in symbols}
+    members = {}
+    for key, v in raw["members"].items():
+        name, e = key[:-1].split("[")
+        members[(name, int(e))] = mat(v)
+    sample = Sample(dims, scalars, env, members, set(raw.get("adversarial", ())))
+    extra = {plain[k]: v for k, v in data.get("index_values", {}).items() if k in plain}
+    ctx = _context(proof, sample, extra)
+    for d in order:
+        ctx.env[d.symbol] = _eval(d.rhs, ctx)
+    chain = next(c for c in _chains(proof) if c.name == data["chain"])
+    as_chain = Chain(chain.name, chain.lhs, chain.rhs, () if isinstance(chain, Induction) else chain.steps)
+    found = _check_chain(as_chain, proof, sample, ctx, Verdict(), data.get("index_values", {}),
+                         not isinstance(chain, Induction))
+    return found.describe() if found else "no refutation on the recorded sample"
+
+
+def to_json_ready(refutation: Refutation) -> dict[str, Any]:
+    return {"kind": refutation.kind, "chain": refutation.chain, "step": refutation.step,
+            "message": refutation.message, "index_values": refutation.index_values,
+            "tags": sorted(refutation.tags),
+            "sample": refutation.sample.to_data() if refutation.sample else None}

@@ -1,0 +1,272 @@
+"""The kernel's functions as they were before the fixes of the four holes of issue 27, for the regression mode.
+
+Each hole was a kernel function that accepted too much (or a check the old kernel did not have).
+:func:`reverted` puts the old behaviour back, monkeypatching the kernel's modules *by function name* for the
+time of a ``with`` block, so that a test can show that the fuzzer finds the hole when it is present:
+
+* ``instance`` — ``derive.kernel.checking._instance_maps`` and ``._instantiate``: instances of a ``forall``
+  hypothesis were not checked for definedness (B := I_n·I_1 read as an n×1 matrix).
+* ``recurrence_index`` — ``derive.kernel.checking._declare_families``, ``._check_family_recurrences`` and
+  ``.induction_chains``: a recurrence could mention another index symbol, the induction variable included.
+* ``circular_definition`` — ``derive.kernel.checking._check_acyclic`` (made a no-op; the fix added it),
+  ``._check_definitions`` and ``._check_family_recurrences``: a definition could use a family whose recurrence
+  uses the definition.
+* ``pd_power`` — ``derive.kernel.judgments._positive_definite``: Aᵏ was judged positive definite for every
+  positive definite A, which is false for non-symmetric A (C³ = −I for a positive definite C).
+
+The copies are the kernel's code at commit ``c057037`` (before the fixes), verbatim except that
+``_instance_maps`` and ``_instantiate`` also take the fixed kernel's signatures ``(given, ctx, fail)`` and
+``(entry, step, ctx, fail)``.  They call the kernel's other functions by name, so they stay what they were as
+long as those keep their signatures.  Nothing here is used outside that mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from sympy import Basic, Symbol
+from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose
+
+from ..kernel import checking, judgments
+from ..kernel.axioms import Rule, equation_rule
+from ..kernel.checking import _all_terms, _defined, _member, _register, _same_shape, _step_defined_for_any_member
+from ..kernel.judgments import (
+    _SEARCH_DEPTH,
+    Context,
+    _block_diagonal,
+    _congruence,
+    _square,
+    invertible,
+    positive,
+    positive_definite,
+    positive_semidefinite,
+)
+from ..kernel.proof import Chain, Hypothesis, Induction, Proof, ProofError, Step
+from ..kernel.terms import (
+    MATRIX_NODES,
+    FamilyMatrix,
+    TermError,
+    canon,
+    factors_of,
+    index_kind,
+    require_exact_types,
+    require_index,
+)
+
+__all__ = ["HOLES", "reverted"]
+
+
+def _instance_maps(given: dict, *rest) -> tuple[dict, dict]:
+    # the old signature (given, fail, normal), or the fixed kernel's (given, ctx, fail) with the old cite's normal
+    if len(rest) == 2 and not isinstance(rest[0], Context):
+        fail, normal = rest
+    else:
+        ctx, fail = rest
+        normal = lambda t: _defined(t, ctx, fail)  # noqa: E731
+    """Dimension and matrix substitutions of an instance, checked: positive-integer dimensions, matrices of
+    the instantiated symbol's shape (keyed by that symbol with its dimensions substituted), each ``normal``-ised."""
+    dims = {v: t for v, t in given.items() if isinstance(v, Symbol)}
+    for v, t in dims.items():
+        if index_kind(v) == "index":
+            try:
+                require_index(t)
+            except TermError as exc:
+                fail(f"index {v} instantiated with {t}: {exc}")
+        elif not isinstance(t, Basic) or t.is_integer is not True or t.is_positive is not True or not all(
+            isinstance(s, Symbol) and s.is_integer and s.is_positive for s in t.free_symbols
+        ):
+            fail(f"dimension {v} instantiated with {t}, which is not a positive integer dimension")
+    mats = {}
+    for v, t in given.items():
+        if isinstance(v, MatrixSymbol):
+            if not isinstance(t, MATRIX_NODES):
+                fail(f"{v.name} instantiated with something that is not a matrix term")
+            target = v.xreplace(dims)
+            _same_shape(target, t, fail, f"instance of {v.name}")
+            mats[target] = normal(t)
+    return dims, mats
+
+
+def _instantiate(entry, step: Step, *rest) -> Rule:
+    fail = rest[-1]  # the old signature (entry, step, fail), or the fixed kernel's (entry, step, ctx, fail)
+    lhs, rhs, forall = entry[:3]
+    optional = len(entry) > 3 and entry[3]  # an induction lemma: its variable stands for itself unless given
+    if lhs is None:
+        fail("a predicate hypothesis is not a rewrite rule")
+    if not forall or (optional and not step.instance):
+        if step.instance:
+            fail("this rule binds no variables, but the step instantiates some")
+        return equation_rule(lhs, rhs)
+    given = dict(step.instance)
+    if len(given) != len(step.instance) or set(given) != set(forall):
+        fail("the step must instantiate exactly the variables the hypothesis binds")
+    try:
+        # exact node types here; definedness is checked where the instantiated rule's result is used
+        dim_map, mat_map = _instance_maps(given, fail, lambda t: (require_exact_types(t), canon(t))[1])
+        lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
+        rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
+    except (TermError, ValueError, TypeError) as exc:
+        fail(f"cannot instantiate the hypothesis: {exc}")
+    return equation_rule(lhs_i, rhs_i)
+
+
+def _declare_families(proof: Proof, ctx: Context, fail) -> None:
+    """The proof's families by name: distinct names (none a matrix symbol's), index symbols as indices."""
+    symbol_names = {m.name for term in _all_terms(proof) for m in term.atoms(MatrixSymbol)}
+    for f in proof.families:
+        if f.name in ctx.families or f.name in symbol_names:
+            fail(f"family {f.name}: the name is used twice")
+        if index_kind(f.index) != "index":
+            fail(f"family {f.name}: its index must be an index symbol (derive.index)")
+        if (f.base is None) != (f.step is None):
+            fail(f"family {f.name}: a recurrence needs both a base value and a step")
+        ctx.families[f.name] = f
+
+
+def _no_acyclicity_check(proof: Proof, fail) -> None:
+    """The old kernel had no check that definitions and recurrences refer to each other without a cycle."""
+
+
+def _check_definitions(proof: Proof, ctx: Context, fail) -> None:
+    hypothesis_symbols = set()
+    for h in proof.hypotheses:
+        hypothesis_symbols |= h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol)
+    defined: set = set()
+    used: set = set()  # symbols the earlier definitions already speak about
+    for d in proof.definitions:
+        sym = d.symbol
+        if not isinstance(sym, MatrixSymbol):
+            fail(f"definition {d.name} must define a matrix symbol")
+        if sym in hypothesis_symbols or sym in defined or sym in used:
+            fail(f"definition {d.name}: {sym.name} is not fresh")
+        if sym in d.rhs.atoms(MatrixSymbol):
+            fail(f"definition {d.name} is circular")
+        used |= d.rhs.atoms(MatrixSymbol)
+        rhs = _defined(d.rhs, ctx, fail)
+        _same_shape(sym, rhs, fail, f"definition {d.name}")
+        ctx.equations.append((sym, rhs))
+        _register(f"def:{d.name}", (sym, rhs, ()), ctx, fail)
+        defined.add(sym)
+    for c in (*proof.lemmas, proof.claim):  # local hypotheses may not constrain defined symbols
+        for h in c.hypotheses:
+            if (h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol)) & defined:
+                fail(f"local hypothesis {h.name} constrains a defined symbol")
+
+
+def _check_family_recurrences(proof: Proof, ctx: Context, fail) -> None:
+    """A defined family is fresh (in no hypothesis), its value at 0 is defined, its step gives the member at
+    index + 1 from the member at index and families declared before it: so each recurrence defines one
+    (partial) sequence, whatever the values of the other symbols."""
+    hypothesis_families = {node.name for h in proof.hypotheses for side in (h.lhs, h.rhs)
+                           for node in side.atoms(FamilyMatrix)}
+    earlier: set[str] = set()
+    for f in proof.families:
+        if f.is_defined:
+            if f.name in hypothesis_families:
+                fail(f"family {f.name} is defined by a recurrence, so no hypothesis may speak about it")
+            for part, what in ((f.base, "base value"), (f.step, "step")):
+                for node in part.atoms(FamilyMatrix):
+                    defined_other = ctx.families[node.name].is_defined and node.name != f.name
+                    if defined_other and node.name not in earlier:
+                        fail(f"family {f.name}'s {what} uses {node.name}, which is not declared before it")
+                    if node.name == f.name and (what == "base value" or node.index != f.index):
+                        fail(f"family {f.name}'s {what} may use {f.name} only at the index {f.index}")
+            _same_shape(_member(f, 0), _defined(f.base, ctx, fail), fail, f"family {f.name}'s base value")
+            try:
+                require_exact_types(f.step)
+            except TermError as exc:
+                fail(f"family {f.name}'s step: {exc}")
+            _same_shape(_member(f, f.index + 1), f.step, fail, f"family {f.name}'s step")
+            base = (_member(f, 0), canon(f.base))
+            ctx.equations.append(base)
+            _register(f"base:{f.name}", (base[0], base[1], ()), ctx, fail)
+            _register(f"step:{f.name}", (_member(f, f.index + 1), canon(f.step), (f.index,)), ctx, fail)
+            if _step_defined_for_any_member(f, ctx):
+                ctx.total_families.add(f.name)
+        earlier.add(f.name)
+
+
+def induction_chains(proof: Proof, lemma: Induction) -> tuple[Chain, Chain]:
+    """The chains an induction lemma stands for: the claim at 0, and at variable + 1 from ``hyp:IH``, the claim
+    at variable.  Raises ProofError when the variable may not be inducted on."""
+    t = lemma.variable
+
+    def fail(reason):
+        raise ProofError(proof.theorem, lemma.name, None, None, reason)
+
+    if index_kind(t) != "index":
+        fail(f"induction is on an index symbol (derive.index), not on {t}")
+    statement = [side for h in proof.hypotheses for side in (h.lhs, h.rhs, *h.forall)]
+    statement += [side for d in proof.definitions for side in (d.symbol, d.rhs)]
+    if any(t in term.free_symbols for term in statement):
+        fail(f"induction on {t}: a hypothesis or definition speaks about {t}, so the claim at {t} + 1 could not "
+             f"use it")
+    for term in (lemma.lhs, lemma.rhs):
+        for m in term.atoms(MatrixSymbol):
+            if t in m.shape[0].free_symbols | m.shape[1].free_symbols:
+                fail(f"induction on {t}: the size of {m.name} depends on {t}; make it a family (derive.family), "
+                     f"whose members at {t} and {t} + 1 are different matrices")
+    at = lambda value: (lemma.lhs.xreplace({t: value}), lemma.rhs.xreplace({t: value}))  # noqa: E731
+    base, step = at(0), at(t + 1)
+    return (Chain(f"{lemma.name}_base", base[0], base[1], lemma.base),
+            Chain(f"{lemma.name}_step", step[0], step[1], lemma.step,
+                  (Hypothesis("IH", lemma.lhs, lemma.rhs),)))
+
+
+def _positive_definite(term, ctx: Context, depth: int) -> bool:
+    if depth > _SEARCH_DEPTH or not _square(term):
+        return False
+    if isinstance(term, Identity) or ctx.has("positive_definite", term):
+        return True
+    if isinstance(term, (Inverse, MatPow)):
+        return positive_definite(term.args[0], ctx, depth)
+    if isinstance(term, Transpose):
+        return positive_definite(term.args[0], ctx, depth)
+    if isinstance(term, MatMul):
+        coeff, mats = factors_of(term)
+        if positive(coeff, ctx):
+            if len(mats) == 1:
+                return positive_definite(mats[0], ctx, depth)  # c·M, c > 0
+            if len(mats) == 2 and mats[0] == Transpose(mats[1]):
+                return _square(mats[1]) and invertible(mats[1], ctx, depth)  # Bᵀ B, B invertible
+            middle = _congruence(mats)
+            if middle is not None and all(_square(m) and invertible(m, ctx, depth) for m in mats):
+                return positive_definite(middle, ctx, depth)  # F M Fᵀ, F square invertible
+    if isinstance(term, MatAdd):  # positive semidefinite terms, one of them positive definite
+        if all(positive_semidefinite(a, ctx, depth) for a in term.args):
+            return any(positive_definite(a, ctx, depth) for a in term.args)
+    diagonal = _block_diagonal(term)
+    if diagonal is not None:
+        return all(positive_definite(b, ctx, depth) for b in diagonal)
+    return any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+
+
+#: hole -> (module, function name, old function) for each function put back.
+HOLES = {
+    "instance": ((checking, "_instance_maps", _instance_maps), (checking, "_instantiate", _instantiate)),
+    "recurrence_index": ((checking, "_declare_families", _declare_families),
+                         (checking, "_check_family_recurrences", _check_family_recurrences),
+                         (checking, "induction_chains", induction_chains)),
+    "circular_definition": ((checking, "_check_acyclic", _no_acyclicity_check),
+                            (checking, "_check_definitions", _check_definitions),
+                            (checking, "_check_family_recurrences", _check_family_recurrences)),
+    "pd_power": ((judgments, "_positive_definite", _positive_definite),),
+}
+
+
+@contextlib.contextmanager
+def reverted(hole: str) -> Iterator[None]:
+    """Within the block, the kernel's functions of ``hole`` are the old, unsound ones (see the module's table)."""
+    missing = object()
+    saved = [(module, name, getattr(module, name, missing)) for module, name, _ in HOLES[hole]]
+    try:
+        for module, name, old in HOLES[hole]:
+            setattr(module, name, old)
+        yield
+    finally:
+        for module, name, current in reversed(saved):
+            if current is missing:  # a function the fixed kernel added (the old one had no such check)
+                delattr(module, name)
+            else:
+                setattr(module, name, current)
