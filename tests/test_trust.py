@@ -299,3 +299,15 @@ def test_prove_and_latex_refuse_a_subclass_from_a_users_library(tmp_path):
         assert result.returncode == 1 and "exactly a MatrixSymbol" in result.stderr, result.stdout + result.stderr
         assert "1/1 theorems verified" not in result.stdout
     assert not (tmp_path / "tex" / "x_is_zero.tex").exists()
+
+
+def test_a_term_sympy_refuses_to_rebuild_is_a_statement_error_naming_the_term():
+    """Terms made past SymPy's own checks (a product of misaligned explicit matrices, the inverse of a 2×3
+    matrix) are refused by the kernel's validation with a message naming the node and SymPy's reason."""
+    from sympy import Basic, Inverse, MatMul
+
+    E = MatrixSymbol("E", 2, 3)
+    for bad, node in ((Basic.__new__(MatMul, E, E), "MatMul"), (Basic.__new__(Inverse, E, S.NegativeOne), "Inverse")):
+        with pytest.raises(ProofError, match=f"statement: SymPy refuses the {node} .*E") as caught:
+            check(Proof("bad", "t", "s", (), (), (), Chain("main", mul(A, A), mul(A, A), (Step(bad, "identity_mul"),))))
+        assert "\n" not in str(caught.value)

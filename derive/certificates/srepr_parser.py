@@ -317,10 +317,11 @@ def _dense(c):
     if any(len(r) != len(rows[0]) for r in rows):
         raise ParseError("ImmutableDenseMatrix rows differ in length")
     blocks = [[_matrix(b, "a block") for b in r] for r in rows]
-    for block in (b for r in blocks for b in r):
-        if all(isinstance(d, Integer) for d in block.shape):  # SymPy would expand it entry by entry
-            raise ParseError(f"a block of explicit size {block.shape[0]}×{block.shape[1]}: blocks need a symbolic size")
-    return ImmutableDenseMatrix(blocks)
+    if any(isinstance(b, ImmutableDenseMatrix) for r in blocks for b in r):
+        raise ParseError("a block must be a matrix term, not a grid of blocks (nest a BlockMatrix instead)")
+    # evaluate=False, as BlockMatrix builds its grid: a block of explicit size (a 1×1 slot, a vector of one token)
+    # stays one block, never expanded entry by entry, and a nested block matrix stays a block
+    return ImmutableDenseMatrix(blocks, evaluate=False)
 
 
 def _block(c):
