@@ -214,3 +214,21 @@ def test_blocks_of_explicit_size_round_trip_and_are_never_expanded():
         assert all(not isinstance(b, ImmutableDenseMatrix) for b in grid) and grid.shape == term.blocks.shape
     big = MatrixSymbol("A", 10**6, 10**6)  # 10¹² entries, were SymPy to expand the block
     assert isinstance(parse_srepr(srepr(BlockMatrix([[big]]))).blocks[0, 0], MatrixSymbol)
+
+
+def test_every_name_the_kernel_accepts_round_trips():
+    """Names are the kernel's identifiers: a leading underscore and 100 characters included (the reader took
+    only names starting with a letter, of at most 64 characters)."""
+    from sympy import MatrixSymbol
+
+    from derive import ProofBuilder, dim, mul, scalar, transpose
+
+    for name in ("_X", "X" * 100, "x_1"):
+        size, lam = dim(f"{name[:99]}_"[-100:]), scalar(f"_{name[:99]}")
+        term = mul(lam, MatrixSymbol(name, size, 1))
+        b = ProofBuilder(f"_{name[:99]}", "t", "s")
+        b.main(transpose(transpose(term))).rw("transpose_transpose").qed(term)
+        theorem = check(b.proof())
+        assert verify_certificate(json.loads(certificate_text(theorem))).digest == theorem.digest
+    with pytest.raises(ParseError, match="plain name"):
+        parse_srepr("MatrixSymbol(Str('X" + "X" * 100 + "'), Integer(1), Integer(1))")
