@@ -117,7 +117,9 @@ def _atom(rng: random.Random, rows, cols):
 
 def _coefficient(rng: random.Random):
     trace = Trace(mul(transpose(w), w))  # a 1×1 matrix read as a scalar
-    return rng.choice([lam, mu, lam**2, lam**-1, Rational(3, 2), trace, lam + 1, 2 * mu * lam, trace**2, mu - trace])
+    rewritten = Trace(add(transpose(mul(mu, Identity(1))), transpose(MatrixSymbol("M_1_1", 1, 1))))  # (μI₁)ᵀ inside
+    return rng.choice([lam, mu, lam**2, lam**-1, Rational(3, 2), trace, lam + 1, 2 * mu * lam, trace**2, mu - trace,
+                       rewritten, lam * rewritten])
 
 
 def _random_term(rng: random.Random, rows, cols, depth: int = 0):

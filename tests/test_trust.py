@@ -311,3 +311,23 @@ def test_a_term_sympy_refuses_to_rebuild_is_a_statement_error_naming_the_term():
         with pytest.raises(ProofError, match=f"statement: SymPy refuses the {node} .*E") as caught:
             check(Proof("bad", "t", "s", (), (), (), Chain("main", mul(A, A), mul(A, A), (Step(bad, "identity_mul"),))))
         assert "\n" not in str(caught.value)
+
+
+def test_a_trace_that_sympy_would_rewrite_inside_a_coefficient_is_a_proper_verdict():
+    """tr((μI₁)ᵀ + Mᵀ) as a coefficient: bringing it to its normal form rebuilt the trace's matrix (SymPy turns
+    (μI₁)ᵀ into μI₁), leaving a polynomial atom no generator named; the kernel raised CoercionFailed, a traceback
+    out of check and out of ``.auto``.  Now the step gets a verdict and the equal forms are one."""
+    from sympy import Integer, Trace
+
+    from derive import scalar
+
+    mu, M = scalar("mu"), MatrixSymbol("M", 1, 1)
+    trace = Trace(add(transpose(mul(mu, Identity(1))), transpose(M)))
+    term = mul(trace, A)
+    with pytest.raises(ProofError, match="main step 1 \\(rule transpose_sum\\)"):
+        check(Proof("t", "t", "s", (), (), (), Chain("main", term, add(term, term), (Step(add(term, term),
+                                                                                         "transpose_sum"),))))
+    assert mul(Integer(2), trace, A) == mul(trace, Integer(2), A) and mul(trace, mul(trace, A)) == mul(trace**2, A)
+    b = ProofBuilder("t", "t", "s")
+    b.main(mul(Identity(p), term, Identity(p))).auto(term)
+    assert check(b.proof()).proof.claim.rhs == term

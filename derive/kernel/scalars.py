@@ -150,6 +150,13 @@ def canon_coefficient(c: Basic, canon_matrix=None) -> Expr:
     generators = sorted(atoms_of(c), key=default_sort_key)
     if not generators:
         return Rational(c)
+    # the Trace atoms stand aside as placeholders while SymPy brings c over a common denominator: together()
+    # rebuilds what it walks through, and would rewrite a Trace's matrix (Trace((μI)ᵀ) into Trace(μI)), leaving
+    # an atom no generator names
+    placeholders = {g: sympy.Dummy(f"trace{i}") for i, g in enumerate(generators) if type(g) is Trace}
+    if placeholders:
+        c = c.xreplace(placeholders)
+        generators = [placeholders.get(g, g) for g in generators]
     numerator, denominator = sympy.fraction(sympy.together(c))
     p = Poly(numerator, *generators, domain="QQ")
     q = Poly(denominator, *generators, domain="QQ")
@@ -162,7 +169,8 @@ def canon_coefficient(c: Basic, canon_matrix=None) -> Expr:
     p, q = p.quo_ground(lead), q.monic()
     if p.is_zero:
         return S.Zero
-    top = p.as_expr()
+    back = {v: k for k, v in placeholders.items()}
+    top = p.as_expr().xreplace(back)
     if q.is_one:
         return top
-    return Mul(top, Pow(q.as_expr(), -1))
+    return Mul(top, Pow(q.as_expr().xreplace(back), -1))
