@@ -331,3 +331,18 @@ def test_a_trace_that_sympy_would_rewrite_inside_a_coefficient_is_a_proper_verdi
     b = ProofBuilder("t", "t", "s")
     b.main(mul(Identity(p), term, Identity(p))).auto(term)
     assert check(b.proof()).proof.claim.rhs == term
+
+
+def test_a_sympy_error_while_checking_a_step_names_the_step_not_the_statement(monkeypatch):
+    """SymPy refusing a term met while checking a step was reported as "statement: malformed term", as if the
+    statement were at fault; it names the chain, the step and the rule."""
+    from derive.kernel import checking
+
+    def refusing(*args, **kwargs):
+        raise ValueError("Matrix with symbolic shape cannot be represented explicitly.")
+
+    monkeypatch.setattr(checking, "one_step", refusing)
+    proof = Proof("t", "t", "s", (), (), (), Chain("main", mul(Identity(p), A), A, (Step(A, "identity_mul"),)))
+    with pytest.raises(ProofError, match=r"t/main step 1 \(rule identity_mul\): SymPy refuses a term of this step "
+                                         r"\(ValueError: Matrix with symbolic shape"):
+        check(proof)

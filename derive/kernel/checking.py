@@ -433,14 +433,21 @@ def _check_chain(theorem: str, chain: Chain, outer: Context, lemma_rules: dict) 
     current = lhs
     for index, step in enumerate(chain.steps, start=1):
         try:
-            after = defined_canon(step.expr, ctx)
-        except TermError as exc:
-            fail(str(exc), index, step.rule)
-        rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
-        if after == current:
-            fail("the step does not change the expression", index, step.rule)
-        if not one_step(current, after, rule, ctx):
-            fail("the rule does not rewrite the previous expression into this one", index, step.rule)
+            try:
+                after = defined_canon(step.expr, ctx)
+            except TermError as exc:
+                fail(str(exc), index, step.rule)
+            rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
+            if after == current:
+                fail("the step does not change the expression", index, step.rule)
+            if not one_step(current, after, rule, ctx):
+                fail("the rule does not rewrite the previous expression into this one", index, step.rule)
+        except (ProofError, OutOfTime):
+            raise
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # SymPy refusing a term here
+            said = " ".join(str(exc).split())[:200]
+            fail(said if isinstance(exc, TermError) else f"SymPy refuses a term of this step ({type(exc).__name__}: "
+                 f"{said})", index, step.rule)
         current = after
     if current != rhs:
         fail("the chain does not end at the right-hand side of the claim", len(chain.steps) or None)
