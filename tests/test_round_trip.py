@@ -109,7 +109,7 @@ def _atom(rng: random.Random, rows, cols):
     if rows == cols:
         options.append(Identity(rows))  # Identity(1), Identity(2) among them
     if (rows, cols) == (p, p):
-        options += [A, inv(A), power(A, 2), power(A, -3)]
+        options += [A, inv(A), power(A, 2), power(A, -3), power(A, Rational(1, 2))]
     if (rows, cols) == (p, 1):
         options += [x[t], x[t + 1], x[0], w]
     return rng.choice(options)
@@ -159,7 +159,7 @@ def _random_term_theorem(index_: int, cited):
     rng = random.Random(1000 + index_)
     rows, cols = rng.choice(SHAPES)
     T = _random_term(rng, rows, cols)
-    hypotheses = [predicate("A_invertible", Q.invertible, A)]
+    hypotheses = [predicate("A_positive_definite", Q.positive_definite, A)]  # A^(1/2) is defined
     kind = index_ % 4
     if kind == 1:  # for all r and every B (p × r): A B = B, used at B := T
         r = dim("r")
