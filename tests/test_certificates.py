@@ -191,3 +191,44 @@ def test_write_atomic_leaves_no_partial_file(tmp_path):
         write_atomic(target, 12345)  # type: ignore[arg-type]
     assert target.read_text() == "first\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_blocks_of_explicit_size_round_trip_and_are_never_expanded():
+    """The single-query form of an in-context prompt, [xᵀ 0₁ₓ₁], a 1×1 symbol as a block, and a grid nested in a
+    grid: the kernel accepts them in-process, so a certificate must carry them (it refused "a block of explicit
+    size 1×1"), and reading one builds each block as one block, never entry by entry."""
+    from sympy import BlockMatrix, ImmutableDenseMatrix, MatrixSymbol, ZeroMatrix
+
+    from derive import ProofBuilder, block, dim, transpose
+
+    p = dim("p")
+    x, y = MatrixSymbol("x", p, 1), MatrixSymbol("y", 1, 1)
+    for term in (block([[transpose(x), ZeroMatrix(1, 1)]]), block([[transpose(x), y]]),
+                 block([[block([[transpose(x), y]]), ZeroMatrix(1, 1)]])):
+        b = ProofBuilder("one_token", "t", "s")
+        b.main(transpose(transpose(term))).rw("transpose_transpose").qed(term)
+        theorem = check(b.proof())
+        again = verify_certificate(json.loads(certificate_text(theorem)))
+        assert again.digest == theorem.digest and again.proof.claim.rhs == term
+        grid = parse_srepr(srepr(term)).blocks
+        assert all(not isinstance(b, ImmutableDenseMatrix) for b in grid) and grid.shape == term.blocks.shape
+    big = MatrixSymbol("A", 10**6, 10**6)  # 10¹² entries, were SymPy to expand the block
+    assert isinstance(parse_srepr(srepr(BlockMatrix([[big]]))).blocks[0, 0], MatrixSymbol)
+
+
+def test_every_name_the_kernel_accepts_round_trips():
+    """Names are the kernel's identifiers: a leading underscore and 100 characters included (the reader took
+    only names starting with a letter, of at most 64 characters)."""
+    from sympy import MatrixSymbol
+
+    from derive import ProofBuilder, dim, mul, scalar, transpose
+
+    for name in ("_X", "X" * 100, "x_1"):
+        size, lam = dim(f"{name[:99]}_"[-100:]), scalar(f"_{name[:99]}")
+        term = mul(lam, MatrixSymbol(name, size, 1))
+        b = ProofBuilder(f"_{name[:99]}", "t", "s")
+        b.main(transpose(transpose(term))).rw("transpose_transpose").qed(term)
+        theorem = check(b.proof())
+        assert verify_certificate(json.loads(certificate_text(theorem))).digest == theorem.digest
+    with pytest.raises(ParseError, match="plain name"):
+        parse_srepr("MatrixSymbol(Str('X" + "X" * 100 + "'), Integer(1), Integer(1))")

@@ -103,7 +103,7 @@ def test_the_builder_cites_registered_theorems_and_detects_cycles(monkeypatch):
 
     def chain_of(name, other):
         def build():
-            b = ProofBuilder(name, name, "", [Hypothesis("h", x, x)], [])
+            b = ProofBuilder(name, name, "", [Hypothesis("h", x, transpose(x))], [])
             b.main(x).rw(f"thm:{other}")
             return b.proof()
         build.__name__ = name

@@ -299,3 +299,50 @@ def test_prove_and_latex_refuse_a_subclass_from_a_users_library(tmp_path):
         assert result.returncode == 1 and "exactly a MatrixSymbol" in result.stderr, result.stdout + result.stderr
         assert "1/1 theorems verified" not in result.stdout
     assert not (tmp_path / "tex" / "x_is_zero.tex").exists()
+
+
+def test_a_term_sympy_refuses_to_rebuild_is_a_statement_error_naming_the_term():
+    """Terms made past SymPy's own checks (a product of misaligned explicit matrices, the inverse of a 2×3
+    matrix) are refused by the kernel's validation with a message naming the node and SymPy's reason."""
+    from sympy import Basic, Inverse, MatMul
+
+    E = MatrixSymbol("E", 2, 3)
+    for bad, node in ((Basic.__new__(MatMul, E, E), "MatMul"), (Basic.__new__(Inverse, E, S.NegativeOne), "Inverse")):
+        with pytest.raises(ProofError, match=f"statement: SymPy refuses the {node} .*E") as caught:
+            check(Proof("bad", "t", "s", (), (), (), Chain("main", mul(A, A), mul(A, A), (Step(bad, "identity_mul"),))))
+        assert "\n" not in str(caught.value)
+
+
+def test_a_trace_that_sympy_would_rewrite_inside_a_coefficient_is_a_proper_verdict():
+    """tr((μI₁)ᵀ + Mᵀ) as a coefficient: bringing it to its normal form rebuilt the trace's matrix (SymPy turns
+    (μI₁)ᵀ into μI₁), leaving a polynomial atom no generator named; the kernel raised CoercionFailed, a traceback
+    out of check and out of ``.auto``.  Now the step gets a verdict and the equal forms are one."""
+    from sympy import Integer, Trace
+
+    from derive import scalar
+
+    mu, M = scalar("mu"), MatrixSymbol("M", 1, 1)
+    trace = Trace(add(transpose(mul(mu, Identity(1))), transpose(M)))
+    term = mul(trace, A)
+    with pytest.raises(ProofError, match="main step 1 \\(rule transpose_sum\\)"):
+        check(Proof("t", "t", "s", (), (), (), Chain("main", term, add(term, term), (Step(add(term, term),
+                                                                                         "transpose_sum"),))))
+    assert mul(Integer(2), trace, A) == mul(trace, Integer(2), A) and mul(trace, mul(trace, A)) == mul(trace**2, A)
+    b = ProofBuilder("t", "t", "s")
+    b.main(mul(Identity(p), term, Identity(p))).auto(term)
+    assert check(b.proof()).proof.claim.rhs == term
+
+
+def test_a_sympy_error_while_checking_a_step_names_the_step_not_the_statement(monkeypatch):
+    """SymPy refusing a term met while checking a step was reported as "statement: malformed term", as if the
+    statement were at fault; it names the chain, the step and the rule."""
+    from derive.kernel import checking
+
+    def refusing(*args, **kwargs):
+        raise ValueError("Matrix with symbolic shape cannot be represented explicitly.")
+
+    monkeypatch.setattr(checking, "one_step", refusing)
+    proof = Proof("t", "t", "s", (), (), (), Chain("main", mul(Identity(p), A), A, (Step(A, "identity_mul"),)))
+    with pytest.raises(ProofError, match=r"t/main step 1 \(rule identity_mul\): SymPy refuses a term of this step "
+                                         r"\(ValueError: Matrix with symbolic shape"):
+        check(proof)

@@ -45,7 +45,7 @@ from sympy.matrices.expressions import (
 from ..kernel import ProofError, Step
 from ..kernel.axioms import AXIOMS, equation_rule
 from ..kernel.checking import _statement_symbols, one_step, resolve_rule, rewrites
-from ..kernel.judgments import OutOfTime, check_defined
+from ..kernel.judgments import OutOfTime, check_defined, defined_canon
 from ..kernel.scalars import canon_coefficient
 from ..kernel.terms import (
     MATRIX_NODES,
@@ -599,7 +599,7 @@ class Engine:
         sub = Engine(chain, self.deadline)
         sub.flips, sub.goal = set(self.flips), self.goal
         nf, steps = sub.normalise(lhs)
-        if nf == lhs or not steps:
+        if nf == lhs or not steps or _refused_step(chain, steps) is not None:
             return None
         for move in steps:
             chain._record(move.expr, move.rule, move.instance)
@@ -1018,9 +1018,63 @@ def close(chain, rhs: Basic, timeout: float = 10.0):
         chain._fail(f"auto found no chain to {_show(target)} within {timeout:g} s{known}", "auto")
     finally:
         chain.ctx.deadline = saved_deadline
+    moves = _validated(engine, chain, moves, target)
     for move in moves:
         chain._record(move.expr, move.rule, move.instance)
     return chain.qed(target)
+
+
+# --- what the automation hands back, re-checked ----------------------------------------------------
+
+
+def _refused_step(chain, moves: list[Move], target: Basic | None = None) -> tuple[int, Move | None, str] | None:
+    """None when the kernel's own single-step check (as :func:`derive.kernel.check` runs it on a chain) accepts
+    every move from ``chain.current`` in turn, ending at ``target`` if given; else (index, move, the kernel's
+    reason) of the first refused one."""
+    current = canon(chain.current)
+    for index, move in enumerate(moves, start=1):
+        step = Step(move.expr, move.rule, tuple(move.instance))
+        try:
+            after = defined_canon(step.expr, chain.ctx)
+            rule = resolve_rule(step, chain.ctx, _refuse)
+            if after == current:
+                return index, move, "the step does not change the expression"
+            if not one_step(current, after, rule, chain.ctx):
+                return index, move, "the rule does not rewrite the previous expression into this one"
+        except OutOfTime:
+            raise
+        except _Failed as exc:
+            return index, move, str(exc)
+        except (TermError, ProofError, ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            return index, move, f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        current = after
+    if target is not None and current != target:
+        return len(moves), None, f"the chain ends at {_show(current)}, not at {_show(target)}"
+    return None
+
+
+def _validated(engine: Engine, chain, moves: list[Move], target: Basic) -> list[Move]:
+    """The moves, once the kernel's single-step check accepts each; else a plain search (every move a rewrite
+    the kernel computed), checked the same way; else an error that says the automation failed, not the user."""
+    refused = _refused_step(chain, moves, target)
+    if refused is None:
+        return moves
+    index, move, reason = refused
+    engine.deadline = max(engine.deadline, time.monotonic() + 1.0)  # a short second chance
+    saved_deadline, chain.ctx.deadline = chain.ctx.deadline, engine.deadline
+    try:
+        again = engine.search(chain.current, target)
+    except OutOfTime:
+        again = None
+    finally:
+        chain.ctx.deadline = saved_deadline
+    if again is not None and _refused_step(chain, again, target) is None:
+        return again
+    rule = "" if move is None else f" (rule {move.rule})"
+    chain._fail(f"auto: the automation failed: the chain it found to {_show(target)} has a step the kernel refuses "
+                f"(its step {index}{rule}: {reason}); this is a fault of the automation, not of your statement: "
+                "write the steps by hand with .rw/.to, or report it", "auto")
+    raise AssertionError("unreachable")
 
 
 def _prepare(engine: Engine, term: Basic, label: str) -> tuple[Basic, list[Move]]:

@@ -11,6 +11,7 @@ import difflib
 from collections.abc import Sequence
 
 from sympy import Basic
+from sympy.matrices.expressions import MatrixExpr
 
 from ..kernel import AXIOMS, Chain, Definition, Hypothesis, Induction, Proof, ProofError, Step, Theorem
 from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
@@ -31,6 +32,7 @@ class ChainBuilder:
 
     def __init__(self, builder: ProofBuilder, name: str, lhs: Basic, hypotheses: Sequence[Hypothesis],
                  on_close=None):
+        self.given_lhs = lhs  # as the author wrote it (before the normal form), for the message on a trivial claim
         self.builder, self.name, self.lhs = builder, name, canon(lhs)
         self.on_close = on_close or builder._close
         self.hypotheses = tuple(hypotheses)
@@ -126,6 +128,9 @@ class ChainBuilder:
         """Close the chain; its right-hand side is where it ended (or must be ``rhs``)."""
         if rhs is not None and canon(rhs) != self.current:
             self._fail(f"the chain ends at {self.current}, not at {canon(rhs)}")
+        if self.name == "main" and self.on_close == self.builder._close and self.current == self.lhs:
+            raise ProofError(self.builder.theorem, "statement", None, None,
+                             trivial_claim(self.given_lhs, self.given_lhs if rhs is None else rhs, self.lhs))
         chain = Chain(self.name, self.lhs, self.current, tuple(self.steps), self.hypotheses)
         self.on_close(chain)
         return chain
@@ -154,6 +159,9 @@ class ProofBuilder:
                  families: Sequence = ()):
         self.theorem, self.title, self.statement = theorem, title, statement
         self.hypotheses, self.definitions = tuple(hypotheses), tuple(definitions)
+        for h in self.hypotheses:
+            if isinstance(h, Hypothesis) and isinstance(h.lhs, MatrixExpr) and _same_term(h.lhs, h.rhs):
+                raise ProofError(theorem, "statement", None, None, trivial_hypothesis(h.name, canon(h.lhs)))
         self.families = tuple(getattr(f, "declaration", f) for f in families)
         self.lemmas: list[Chain | Induction] = []
         self.lemma_rules: dict = {}
@@ -251,6 +259,40 @@ class InductionBuilder:
         self.base().auto(self._at(0)[1], timeout)
         self.step().auto(self._at(self.variable + 1)[1], timeout)
         return self.lemma
+
+
+#: How to keep a term as written: SymPy's operators simplify while they build, the package's constructors never.
+KEEP_THE_FORM = ("SymPy's own operators (*, +, .T, .I, **) simplify while they build: (X.T*X).I*X.T*X is I "
+                 "before the kernel sees it.  Write the terms with the package's constructors, which keep them as "
+                 "written: derive.mul, derive.add, derive.transpose, derive.inv, derive.power, derive.block (e.g. "
+                 "mul(inv(mul(transpose(X), X)), transpose(X), X))")
+
+
+def trivial_claim(lhs: Basic, rhs: Basic, normal: Basic) -> str:
+    """Why a claim whose two sides are one term (``normal``, in normal form) is refused, and how to keep its form."""
+    shown = " ".join(str(normal).split())
+    if lhs == rhs:
+        return (f"the claim's two sides are the same term as given, {shown} = {shown}: it states nothing, and "
+                f"would be certified in 0 steps.  {KEEP_THE_FORM}")
+    return (f"the claim's two sides are the same term in the kernel's normal form (sums ordered, scalars "
+            f"collected), {shown} = {shown}: it states nothing, and would be certified in 0 steps.  If you meant "
+            f"more, {KEEP_THE_FORM[0].lower()}{KEEP_THE_FORM[1:]}")
+
+
+def trivial_hypothesis(name: str, normal: Basic) -> str:
+    shown = " ".join(str(normal).split())
+    return (f"hypothesis {name}: its two sides are the same term, {shown} = {shown}: it assumes nothing.  "
+            f"{KEEP_THE_FORM}")
+
+
+def _same_term(a: Basic, b: Basic) -> bool:
+    """``a`` and ``b`` are one term (as given, or in normal form); False for what is not a term at all."""
+    if a == b:
+        return True
+    try:
+        return canon(a) == canon(b)
+    except (TermError, ValueError, TypeError, AttributeError):
+        return False  # the kernel says what is wrong with it
 
 
 def _placeholder():

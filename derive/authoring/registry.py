@@ -22,7 +22,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..kernel import Proof, ProofError, Theorem, check
+from sympy import Basic
+
+from ..kernel import Chain, Proof, ProofError, Theorem, check
+from .builder import _same_term, trivial_claim
 
 __all__ = ["ENTRY_POINT_GROUP", "LibraryError", "TheoremEntry", "build", "checked", "entries", "entry",
            "load_entry_points", "load_library", "theorem"]
@@ -158,6 +161,9 @@ def build(theorem_id: str) -> Proof:
     if proof.theorem != theorem_id:
         raise ProofError(theorem_id, "statement", None, None,
                          f"{_qualname(item.build)} builds a proof of {proof.theorem!r}, not of {theorem_id!r}")
+    claim = proof.claim
+    if isinstance(claim, Chain) and isinstance(claim.lhs, Basic) and _same_term(claim.lhs, claim.rhs):
+        raise ProofError(theorem_id, "statement", None, None, trivial_claim(claim.lhs, claim.rhs, claim.lhs))
     return proof
 
 

@@ -31,6 +31,7 @@ from sympy.matrices.expressions import (
 from ..kernel import PREDICATES
 from ..kernel.scalars import MAX_COEFFICIENT_NODES, MAX_EXPONENT, CoefficientError, require_coefficient
 from ..kernel.terms import MAX_DIMENSION_NODES, FamilyMatrix
+from ..kernel.validation import IDENTIFIER
 
 __all__ = ["OutOfTime", "ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS",
            "MAX_EXPLICIT_DIM", "MAX_DIM_NODES"]
@@ -41,7 +42,7 @@ MAX_CHARS = 2_000_000
 MAX_DIGITS = 20  # integers and the parts of rationals: exact arithmetic on them stays cheap
 MAX_EXPLICIT_DIM = 1_000_000  # an explicit (integer) dimension of a matrix symbol, identity or zero
 MAX_DIM_NODES = MAX_DIMENSION_NODES  # the kernel's own bound on a dimension expression (p + k, n - 1)
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_NAME = IDENTIFIER  # the kernel's own rule for names: what it accepts in-process, a certificate must carry
 _ASSUMPTIONS = {"integer", "positive", "nonnegative", "real", "commutative", "finite"}
 # One regular expression finds every token at once (C speed); anything else is a "bad" token.
 _TOKENS = re.compile(r"(-?\d{1,20})|('[^'\\]{0,200}')|([A-Za-z_][A-Za-z0-9_.]{0,80})|([()\[\],=])|(\S)")
@@ -199,13 +200,13 @@ def _build(node, depth: int = 0):
 def _str(c):
     (text,) = _arity(c, 1)
     if not isinstance(text, str) or not _NAME.fullmatch(text):
-        raise ParseError("Str must hold a plain name (letters, digits, underscore)")
+        raise ParseError("Str must hold a plain name (an ASCII identifier of at most 100 characters)")
     return Str(text)
 
 
 def _symbol(c):
     if len(c.args) != 1 or not isinstance(c.args[0], str) or not _NAME.fullmatch(c.args[0]):
-        raise ParseError("Symbol takes one plain name")
+        raise ParseError("Symbol takes one plain name (an ASCII identifier of at most 100 characters)")
     for key, value in c.kwargs.items():
         if key not in _ASSUMPTIONS or value is not S.true:
             raise ParseError(f"Symbol assumption {key}={value} is not allowed")
@@ -317,10 +318,11 @@ def _dense(c):
     if any(len(r) != len(rows[0]) for r in rows):
         raise ParseError("ImmutableDenseMatrix rows differ in length")
     blocks = [[_matrix(b, "a block") for b in r] for r in rows]
-    for block in (b for r in blocks for b in r):
-        if all(isinstance(d, Integer) for d in block.shape):  # SymPy would expand it entry by entry
-            raise ParseError(f"a block of explicit size {block.shape[0]}×{block.shape[1]}: blocks need a symbolic size")
-    return ImmutableDenseMatrix(blocks)
+    if any(isinstance(b, ImmutableDenseMatrix) for r in blocks for b in r):
+        raise ParseError("a block must be a matrix term, not a grid of blocks (nest a BlockMatrix instead)")
+    # evaluate=False, as BlockMatrix builds its grid: a block of explicit size (a 1×1 slot, a vector of one token)
+    # stays one block, never expanded entry by entry, and a nested block matrix stays a block
+    return ImmutableDenseMatrix(blocks, evaluate=False)
 
 
 def _block(c):

@@ -448,8 +448,14 @@ def _check_chain(theorem: str, chain: Chain, outer: Context, lemma_rules: dict) 
                 fail("the step does not change the expression", index, step.rule)
             if not one_step(current, after, rule, ctx):
                 fail("the rule does not rewrite the previous expression into this one", index, step.rule)
+        except (ProofError, OutOfTime):
+            raise
         except WorkExceeded as exc:  # name the step that ran out of budget
             fail(str(exc), index, step.rule)
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # SymPy refusing a term here
+            said = " ".join(str(exc).split())[:200]
+            fail(said if isinstance(exc, TermError) else f"SymPy refuses a term of this step ({type(exc).__name__}: "
+                 f"{said})", index, step.rule)
         current = after
     if current != rhs:
         fail("the chain does not end at the right-hand side of the claim", len(chain.steps) or None)

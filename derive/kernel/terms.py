@@ -387,7 +387,9 @@ def block(rows: Sequence[Sequence[MatrixExpr]]) -> BlockMatrix:
     rows = [list(r) for r in rows]
     if not rows or not rows[0] or any(len(r) != len(rows[0]) for r in rows):
         raise TermError("a block matrix needs a non-empty rectangular grid of blocks")
-    return BlockMatrix(ImmutableDenseMatrix(rows))
+    # evaluate=False: SymPy would otherwise expand a block of explicit size entry by entry (MatrixSymbol("y", 1, 1)
+    # into y[0, 0]) and refuse a nested block matrix of symbolic size
+    return BlockMatrix(ImmutableDenseMatrix(rows, evaluate=False))
 
 
 def blocks_of(term: BlockMatrix) -> list[list[MatrixExpr]]:

@@ -176,65 +176,82 @@ def term(value, budget: list[int] | None = None) -> Basic:
 
 
 def _term(value, budget: list[int]) -> Basic:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
-    kind = type(value)
-    if kind is MatrixSymbol:
-        name, rows, cols = _args(value) if len(_args(value)) == 3 else (None, None, None)
-        if type(name) is not Str or type(name.name) is not str or not IDENTIFIER.match(name.name):
-            raise ValidationError("a matrix symbol needs an identifier as its name")
-        return MatrixSymbol(Str(name.name), dimension(rows), dimension(cols))
-    if kind is FamilyMatrix:
-        name, position, rows, cols = _exactly(value, 4)
-        if type(name) is not Str or type(name.name) is not str or not IDENTIFIER.match(name.name):
-            raise ValidationError("a family needs an identifier as its name")
-        return FamilyMatrix(Str(name.name), index(position), dimension(rows), dimension(cols))
-    if kind is Identity:
-        (size,) = _exactly(value, 1)
-        return Identity(dimension(size))
-    if kind is ZeroMatrix:
-        rows, cols = _exactly(value, 2)
-        return ZeroMatrix(dimension(rows), dimension(cols))
-    if kind is Transpose:
-        (arg,) = _exactly(value, 1)
-        return Transpose(_term(arg, budget))
-    if kind is Inverse:
-        arg, exponent = _exactly(value, 2)
-        if type(exponent) is not type(S.NegativeOne):
-            raise ValidationError("an Inverse holds the exponent -1")
-        return Inverse(_term(arg, budget))
-    if kind is MatPow:
-        base, exponent = _exactly(value, 2)
-        return MatPow(_term(base, budget), rational(exponent))
-    if kind is MatMul:
-        args = _args(value)
-        if not args:
-            raise ValidationError("a product needs factors")
-        rebuilt = [_term(a, budget) if type(a) in _MATRIX_TYPES else _coefficient(a, budget) for a in args]
-        out = MatMul(*rebuilt, evaluate=False)
-        if out.args != tuple(rebuilt):
-            raise ValidationError("SymPy changed a product while rebuilding it")
-        return out
-    if kind is MatAdd:
-        args = _args(value)
-        if not args:
-            raise ValidationError("a sum needs terms")
-        rebuilt = [_term(a, budget) for a in args]
-        out = MatAdd(*rebuilt, evaluate=False)
-        if out.args != tuple(rebuilt):
-            raise ValidationError("SymPy changed a sum while rebuilding it")
-        return out
-    if kind is BlockMatrix:
-        (grid,) = _exactly(value, 1)
-        if type(grid) is not ImmutableDenseMatrix:
-            raise ValidationError("a block matrix holds an ImmutableDenseMatrix of blocks")
-        rows, cols = grid.shape
-        if type(rows) is not int or type(cols) is not int or rows < 1 or cols < 1:
-            raise ValidationError("a block matrix needs a non-empty grid of blocks")
-        blocks = [[_term(grid[i, j], budget) for j in range(cols)] for i in range(rows)]
-        return BlockMatrix(ImmutableDenseMatrix(blocks))
-    raise ValidationError(f"{kind.__name__} is not a matrix term the kernel knows")
+    try:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
+        kind = type(value)
+        if kind is MatrixSymbol:
+            name, rows, cols = _args(value) if len(_args(value)) == 3 else (None, None, None)
+            if type(name) is not Str or type(name.name) is not str or not IDENTIFIER.match(name.name):
+                raise ValidationError("a matrix symbol needs an identifier as its name")
+            return MatrixSymbol(Str(name.name), dimension(rows), dimension(cols))
+        if kind is FamilyMatrix:
+            name, position, rows, cols = _exactly(value, 4)
+            if type(name) is not Str or type(name.name) is not str or not IDENTIFIER.match(name.name):
+                raise ValidationError("a family needs an identifier as its name")
+            return FamilyMatrix(Str(name.name), index(position), dimension(rows), dimension(cols))
+        if kind is Identity:
+            (size,) = _exactly(value, 1)
+            return Identity(dimension(size))
+        if kind is ZeroMatrix:
+            rows, cols = _exactly(value, 2)
+            return ZeroMatrix(dimension(rows), dimension(cols))
+        if kind is Transpose:
+            (arg,) = _exactly(value, 1)
+            return Transpose(_term(arg, budget))
+        if kind is Inverse:
+            arg, exponent = _exactly(value, 2)
+            if type(exponent) is not type(S.NegativeOne):
+                raise ValidationError("an Inverse holds the exponent -1")
+            return Inverse(_term(arg, budget))
+        if kind is MatPow:
+            base, exponent = _exactly(value, 2)
+            return MatPow(_term(base, budget), rational(exponent))
+        if kind is MatMul:
+            args = _args(value)
+            if not args:
+                raise ValidationError("a product needs factors")
+            rebuilt = [_term(a, budget) if type(a) in _MATRIX_TYPES else _coefficient(a, budget) for a in args]
+            out = MatMul(*rebuilt, evaluate=False)
+            if out.args != tuple(rebuilt):
+                raise ValidationError("SymPy changed a product while rebuilding it")
+            return out
+        if kind is MatAdd:
+            args = _args(value)
+            if not args:
+                raise ValidationError("a sum needs terms")
+            rebuilt = [_term(a, budget) for a in args]
+            out = MatAdd(*rebuilt, evaluate=False)
+            if out.args != tuple(rebuilt):
+                raise ValidationError("SymPy changed a sum while rebuilding it")
+            return out
+        if kind is BlockMatrix:
+            (grid,) = _exactly(value, 1)
+            if type(grid) is not ImmutableDenseMatrix:
+                raise ValidationError("a block matrix holds an ImmutableDenseMatrix of blocks")
+            rows, cols = grid.shape
+            if type(rows) is not int or type(cols) is not int or rows < 1 or cols < 1:
+                raise ValidationError("a block matrix needs a non-empty grid of blocks")
+            blocks = [[_term(grid[i, j], budget) for j in range(cols)] for i in range(rows)]
+            # evaluate=False: blocks of explicit size and nested block matrices stay blocks (as BlockMatrix builds them)
+            return BlockMatrix(ImmutableDenseMatrix(blocks, evaluate=False))
+        raise ValidationError(f"{kind.__name__} is not a matrix term the kernel knows")
+    except ValidationError:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # SymPy refusing the parts
+        raise ValidationError(f"SymPy refuses the {type(value).__name__} {_term_shown(value)}: "
+                              f"{' '.join(str(exc).split())}") from None
+
+
+def _term_shown(value) -> str:
+    """A term as a message may show it: on one line, cut short, escaped (never raising)."""
+    for show in (str, sympy.srepr):
+        try:
+            return _shown(" ".join(show(value).split()))
+        except Exception:  # noqa: BLE001, S112 - a malformed object may not print: try the next way
+            continue
+    return "(a term that cannot be printed)"
 
 
 _MATRIX_TYPES = frozenset({MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul,
