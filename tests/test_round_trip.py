@@ -159,7 +159,8 @@ def _random_term_theorem(index_: int, cited):
     rng = random.Random(1000 + index_)
     rows, cols = rng.choice(SHAPES)
     T = _random_term(rng, rows, cols)
-    hypotheses = [predicate("A_positive_definite", Q.positive_definite, A)]  # A^(1/2) is defined
+    # A^(1/2) is defined: A diagonal and positive definite (a non-integer power needs both)
+    hypotheses = [predicate("A_positive_definite", Q.positive_definite, A), predicate("A_diagonal", Q.diagonal, A)]
     kind = index_ % 4
     if kind == 1:  # for all r and every B (p × r): A B = B, used at B := T
         r = dim("r")
