@@ -32,3 +32,7 @@ __version__ = "0.1.0"
 __all__ = ["Chain", "ChainBuilder", "Definition", "Family", "Hypothesis", "Induction", "InductionBuilder", "Proof",
            "ProofBuilder", "ProofError", "Step", "Theorem", "__version__", "add", "block", "check", "dim", "family",
            "index", "inv", "mul", "orthogonal", "power", "predicate", "scalar", "theorem", "transpose"]
+
+from . import records as _records  # noqa: E402  (replays recorded proofs; derive.records says where they live)
+
+_records.install()

@@ -165,10 +165,12 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_list(args) -> int:
+    from .authoring.registry import statement
+
     failed = 0
-    for theorem_id, build in _library().items():
+    for theorem_id in _library():
         try:
-            title = build().title
+            title = statement(theorem_id).title  # the statement only: no chain runs, nothing is searched
         except Exception as exc:  # a user's proof function that raises: say so, keep listing
             failed += 1
             title = f"(cannot build: {type(exc).__name__}: {exc})"
