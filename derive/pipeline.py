@@ -38,19 +38,22 @@ class UserInputError(Exception):
     """Something the user gave cannot be used (a symbols file, a route a theorem file declares): exit status 2."""
 
 
-def prove(ids: Sequence[str], witness: bool = False) -> list[dict]:
-    """Build and check each theorem; one record per theorem (``theorem`` set when verified).
+def prove(ids: Sequence[str], witness: bool = False, search: bool = False) -> list[dict]:
+    """Check each theorem; one record per theorem (``theorem`` set when verified, ``searched`` when its proof was
+    found by running its function rather than replayed from its record: :mod:`derive.records`).
 
-    With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
+    With ``search``, every theorem asked for is searched again (``derive prove --search``) and its record
+    rewritten.  With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
     """
-    from .authoring.registry import checked
+    from .authoring.registry import checked, searched
 
     records = []
     for theorem_id in ids:
         start = time.perf_counter()
         record = {"id": theorem_id, "status": "failed", "steps": 0, "seconds": 0.0}
         try:
-            theorem = checked(theorem_id)
+            theorem = checked(theorem_id, search=search)
+            record["searched"] = searched(theorem_id)
             proof = theorem.proof
             record["steps"] = theorem.steps
             record["theorem"] = theorem

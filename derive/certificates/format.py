@@ -352,7 +352,8 @@ def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadl
         raise deadline.passed()
     proof = proof_from_data(data, known, deadline)
     if library is not None and proof.theorem in library:  # the cheap comparison first
-        if statement_of(proof) != statement_of(library[proof.theorem]()):
+        expected = library[proof.theorem]  # a statement (a dict, as statement_of gives) or a builder of the proof
+        if statement_of(proof) != (expected if isinstance(expected, dict) else statement_of(expected())):
             raise CertificateError(f"{where}the statement differs from the library's statement of {proof.theorem}")
     try:
         theorem = check(proof, time_limit=deadline.left())
@@ -373,10 +374,11 @@ def verify_certificate(data: dict, library: dict | None = None, *, expect: str |
     """Re-check a certificate from scratch; return the theorem or raise CertificateError.
 
     The certificate's dependencies are checked first, in order, each citing only earlier ones.
-    ``library`` maps theorem ids to proof builders: a certificate (or dependency) whose id is in it
-    must state the library's statement.  ``expect`` requires the certificate to prove that library
-    theorem.  ``cited`` supplies checked theorems a certificate without dependencies may cite (matched
-    by sha256).  ``time_limit`` (seconds) bounds the whole verification, dependencies included, counted from
+    ``library`` maps theorem ids to statements (dicts, as :func:`statement_of` gives) or proof builders: a
+    certificate (or dependency) whose id is in it must state the library's statement.  ``expect`` requires the
+    certificate to prove that library theorem.  ``cited`` supplies checked theorems a certificate without
+    dependencies may cite (matched by sha256).  ``time_limit`` (seconds) bounds the whole verification,
+    dependencies included, counted from
     ``started`` (a ``time.monotonic()`` value: when the file began to be read) or from now.
     """
     deadline = _Deadline(time_limit, started)
