@@ -119,11 +119,15 @@ def _cmd_build(args) -> int:
 
     def progress(index: int, total: int, record: dict) -> None:
         status = "verified" if "theorem" in record else "FAILED"
-        print(f"[{index}/{total}] {record['id']:30} {status} ({record['steps']} steps, {record['seconds']:.2f} s)",
-              flush=True)
+        how = "searched" if record.get("searched") else "replayed"
+        print(f"[{index}/{total}] {record['id']:30} {status} ({record['steps']} steps, {record['seconds']:.2f} s, "
+              f"{how})", flush=True)
+
+    def report(line: str) -> None:
+        print(line, flush=True)
 
     result = pipeline.build(out, list(_library()), style=args.style, symbols=args.symbols, make_pdf=not args.no_pdf,
-                            progress=progress)
+                            progress=progress, report=report)
     _failures(result.records)
     print(result.summary())
     return 0 if result.verified == len(result.records) else 1

@@ -172,11 +172,16 @@ class BuildResult:
 
 
 def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | None = None, make_pdf: bool = True,
-          progress: Callable[[int, int, dict], None] | None = None) -> BuildResult:
-    """The main job: prove every theorem, then write certificates, LaTeX, generated code and (if asked) the PDF.
+          progress: Callable[[int, int, dict], None] | None = None,
+          report: Callable[[str], None] | None = None) -> BuildResult:
+    """The main job: prove every theorem, then write certificates, LaTeX, generated code, the PDF (if asked) and
+    the Coq development.
 
-    The output folders ``out/certificates``, ``out/latex`` and ``out/code`` must exist.
+    ``progress`` is called after each theorem; ``report`` with one line as each later stage starts and ends
+    (certificates, LaTeX, code, PDF, Coq and every coqc verdict), so nothing runs silently.  The output folders
+    ``out/certificates``, ``out/latex`` and ``out/code`` must exist.
     """
+    say = report or (lambda line: None)
     certs, tex, code = out / "certificates", out / "latex", out / "code"
     records = []
     for index, theorem_id in enumerate(ids, start=1):
@@ -184,34 +189,66 @@ def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | No
         records.append(record)
         if progress is not None:
             progress(index, len(ids), record)
+    started = time.perf_counter()
     written = write_certificates(records, certs)
+    say(f"certificates: {written} written to {certs} ({time.perf_counter() - started:.1f} s)")
     theorems = [r["theorem"] for r in records if "theorem" in r]
+    say(f"LaTeX: writing the package, {len(theorems)} theorem fragments and the article to {tex} ...")
+    started = time.perf_counter()
     article = write_latex(theorems, tex, style, symbols)
+    say(f"LaTeX: wrote {article} ({time.perf_counter() - started:.1f} s)")
+    started = time.perf_counter()
     paths = write_code(records, code, list(BACKENDS))
-    account = pdf(article) if make_pdf else "PDF skipped (--no-pdf)"
-    return BuildResult(records, certs, article, paths, account, written, extra=write_coq(records, out / "coq"))
+    say(f"code: wrote {', '.join(p.name for p in paths)} to {code} ({time.perf_counter() - started:.1f} s)")
+    if make_pdf:
+        say("PDF: compiling the article ..." if tex_engine() is not None else "PDF: no TeX engine found")
+        started = time.perf_counter()
+        account = pdf(article)
+        say(f"{account} ({time.perf_counter() - started:.1f} s)")
+    else:
+        account = "PDF skipped (--no-pdf)"
+    extra = write_coq(records, out / "coq", report=say)
+    return BuildResult(records, certs, article, paths, account, written, extra=extra)
 
 
-def write_coq(records: list[dict], out: Path, compile_: bool = True) -> list[str]:
+def write_coq(records: list[dict], out: Path, compile_: bool = True,
+              report: Callable[[str], None] | None = None) -> list[str]:
     """The Coq development of the verified theorems in ``out``; compiled per theorem when coqc is on PATH.
 
-    Returns the lines to report (what was exported, and each theorem's coqc verdict).
+    Returns the lines to report (what was exported, and each theorem's coqc verdict); ``report`` is told the
+    theorems that could not be exported, each with the reason, and every coqc verdict as it comes.
     """
     import json
 
     from .export.coq import compile_export, coqc, export_certificates, write_export
 
+    say = report or (lambda line: None)
     data = [json.loads(certificate_text(r["theorem"])) for r in records if "theorem" in r]
     export = export_certificates(data)
     write_export(export, out)
-    lines = [f"Coq: {len(export.exported)} theorems exported to {out}, {len(export.skipped)} not exported"]
+    lines = [f"Coq: {len(export.exported)} theorems exported to {out}, {len(export.skipped)} not exported"
+             + (f" ({', '.join(export.skipped)})" if export.skipped else "")]
+    say(lines[0])
+    for theorem_id, reason in export.skipped.items():
+        say(f"Coq: not exported: {theorem_id}: {reason}")
     if compile_ and coqc() is not None and export.exported:
-        results = compile_export(out, export.exported)
+        say(f"coqc: compiling the prelude and {len(export.exported)} theorems ...")
+        started = time.perf_counter()
+        done: list[str] = []
+
+        def verdict(theorem_id: str, result: str) -> None:
+            done.append(theorem_id)
+            say(f"coqc [{len(done)}/{len(export.exported)}] {theorem_id}: "
+                + ("accepted, closed under the global context" if result == "ok" else result))
+
+        results = compile_export(out, export.exported, on_result=verdict)
         failed = {k: v for k, v in results.items() if v != "ok"}
         lines.append(f"coqc: {len(results) - len(failed)}/{len(results)} accepted"
                      + "".join(f"; {k}: {v}" for k, v in failed.items()))
+        say(f"{lines[-1]} ({time.perf_counter() - started:.1f} s)")
         if failed:
             raise PipelineError("coqc rejected exported theorems: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     elif compile_ and export.exported:
         lines.append("coqc not found: Coq files written, not compiled")
+        say(lines[-1])
     return lines
