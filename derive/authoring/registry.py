@@ -287,7 +287,11 @@ def checked(theorem_id: str, search: bool = False) -> Theorem:
     try:
         store, result = _STORE[0], None
         if store is not None and not search:
-            result = store.replay(entry(theorem_id), statement(theorem_id))
+            try:
+                stated = statement(theorem_id)
+            except Exception:  # the function fails even to state the theorem: the search below reports it
+                stated = None
+            result = None if stated is None else store.replay(entry(theorem_id), stated)
         if result is None:
             result = check(build(theorem_id))
             with _LOCK:
