@@ -142,31 +142,29 @@ def _states(proof, statement: Statement) -> bool:
     return set(want["cites"]) <= cited
 
 
-_STORE: list[FolderStore | None] = [None]
-
-
 def install() -> FolderStore | None:
-    """Install the default store (called when :mod:`derive` is imported); ``DERIVE_RECORDS`` may switch it off."""
+    """Install the default store in the registry (the registry asks for it on first use, through
+    :mod:`derive._hooks`); ``DERIVE_RECORDS`` may switch it off.  The store, or None."""
     mode = os.environ.get("DERIVE_RECORDS", "write")
     if mode == "off":
         registry.use_record_store(None)
-        _STORE[0] = None
         return None
     builtin = LIBRARY_RECORD if LIBRARY_RECORD.is_dir() else None
-    _STORE[0] = FolderStore(builtin, write=mode != "read")
-    registry.use_record_store(_STORE[0])
-    return _STORE[0]
+    made = FolderStore(builtin, write=mode != "read")
+    registry.use_record_store(made)
+    return made
 
 
 def store() -> FolderStore | None:
     """The installed store (None when records are off)."""
-    return _STORE[0]
+    current = registry.record_store()
+    return current if isinstance(current, FolderStore) else None
 
 
 def attach(theorem_ids, folder: str | Path | None = None) -> list[Path]:
     """Record and replay the theorems of the modules that registered ``theorem_ids`` (a user's library):
     in ``folder``, or beside each module in ``<stem>.proofs/``; the folders used."""
-    current = _STORE[0]
+    current = store()
     if current is None:
         return []
     used = []

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from .. import _hooks
 from ..kernel import Proof, ProofError, Theorem, check, proof_to_data
 from .builder import StepsNeeded, statement_only
 
@@ -88,7 +89,8 @@ _REGISTRY: dict[str, TheoremEntry] = {}
 _CHECKED: dict[str, Theorem] = {}
 _STATEMENTS: dict[str, Statement] = {}
 _SEARCHED: set[str] = set()  # ids whose cached theorem came from a search in this process
-_STORE: list[RecordStore | None] = [None]
+_UNSET = object()
+_STORE: list = [_UNSET]  # the RecordStore, None for none, _UNSET until first needed (then _hooks makes it)
 _LOCK = threading.RLock()  # guards _REGISTRY and _CHECKED: several threads may build theorems at once
 
 
@@ -256,8 +258,16 @@ def use_record_store(store: RecordStore | None) -> RecordStore | None:
 
 
 def record_store() -> RecordStore | None:
-    """The installed :class:`RecordStore`, or None."""
-    return _STORE[0]
+    """The installed :class:`RecordStore`, or None (the package's default, :mod:`derive.records`, is made on first
+    use)."""
+    with _LOCK:
+        if _STORE[0] is _UNSET:
+            factory = _hooks.record_store_factory
+            _STORE[0] = None
+            store = factory() if factory is not None else None
+            if _STORE[0] is None:
+                _STORE[0] = store
+        return _STORE[0]
 
 
 def searched(theorem_id: str) -> bool:
@@ -285,7 +295,7 @@ def checked(theorem_id: str, search: bool = False) -> Theorem:
         raise ProofError(theorem_id, "statement", None, None, f"theorems cite each other in a cycle: {cycle}")
     stack.append(theorem_id)
     try:
-        store, result = _STORE[0], None
+        store, result = record_store(), None
         if store is not None and not search:
             try:
                 stated = statement(theorem_id)
