@@ -240,3 +240,11 @@ def test_a_fresh_search_gives_the_record(fresh):
     assert all(r["searched"] for r in result)
     for r in result:
         assert certificate_text(r["theorem"]) == (CERTIFICATES / f"{r['id']}.json").read_text(), r["id"]
+
+
+def test_importing_the_estimator_imports_no_sympy():
+    pytest.importorskip("sklearn")
+    code = ("import sys, derive.sklearn, derive.generated.ols_attention; "
+            "assert 'sympy' not in sys.modules and 'derive.kernel' not in sys.modules, 'imported'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
