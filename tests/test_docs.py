@@ -124,6 +124,7 @@ def test_ci_builds_the_docs_with_warnings_as_errors():
 
 @pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("sphinx", "myst_nb", "ipykernel")),
                     reason='the docs extra is not installed (pip install ".[docs]"); .ci/run builds the docs itself')
+@pytest.mark.slow
 def test_docs_build_without_warnings(tmp_path, monkeypatch):
     _with_scripts_on_path(monkeypatch)
     out = tmp_path / "html"

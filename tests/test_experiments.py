@@ -123,6 +123,7 @@ def test_distribution_shift_hurts_frozen_weights_not_refitting():
     assert fixed[0] > refit[0]
 
 
+@pytest.mark.slow
 def test_reproduce_writes_figures_and_summary(tmp_path):
     pytest.importorskip("matplotlib")
     old = os.umask(0o022)
