@@ -171,6 +171,7 @@ def test_training_figure_shows_the_excess_loss_on_a_log_scale():
     np.testing.assert_allclose(line.get_ydata(), np.array(result["history"]["loss"]) - result["ols_loss"])
 
 
+@pytest.mark.slow
 def test_reproduce_names_the_output_it_cannot_write(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     (tmp_path / "summary.json").mkdir()  # in the way of the summary, even for root

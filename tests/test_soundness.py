@@ -110,7 +110,14 @@ RULE_IDS = sorted(RULE_PROOFS)
 #: mutates these, which between them use equations, predicates, definitions, citations, scalars and blocks.
 QUICK_IDS = {"orthogonal_inverse", "spectral_precision", "ols_is_linear_attention", "sherman_morrison",
              "kernel_ridge_push_through", "softmax_nadaraya_watson"}
-TIERED_IDS = [t if t in QUICK_IDS else pytest.param(t, marks=pytest.mark.slow) for t in THEOREM_IDS]
+
+
+def tiered(ids) -> list:
+    """``ids`` with every one outside QUICK_IDS in the slow tier."""
+    return [t if t in QUICK_IDS else pytest.param(t, marks=pytest.mark.slow) for t in ids]
+
+
+TIERED_IDS = tiered(THEOREM_IDS)
 #: The rules the kernel language gained with blocks, scalars and families (base:/step: are per family).
 NEW_RULES = {"block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
              "inverse_identity", "scalar_matrix"}
@@ -558,6 +565,7 @@ def test_step_expression_mutants_are_rejected(theorem_id: str):
     assert not bad, f"{len(bad)} mutated step expressions accepted:\n{describe(bad)}"
 
 
+@pytest.mark.slow
 def test_step_expression_mutants_are_many():
     counts = {tid: len(step_expression_mutants(tid)) for tid in THEOREM_IDS}
     assert sum(counts.values()) >= (800 if not FULL else 5000), counts
@@ -639,7 +647,7 @@ def test_instances_occur_in_forall_hypotheses_and_citations():
     assert len(cited) >= 4  # spectral_precision and gauge_invariance cite the orthogonal-inverse theorems
 
 
-@pytest.mark.parametrize("theorem_id", INSTANCE_THEOREMS)
+@pytest.mark.parametrize("theorem_id", tiered(INSTANCE_THEOREMS))
 def test_altered_instances_are_rejected(theorem_id: str):
     mutants = instance_mutants(theorem_id)
     assert len(mutants) >= 20
@@ -1042,7 +1050,7 @@ def family_mutants(theorem_id: str) -> list[Mutant]:
     return [m for m in out if m.proof.families != proof.families]
 
 
-@pytest.mark.parametrize("theorem_id", INDUCTION_THEOREMS)
+@pytest.mark.parametrize("theorem_id", tiered(INDUCTION_THEOREMS))
 def test_induction_mutants_are_rejected(theorem_id: str):
     mutants = induction_mutants(theorem_id)
     inductions = sum(isinstance(c, Induction) for c in chains(proof_of(theorem_id)))
@@ -1052,7 +1060,7 @@ def test_induction_mutants_are_rejected(theorem_id: str):
     assert not bad, f"induction mutants accepted:\n{describe(bad)}"
 
 
-@pytest.mark.parametrize("theorem_id", FAMILY_THEOREMS)
+@pytest.mark.parametrize("theorem_id", tiered(FAMILY_THEOREMS))
 def test_recurrence_mutants_are_rejected(theorem_id: str):
     mutants = family_mutants(theorem_id)
     assert len(mutants) >= 3
