@@ -52,10 +52,16 @@ def _library():
     return {theorem_id: (lambda i=theorem_id: build(i)) for theorem_id in entries()}
 
 
-def _load_libraries(specs: list[str] | None) -> None:
-    """Load installed packages' theorems (entry points), then each ``--library``, in order."""
+def _load_libraries(specs: list[str] | None, record: str | None = None) -> None:
+    """Load installed packages' theorems (entry points), then each ``--library``, in order; the theorems of each
+    ``--library`` are recorded and replayed beside its module (or in ``record``: ``--record DIR``)."""
     from .authoring.registry import LibraryError, load_entry_points, load_library
+    from .records import attach
 
+    if record is not None and not specs:
+        raise UsageError("--record DIR names where the proofs of a --library are recorded: give --library too")
+    if record is not None and Path(record).exists() and not Path(record).is_dir():
+        raise UsageError(f"--record {record} exists and is not a directory")
     try:
         load_entry_points()
         for spec in specs or ():
@@ -63,6 +69,7 @@ def _load_libraries(specs: list[str] | None) -> None:
             if not ids:
                 raise UsageError(f"library {spec} registers no theorem (decorate proof functions with @theorem)")
             _LOADED.extend(i for i in ids if i not in _LOADED)
+            attach(ids, record)
     except LibraryError as exc:
         raise UsageError(str(exc)) from None
 
@@ -117,11 +124,15 @@ def _cmd_build(args) -> int:
 
     def progress(index: int, total: int, record: dict) -> None:
         status = "verified" if "theorem" in record else "FAILED"
-        print(f"[{index}/{total}] {record['id']:30} {status} ({record['steps']} steps, {record['seconds']:.2f} s)",
-              flush=True)
+        how = "searched" if record.get("searched") else "replayed"
+        print(f"[{index}/{total}] {record['id']:30} {status} ({record['steps']} steps, {record['seconds']:.2f} s, "
+              f"{how})", flush=True)
+
+    def report(line: str) -> None:
+        print(line, flush=True)
 
     result = pipeline.build(out, list(_library()), style=args.style, symbols=args.symbols, make_pdf=not args.no_pdf,
-                            progress=progress, witness=args.witness)
+                            progress=progress, report=report, witness=args.witness)
     _failures(result.records)
     print(result.summary())
     return 0 if result.verified == len(result.records) else 1
@@ -170,10 +181,12 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_list(args) -> int:
+    from .authoring.registry import statement
+
     failed = 0
-    for theorem_id, build in _library().items():
+    for theorem_id in _library():
         try:
-            title = build().title
+            title = statement(theorem_id).title  # the statement only: no chain runs, nothing is searched
         except Exception as exc:  # a user's proof function that raises: say so, keep listing
             failed += 1
             title = f"(cannot build: {type(exc).__name__}: {exc})"
@@ -184,7 +197,7 @@ def _cmd_list(args) -> int:
 def _cmd_prove(args) -> int:
     ids = _select(args.ids)
     out = _output_dir(args.certificates) if args.certificates else None
-    records = pipeline.prove(ids, witness=args.witness)
+    records = pipeline.prove(ids, witness=args.witness, search=args.search)
     if out is not None:
         pipeline.write_certificates(records, out)
     if args.json:
@@ -203,8 +216,20 @@ def _cmd_prove(args) -> int:
                   f"{r['seconds']:7.3f}{extra}")
         _failures(records)
         verified = sum(r["status"] == "verified" for r in records)
-        print(f"{verified}/{len(records)} theorems verified" + (f"; certificates in {out}" if out else ""))
+        searched = sum(r.get("searched", False) for r in records)
+        print(f"{verified}/{len(records)} theorems verified" + (f"; certificates in {out}" if out else "")
+              + f"; {len(records) - searched} replayed from their records, {searched} searched")
+    _record_problems()
     return 0 if all(r["status"] == "verified" for r in records) else 1
+
+
+def _record_problems() -> None:
+    """Say which found proofs could not be recorded (a read-only folder): the next run searches them again."""
+    from .records import store
+
+    current = store()
+    for line in current.problems if current is not None else ():
+        print(f"derive: note: {line}", file=sys.stderr)
 
 
 def statement_lines(theorem) -> list[str]:
@@ -248,10 +273,12 @@ def statement_lines(theorem) -> list[str]:
 
 
 def _builtin_library() -> dict:
-    """Theorem id -> function building its proof, for the built-in theorems only (the package's own code)."""
-    from .library import LIBRARY
+    """Theorem id -> its statement, for the built-in theorems only: the statement data shipped in the package
+    (``derive/data/statements.json``, generated from the checked theorems and pinned by a test), so comparing
+    runs no proof code."""
+    from .records import STATEMENT_DATA
 
-    return dict(LIBRARY)
+    return json.loads(STATEMENT_DATA.read_text(encoding="utf-8"))
 
 
 def _reference(path: str, library: dict, time_limit: float, work_limit: int | None) -> dict:
@@ -393,6 +420,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--certificates", metavar="DIR", help="write DIR/<id>.json for each verified theorem")
     p.add_argument("--witness", action="store_true",
                    help="also re-evaluate every step exactly on random instances and as identities (p = 1, 2)")
+    p.add_argument("--search", action="store_true",
+                   help="search every proof again (.auto) instead of replaying the recorded one, and record it")
     p.set_defaults(run=_cmd_prove)
     c = sub.add_parser("check", help="re-check certificate files from scratch")
     c.add_argument("files", nargs="+", metavar="FILE")
@@ -451,6 +480,9 @@ def _parser() -> argparse.ArgumentParser:
                              help="also load the theorems this module or .py file registers with @theorem "
                                   "(repeatable). A library, like an installed entry point, is Python code that runs "
                                   "with your rights: load only code you trust")
+        command.add_argument("--record", metavar="DIR",
+                             help="record the proofs of the --library theorems in DIR and replay them from there "
+                                  "(default: <module>.proofs/ beside each library module)")
     c.add_argument("--library", action="append", metavar="MODULE_OR_FILE", help=argparse.SUPPRESS)
     return parser
 
@@ -472,7 +504,7 @@ def _run(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if hasattr(args, "library") and args.command != "check":  # check runs no code but the package's own
-            _load_libraries(args.library)
+            _load_libraries(args.library, getattr(args, "record", None))
         return args.run(args)
     except (UsageError, UserInputError) as exc:
         print(f"derive: error: {exc}", file=sys.stderr)

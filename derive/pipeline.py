@@ -38,19 +38,22 @@ class UserInputError(Exception):
     """Something the user gave cannot be used (a symbols file, a route a theorem file declares): exit status 2."""
 
 
-def prove(ids: Sequence[str], witness: bool = False) -> list[dict]:
-    """Build and check each theorem; one record per theorem (``theorem`` set when verified).
+def prove(ids: Sequence[str], witness: bool = False, search: bool = False) -> list[dict]:
+    """Check each theorem; one record per theorem (``theorem`` set when verified, ``searched`` when its proof was
+    found by running its function rather than replayed from its record: :mod:`derive.records`).
 
-    With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
+    With ``search``, every theorem asked for is searched again (``derive prove --search``) and its record
+    rewritten.  With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
     """
-    from .authoring.registry import checked
+    from .authoring.registry import checked, searched
 
     records = []
     for theorem_id in ids:
         start = time.perf_counter()
         record = {"id": theorem_id, "status": "failed", "steps": 0, "seconds": 0.0}
         try:
-            theorem = checked(theorem_id)
+            theorem = checked(theorem_id, search=search)
+            record["searched"] = searched(theorem_id)
             proof = theorem.proof
             record["steps"] = theorem.steps
             record["theorem"] = theorem
@@ -189,14 +192,18 @@ class BuildResult:
 
 
 def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | None = None, make_pdf: bool = True,
-          progress: Callable[[int, int, dict], None] | None = None, witness: bool = False) -> BuildResult:
-    """The main job: prove every theorem, then write certificates, LaTeX, generated code and (if asked) the PDF.
+          progress: Callable[[int, int, dict], None] | None = None,
+          report: Callable[[str], None] | None = None, witness: bool = False) -> BuildResult:
+    """The main job: prove every theorem, then write certificates, LaTeX, generated code, the PDF (if asked) and
+    the Coq development.
 
-    With ``witness``, every proof is also re-evaluated by the independent witness (a refutation fails the
-    theorem, as in :func:`prove`), and the article's table of results says so.
-
-    The output folders ``out/certificates``, ``out/latex`` and ``out/code`` must exist.
+    ``progress`` is called after each theorem; ``report`` with one line as each later stage starts and ends
+    (certificates, LaTeX, code, PDF, Coq and every coqc verdict), so nothing runs silently.  With ``witness``,
+    every proof is also re-evaluated by the independent witness (a refutation fails the theorem, as in
+    :func:`prove`), and the article's table of results says so.  The output folders ``out/certificates``,
+    ``out/latex`` and ``out/code`` must exist.
     """
+    say = report or (lambda line: None)
     certs, tex, code = out / "certificates", out / "latex", out / "code"
     records = []
     for index, theorem_id in enumerate(ids, start=1):
@@ -204,46 +211,78 @@ def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | No
         records.append(record)
         if progress is not None:
             progress(index, len(ids), record)
+    started = time.perf_counter()
     written = write_certificates(records, certs)
+    say(f"certificates: {written} written to {certs} ({time.perf_counter() - started:.1f} s)")
     theorems = [r["theorem"] for r in records if "theorem" in r]
     status: dict[str, dict[str, str]] = {}
-    coq = write_coq(records, out / "coq", status=status)
+    coq = write_coq(records, out / "coq", status=status, report=say)
     for record in records:
         if "witness" in record:
             instances = record["witness"]["instances"]
             status.setdefault(record["id"], {})["witness"] = str(instances)
+    say(f"LaTeX: writing the package, {len(theorems)} theorem fragments and the article to {tex} ...")
+    started = time.perf_counter()
     article = write_latex(theorems, tex, style, symbols, results=status)
+    say(f"LaTeX: wrote {article} ({time.perf_counter() - started:.1f} s)")
+    started = time.perf_counter()
     paths = write_code(records, code, list(BACKENDS))
-    account = pdf(article) if make_pdf else "PDF skipped (--no-pdf)"
+    say(f"code: wrote {', '.join(p.name for p in paths)} to {code} ({time.perf_counter() - started:.1f} s)")
+    if make_pdf:
+        say("PDF: compiling the article ..." if tex_engine() is not None else "PDF: no TeX engine found")
+        started = time.perf_counter()
+        account = pdf(article)
+        say(f"{account} ({time.perf_counter() - started:.1f} s)")
+    else:
+        account = "PDF skipped (--no-pdf)"
     return BuildResult(records, certs, article, paths, account, written, extra=coq)
 
 
-def write_coq(records: list[dict], out: Path, compile_: bool = True, status: dict | None = None) -> list[str]:
+def write_coq(records: list[dict], out: Path, compile_: bool = True, status: dict | None = None,
+              report: Callable[[str], None] | None = None) -> list[str]:
     """The Coq development of the verified theorems in ``out``; compiled per theorem when coqc is on PATH.
 
-    Returns the lines to report (what was exported, and each theorem's coqc verdict).  ``status``, when given,
-    receives each theorem's Coq state for the article: ``{"coq": "exported" | "checked" | why not}``.
+    Returns the lines to report (what was exported, and each theorem's coqc verdict); ``report`` is told the
+    theorems that could not be exported, each with the reason, and every coqc verdict as it comes.
+    ``status``, when given, receives each theorem's Coq state for the article: ``{"coq": "exported" |
+    "checked" | why not}``.
     """
     import json
 
     from .export.coq import compile_export, coqc, export_certificates, write_export
 
+    say = report or (lambda line: None)
     data = [json.loads(certificate_text(r["theorem"])) for r in records if "theorem" in r]
     export = export_certificates(data)
     write_export(export, out)
-    lines = [f"Coq: {len(export.exported)} theorems exported to {out}, {len(export.skipped)} not exported"]
+    lines = [f"Coq: {len(export.exported)} theorems exported to {out}, {len(export.skipped)} not exported"
+             + (f" ({', '.join(export.skipped)})" if export.skipped else "")]
+    say(lines[0])
+    for theorem_id, reason in export.skipped.items():
+        say(f"Coq: not exported: {theorem_id}: {reason}")
     if status is not None:
         status.update({tid: {"coq": "exported"} for tid in export.exported})
         status.update({tid: {"coq": reason} for tid, reason in export.skipped.items()})
     if compile_ and coqc() is not None and export.exported:
-        results = compile_export(out, export.exported)
+        say(f"coqc: compiling the prelude and {len(export.exported)} theorems ...")
+        started = time.perf_counter()
+        done: list[str] = []
+
+        def verdict(theorem_id: str, result: str) -> None:
+            done.append(theorem_id)
+            say(f"coqc [{len(done)}/{len(export.exported)}] {theorem_id}: "
+                + ("accepted, closed under the global context" if result == "ok" else result))
+
+        results = compile_export(out, export.exported, on_result=verdict)
         if status is not None:
-            status.update({tid: {"coq": "checked"} for tid, verdict in results.items() if verdict == "ok"})
+            status.update({tid: {"coq": "checked"} for tid, verdict_ in results.items() if verdict_ == "ok"})
         failed = {k: v for k, v in results.items() if v != "ok"}
         lines.append(f"coqc: {len(results) - len(failed)}/{len(results)} accepted"
                      + "".join(f"; {k}: {v}" for k, v in failed.items()))
+        say(f"{lines[-1]} ({time.perf_counter() - started:.1f} s)")
         if failed:
             raise PipelineError("coqc rejected exported theorems: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     elif compile_ and export.exported:
         lines.append("coqc not found: Coq files written, not compiled")
+        say(lines[-1])
     return lines

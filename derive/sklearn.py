@@ -1,14 +1,13 @@
 """A scikit-learn regressor that fits by the generated NumPy module: OLS (or ridge) as linear attention.
 
-:class:`OLSAttentionRegressor` runs the code ``derive codegen --backend numpy`` writes (``ols_attention.py``): on
-first use it proves the theorems code generation rests on, generates the module's text from the checked
-theorems and loads it (once per process, a few seconds). Importing this module imports scikit-learn; nothing
-else in the package does.
+:class:`OLSAttentionRegressor` runs the code ``derive codegen --backend numpy`` writes (``ols_attention.py``),
+generated from the checked theorems and shipped in the package (:mod:`derive.generated`, pinned byte for byte by a
+test that regenerates it): nothing is proved at import or fit time, and a joblib worker pays only the import.
+Importing this module imports scikit-learn; nothing else in the package does.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from types import ModuleType
@@ -20,21 +19,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 __all__ = ["OLSAttentionRegressor", "generated_numpy"]
 
 
-@functools.lru_cache(maxsize=1)
 def generated_numpy() -> ModuleType:
-    """The generated NumPy module (``ols_attention.py``), generated from freshly checked theorems and loaded."""
-    from .codegen import numpy_module
-    from .pipeline import PipelineError, codegen_theorems, prove
+    """The generated NumPy module (``ols_attention.py``) shipped in the package (:mod:`derive.generated`)."""
+    from .generated import ols_attention
 
-    records = prove(codegen_theorems())
-    failed = [r.get("error", r["id"]) for r in records if "theorem" not in r]
-    if failed:
-        raise PipelineError("code is generated from checked theorems only: " + "; ".join(failed))
-    text = numpy_module({r["id"]: r["theorem"] for r in records})
-    module = ModuleType("ols_attention")
-    module.__file__ = "<derive codegen: ols_attention.py>"
-    exec(compile(text, module.__file__, "exec"), module.__dict__)  # noqa: S102 - our own generated code
-    return module
+    return ols_attention
 
 
 class OLSAttentionRegressor(RegressorMixin, BaseEstimator):

@@ -122,10 +122,10 @@ def test_failing_proof_exits_non_zero_and_names_step_and_rule(monkeypatch, capsy
 
     monkeypatch.setitem(registry._REGISTRY, "preconditioned_gd", dataclasses.replace(entry, build=broken))
     monkeypatch.setattr(registry, "_CHECKED", {})  # check again, not from the cache
-    assert main(["prove"]) == 1
+    assert main(["prove", "--search", "orthogonal_inverse", "preconditioned_gd"]) == 1  # search: run the builder
     captured = capsys.readouterr()
     assert "preconditioned_gd/main step 2 (rule identity_mul)" in captured.err
-    assert main(["prove", "--json", "preconditioned_gd"]) == 1
+    assert main(["prove", "--search", "--json", "preconditioned_gd"]) == 1
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["status"] == "failed"
 

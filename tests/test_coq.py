@@ -103,6 +103,7 @@ def test_unsupported_constructs_are_listed_with_a_reason():
     assert set(export.exported) | set(export.skipped) == set(certs)
 
 
+@pytest.mark.slow
 @needs_coq
 def test_coq_accepts_the_committed_development_with_closed_assumptions(tmp_path):
     out = tmp_path / "coq"
@@ -210,6 +211,7 @@ def _recurrence_changed(data):  # β_{s+1} = β_s − 2ΓXᵀ(Xβ_s − Y): the 
     ("ridge_is_linear_attention", _lambda_any_sign),
     ("multi_layer_gd", _recurrence_changed),  # λI + Λ no longer known positive definite: no (λI + Λ)^(-1/2)
 ])
+@pytest.mark.slow
 def test_coq_rejects_wrong_proofs_on_its_own(tmp_path, capsys, theorem, change):
     status, out = _mutated(tmp_path, theorem, change, capsys)
     assert f"{theorem:30} exported" in out, out  # the export wrote it: the rejection is Coq's

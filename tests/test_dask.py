@@ -100,6 +100,7 @@ def test_predict_and_validation(od):
         od.predict(Xd, y, Q[:, :2])
 
 
+@pytest.mark.slow
 def test_distributed_local_cluster(od, tall):
     distributed = pytest.importorskip("distributed")
     X, Y, reference = tall

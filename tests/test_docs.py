@@ -127,6 +127,7 @@ DOCS_EXTRA = ("sphinx", "myst_nb", "ipykernel", "furo", "sphinx-mathjax-offline"
 
 @pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in DOCS_EXTRA),
                     reason='the docs extra is not installed (pip install ".[docs]"); .ci/run builds the docs itself')
+@pytest.mark.slow
 def test_docs_build_without_warnings(tmp_path, monkeypatch):
     _with_scripts_on_path(monkeypatch)
     out = tmp_path / "html"

@@ -123,6 +123,7 @@ def test_distribution_shift_hurts_frozen_weights_not_refitting():
     assert fixed[0] > refit[0]
 
 
+@pytest.mark.slow
 def test_reproduce_writes_figures_and_summary(tmp_path):
     pytest.importorskip("matplotlib")
     old = os.umask(0o022)
@@ -170,6 +171,7 @@ def test_training_figure_shows_the_excess_loss_on_a_log_scale():
     np.testing.assert_allclose(line.get_ydata(), np.array(result["history"]["loss"]) - result["ols_loss"])
 
 
+@pytest.mark.slow
 def test_reproduce_names_the_output_it_cannot_write(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     (tmp_path / "summary.json").mkdir()  # in the way of the summary, even for root

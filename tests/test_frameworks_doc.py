@@ -52,6 +52,7 @@ def test_the_page_has_a_torch_and_a_jax_training_loop():
     assert "import jax" in python[1] and "jax.value_and_grad" in python[1] and "ols.predict" in python[1]
 
 
+@pytest.mark.slow
 def test_the_pytorch_loop_runs_and_learns(folder):
     pytest.importorskip("torch")
     result = run(blocks("python")[0], folder,
@@ -60,6 +61,7 @@ def test_the_pytorch_loop_runs_and_learns(folder):
     assert result["last"] < 0.6 * result["first"], result
 
 
+@pytest.mark.slow
 def test_the_jax_loop_runs_and_learns(folder):
     pytest.importorskip("jax")
     result = run(blocks("python")[1], folder,

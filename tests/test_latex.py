@@ -366,6 +366,7 @@ def test_an_article_with_user_theorems_compiles_cleanly(tmp_path):
     assert "undefined" not in log.lower() and "Overfull" not in log
 
 
+@pytest.mark.slow
 @needs_tex
 def test_build_writes_everything(tmp_path):
     assert main(["build", "--out", str(tmp_path)]) == 0

@@ -83,6 +83,7 @@ def _collect_sockets():
         gc.collect()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs(name, tmp_path):
     nbformat = pytest.importorskip("nbformat")

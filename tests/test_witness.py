@@ -189,7 +189,7 @@ def test_instances_pass(proofs, theorem_id):
 SLOW_IDENTITIES = {("multi_layer_gd", 3)}
 
 
-@pytest.mark.parametrize("p_", [1, 2, 3])
+@pytest.mark.parametrize("p_", [1, 2, pytest.param(3, marks=pytest.mark.slow)])  # p = 3: the slow tier
 @pytest.mark.parametrize("theorem_id", THEOREMS)
 def test_identities(proofs, theorem_id, p_):
     if (theorem_id, p_) in SLOW_IDENTITIES and not os.environ.get("WITNESS_FULL"):

@@ -8,7 +8,9 @@ records the step; :func:`derive.kernel.check` later re-checks every step from sc
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from sympy import Basic
 from sympy.matrices.expressions import MatrixExpr
@@ -18,7 +20,39 @@ from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule,
 from ..kernel.judgments import check_defined
 from ..kernel.terms import TermError, canon
 
-__all__ = ["ChainBuilder", "InductionBuilder", "ProofBuilder"]
+__all__ = ["ChainBuilder", "InductionBuilder", "ProofBuilder", "StepsNeeded", "statement_only"]
+
+
+class _Mode(threading.local):
+    """Whether this thread builds statements only (see :func:`statement_only`)."""
+
+    def __init__(self):
+        self.statement_only = False
+        self.made: list | None = None  # the builders made under statement_only(), in order
+
+
+_MODE = _Mode()
+
+
+class StepsNeeded(Exception):
+    """Raised in :func:`statement_only` mode by a chain closed with ``.qed()`` and no right-hand side: its claim
+    is known only by running its steps."""
+
+
+@contextmanager
+def statement_only():
+    """Build statements, not proofs: inside this block ``.rw``, ``.to`` and ``.auto`` take no step and search
+    nothing, ``.qed(rhs)`` and ``.auto(rhs)`` close the chain at ``rhs``, and ``cite`` records the id without
+    checking the cited theorem.  The :class:`~derive.Proof` a builder then returns has chains without steps:
+    its hypotheses, definitions, families and claims are the theorem's statement (the registry's
+    :func:`~derive.authoring.registry.statement`).  Never hand such a proof to the kernel as a proof.
+    """
+    saved = _MODE.statement_only, _MODE.made
+    _MODE.statement_only, _MODE.made = True, []
+    try:
+        yield _MODE.made
+    finally:
+        _MODE.statement_only, _MODE.made = saved
 
 
 class ChainBuilder:
@@ -38,6 +72,10 @@ class ChainBuilder:
         self.hypotheses = tuple(hypotheses)
         self.current = self.lhs
         self.steps: list[Step] = []
+        self.lazy = builder.lazy
+        if self.lazy:  # statement_only(): no context, no steps
+            self.ctx = None
+            return
         probe = Chain(name, lhs, lhs, (), self.hypotheses)
         self.ctx = chain_context(builder.ctx, probe, builder.lemma_rules, self._fail)
 
@@ -66,6 +104,9 @@ class ChainBuilder:
         ``rule`` is an axiom name, ``hyp:NAME``, ``def:NAME``, ``lemma:NAME`` or ``thm:ID`` (a checked
         theorem, instantiated by ``instance``: pairs (its symbol, term); other symbols stand for themselves).
         """
+        if self.lazy:
+            self.ran_steps = True
+            return self
         self._cite(rule)
         step = Step(self.current, rule, tuple(instance))
         fn = resolve_rule(step, self.ctx, lambda reason: self._fail(self._explain(reason, rule), rule))
@@ -93,6 +134,9 @@ class ChainBuilder:
 
     def to(self, expr: Basic, rule: str, instance=()) -> ChainBuilder:
         """Step to an explicit expression (for rules used right to left)."""
+        if self.lazy:
+            self.ran_steps = True
+            return self
         expr = canon(expr)
         self._cite(rule)
         fn = resolve_rule(Step(expr, rule, tuple(instance)), self.ctx,
@@ -120,13 +164,21 @@ class ChainBuilder:
         :class:`ProofError` within about ``timeout`` seconds when it finds nothing, showing both normal forms
         and where they first differ.
         """
+        if self.lazy:
+            return self.qed(rhs)
         from .auto import close
 
         return close(self, rhs, timeout)
 
     def qed(self, rhs: Basic | None = None) -> Chain:
         """Close the chain; its right-hand side is where it ended (or must be ``rhs``)."""
-        if rhs is not None and canon(rhs) != self.current:
+        if self.lazy:
+            if rhs is None:
+                if getattr(self, "ran_steps", False):
+                    raise StepsNeeded(f"{self.builder.theorem}/{self.name} ends where its steps lead (.qed())")
+                rhs = self.current
+            self.current = canon(rhs)
+        elif rhs is not None and canon(rhs) != self.current:
             self._fail(f"the chain ends at {self.current}, not at {canon(rhs)}")
         if self.name == "main" and self.on_close == self.builder._close and self.current == self.lhs:
             raise ProofError(self.builder.theorem, "statement", None, None,
@@ -166,6 +218,12 @@ class ProofBuilder:
         self.lemmas: list[Chain | Induction] = []
         self.lemma_rules: dict = {}
         self.cites: list[Theorem] = []
+        self.cited_ids: list[str] = []  # every theorem cited, by id (all statement_only() records of a citation)
+        self.lazy = _MODE.statement_only
+        if self.lazy:
+            self.ctx = None
+            _MODE.made.append(self)
+            return
         self.ctx = theorem_context(self._proof(Chain("main", _placeholder(), _placeholder(), ())))
 
     def _proof(self, claim: Chain) -> Proof:
@@ -173,7 +231,15 @@ class ProofBuilder:
                      tuple(self.lemmas), claim, tuple(self.cites), self.families)
 
     def cite(self, theorem: str | Theorem) -> Theorem:
-        """Cite a checked theorem (an id of the registry, checked on first use, or a :class:`Theorem`)."""
+        """Cite a checked theorem (an id of the registry, checked on first use, or a :class:`Theorem`).
+
+        In :func:`statement_only` mode the id is recorded and nothing is checked (returns None for an id).
+        """
+        theorem_id = theorem if isinstance(theorem, str) else theorem.id
+        if theorem_id not in self.cited_ids:
+            self.cited_ids.append(theorem_id)
+        if self.lazy:
+            return None if isinstance(theorem, str) else theorem
         if isinstance(theorem, str):
             from .registry import checked
 
@@ -214,7 +280,7 @@ class ProofBuilder:
 
     def _close_lemma(self, lemma: Chain | Induction) -> None:
         self.lemmas.append(lemma)
-        rule = lemma_rule(lemma)
+        rule = None if self.lazy else lemma_rule(lemma)
         if rule is not None:
             self.lemma_rules[f"lemma:{lemma.name}"] = rule
 

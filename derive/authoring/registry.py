@@ -14,21 +14,24 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import json
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from sympy import Basic
 
-from ..kernel import Chain, Proof, ProofError, Theorem, check
-from .builder import _same_term, trivial_claim
+from .. import _hooks
+from ..kernel import Chain, Proof, ProofError, Theorem, check, proof_to_data
+from .builder import StepsNeeded, _same_term, statement_only, trivial_claim
 
-__all__ = ["ENTRY_POINT_GROUP", "LibraryError", "TheoremEntry", "build", "checked", "entries", "entry",
-           "load_entry_points", "load_library", "theorem"]
+__all__ = ["ENTRY_POINT_GROUP", "LibraryError", "RecordStore", "Statement", "TheoremEntry", "build", "checked",
+           "entries", "entry", "load_entry_points", "load_library", "record_store", "searched", "statement",
+           "theorem", "use_record_store"]
 
 ENTRY_POINT_GROUP = "ols_transformer.theorems"
 
@@ -55,8 +58,41 @@ class TheoremEntry:
     meaning: str = ""
 
 
+@dataclass(frozen=True)
+class Statement:
+    """What a registered theorem states, found without running a chain or a search (:func:`statement`).
+
+    ``data`` is the JSON-ready statement: ``theorem``, ``title``, ``statement`` (words), ``hypotheses``,
+    ``definitions``, ``families`` (when any), ``lemmas`` (the chains the theorem's function opens itself:
+    name, claim and local hypotheses, no steps), ``claim`` and ``cites`` (the ids it cites); expressions are
+    ``srepr`` strings.  ``sha256`` is the SHA-256 of its canonical JSON.  Lemmas that ``.auto`` proves on
+    the way are not part of it: they are found by the search.
+    """
+
+    id: str
+    title: str
+    data: Mapping[str, Any]
+    sha256: str
+
+
+class RecordStore(Protocol):
+    """Where checked proofs are recorded and replayed from (installed by :func:`use_record_store`).
+
+    ``replay`` returns the recorded proof of ``item``, checked by the kernel, when the record exists, was
+    made from the same source and states ``statement`` — else None; ``record`` keeps a proof found by search.
+    """
+
+    def replay(self, item: TheoremEntry, statement: Statement) -> Theorem | None: ...
+
+    def record(self, item: TheoremEntry, statement: Statement, theorem: Theorem) -> None: ...
+
+
 _REGISTRY: dict[str, TheoremEntry] = {}
 _CHECKED: dict[str, Theorem] = {}
+_STATEMENTS: dict[str, Statement] = {}
+_SEARCHED: set[str] = set()  # ids whose cached theorem came from a search in this process
+_UNSET = object()
+_STORE: list = [_UNSET]  # the RecordStore, None for none, _UNSET until first needed (then _hooks makes it)
 _LOCK = threading.RLock()  # guards _REGISTRY and _CHECKED: several threads may build theorems at once
 
 
@@ -123,6 +159,8 @@ def theorem(fn: Callable[[], Proof] | None = None, *, id: str | None = None,
                                    f"{_qualname(func)})")
             if old is not None:
                 _CHECKED.pop(theorem_id, None)  # the same module loaded again: its proof may have changed
+                _STATEMENTS.pop(theorem_id, None)
+                _SEARCHED.discard(theorem_id)
             _REGISTRY[theorem_id] = new
         return func
 
@@ -167,13 +205,94 @@ def build(theorem_id: str) -> Proof:
     return proof
 
 
-def checked(theorem_id: str) -> Theorem:
+def statement(theorem_id: str) -> Statement:
+    """What the registered theorem ``theorem_id`` states, without running any chain or search (cached).
+
+    The theorem's function runs under :func:`derive.authoring.builder.statement_only`: chains are closed at
+    the right-hand sides they name, citations are recorded, nothing is checked.  A chain that ends with
+    ``.qed()`` and no right-hand side is known only from its steps: then the proof is built in full (its
+    ``.auto`` calls search) and its statement taken from that.
+    """
+    with _LOCK:
+        if theorem_id in _STATEMENTS:
+            return _STATEMENTS[theorem_id]
+    try:
+        proof, cited = _built(theorem_id)
+    except StepsNeeded:
+        full = build(theorem_id)
+        proof, cited = _without_steps(full), [t.id for t in full.cites]
+    data = proof_to_data(proof)
+    data.pop("steps", None)
+    for chain in data["lemmas"]:
+        for part in ("steps", "base", "step"):
+            chain.pop(part, None)
+    data.pop("cites", None)
+    data["cites"] = cited
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    result = Statement(theorem_id, proof.title, MappingProxyType(data), hashlib.sha256(text.encode()).hexdigest())
+    with _LOCK:
+        return _STATEMENTS.setdefault(theorem_id, result)
+
+
+def _built(theorem_id: str) -> tuple[Proof, list[str]]:
+    """The theorem's proof built in statement_only() mode, and the ids its builders cited."""
+    with statement_only() as made:
+        proof = build(theorem_id)
+    return proof, list(dict.fromkeys(i for b in made if b.theorem == theorem_id for i in b.cited_ids))
+
+
+def _without_steps(proof: Proof) -> Proof:
+    """The statement skeleton of a built proof: the lemmas its function opened itself, no steps."""
+    from dataclasses import replace
+
+    from ..kernel import Induction
+
+    def bare(chain):
+        if isinstance(chain, Induction):
+            return replace(chain, base=(), step=())
+        return replace(chain, steps=())
+
+    return replace(proof, lemmas=tuple(bare(c) for c in proof.lemmas), claim=bare(proof.claim), cites=())
+
+
+def use_record_store(store: RecordStore | None) -> RecordStore | None:
+    """Install the store that :func:`checked` replays recorded proofs from (None: always search); the old one."""
+    with _LOCK:
+        old, _STORE[0] = _STORE[0], store
+        return old
+
+
+def record_store() -> RecordStore | None:
+    """The installed :class:`RecordStore`, or None (the package's default, :mod:`derive.records`, is made on first
+    use)."""
+    with _LOCK:
+        if _STORE[0] is _UNSET:
+            factory = _hooks.record_store_factory
+            _STORE[0] = None
+            store = factory() if factory is not None else None
+            if _STORE[0] is None:
+                _STORE[0] = store
+        return _STORE[0]
+
+
+def searched(theorem_id: str) -> bool:
+    """Whether this process found the proof of ``theorem_id`` by running its function (a search), not a replay."""
+    with _LOCK:
+        return theorem_id in _SEARCHED
+
+
+def checked(theorem_id: str, search: bool = False) -> Theorem:
     """The kernel-checked theorem ``theorem_id`` (checked once per process; citations are checked first).
+
+    The proof is the recorded one when the installed :class:`RecordStore` has a record made from the same
+    source that states the same (:func:`statement`) and the kernel accepts it: a replay, no search.  Else,
+    or with ``search``, the theorem's function builds the proof (its ``.auto`` calls search), the kernel checks
+    it, and the store records it.
 
     Raises :class:`~derive.kernel.ProofError` when the proof does not check or the citations form a cycle.
     """
     with _LOCK:
-        if theorem_id in _CHECKED:
+        if theorem_id in _CHECKED and (not search or theorem_id in _SEARCHED):
             return _CHECKED[theorem_id]
     stack = _IN_PROGRESS.ids
     if theorem_id in stack:
@@ -181,7 +300,20 @@ def checked(theorem_id: str) -> Theorem:
         raise ProofError(theorem_id, "statement", None, None, f"theorems cite each other in a cycle: {cycle}")
     stack.append(theorem_id)
     try:
-        result = check(build(theorem_id))
+        store, result = record_store(), None
+        if store is not None and not search:
+            try:
+                stated = statement(theorem_id)
+            except Exception:  # the function fails even to state the theorem: the search below reports it
+                stated = None
+            result = None if stated is None else store.replay(entry(theorem_id), stated)
+        if result is None:
+            result = check(build(theorem_id))
+            with _LOCK:
+                _SEARCHED.add(theorem_id)
+                _CHECKED.pop(theorem_id, None)
+            if store is not None:
+                store.record(entry(theorem_id), statement(theorem_id), result)
     finally:
         stack.pop()
     with _LOCK:

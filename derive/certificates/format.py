@@ -359,7 +359,8 @@ def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadl
         raise deadline.passed()
     proof = proof_from_data(data, known, deadline)
     if library is not None and proof.theorem in library:  # the cheap comparison first
-        if statement_of(proof) != statement_of(library[proof.theorem]()):
+        expected = library[proof.theorem]  # a statement (a dict, as statement_of gives) or a builder of the proof
+        if statement_of(proof) != (expected if isinstance(expected, dict) else statement_of(expected())):
             raise CertificateError(f"{where}the statement differs from the library's statement of {proof.theorem}")
     left = deadline.left()
     if left == 0.0:
@@ -383,14 +384,15 @@ def verify_certificate(data: dict, library: dict | None = None, *, expect: str |
     """Re-check a certificate from scratch; return the theorem or raise CertificateError.
 
     The certificate's dependencies are checked first, in order, each citing only earlier ones.
-    ``library`` maps theorem ids to proof builders: a certificate (or dependency) whose id is in it
-    must state the library's statement.  ``expect`` requires the certificate to prove that library
-    theorem.  ``cited`` supplies checked theorems a certificate without dependencies may cite (matched
-    by sha256).  ``work_limit`` (units of kernel work) bounds the check of each proof, the certificate's and each
-    dependency's; by default each gets the kernel's default budget for its size (``derive.kernel.check``): a
-    proof over it is rejected, on any machine alike.  ``time_limit`` (seconds) is only an outer guard on the
-    whole verification, dependencies included, in CPU seconds of this process (other programs' load does not
-    count), counted from ``started`` (a ``time.process_time()`` value: when the file began to be read) or from
+    ``library`` maps theorem ids to statements (dicts, as :func:`statement_of` gives) or proof builders: a
+    certificate (or dependency) whose id is in it must state the library's statement.  ``expect`` requires the
+    certificate to prove that library theorem.  ``cited`` supplies checked theorems a certificate without
+    dependencies may cite (matched by sha256).  ``work_limit`` (units of kernel work) bounds the check of each
+    proof, the certificate's and each dependency's; by default each gets the kernel's default budget for its size
+    (``derive.kernel.check``): a proof over it is rejected, on any machine alike.  ``time_limit`` (seconds) is
+    only an outer guard on the whole verification, dependencies included, in CPU seconds of this process (other
+    programs' load does not count), counted from ``started`` (a ``time.process_time()`` value: when the file
+    began to be read) or from
     now: past it, :class:`CertificateInterrupted` (not checked).
     """
     deadline = _Deadline(time_limit, started)

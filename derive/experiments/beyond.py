@@ -8,10 +8,6 @@ them. Deterministic for a seed.
 
 from __future__ import annotations
 
-import importlib.util
-import tempfile
-from functools import lru_cache
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -19,21 +15,11 @@ import numpy as np
 __all__ = ["beyond_the_paper", "generated_numpy_module", "layers_convergence", "ridge_path", "streaming_vs_batch"]
 
 
-@lru_cache(maxsize=1)
 def generated_numpy_module() -> ModuleType:
-    """The NumPy module ``derive codegen`` writes, generated from freshly checked theorems and imported."""
-    from ..codegen import REQUIRED_THEOREMS, numpy_module
-    from ..kernel import check
-    from ..library import build
+    """The NumPy module ``derive codegen`` writes from the checked theorems, as shipped in :mod:`derive.generated`."""
+    from ..generated import ols_attention
 
-    theorems = {theorem_id: check(build(theorem_id)) for theorem_id in REQUIRED_THEOREMS}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "ols_attention.py"
-        path.write_text(numpy_module(theorems), encoding="utf-8")
-        spec = importlib.util.spec_from_file_location("ols_attention_generated", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
+    return ols_attention
 
 
 def _relative(a, b) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -1473,27 +1474,49 @@ def coqc() -> str | None:
     return shutil.which("coqc")
 
 
-def compile_export(out: Path, names: list[str], timeout: float = 300) -> dict[str, str]:
+def compile_export(out: Path, names: list[str], timeout: float = 300, jobs: int | None = None,
+                   on_result: Callable[[str, str], None] | None = None) -> dict[str, str]:
     """Compile the prelude and each theorem file in ``out`` with coqc: theorem id -> "ok" or the error.
 
-    A theorem is "ok" only when coqc accepts it and ``Print Assumptions`` says it is closed.
+    A theorem is "ok" only when coqc accepts it and ``Print Assumptions`` says it is closed.  The theorem files
+    depend on the prelude only, so they are compiled ``jobs`` at a time (default: the CPUs); ``on_result`` is
+    called with each id and verdict as it is known.  The result is in the order of ``names``.
     """
+    import os
     import subprocess
+    from concurrent.futures import ThreadPoolExecutor
 
     flags = ["-Q", ".", "OLS", "-w", "-notation-overridden,-ambiguous-paths"]
     run = subprocess.run([coqc(), *flags, f"{PRELUDE}.v"], cwd=out, capture_output=True, text=True,
                          timeout=timeout)
     if run.returncode:
         return {name: f"the prelude failed: {run.stdout}{run.stderr}".strip() for name in names}
-    results = {}
-    for name in names:
+
+    def one(name: str) -> str:
         run = subprocess.run([coqc(), *flags, f"{name}.v"], cwd=out, capture_output=True, text=True, timeout=timeout)
         text = (run.stdout + run.stderr).strip()
         if run.returncode:
-            results[name] = text.splitlines()[-1] if text else f"coqc exited with {run.returncode}"
+            verdict = text.splitlines()[-1] if text else f"coqc exited with {run.returncode}"
         elif "Axioms:" in run.stdout or run.stdout.count("Closed under the global context") < 2:
             # both the theorem and its _defined lemma must be closed
-            results[name] = "not closed: " + text
+            verdict = "not closed: " + text
         else:
-            results[name] = "ok"
-    return results
+            verdict = "ok"
+        if on_result is not None:
+            on_result(name, verdict)
+        return verdict
+
+    # A theorem file imports the theorems it cites (From OLS Require Import ID): it is compiled after them.
+    needs = {name: set(re.findall(r"^From OLS Require Import (\w+)\.", (Path(out) / f"{name}.v").read_text(),
+                                  re.MULTILINE)) & set(names) for name in names}
+    results: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 1)) as pool:
+        pending = list(names)
+        while pending:
+            ready = [n for n in pending if needs[n] <= set(results)]
+            if not ready:  # a cycle cannot come from certificates; compile what is left in order
+                ready = pending[:1]
+            for name, verdict in zip(ready, pool.map(one, ready), strict=True):
+                results[name] = verdict
+            pending = [n for n in pending if n not in results]
+    return {name: results[name] for name in names}

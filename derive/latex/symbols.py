@@ -14,6 +14,7 @@ line (a known name, balanced braces, no ``#`` or ``%``, one line, at most 200 ch
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -61,6 +62,24 @@ def theorem_families(theorem: Theorem) -> dict[str, Family]:
     return {f.name: f for f in theorem.proof.families}
 
 
+_MEMO: dict[tuple, dict] = {}  # (function, theorem digest, argument) -> result: checked theorems never change
+
+
+def _memoised(function):
+    """``function(theorem, *args)`` computed once per theorem content (its digest); a fresh dict each call."""
+    @functools.wraps(function)
+    def wrapper(theorem: Theorem, *args, **kwargs):
+        key = (function.__name__, getattr(theorem, "digest", None), args, tuple(sorted(kwargs.items())))
+        if key[1] is None:
+            return function(theorem, *args, **kwargs)
+        if key not in _MEMO:
+            _MEMO[key] = function(theorem, *args, **kwargs)
+        return dict(_MEMO[key])
+
+    return wrapper
+
+
+@_memoised
 def theorem_scalars(theorem: Theorem) -> dict[str, Symbol]:
     """The scalar symbols (``derive.scalar``) of a theorem's statement and proof, by name, sorted."""
     found: dict[str, Symbol] = {}
@@ -71,6 +90,7 @@ def theorem_scalars(theorem: Theorem) -> dict[str, Symbol]:
     return dict(sorted(found.items()))
 
 
+@_memoised
 def theorem_symbols(theorem: Theorem, bound_too: bool = False) -> dict[str, MatrixSymbol]:
     """The matrix symbols of a theorem's statement and lemmas by name, in order of appearance.
 
@@ -90,6 +110,7 @@ def theorem_symbols(theorem: Theorem, bound_too: bool = False) -> dict[str, Matr
     return seen
 
 
+@_memoised
 def theorem_dimensions(theorem: Theorem) -> dict[str, Symbol]:
     """The dimension and index symbols (``n``, ``p``, ``t``) of a theorem's matrices and families, by name, sorted."""
     dims: dict[str, Symbol] = {}

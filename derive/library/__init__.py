@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from derive.authoring.registry import entries
+from derive.authoring.registry import checked, entries
 from derive.kernel import Proof
 
 # Registration order is presentation order: the shared facts first, then the paper's theorems.
@@ -19,14 +19,26 @@ from . import attention, icl, gauge, gradient_descent, memory, pseudo_inverse  #
 from . import sherman_morrison, ridge, kernel_ridge, weighted, multi_head, multi_layer  # noqa: F401  isort: skip
 from . import causal, fast_weights, softmax  # noqa: F401  isort: skip
 
-#: Built-in theorem id -> function building its proof, in the order they are presented.
+
+def _recorded(theorem_id: str) -> Callable[[], Proof]:
+    def proof() -> Proof:
+        return checked(theorem_id).proof
+
+    proof.__name__ = proof.__qualname__ = theorem_id
+    return proof
+
+
+#: Built-in theorem id -> function giving its proof, in the order they are presented: the recorded proof
+#: (``proofs/certificates``, replayed and accepted by the kernel once per process; see :mod:`derive.records`),
+#: found by ``.auto``'s search only where no current record replays.  The functions that build the proofs are
+#: the registry's (``derive.authoring.registry.entry(ID).build``).
 LIBRARY: dict[str, Callable[[], Proof]] = {
-    theorem_id: item.build for theorem_id, item in entries().items() if item.module.startswith(__name__)
+    theorem_id: _recorded(theorem_id) for theorem_id, item in entries().items() if item.module.startswith(__name__)
 }
 
 THEOREM_IDS = tuple(LIBRARY)
 
 
 def build(theorem_id: str) -> Proof:
-    """The proof of a built-in theorem (unchecked)."""
+    """The proof of a built-in theorem (as :data:`LIBRARY` gives it: replayed from its record)."""
     return LIBRARY[theorem_id]()
