@@ -774,6 +774,20 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             tree = ("block", len(g1), len(g1[0]), [("add", [ast(a), ast(b)]) for r1, r2 in zip(g1, g2, strict=True)
                                                     for a, b in zip(r1, r2, strict=True)])
             out.append((result, "ltac:(by rewrite ?add_row_mx ?add_col_mx ?add_block_mx)", tree))
+    elif rule == "block_scale" and type(sub) is MatMul and factors_of(sub)[0] != 1 \
+            and len(factors_of(sub)[1]) == 1 and type(factors_of(sub)[1][0]) is BlockMatrix:
+        coeff, (grid_matrix,) = factors_of(sub)  # c [Aᵢⱼ] = [c Aᵢⱼ]: MathComp's scale_*_mx (opp_*_mx for c < 0)
+        result = block([[mul(coeff, b) for b in row] for row in blocks_of(grid_matrix)])
+        out.append((result, "ltac:(by rewrite ?scale_block_mx ?scale_row_mx ?scale_col_mx ?opp_block_mx "
+                            f"?opp_row_mx ?opp_col_mx ?scaler0 ?oppr0; {_NORM_SCALARS})"))
+    elif rule == "block_identity" and type(sub) is BlockMatrix and sub.blockshape == (2, 2):
+        (a, b), (c, d) = blocks_of(sub)  # [[I, 0], [0, I]] = I: MathComp's scalar_mx_block
+        if type(a) is Identity and type(d) is Identity and type(b) is ZeroMatrix and type(c) is ZeroMatrix:
+            out.append((Identity(a.shape[0] + d.shape[0]),
+                        f"esym (@scalar_mx_block R {_dim(a.shape[0])} {_dim(d.shape[0])} 1)"))
+    elif rule == "block_zero" and type(sub) is BlockMatrix \
+            and all(type(b) is ZeroMatrix for row in blocks_of(sub) for b in row):
+        out.append((ZeroMatrix(*sub.shape), "ltac:(by rewrite ?row_mx0 ?col_mx0 ?block_mx0)"))
     elif rule == "block_single" and type(sub) is BlockMatrix and sub.blockshape == (1, 1):
         out.append((blocks_of(sub)[0][0], "erefl"))  # [A] is A in Coq
     elif rule == "block_multiply" and mats and len(mats) == 2 and any(type(m) is BlockMatrix for m in mats):
@@ -834,7 +848,7 @@ def _block_product(left, right, norm: str = _NORM):
 
 
 _SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", "block_single", "block_multiply",
-                    "block_inverse_diagonal",
+                    "block_inverse_diagonal", "block_scale", "block_identity", "block_zero",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
                     "inverse_product", "zero_mul", "zero_add", "distribute"}
