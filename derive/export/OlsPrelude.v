@@ -50,6 +50,38 @@ by rewrite -[LHS]mulmx1 -h mulmxA (mulVmx (unit_mul uA uB)) mul1mx.
 Qed.
 End Prelude.
 
+Section LowRank.
+(* the low-rank update A + c U V is invertible when A and I + c V A⁻¹ U are (the invertibility half of
+   Sherman–Morrison–Woodbury): I + P Q has the inverse I - P (I + Q P)⁻¹ Q, and A + c U V = A (I + (c A⁻¹ U) V) *)
+Variable R : fieldType.
+Lemma unit_1pmul n k (P : 'M[R]_(n, k)) (Q : 'M[R]_(k, n)) :
+  1%:M + Q *m P \in unitmx -> 1%:M + P *m Q \in unitmx.
+Proof.
+move=> uS; set S := 1%:M + Q *m P in uS.
+have h : P *m invmx S *m Q + P *m Q *m (P *m invmx S *m Q) = P *m Q.
+  have -> : P *m invmx S *m Q + P *m Q *m (P *m invmx S *m Q) = (P *m S) *m invmx S *m Q.
+    by rewrite /S mulmxDr mulmx1 !mulmxDl !mulmxA.
+  by rewrite -(mulmxA P S) (mulmxV uS) mulmx1.
+have e : (1%:M + P *m Q) *m (1%:M - P *m invmx S *m Q) = 1%:M.
+  by rewrite mulmxBr mulmx1 mulmxDl mul1mx h addrK.
+by case: (mulmx1_unit e).
+Qed.
+Lemma unit_lowrank n k (A : 'M[R]_n) (U : 'M[R]_(n, k)) (V : 'M[R]_(k, n)) (c : R) :
+  A \in unitmx -> 1%:M + c *: (V *m invmx A *m U) \in unitmx -> A + c *: (U *m V) \in unitmx.
+Proof.
+move=> uA uS.
+have -> : A + c *: (U *m V) = A *m (1%:M + (c *: (invmx A *m U)) *m V).
+  by rewrite mulmxDr mulmx1 -scalemxAl -scalemxAr !mulmxA (mulmxV uA) mul1mx.
+rewrite unitmx_mul uA; apply: unit_1pmul.
+by rewrite -scalemxAr mulmxA.
+Qed.
+
+(* the same, for terms T and S equal (by re-association, as the exporter prints them) to A + c U V and I + c V A⁻¹ U *)
+Lemma unit_lowrank_eq n k (T A : 'M[R]_n) (S : 'M[R]_k) (U : 'M[R]_(n, k)) (V : 'M[R]_(k, n)) (c : R) :
+  T = A + c *: (U *m V) -> S = 1%:M + c *: (V *m invmx A *m U) -> A \in unitmx -> S \in unitmx -> T \in unitmx.
+Proof. by move=> -> ->; exact: unit_lowrank. Qed.
+End LowRank.
+
 Section Block.
 (* a block-diagonal matrix [[A, 0], [0, D]] is invertible, with inverse [[A⁻¹, 0], [0, D⁻¹]], when A and D are *)
 Variable R : fieldType.

@@ -534,9 +534,48 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
                         return f"(unit_eq {p} {_unit(other, facts, depth + 1)})"
                     except Unsupported:
                         pass
+    if type(t) is MatAdd and depth < 3:  # a low-rank update A + c U V of an invertible A, I + c V A⁻¹ U invertible
+        low_rank = _low_rank_unit(t, facts, depth)
+        if low_rank is not None:
+            return low_rank
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
+
+
+# the two equations of `unit_lowrank_eq`: the terms as printed equal A + c U V and I + c V A⁻¹ U (re-association,
+# coefficients moved out; the update first in a sum of two is moved last)
+_LOW_RANK_NORM = ("rewrite ?scale1r ?scaleN1r; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | "
+                  "rewrite scaleNr | rewrite mulNmx | rewrite mulmxN | rewrite scalerN]; rewrite ?mulmxA ?addrA")
+_LOW_RANK_EQ = f"ltac:(first [by {_LOW_RANK_NORM} | by rewrite [LHS]addrC; {_LOW_RANK_NORM}])"
+
+
+def _low_rank_unit(t, facts: _Facts, depth: int) -> str | None:
+    """A Coq proof of `t \\in unitmx` for t = A + c U V (one term of the sum the update c U V, split between two of
+    its factors; the other terms A) with A invertible and I + c V A⁻¹ U invertible, as the kernel judges a
+    low-rank update (the prelude's `unit_lowrank_eq`), or None."""
+    for position, update in enumerate(t.args):
+        coeff, mats = factors_of(update)
+        rest = [a for i, a in enumerate(t.args) if i != position]
+        if len(mats) < 2 or (position != len(t.args) - 1 and len(t.args) > 2):
+            continue  # the equation is proved by re-association, with the update last (or first of two)
+        base = canon(add(rest))
+        try:
+            unit_base = _unit(base, facts, depth + 1)
+        except Unsupported:
+            continue
+        for split in range(1, len(mats)):
+            left, right = mul(mats[:split]), mul(mats[split:])
+            small = canon(add([Identity(left.shape[1]), mul(coeff, right, Inverse(base), left)]))
+            try:
+                unit_small = _unit(small, facts, depth + 1)
+            except Unsupported:
+                continue
+            c = "1" if coeff == 1 else "(-1)" if coeff == -1 else _scalar(coeff)
+            return (f"(@unit_lowrank_eq R _ _ {show(ast(t), False)} {show(ast(base), False)} "
+                    f"{show(ast(small), False)} {show(ast(left), False)} {show(ast(right), False)} {c} "
+                    f"{_LOW_RANK_EQ} {_LOW_RANK_EQ} {unit_base} {unit_small})")
+    return None
 
 
 def _pd(t, facts: _Facts, depth: int = 0) -> str:
@@ -987,8 +1026,9 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     goal = f"{e1} = {e0}" if flipped else f"{e0} = {e1}"
     p0, p1, used, rtree = perms
     lemmas_ = "".join(_perm_lemma(f"{n}_{name}", order) + "\n" for n, order in used.items())
-    r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in p0)
-    r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in p1)
+    # a rewrite rewrites every occurrence of its instance (one sum twice in a term): each rewrite once
+    r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p0))
+    r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p1))
     lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.",
              f"have rule_ : {show(ast(lhs))} = {show(rtree)} := {proof}.",
              f"have e0_ : {e0} = {c0} by {facts.norm}{r0}.",
@@ -1087,8 +1127,8 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
     p1 = _permutations(flat(ast(exprs[-1])), flat(ast(rhs)), used)
     if p0 is None or p1 is None:
         raise Unsupported("the claim is not the chain's ends up to association and the order of sums")
-    r0 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in p0)
-    r1 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in p1)
+    r0 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in dict.fromkeys(p0))
+    r1 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in dict.fromkeys(p1))
     parts += [_perm_lemma(f"{n}_{statement_name}", order) for n, order in used.items()]
     proof = "e1_"
     for n in reversed(names):
