@@ -159,7 +159,7 @@ def _ast(t: Basic):
     if type(t) is MatAdd:
         return ("add", [ast(a) for a in t.args])
     if type(t) is MatPow:
-        return ("pow", ast(t.args[0]), _half_exponent(t))
+        return ("pow", ast(t.args[0]), _pow_tag(t))
     if type(t) is BlockMatrix:
         grid = blocks_of(t)
         if len(grid) == 1 and len(grid[0]) == 1:  # [A] is A
@@ -287,6 +287,16 @@ def _divisors(tree, out: list) -> list:
     return out
 
 
+def _is_integer_power(t) -> bool:
+    return sympy.Rational(t.args[1]).q == 1
+
+
+def _pow_tag(t):
+    """The exponent of a power node: ("i", k) for an integer power A^k (the prelude's ``ipow A k``, any square A),
+    else k with t = A^(k/2) (``mpow A k``, diagonal positive definite A)."""
+    return ("i", int(t.args[1])) if _is_integer_power(t) else _half_exponent(t)
+
+
 def _half_exponent(t) -> int:
     """k with t = A^(k/2): the prelude's ``mpow A k`` (entrywise, for a positive diagonal A)."""
     q = sympy.Rational(t.args[1])
@@ -352,6 +362,9 @@ def show(a, top: bool = True) -> str:
     if kind == "block":
         head = {(1, 2): "row_mx", (2, 1): "col_mx", (2, 2): "block_mx"}[(a[1], a[2])]
         text = f"{head} " + " ".join(show(c, False) for c in a[3])
+        return text if top else f"({text})"
+    if kind == "pow" and isinstance(a[2], tuple):  # an integer power
+        text = f"ipow {show(a[1], False)} {_int(a[2][1])}"
         return text if top else f"({text})"
     if kind == "pow":
         text = f"mpow {show(a[1], False)} {_int(a[2])}"
@@ -426,7 +439,7 @@ def _wrap(t, k, inner):
     if type(t) is Inverse:
         return ("inv", inner)
     if type(t) is MatPow:
-        return ("pow", inner, _half_exponent(t))
+        return ("pow", inner, _pow_tag(t))
     kids = _children(t)
     trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
     if type(t) is BlockMatrix:
@@ -487,6 +500,8 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         (a, b), (c, d) = blocks_of(t)
         if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
             return f"(unit_block_diag {_unit(a, facts, depth)} {_unit(d, facts, depth)})"
+    if type(t) is MatPow and _is_integer_power(t):
+        return f"(@ipow_unit R _ {show(ast(t.args[0]), False)} {_int(int(t.args[1]))} {_unit(t.args[0], facts)})"
     if type(t) is MatPow:
         return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {_pd(t.args[0], facts)})"
     if type(t) is MatMul and factors_of(t)[0] != 1:  # c M: c non-zero, M invertible (printed `- (c' *: M)`, c < 0)
@@ -645,8 +660,10 @@ def _diag(t, facts: _Facts) -> str:
     raise Unsupported(f"that {t} is diagonal is judged by the kernel in a way the export does not model")
 
 
-def _sym(t, facts: _Facts) -> str:
-    """A Coq proof of `t^T = t`, the way the kernel judges symmetry."""
+def _sym(t, facts: _Facts, depth: int = 0) -> str:
+    """A Coq proof of `t^T = t`, the way the kernel judges symmetry: a hypothesis, diagonal, I, a square 0,
+    inverses, transposes and powers of symmetric matrices, c M, BᵀB and BBᵀ, F M Fᵀ (F a run of factors), sums,
+    block-diagonal matrices of symmetric blocks, a matrix equal by an equation to a symmetric one."""
     t = canon(t)
     if t in facts.sym:
         return facts.sym[t]
@@ -656,30 +673,68 @@ def _sym(t, facts: _Facts) -> str:
         return f"(@trmx1 R {_dim(t.shape[0])})"
     if type(t) is ZeroMatrix and t.shape[0] == t.shape[1]:
         return f"(@trmx0 R {_dim(t.shape[0])} {_dim(t.shape[0])})"
+    try:
+        return _sym_structural(t, facts, depth)
+    except Unsupported:
+        pass
+    if depth < 3:  # equal, by a hypothesis or a lemma already proved, to a symmetric matrix
+        for lhs, rhs, proof in facts.equations:
+            for this, other, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+                if this == t and other != t:
+                    try:
+                        return f"(sym_eq {p} {_sym(other, facts, depth + 1)})"
+                    except Unsupported:
+                        pass
+    if facts.unchecked and depth == 0:
+        return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
+    raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
+
+
+def _sym_structural(t, facts: _Facts, depth: int) -> str:
     if type(t) is Inverse:
-        return f"(sym_inv {_sym(t.args[0], facts)})"
+        return f"(sym_inv {_sym(t.args[0], facts, depth)})"
     if type(t) is Transpose:
-        return f"(sym_tr {_sym(t.args[0], facts)})"
+        return f"(sym_tr {_sym(t.args[0], facts, depth)})"
+    if type(t) is MatPow and _is_integer_power(t):
+        return f"(sym_ipow {_int(int(t.args[1]))} {_sym(t.args[0], facts, depth)})"
     if type(t) is MatPow:  # mpow is the power only of a diagonal positive definite matrix: both proved
         base = t.args[0]
         return f"(@mpow_sym R _ {show(ast(base), False)} {_int(_half_exponent(t))} {_diag(base, facts)} " \
                f"{_pd(base, facts)})"
-    if type(t) is MatMul and factors_of(t)[0] == 1:
+    if type(t) is MatMul and factors_of(t)[0] != 1:  # c M (printed - M, c *: M or - (c' *: M))
+        coeff, mats = factors_of(t)
+        inner = _sym(mul(mats), facts, depth)
+        if coeff == -1:
+            return f"(sym_opp {inner})"
+        if coeff.could_extract_minus_sign():
+            return f"(sym_opp (sym_scale {_scalar(-coeff)} {inner}))"
+        return f"(sym_scale {_scalar(coeff)} {inner})"
+    if type(t) is MatMul:
         mats = factors_of(t)[1]
         if len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) and type(mats[0]) is Transpose:
             return f"(sym_gram {show(ast(mats[1]), False)})"
         if len(mats) == 2 and mats[1] == canon(Transpose(mats[0])) and type(mats[1]) is Transpose:
             return f"(sym_gram_t {show(ast(mats[0]), False)})"
         if len(mats) == 3 and mats[2] == canon(Transpose(mats[0])) and type(mats[2]) is Transpose:
-            return f"(sym_congr {show(ast(mats[0]), False)} {_sym(mats[1], facts)})"
+            return f"(sym_congr {show(ast(mats[0]), False)} {_sym(mats[1], facts, depth)})"
+        half = len(mats) // 2
+        if len(mats) % 2 and len(mats) > 3 and all(
+                canon(Transpose(a)) == b for a, b in zip(mats[:half], reversed(mats[half + 1:]), strict=True)):
+            outer = mul(mats[:half])  # F M Fᵀ, F = F₁⋯F_k: the printed product re-associated (`sym_congr_eq`)
+            return (f"(@sym_congr_eq R _ _ {show(ast(t), False)} {show(ast(outer), False)} "
+                    f"{show(ast(mats[half]), False)} ltac:(by rewrite ?trmx_mul ?mulmxA) "
+                    f"{_sym(mats[half], facts, depth)})")
     if type(t) is MatAdd:
-        proof = _sym(t.args[0], facts)
+        proof = _sym(t.args[0], facts, depth)
         for a in t.args[1:]:
-            proof = f"(sym_add {proof} {_sym(a, facts)})"
+            proof = f"(sym_add {proof} {_sym(a, facts, depth)})"
         return proof
-    if facts.unchecked:
-        return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
-    raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
+    if type(t) is BlockMatrix and t.blockshape == (2, 2):  # [[A, 0], [0, D]]
+        (a, b), (c, d) = blocks_of(t)
+        if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] \
+                and d.shape[0] == d.shape[1]:
+            return f"(sym_block_diag {_sym(a, facts, depth)} {_sym(d, facts, depth)})"
+    raise Unsupported(f"the symmetry of {t} is not shown by its structure")
 
 
 def _symbols(terms, scalars: dict | None = None):
@@ -780,7 +835,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     elif rule == "power_combine" and mats and len(mats) == 2:
         (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
         b = canon(b1)
-        if b == canon(b2):
+        if b == canon(b2) and all(sympy.Rational(e).q == 1 for e in (e1, e2)):
+            out += _integer_power_combine(mats, b1, int(e1), int(e2), facts)
+        elif b == canon(b2):
             hd, hp, bt = _diag(b, facts), _pd(b, facts), show(ast(b1), False)
             result = power(b1, e1 + e2)
 
@@ -857,6 +914,30 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     elif rule not in _SUPPORTED_RULES and not facts.unchecked:
         raise Unsupported(f"the kernel rule {rule} is not exported")
     return out
+
+
+def _integer_power_combine(mats, base, j: int, k: int, facts: _Facts) -> list:
+    """A^j A^k = A^(j+k) at integer exponents (any square A; A invertible unless both are >= 0): the prelude's
+    ``ipow`` with ``npow_combine`` or ``ipow_combine``; A is ``ipow A 1``, A⁻¹ ``ipow A (-1)``, I ``ipow A 0``."""
+    bt = show(ast(base), False)
+    result = power(base, j + k)
+
+    def as_pow(m):
+        if type(m) is MatPow:
+            return "erefl"
+        if type(m) is Identity:
+            return f"(esym (ipow0 {bt}))"
+        if type(m) is Inverse:
+            return f"(esym (ipowN1 {bt}))"
+        return f"(esym (ipow1 {bt}))"
+
+    if type(result) is MatPow and not _is_integer_power(result):
+        return []
+    tail = f"{as_pow(mats[0])} {as_pow(mats[1])} {as_pow(result)}"
+    if j >= 0 and k >= 0:
+        return [(result, f"@npow_combine R _ {bt} _ _ _ {j} {k} {j + k} erefl {tail}")]
+    return [(result, f"@ipow_combine R _ {bt} _ _ _ {_int(j)} {_int(k)} {_int(j + k)} {_unit(base, facts)} erefl "
+                     f"{tail}")]
 
 
 # A B of block matrices (a plain matrix is one block): MathComp's lemma by the two grids' shapes
@@ -1249,7 +1330,7 @@ def _check_powers(proof, facts: _Facts) -> None:
         terms += [t for h in lem.hypotheses if not h.is_predicate for t in (h.lhs, h.rhs)]
     for term in terms:
         for node in sympy.preorder_traversal(term):
-            if type(node) is MatPow:
+            if type(node) is MatPow and not _is_integer_power(node):  # A^k (k an integer): ipow, any A
                 base = canon(node.args[0])
                 try:
                     _diag(base, facts)
@@ -1291,7 +1372,10 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
         for node in sympy.preorder_traversal(term):
             if type(node) is Inverse and node.args[0] not in inverses:
                 inverses.append(node.args[0])
-            if type(node) is MatPow and canon(node.args[0]) not in powers:
+            if type(node) is MatPow and _is_integer_power(node):  # A^k, k < 0: A invertible
+                if node.args[1] < 0 and node.args[0] not in inverses:
+                    inverses.append(node.args[0])
+            elif type(node) is MatPow and canon(node.args[0]) not in powers:
                 powers.append(canon(node.args[0]))
     facts_ = [(f"{show(ast(m))} \\in unitmx", _unit(m, facts)) for m in inverses]
     divisors: list = []
