@@ -96,6 +96,14 @@ def test_powers_and_definedness_are_stated_faithfully():
     assert f"Theorem kernel_ridge_push_through : {claim}" in ridge
 
 
+def test_a_dimension_used_as_n_minus_1_is_stated_as_n_1_plus_1():
+    text = export_certificates(list(_committed_certificates().values())).files["slow_fast_memory.v"]
+    assert "Variables k m n_1 p : nat." in text
+    assert "Variable X_prev : 'M[R]_(n_1, p)." in text  # n - 1 rows
+    assert "Variable X : 'M[R]_((n_1 + 1)%N, p)." in text  # n rows: the size of col_mx X_prev x_t^T
+    assert "Hypothesis X_appends_row : X = col_mx X_prev x_t^T." in text
+
+
 def test_unsupported_constructs_are_listed_with_a_reason():
     certs = _committed_certificates()
     export = export_certificates(list(certs.values()))

@@ -53,10 +53,20 @@ def _dim(d) -> str:
     d = sympy.sympify(d)
     if d in _DIM_ORDER:  # the sum of a block partition: its parts in the partition's order (Coq's type)
         return "(" + " + ".join(_dim(a) for a in _DIM_ORDER[d]) + ")%N"
+    if isinstance(d, sympy.Symbol) and d in _SHIFTED:  # n = n_c + c: n - c is a variable of its own
+        return f"({_shifted_name(d)} + {_SHIFTED[d]})%N"
     if isinstance(d, sympy.Symbol):
         return _ident(d.name)
     if isinstance(d, sympy.Integer) and d >= 0:
         return str(int(d))
+    if isinstance(d, sympy.Add) and len(d.args) == 2 and any(a in _SHIFTED for a in d.args):
+        sym = next(a for a in d.args if a in _SHIFTED)
+        rest = d - sym
+        if isinstance(rest, sympy.Integer) and rest <= 0:
+            if -rest == _SHIFTED[sym]:
+                return _shifted_name(sym)
+            if -rest < _SHIFTED[sym]:
+                return f"({_shifted_name(sym)} + {_SHIFTED[sym] + rest})%N"
     if isinstance(d, sympy.Add):
         if any(a.could_extract_minus_sign() for a in d.args):
             raise Unsupported(f"the dimension {d} is a difference (not exported: nat subtraction would not give "
@@ -65,6 +75,33 @@ def _dim(d) -> str:
     if isinstance(d, sympy.Mul):
         return "(" + " * ".join(_dim(a) for a in d.args) + ")%N"
     raise Unsupported(f"the dimension {d} is not a sum or product of dimension symbols and numbers")
+
+
+# dimensions n that the theorem also uses as n - c (c a number, the largest such): n is stated as n_c + c, so
+# that n - c is the variable n_c and every size is a sum of variables and numbers (nat subtraction would not
+# compute; `(n_1 + 1)%N` is the size of a split [n - 1, 1] by conversion)
+_SHIFTED: dict = {}
+
+
+def _shifted_name(d) -> str:
+    return f"{_ident(d.name)}_{_SHIFTED[d]}"
+
+
+def _shifts(terms) -> dict:
+    out: dict = {}
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            shape = getattr(node, "shape", None)
+            if shape is None or not isinstance(node, sympy.Basic):
+                continue
+            for dim in shape:
+                dim = sympy.sympify(dim)
+                if isinstance(dim, sympy.Add) and len(dim.args) == 2:
+                    const = [a for a in dim.args if isinstance(a, sympy.Integer)]
+                    sym = [a for a in dim.args if isinstance(a, sympy.Symbol)]
+                    if const and sym and const[0] < 0:
+                        out[sym[0]] = max(out.get(sym[0], 0), int(-const[0]))
+    return out
 
 
 # the order of the parts of each dimension that is a sum split by block matrices, for the theorem exported now:
@@ -1447,6 +1484,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     _FAMILIES.clear()
     _FAMILIES.update({f.name: f for f in proof.families})
     _INDUCTIVE.clear()
+    _SHIFTED.clear()
+    _SHIFTED.update(_shifts(terms))
     _DIM_ORDER.clear()
     _DIM_ORDER.update(_partitions(terms))
     _DEF_TREES.clear()
@@ -1458,7 +1497,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
            "do not edit. *)", header, f"Section {tid}.",
            f"Variable R : {'rcfType' if _needs_rcf(data, exported) else 'realFieldType'}."]
     if dims:
-        out.append("Variables " + " ".join(_ident(d) for d in dims) + " : nat.")
+        shifted = {d.name: _shifted_name(d) for d in _SHIFTED}
+        out.append("Variables " + " ".join(shifted.get(d, _ident(d)) for d in dims) + " : nat.")
     facts = _Facts({}, {}, [], {}, {}, unchecked, forall={})
     facts.positive, facts.norm = {}, _NORM_SCALARS if scalars or _has_coefficients(proof) else _NORM
     for name in sorted(scalars):
