@@ -96,6 +96,14 @@ def test_powers_and_definedness_are_stated_faithfully():
     assert f"Theorem kernel_ridge_push_through : {claim}" in ridge
 
 
+def test_a_dimension_used_as_n_minus_1_is_stated_as_n_1_plus_1():
+    text = export_certificates(list(_committed_certificates().values())).files["slow_fast_memory.v"]
+    assert "Variables k m n_1 p : nat." in text
+    assert "Variable X_prev : 'M[R]_(n_1, p)." in text  # n - 1 rows
+    assert "Variable X : 'M[R]_((n_1 + 1)%N, p)." in text  # n rows: the size of col_mx X_prev x_t^T
+    assert "Hypothesis X_appends_row : X = col_mx X_prev x_t^T." in text
+
+
 def test_unsupported_constructs_are_listed_with_a_reason():
     certs = _committed_certificates()
     export = export_certificates(list(certs.values()))
@@ -416,3 +424,114 @@ def test_an_unreadable_certificate_refuses_that_theorem_only():
     assert export.exported == ["orthogonal_transpose_inverse"]
     assert export.skipped["broken"].startswith("its certificate cannot be read (certificate.steps[0].expr: ")
     assert "\n" not in export.skipped["broken"]
+
+
+# --- every rule and judgment of the kernel: a small checked theorem per construct, exported and compiled ----------
+
+def _checked(theorem, hypotheses, lhs, rhs, steps) -> dict:
+    """The certificate data of a proof the kernel accepts (checked here, exported without --unchecked)."""
+    from derive.certificates.format import FORMAT
+    from derive.kernel import Chain, Proof, Step, check, proof_to_data
+
+    claim = Chain("main", lhs, rhs, tuple(Step(e, r) for e, r in steps))
+    proof = Proof(theorem, theorem, theorem, tuple(hypotheses), (), (), claim)
+    check(proof)
+    return {"format": FORMAT, **proof_to_data(proof)}
+
+
+def _constructs() -> dict[str, tuple[dict, str]]:
+    """construct -> (certificate data of a small theorem using it, a line its Coq file must hold)."""
+    from sympy import Q, S, Symbol
+    from sympy.matrices.expressions import Identity, MatPow, MatrixSymbol, ZeroMatrix
+
+    from derive.kernel import Hypothesis
+    from derive.kernel.terms import add, block, inv, mul, transpose
+
+    n, k = Symbol("n", integer=True, positive=True), Symbol("k", integer=True, positive=True)
+    a, b, c, d = (MatrixSymbol("A", n, n), MatrixSymbol("B", n, k), MatrixSymbol("C", k, n),
+                  MatrixSymbol("D", k, k))
+    lam = Symbol("lambda", positive=True)
+    invertible = Hypothesis("A_invertible", Q.invertible(a), S.true)
+    out = {}
+    grid = block([[mul(lam, a), mul(lam, b)], [mul(lam, c), mul(lam, d)]])
+    out["block_scale"] = (_checked("block_scale_example", [], mul(lam, block([[a, b], [c, d]])), grid,
+                                   [(grid, "block_scale")]), "scale_block_mx")
+    row = block([[mul(-2, a), mul(-2, b)]])
+    out["block_scale_negative"] = (_checked("block_scale_negative", [], mul(-2, block([[a, b]])), row,
+                                            [(row, "block_scale")]), "opp_row_mx")
+    ones = block([[Identity(n), ZeroMatrix(n, k)], [ZeroMatrix(k, n), Identity(k)]])
+    out["block_identity"] = (_checked("block_identity_example", [], ones, Identity(n + k),
+                                      [(Identity(n + k), "block_identity")]), "scalar_mx_block")
+    zeros = block([[ZeroMatrix(n, n), ZeroMatrix(n, k)], [ZeroMatrix(k, n), ZeroMatrix(k, k)]])
+    out["block_zero"] = (_checked("block_zero_example", [], zeros, ZeroMatrix(n + k, n + k),
+                                  [(ZeroMatrix(n + k, n + k), "block_zero")]), "block_mx0")
+    # A + u vᵀ invertible from A and 1 + vᵀA⁻¹u (no hypothesis on the sum): the low-rank judgment
+    u, v = MatrixSymbol("u", n, 1), MatrixSymbol("v", n, 1)
+    update = add([a, mul(u, transpose(v))])
+    small = add([Identity(1), mul(transpose(v), inv(a), u)])
+    out["low_rank"] = (_checked("low_rank_example", [invertible, Hypothesis("S_invertible", Q.invertible(small),
+                                                                            S.true)],
+                                mul(inv(update), update), Identity(n), [(Identity(n), "inverse_cancel")]),
+                       "unit_lowrank_eq")
+    update = add([mul(-2, b, c, a), a])  # A - 2 (B C) A: the update split between C and A
+    small = add([Identity(k), mul(-2, c, a, inv(a), b)])
+    out["low_rank_scaled"] = (_checked("low_rank_scaled", [invertible, Hypothesis("S_invertible",
+                                                                                  Q.invertible(small), S.true)],
+                                       mul(update, inv(update)), Identity(n), [(Identity(n), "inverse_cancel")]),
+                              "unit_lowrank_eq")
+    # integer powers of a matrix that is not diagonal
+    out["power_negative"] = (_checked("power_negative", [invertible], mul(MatPow(a, 2), MatPow(a, -3)), inv(a),
+                                      [(inv(a), "power_combine")]), "ipow_combine")
+    out["power_positive"] = (_checked("power_positive", [], mul(a, a), MatPow(a, 2), [(MatPow(a, 2), "power_combine")]),
+                             "Theorem power_positive : A *m A = ipow A 2.")
+    out["power_symmetric"] = (_checked("power_symmetric", [Hypothesis("A_symmetric", Q.symmetric(a), S.true)],
+                                       transpose(MatPow(a, 3)), MatPow(a, 3),
+                                       [(MatPow(a, 3), "transpose_symmetric")]), "sym_ipow")
+    # transpose_symmetric where symmetry is judged by c M, F M Fᵀ (F a run), a block-diagonal matrix, an equation
+    f, g, s = MatrixSymbol("F", n, k), MatrixSymbol("G", k, n), MatrixSymbol("S", n, n)
+    congruence = mul(f, g, s, transpose(g), transpose(f))
+    first, second = add([mul(lam, s), transpose(congruence)]), add([mul(lam, s), congruence])
+    out["symmetric_scaled_congruence"] = (
+        _checked("symmetric_scaled_congruence", [Hypothesis("S_symmetric", Q.symmetric(s), S.true)],
+                 add([transpose(mul(lam, s)), transpose(congruence)]), second,
+                 [(first, "transpose_symmetric"), (second, "transpose_symmetric")]), "sym_congr_eq")
+    m = MatrixSymbol("N", n, n)
+    diagonal = block([[mul(-2, m), ZeroMatrix(n, k)], [ZeroMatrix(k, n), mul(transpose(d), d)]])
+    out["symmetric_block_equation"] = (
+        _checked("symmetric_block_equation", [Hypothesis("N_gram", m, mul(b, transpose(b)))], transpose(diagonal),
+                 diagonal, [(diagonal, "transpose_symmetric")]), "sym_block_diag (sym_opp (sym_scale 2%:R (sym_eq")
+    return out
+
+
+def test_every_construct_is_exported_checked():
+    constructs = _constructs()
+    export = export_certificates([data for data, _ in constructs.values()])
+    assert export.skipped == {}
+    for construct, (data, line) in constructs.items():
+        assert line in export.files[f"{data['theorem']}.v"], construct
+
+
+@pytest.fixture(scope="module")
+def compiled_constructs(tmp_path_factory):
+    constructs = _constructs()
+    export = export_certificates([data for data, _ in constructs.values()])
+    out = tmp_path_factory.mktemp("constructs")
+    write_export(export, out)
+    return compile_export(out, export.exported)
+
+
+@needs_coq
+@pytest.mark.parametrize("construct", sorted(_constructs()))
+def test_coq_accepts_each_construct(compiled_constructs, construct):
+    tid = _constructs()[construct][0]["theorem"]
+    assert compiled_constructs[tid] == "ok", compiled_constructs[tid]
+
+
+@needs_coq
+def test_coq_rejects_a_low_rank_update_without_its_small_matrix_invertible(tmp_path):
+    data = copy.deepcopy(_constructs()["low_rank"][0])
+    data["hypotheses"] = [h for h in data["hypotheses"] if h["name"] != "S_invertible"]
+    export = export_certificates([data], unchecked=True)
+    assert export.exported == ["low_rank_example"]
+    write_export(export, tmp_path)
+    assert compile_export(tmp_path, export.exported)["low_rank_example"] != "ok"

@@ -50,6 +50,99 @@ by rewrite -[LHS]mulmx1 -h mulmxA (mulVmx (unit_mul uA uB)) mul1mx.
 Qed.
 End Prelude.
 
+Section IPow.
+(* integer powers of any square matrix: A^m = A ⋯ A (npow), A^(-m) = (A^m)⁻¹; ipow A j *m ipow A k = ipow A (j + k)
+   for A invertible (ipow_add), for j, k >= 0 without (npowD) *)
+Variable R : fieldType.
+Fixpoint npow n (A : 'M[R]_n) (m : nat) : 'M[R]_n := if m is m'.+1 then A *m npow A m' else 1%:M.
+Definition ipow n (A : 'M[R]_n) (k : int) : 'M[R]_n :=
+  match k with Posz m => npow A m | Negz m => invmx (npow A m.+1) end.
+
+Lemma npowC n (A : 'M[R]_n) a : A *m npow A a = npow A a *m A.
+Proof. elim: a => [|a IH]; first by rewrite /= mulmx1 mul1mx. by rewrite /= -mulmxA -IH. Qed.
+Lemma npowD n (A : 'M[R]_n) a b : npow A a *m npow A b = npow A (a + b)%N.
+Proof. elim: a => [|a IH]; first by rewrite /= mul1mx. by rewrite /= -mulmxA IH. Qed.
+Lemma npow_unit n (A : 'M[R]_n) a : A \in unitmx -> npow A a \in unitmx.
+Proof. move=> u; elim: a => [|a IH]; first exact: unitmx1. by rewrite /= unitmx_mul u IH. Qed.
+Lemma ipowN n (A : 'M[R]_n) (m : nat) : ipow A (- m%:Z) = invmx (npow A m).
+Proof. by case: m => [|m] //=; rewrite invmx1. Qed.
+
+Lemma ipowS n (A : 'M[R]_n) (i : int) : A \in unitmx -> ipow A (i + 1) = ipow A i *m A.
+Proof.
+move=> u; case: i => [m|m].
+  have -> : Posz m + 1 = Posz m.+1 by rewrite -addn1 PoszD.
+  by rewrite /= -npowC.
+have -> : Negz m + 1 = - m%:Z by rewrite NegzE -addn1 PoszD opprD addrNK.
+by rewrite ipowN /= inverse_product ?npow_unit // -mulmxA mulVmx // mulmx1.
+Qed.
+
+Lemma ipowP n (A : 'M[R]_n) (i : int) : A \in unitmx -> ipow A (i - 1) = ipow A i *m invmx A.
+Proof.
+by move=> u; rewrite -[in RHS](subrK 1 i) ipowS // -mulmxA mulmxV // mulmx1.
+Qed.
+
+Lemma ipow_add n (A : 'M[R]_n) (j k : int) : A \in unitmx -> ipow A j *m ipow A k = ipow A (j + k).
+Proof.
+move=> u; elim/int_rec: k => [|m IH|m IH].
+- by rewrite addr0 /= mulmx1.
+- by rewrite -addn1 PoszD addrA !ipowS // mulmxA IH.
+- by rewrite -addn1 PoszD opprD addrA !ipowP // mulmxA IH.
+Qed.
+Lemma ipow_unit n (A : 'M[R]_n) (k : int) : A \in unitmx -> ipow A k \in unitmx.
+Proof. by move=> u; case: k => m; rewrite /ipow ?unitmx_inv; apply: npow_unit. Qed.
+Lemma ipow0 n (A : 'M[R]_n) : ipow A 0 = 1%:M.
+Proof. by []. Qed.
+Lemma ipow1 n (A : 'M[R]_n) : ipow A 1 = A.
+Proof. by rewrite /= mulmx1. Qed.
+Lemma ipowN1 n (A : 'M[R]_n) : ipow A (-1) = invmx A.
+Proof. by rewrite /= mulmx1. Qed.
+Lemma sym_ipow n (A : 'M[R]_n) (k : int) : A^T = A -> (ipow A k)^T = ipow A k.
+Proof.
+move=> h; have hn : forall m, (npow A m)^T = npow A m.
+  by elim=> [|m IH]; rewrite /= ?trmx1 // trmx_mul IH h -npowC.
+by case: k => m; rewrite /ipow ?trmx_inv hn.
+Qed.
+(* the kernel's power_combine at integer exponents: A invertible, or both exponents >= 0 *)
+Lemma ipow_combine n (A X Y Z : 'M[R]_n) (j k l : int) : A \in unitmx -> j + k = l ->
+  X = ipow A j -> Y = ipow A k -> Z = ipow A l -> X *m Y = Z.
+Proof. by move=> u <- -> -> ->; rewrite ipow_add. Qed.
+Lemma npow_combine n (A X Y Z : 'M[R]_n) (j k l : nat) : (j + k)%N = l ->
+  X = ipow A j -> Y = ipow A k -> Z = ipow A l -> X *m Y = Z.
+Proof. by move=> <- -> -> ->; rewrite /= npowD. Qed.
+End IPow.
+
+Section LowRank.
+(* the low-rank update A + c U V is invertible when A and I + c V A⁻¹ U are (the invertibility half of
+   Sherman–Morrison–Woodbury): I + P Q has the inverse I - P (I + Q P)⁻¹ Q, and A + c U V = A (I + (c A⁻¹ U) V) *)
+Variable R : fieldType.
+Lemma unit_1pmul n k (P : 'M[R]_(n, k)) (Q : 'M[R]_(k, n)) :
+  1%:M + Q *m P \in unitmx -> 1%:M + P *m Q \in unitmx.
+Proof.
+move=> uS; set S := 1%:M + Q *m P in uS.
+have h : P *m invmx S *m Q + P *m Q *m (P *m invmx S *m Q) = P *m Q.
+  have -> : P *m invmx S *m Q + P *m Q *m (P *m invmx S *m Q) = (P *m S) *m invmx S *m Q.
+    by rewrite /S mulmxDr mulmx1 !mulmxDl !mulmxA.
+  by rewrite -(mulmxA P S) (mulmxV uS) mulmx1.
+have e : (1%:M + P *m Q) *m (1%:M - P *m invmx S *m Q) = 1%:M.
+  by rewrite mulmxBr mulmx1 mulmxDl mul1mx h addrK.
+by case: (mulmx1_unit e).
+Qed.
+Lemma unit_lowrank n k (A : 'M[R]_n) (U : 'M[R]_(n, k)) (V : 'M[R]_(k, n)) (c : R) :
+  A \in unitmx -> 1%:M + c *: (V *m invmx A *m U) \in unitmx -> A + c *: (U *m V) \in unitmx.
+Proof.
+move=> uA uS.
+have -> : A + c *: (U *m V) = A *m (1%:M + (c *: (invmx A *m U)) *m V).
+  by rewrite mulmxDr mulmx1 -scalemxAl -scalemxAr !mulmxA (mulmxV uA) mul1mx.
+rewrite unitmx_mul uA; apply: unit_1pmul.
+by rewrite -scalemxAr mulmxA.
+Qed.
+
+(* the same, for terms T and S equal (by re-association, as the exporter prints them) to A + c U V and I + c V A⁻¹ U *)
+Lemma unit_lowrank_eq n k (T A : 'M[R]_n) (S : 'M[R]_k) (U : 'M[R]_(n, k)) (V : 'M[R]_(k, n)) (c : R) :
+  T = A + c *: (U *m V) -> S = 1%:M + c *: (V *m invmx A *m U) -> A \in unitmx -> S \in unitmx -> T \in unitmx.
+Proof. by move=> -> ->; exact: unit_lowrank. Qed.
+End LowRank.
+
 Section Block.
 (* a block-diagonal matrix [[A, 0], [0, D]] is invertible, with inverse [[A⁻¹, 0], [0, D⁻¹]], when A and D are *)
 Variable R : fieldType.
@@ -81,6 +174,19 @@ Lemma sym_congr m n (F : 'M[R]_(m, n)) (M : 'M[R]_n) : M^T = M -> (F *m M *m F^T
 Proof. by move=> h; rewrite !trmx_mul trmxK h mulmxA. Qed.
 Lemma sym_add n (A B : 'M[R]_n) : A^T = A -> B^T = B -> (A + B)^T = A + B.
 Proof. by move=> hA hB; rewrite raddfD /= hA hB. Qed.
+Lemma sym_scale n (c : R) (A : 'M[R]_n) : A^T = A -> (c *: A)^T = c *: A.
+Proof. by move=> h; rewrite linearZ /= h. Qed.
+Lemma sym_opp n (A : 'M[R]_n) : A^T = A -> (- A)^T = - A.
+Proof. by move=> h; rewrite linearN /= h. Qed.
+(* a matrix equal (by a hypothesis or a lemma) to a symmetric one; F M Fᵀ for F a product, T its printed form *)
+Lemma sym_eq n (A B : 'M[R]_n) : A = B -> B^T = B -> A^T = A.
+Proof. by move->. Qed.
+Lemma sym_congr_eq m n (T : 'M[R]_m) (F : 'M[R]_(m, n)) (M : 'M[R]_n) :
+  T = F *m M *m F^T -> M^T = M -> T^T = T.
+Proof. by move=> -> h; exact: sym_congr. Qed.
+Lemma sym_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) : A^T = A -> D^T = D ->
+  (block_mx A 0 0 D)^T = block_mx A 0 0 D.
+Proof. by move=> hA hD; rewrite tr_block_mx hA hD !trmx0. Qed.
 End Sym.
 
 Section PosDef.

@@ -54,10 +54,20 @@ def _dim(d) -> str:
     d = sympy.sympify(d)
     if d in _DIM_ORDER:  # the sum of a block partition: its parts in the partition's order (Coq's type)
         return "(" + " + ".join(_dim(a) for a in _DIM_ORDER[d]) + ")%N"
+    if isinstance(d, sympy.Symbol) and d in _SHIFTED:  # n = n_c + c: n - c is a variable of its own
+        return f"({_shifted_name(d)} + {_SHIFTED[d]})%N"
     if isinstance(d, sympy.Symbol):
         return _ident(d.name)
     if isinstance(d, sympy.Integer) and d >= 0:
         return str(int(d))
+    if isinstance(d, sympy.Add) and len(d.args) == 2 and any(a in _SHIFTED for a in d.args):
+        sym = next(a for a in d.args if a in _SHIFTED)
+        rest = d - sym
+        if isinstance(rest, sympy.Integer) and rest <= 0:
+            if -rest == _SHIFTED[sym]:
+                return _shifted_name(sym)
+            if -rest < _SHIFTED[sym]:
+                return f"({_shifted_name(sym)} + {_SHIFTED[sym] + rest})%N"
     if isinstance(d, sympy.Add):
         if any(a.could_extract_minus_sign() for a in d.args):
             raise Unsupported(f"the dimension {d} is a difference (not exported: nat subtraction would not give "
@@ -66,6 +76,33 @@ def _dim(d) -> str:
     if isinstance(d, sympy.Mul):
         return "(" + " * ".join(_dim(a) for a in d.args) + ")%N"
     raise Unsupported(f"the dimension {d} is not a sum or product of dimension symbols and numbers")
+
+
+# dimensions n that the theorem also uses as n - c (c a number, the largest such): n is stated as n_c + c, so
+# that n - c is the variable n_c and every size is a sum of variables and numbers (nat subtraction would not
+# compute; `(n_1 + 1)%N` is the size of a split [n - 1, 1] by conversion)
+_SHIFTED: dict = {}
+
+
+def _shifted_name(d) -> str:
+    return f"{_ident(d.name)}_{_SHIFTED[d]}"
+
+
+def _shifts(terms) -> dict:
+    out: dict = {}
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            shape = getattr(node, "shape", None)
+            if shape is None or not isinstance(node, sympy.Basic):
+                continue
+            for dim in shape:
+                dim = sympy.sympify(dim)
+                if isinstance(dim, sympy.Add) and len(dim.args) == 2:
+                    const = [a for a in dim.args if isinstance(a, sympy.Integer)]
+                    sym = [a for a in dim.args if isinstance(a, sympy.Symbol)]
+                    if const and sym and const[0] < 0:
+                        out[sym[0]] = max(out.get(sym[0], 0), int(-const[0]))
+    return out
 
 
 # the order of the parts of each dimension that is a sum split by block matrices, for the theorem exported now:
@@ -160,7 +197,7 @@ def _ast(t: Basic):
     if type(t) is MatAdd:
         return ("add", [ast(a) for a in t.args])
     if type(t) is MatPow:
-        return ("pow", ast(t.args[0]), _half_exponent(t))
+        return ("pow", ast(t.args[0]), _pow_tag(t))
     if type(t) is BlockMatrix:
         grid = blocks_of(t)
         if len(grid) == 1 and len(grid[0]) == 1:  # [A] is A
@@ -288,6 +325,16 @@ def _divisors(tree, out: list) -> list:
     return out
 
 
+def _is_integer_power(t) -> bool:
+    return sympy.Rational(t.args[1]).q == 1
+
+
+def _pow_tag(t):
+    """The exponent of a power node: ("i", k) for an integer power A^k (the prelude's ``ipow A k``, any square A),
+    else k with t = A^(k/2) (``mpow A k``, diagonal positive definite A)."""
+    return ("i", int(t.args[1])) if _is_integer_power(t) else _half_exponent(t)
+
+
 def _half_exponent(t) -> int:
     """k with t = A^(k/2): the prelude's ``mpow A k`` (entrywise, for a positive diagonal A)."""
     q = sympy.Rational(t.args[1])
@@ -353,6 +400,9 @@ def show(a, top: bool = True) -> str:
     if kind == "block":
         head = {(1, 2): "row_mx", (2, 1): "col_mx", (2, 2): "block_mx"}[(a[1], a[2])]
         text = f"{head} " + " ".join(show(c, False) for c in a[3])
+        return text if top else f"({text})"
+    if kind == "pow" and isinstance(a[2], tuple):  # an integer power
+        text = f"ipow {show(a[1], False)} {_int(a[2][1])}"
         return text if top else f"({text})"
     if kind == "pow":
         text = f"mpow {show(a[1], False)} {_int(a[2])}"
@@ -427,7 +477,7 @@ def _wrap(t, k, inner):
     if type(t) is Inverse:
         return ("inv", inner)
     if type(t) is MatPow:
-        return ("pow", inner, _half_exponent(t))
+        return ("pow", inner, _pow_tag(t))
     kids = _children(t)
     trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
     if type(t) is BlockMatrix:
@@ -488,6 +538,8 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         (a, b), (c, d) = blocks_of(t)
         if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
             return f"(unit_block_diag {_unit(a, facts, depth)} {_unit(d, facts, depth)})"
+    if type(t) is MatPow and _is_integer_power(t):
+        return f"(@ipow_unit R _ {show(ast(t.args[0]), False)} {_int(int(t.args[1]))} {_unit(t.args[0], facts)})"
     if type(t) is MatPow:
         return f"(@mpow_unit R _ {show(ast(t.args[0]), False)} {_int(_half_exponent(t))} {_pd(t.args[0], facts)})"
     if type(t) is MatMul and factors_of(t)[0] != 1:  # c M: c non-zero, M invertible (printed `- (c' *: M)`, c < 0)
@@ -535,9 +587,48 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
                         return f"(unit_eq {p} {_unit(other, facts, depth + 1)})"
                     except Unsupported:
                         pass
+    if type(t) is MatAdd and depth < 3:  # a low-rank update A + c U V of an invertible A, I + c V A⁻¹ U invertible
+        low_rank = _low_rank_unit(t, facts, depth)
+        if low_rank is not None:
+            return low_rank
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
+
+
+# the two equations of `unit_lowrank_eq`: the terms as printed equal A + c U V and I + c V A⁻¹ U (re-association,
+# coefficients moved out; the update first in a sum of two is moved last)
+_LOW_RANK_NORM = ("rewrite ?scale1r ?scaleN1r; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | "
+                  "rewrite scaleNr | rewrite mulNmx | rewrite mulmxN | rewrite scalerN]; rewrite ?mulmxA ?addrA")
+_LOW_RANK_EQ = f"ltac:(first [by {_LOW_RANK_NORM} | by rewrite [LHS]addrC; {_LOW_RANK_NORM}])"
+
+
+def _low_rank_unit(t, facts: _Facts, depth: int) -> str | None:
+    """A Coq proof of `t \\in unitmx` for t = A + c U V (one term of the sum the update c U V, split between two of
+    its factors; the other terms A) with A invertible and I + c V A⁻¹ U invertible, as the kernel judges a
+    low-rank update (the prelude's `unit_lowrank_eq`), or None."""
+    for position, update in enumerate(t.args):
+        coeff, mats = factors_of(update)
+        rest = [a for i, a in enumerate(t.args) if i != position]
+        if len(mats) < 2 or (position != len(t.args) - 1 and len(t.args) > 2):
+            continue  # the equation is proved by re-association, with the update last (or first of two)
+        base = canon(add(rest))
+        try:
+            unit_base = _unit(base, facts, depth + 1)
+        except Unsupported:
+            continue
+        for split in range(1, len(mats)):
+            left, right = mul(mats[:split]), mul(mats[split:])
+            small = canon(add([Identity(left.shape[1]), mul(coeff, right, Inverse(base), left)]))
+            try:
+                unit_small = _unit(small, facts, depth + 1)
+            except Unsupported:
+                continue
+            c = "1" if coeff == 1 else "(-1)" if coeff == -1 else _scalar(coeff)
+            return (f"(@unit_lowrank_eq R _ _ {show(ast(t), False)} {show(ast(base), False)} "
+                    f"{show(ast(small), False)} {show(ast(left), False)} {show(ast(right), False)} {c} "
+                    f"{_LOW_RANK_EQ} {_LOW_RANK_EQ} {unit_base} {unit_small})")
+    return None
 
 
 def _pd(t, facts: _Facts, depth: int = 0) -> str:
@@ -607,8 +698,10 @@ def _diag(t, facts: _Facts) -> str:
     raise Unsupported(f"that {t} is diagonal is judged by the kernel in a way the export does not model")
 
 
-def _sym(t, facts: _Facts) -> str:
-    """A Coq proof of `t^T = t`, the way the kernel judges symmetry."""
+def _sym(t, facts: _Facts, depth: int = 0) -> str:
+    """A Coq proof of `t^T = t`, the way the kernel judges symmetry: a hypothesis, diagonal, I, a square 0,
+    inverses, transposes and powers of symmetric matrices, c M, BᵀB and BBᵀ, F M Fᵀ (F a run of factors), sums,
+    block-diagonal matrices of symmetric blocks, a matrix equal by an equation to a symmetric one."""
     t = canon(t)
     if t in facts.sym:
         return facts.sym[t]
@@ -618,30 +711,68 @@ def _sym(t, facts: _Facts) -> str:
         return f"(@trmx1 R {_dim(t.shape[0])})"
     if type(t) is ZeroMatrix and t.shape[0] == t.shape[1]:
         return f"(@trmx0 R {_dim(t.shape[0])} {_dim(t.shape[0])})"
+    try:
+        return _sym_structural(t, facts, depth)
+    except Unsupported:
+        pass
+    if depth < 3:  # equal, by a hypothesis or a lemma already proved, to a symmetric matrix
+        for lhs, rhs, proof in facts.equations:
+            for this, other, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+                if this == t and other != t:
+                    try:
+                        return f"(sym_eq {p} {_sym(other, facts, depth + 1)})"
+                    except Unsupported:
+                        pass
+    if facts.unchecked and depth == 0:
+        return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
+    raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
+
+
+def _sym_structural(t, facts: _Facts, depth: int) -> str:
     if type(t) is Inverse:
-        return f"(sym_inv {_sym(t.args[0], facts)})"
+        return f"(sym_inv {_sym(t.args[0], facts, depth)})"
     if type(t) is Transpose:
-        return f"(sym_tr {_sym(t.args[0], facts)})"
+        return f"(sym_tr {_sym(t.args[0], facts, depth)})"
+    if type(t) is MatPow and _is_integer_power(t):
+        return f"(sym_ipow {_int(int(t.args[1]))} {_sym(t.args[0], facts, depth)})"
     if type(t) is MatPow:  # mpow is the power only of a diagonal positive definite matrix: both proved
         base = t.args[0]
         return f"(@mpow_sym R _ {show(ast(base), False)} {_int(_half_exponent(t))} {_diag(base, facts)} " \
                f"{_pd(base, facts)})"
-    if type(t) is MatMul and factors_of(t)[0] == 1:
+    if type(t) is MatMul and factors_of(t)[0] != 1:  # c M (printed - M, c *: M or - (c' *: M))
+        coeff, mats = factors_of(t)
+        inner = _sym(mul(mats), facts, depth)
+        if coeff == -1:
+            return f"(sym_opp {inner})"
+        if coeff.could_extract_minus_sign():
+            return f"(sym_opp (sym_scale {_scalar(-coeff)} {inner}))"
+        return f"(sym_scale {_scalar(coeff)} {inner})"
+    if type(t) is MatMul:
         mats = factors_of(t)[1]
         if len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) and type(mats[0]) is Transpose:
             return f"(sym_gram {show(ast(mats[1]), False)})"
         if len(mats) == 2 and mats[1] == canon(Transpose(mats[0])) and type(mats[1]) is Transpose:
             return f"(sym_gram_t {show(ast(mats[0]), False)})"
         if len(mats) == 3 and mats[2] == canon(Transpose(mats[0])) and type(mats[2]) is Transpose:
-            return f"(sym_congr {show(ast(mats[0]), False)} {_sym(mats[1], facts)})"
+            return f"(sym_congr {show(ast(mats[0]), False)} {_sym(mats[1], facts, depth)})"
+        half = len(mats) // 2
+        if len(mats) % 2 and len(mats) > 3 and all(
+                canon(Transpose(a)) == b for a, b in zip(mats[:half], reversed(mats[half + 1:]), strict=True)):
+            outer = mul(mats[:half])  # F M Fᵀ, F = F₁⋯F_k: the printed product re-associated (`sym_congr_eq`)
+            return (f"(@sym_congr_eq R _ _ {show(ast(t), False)} {show(ast(outer), False)} "
+                    f"{show(ast(mats[half]), False)} ltac:(by rewrite ?trmx_mul ?mulmxA) "
+                    f"{_sym(mats[half], facts, depth)})")
     if type(t) is MatAdd:
-        proof = _sym(t.args[0], facts)
+        proof = _sym(t.args[0], facts, depth)
         for a in t.args[1:]:
-            proof = f"(sym_add {proof} {_sym(a, facts)})"
+            proof = f"(sym_add {proof} {_sym(a, facts, depth)})"
         return proof
-    if facts.unchecked:
-        return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
-    raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
+    if type(t) is BlockMatrix and t.blockshape == (2, 2):  # [[A, 0], [0, D]]
+        (a, b), (c, d) = blocks_of(t)
+        if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] \
+                and d.shape[0] == d.shape[1]:
+            return f"(sym_block_diag {_sym(a, facts, depth)} {_sym(d, facts, depth)})"
+    raise Unsupported(f"the symmetry of {t} is not shown by its structure")
 
 
 def _symbols(terms, scalars: dict | None = None):
@@ -742,7 +873,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     elif rule == "power_combine" and mats and len(mats) == 2:
         (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
         b = canon(b1)
-        if b == canon(b2):
+        if b == canon(b2) and all(sympy.Rational(e).q == 1 for e in (e1, e2)):
+            out += _integer_power_combine(mats, b1, int(e1), int(e2), facts)
+        elif b == canon(b2):
             hd, hp, bt = _diag(b, facts), _pd(b, facts), show(ast(b1), False)
             result = power(b1, e1 + e2)
 
@@ -775,6 +908,20 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             tree = ("block", len(g1), len(g1[0]), [("add", [ast(a), ast(b)]) for r1, r2 in zip(g1, g2, strict=True)
                                                     for a, b in zip(r1, r2, strict=True)])
             out.append((result, "ltac:(by rewrite ?add_row_mx ?add_col_mx ?add_block_mx)", tree))
+    elif rule == "block_scale" and type(sub) is MatMul and factors_of(sub)[0] != 1 \
+            and len(factors_of(sub)[1]) == 1 and type(factors_of(sub)[1][0]) is BlockMatrix:
+        coeff, (grid_matrix,) = factors_of(sub)  # c [Aᵢⱼ] = [c Aᵢⱼ]: MathComp's scale_*_mx (opp_*_mx for c < 0)
+        result = block([[mul(coeff, b) for b in row] for row in blocks_of(grid_matrix)])
+        out.append((result, "ltac:(by rewrite ?scale_block_mx ?scale_row_mx ?scale_col_mx ?opp_block_mx "
+                            f"?opp_row_mx ?opp_col_mx ?scaler0 ?oppr0; {_NORM_SCALARS})"))
+    elif rule == "block_identity" and type(sub) is BlockMatrix and sub.blockshape == (2, 2):
+        (a, b), (c, d) = blocks_of(sub)  # [[I, 0], [0, I]] = I: MathComp's scalar_mx_block
+        if type(a) is Identity and type(d) is Identity and type(b) is ZeroMatrix and type(c) is ZeroMatrix:
+            out.append((Identity(a.shape[0] + d.shape[0]),
+                        f"esym (@scalar_mx_block R {_dim(a.shape[0])} {_dim(d.shape[0])} 1)"))
+    elif rule == "block_zero" and type(sub) is BlockMatrix \
+            and all(type(b) is ZeroMatrix for row in blocks_of(sub) for b in row):
+        out.append((ZeroMatrix(*sub.shape), "ltac:(by rewrite ?row_mx0 ?col_mx0 ?block_mx0)"))
     elif rule == "block_single" and type(sub) is BlockMatrix and sub.blockshape == (1, 1):
         out.append((blocks_of(sub)[0][0], "erefl"))  # [A] is A in Coq
     elif rule == "block_multiply" and mats and len(mats) == 2 and any(type(m) is BlockMatrix for m in mats):
@@ -807,6 +954,30 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
     return out
 
 
+def _integer_power_combine(mats, base, j: int, k: int, facts: _Facts) -> list:
+    """A^j A^k = A^(j+k) at integer exponents (any square A; A invertible unless both are >= 0): the prelude's
+    ``ipow`` with ``npow_combine`` or ``ipow_combine``; A is ``ipow A 1``, A⁻¹ ``ipow A (-1)``, I ``ipow A 0``."""
+    bt = show(ast(base), False)
+    result = power(base, j + k)
+
+    def as_pow(m):
+        if type(m) is MatPow:
+            return "erefl"
+        if type(m) is Identity:
+            return f"(esym (ipow0 {bt}))"
+        if type(m) is Inverse:
+            return f"(esym (ipowN1 {bt}))"
+        return f"(esym (ipow1 {bt}))"
+
+    if type(result) is MatPow and not _is_integer_power(result):
+        return []
+    tail = f"{as_pow(mats[0])} {as_pow(mats[1])} {as_pow(result)}"
+    if j >= 0 and k >= 0:
+        return [(result, f"@npow_combine R _ {bt} _ _ _ {j} {k} {j + k} erefl {tail}")]
+    return [(result, f"@ipow_combine R _ {bt} _ _ _ {_int(j)} {_int(k)} {_int(j + k)} {_unit(base, facts)} erefl "
+                     f"{tail}")]
+
+
 # A B of block matrices (a plain matrix is one block): MathComp's lemma by the two grids' shapes
 _BLOCK_PRODUCTS = {((1, 2), (2, 1)): "mul_row_col", ((1, 2), (2, 2)): "mul_row_block",
                    ((2, 2), (2, 1)): "mul_block_col", ((2, 2), (2, 2)): "mulmx_block",
@@ -835,7 +1006,7 @@ def _block_product(left, right, norm: str = _NORM):
 
 
 _SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", "block_single", "block_multiply",
-                    "block_inverse_diagonal",
+                    "block_inverse_diagonal", "block_scale", "block_identity", "block_zero",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
                     "inverse_product", "zero_mul", "zero_add", "distribute"}
@@ -974,8 +1145,9 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     goal = f"{e1} = {e0}" if flipped else f"{e0} = {e1}"
     p0, p1, used, rtree = perms
     lemmas_ = "".join(_perm_lemma(f"{n}_{name}", order) + "\n" for n, order in used.items())
-    r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in p0)
-    r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in p1)
+    # a rewrite rewrites every occurrence of its instance (one sum twice in a term): each rewrite once
+    r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p0))
+    r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p1))
     lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.",
              f"have rule_ : {show(ast(lhs))} = {show(rtree)} := {proof}.",
              f"have e0_ : {e0} = {c0} by {facts.norm}{r0}.",
@@ -1074,8 +1246,8 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
     p1 = _permutations(flat(ast(exprs[-1])), flat(ast(rhs)), used)
     if p0 is None or p1 is None:
         raise Unsupported("the claim is not the chain's ends up to association and the order of sums")
-    r0 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in p0)
-    r1 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in p1)
+    r0 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in dict.fromkeys(p0))
+    r1 = "".join(f"; rewrite {r.replace(' ', f'_{statement_name} ', 1)}" for r in dict.fromkeys(p1))
     parts += [_perm_lemma(f"{n}_{statement_name}", order) for n, order in used.items()]
     proof = "e1_"
     for n in reversed(names):
@@ -1196,7 +1368,7 @@ def _check_powers(proof, facts: _Facts) -> None:
         terms += [t for h in lem.hypotheses if not h.is_predicate for t in (h.lhs, h.rhs)]
     for term in terms:
         for node in sympy.preorder_traversal(term):
-            if type(node) is MatPow:
+            if type(node) is MatPow and not _is_integer_power(node):  # A^k (k an integer): ipow, any A
                 base = canon(node.args[0])
                 try:
                     _diag(base, facts)
@@ -1238,7 +1410,10 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
         for node in sympy.preorder_traversal(term):
             if type(node) is Inverse and node.args[0] not in inverses:
                 inverses.append(node.args[0])
-            if type(node) is MatPow and canon(node.args[0]) not in powers:
+            if type(node) is MatPow and _is_integer_power(node):  # A^k, k < 0: A invertible
+                if node.args[1] < 0 and node.args[0] not in inverses:
+                    inverses.append(node.args[0])
+            elif type(node) is MatPow and canon(node.args[0]) not in powers:
                 powers.append(canon(node.args[0]))
     facts_ = [(f"{show(ast(m))} \\in unitmx", _unit(m, facts)) for m in inverses]
     divisors: list = []
@@ -1310,6 +1485,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     _FAMILIES.clear()
     _FAMILIES.update({f.name: f for f in proof.families})
     _INDUCTIVE.clear()
+    _SHIFTED.clear()
+    _SHIFTED.update(_shifts(terms))
     _DIM_ORDER.clear()
     _DIM_ORDER.update(_partitions(terms))
     _DEF_TREES.clear()
@@ -1321,7 +1498,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
            "do not edit. *)", header, f"Section {tid}.",
            f"Variable R : {'rcfType' if _needs_rcf(data, exported) else 'realFieldType'}."]
     if dims:
-        out.append("Variables " + " ".join(_ident(d) for d in dims) + " : nat.")
+        shifted = {d.name: _shifted_name(d) for d in _SHIFTED}
+        out.append("Variables " + " ".join(shifted.get(d, _ident(d)) for d in dims) + " : nat.")
     facts = _Facts({}, {}, [], {}, {}, unchecked, forall={})
     facts.positive, facts.norm = {}, _NORM_SCALARS if scalars or _has_coefficients(proof) else _NORM
     for name in sorted(scalars):
