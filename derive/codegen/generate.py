@@ -25,18 +25,30 @@ import builtins
 import dataclasses
 import hashlib
 import importlib
+import itertools
+import keyword
 import textwrap
 from collections.abc import Iterator, Sequence
 from importlib import resources
 from types import ModuleType
 
-from sympy import Basic, Rational, Symbol, cse
-from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose
+from sympy import Basic, Rational, Symbol, cse, preorder_traversal
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import MpmathPrinter
 
 from ..kernel import Theorem, is_issued
-from ..kernel.terms import exponent_form, factors_of
+from ..kernel.terms import blocks_of, exponent_form, factors_of
 from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
@@ -159,18 +171,28 @@ def route_definitions(theorem: Theorem, expr: Basic) -> dict[str, Basic]:
 
 
 def route_expression(theorem: Theorem, route: Route) -> Basic:
-    """E in the checked lemma X_q (XᵀX)⁻¹XᵀY = X_q · E (the coefficients, β̂ = E)."""
+    """What a route prints: E of a checked lemma X_q · A = X_q · E (the coefficients, β̂ = E), or else the
+    lemma's whole right side, whatever its shape."""
     if not is_issued(theorem):
         raise CodegenError("code is generated from checked theorems only")
     chain = _lemma(theorem, route.lemma)
-    coeff, factors = factors_of(chain.rhs)
-    lhs_coeff, lhs_factors = factors_of(chain.lhs)
-    if coeff != 1 or lhs_coeff != 1 or factors[0] != lhs_factors[0] or str(factors[0].name) != "X_q":
-        raise CodegenError(f"{theorem.id}/{route.lemma} is not of the form X_q (XᵀX)⁻¹XᵀY = X_q E")
     if chain.hypotheses:
         raise CodegenError(f"{theorem.id}/{route.lemma} has local hypotheses")
-    return MatMul(*factors[1:], evaluate=False) if len(factors) > 2 else factors[1]
+    return _without_query(chain) if _has_query(chain) else chain.rhs
 
+
+def _has_query(chain) -> bool:
+    """Both sides of the chain are X_q times something, with no coefficient: the route prints the something."""
+    coeff, factors = factors_of(chain.rhs)
+    lhs_coeff, lhs_factors = factors_of(chain.lhs)
+    return (coeff == 1 and lhs_coeff == 1 and len(factors) >= 2 and len(lhs_factors) >= 2
+            and factors[0] == lhs_factors[0] and isinstance(factors[0], MatrixSymbol)
+            and str(factors[0].name) == "X_q")
+
+
+def _without_query(chain) -> Basic:
+    _, factors = factors_of(chain.rhs)
+    return MatMul(*factors[1:], evaluate=False) if len(factors) > 2 else factors[1]
 
 
 def term_expression(theorem: Theorem, term: Term) -> Basic:
@@ -272,11 +294,44 @@ class _FoldingMixin:
         return self._vector_shift(out, " + ".join(f"({c})" for c in shift)) if shift else out
 
     def _print_Symbol(self, expr):
-        """A scalar of the theorem (λ), named by the route like its matrices."""
+        """A scalar of the theorem (λ), named by the route like its matrices, else by its own name."""
         name = str(expr.name)
-        if name not in self.route.names:
-            raise CodegenError(f"the scalar {name} has no name in route {self.route.name}: map it in its names")
-        return self.route.names[name]
+        python = self.route.names.get(name, name)
+        if not python.isidentifier() or keyword.iskeyword(python):
+            raise CodegenError(f"the scalar {name} is not a Python name: map it to one in the route's names")
+        return python
+
+    def _dim(self, size) -> str:
+        """A dimension (p, or n + p) in terms of the printed function's arguments' shapes."""
+        dims = getattr(self, "dims", {})
+        missing = [str(s) for s in sorted(size.free_symbols, key=str) if s not in dims]
+        if missing:
+            raise CodegenError(f"the size {', '.join(missing)} of a block of I or 0 is not the size of any "
+                               "matrix the function takes")
+        out = self._print(size.xreplace({s: Symbol(f"_size_{s}") for s in size.free_symbols}))
+        for s in size.free_symbols:
+            out = out.replace(f"_size_{s}", dims[s])
+        return out
+
+    def _print_BlockMatrix(self, expr):
+        """A block matrix: its blocks concatenated (multiples of I and zero blocks made to size)."""
+        rows = []
+        for row in blocks_of(expr):
+            printed = []
+            for b in row:
+                c = _identity_multiple(b)
+                if c is not None:
+                    printed.append(f'("I", {self._dim(b.shape[0])}, {self._print(c)})')
+                elif isinstance(b, ZeroMatrix):
+                    printed.append(f'("0", {self._dim(b.shape[0])}, {self._dim(b.shape[1])})')
+                else:
+                    printed.append(self._print(b))
+            rows.append(f"[{', '.join(printed)}]")
+        self.helpers.add("_printed_block")
+        return f"_printed_block([{', '.join(rows)}])"
+
+    def _print_ZeroMatrix(self, expr):
+        raise CodegenError("a zero matrix outside a block matrix is not printed (it has no size there)")
 
     def _print_MatAdd(self, expr):
         """A sum of matrices; its multiples of I are added to the diagonal of the rest."""
@@ -304,6 +359,9 @@ class _FoldingMixin:
             return self._scale_columns(head, self._diagonal(factors[-1]))
         if _is_diagonal_atom(factors[-1], self.route):
             raise CodegenError("a diagonal factor alone is a vector, not a matrix")
+        if len(factors) >= 2 and isinstance(factors[-1], Inverse):  # B A⁻¹ = (A⁻ᵀ Bᵀ)ᵀ: a solve too
+            head = self._transpose(self._fold(factors[:-1]))
+            return self._transpose(self._inverse_times(Transpose(factors[-1].args[0]), head))
         out = self._print(factors[-1])
         for factor in reversed(factors[:-1]):
             if _is_diagonal_atom(factor, self.route):
@@ -336,7 +394,10 @@ class _FoldingMixin:
         return self._transpose(self._print(expr.arg))
 
     def _print_Inverse(self, expr):
-        raise CodegenError(f"refusing to invert {expr.arg} outside a product (a solve is printed instead)")
+        """An inverse applied to nothing: the one place an explicit inverse is printed (unavoidable)."""
+        if _is_diagonal_atom(expr, self.route):
+            raise CodegenError("a diagonal factor alone is a vector, not a matrix")
+        return self._inverse(self._print(expr.arg))
 
     def _print_MatPow(self, expr):
         raise CodegenError(f"refusing to print the matrix power {expr} (only diagonal factors take powers)")
@@ -348,6 +409,8 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
     def __init__(self, route: Route):
         super().__init__({"fully_qualified_modules": False})
         self.route = route
+        self.helpers: set[str] = set()  # the printed section's helpers the printed code calls
+        self.dims: dict = {}  # dimension symbol -> its value read off an argument's shape
 
     def _matmul(self, a: str, b: str) -> str:
         return f"({a} @ {b})"
@@ -363,6 +426,15 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
 
     def _solve(self, a: str, b: str) -> str:
         return f"np.linalg.solve({a}, {b})"
+
+    def _inverse(self, a: str) -> str:
+        return f"np.linalg.inv({a})"
+
+    def _rows(self, a: str) -> str:
+        return f"{a}.shape[-2]"
+
+    def _cols(self, a: str) -> str:
+        return f"{a}.shape[-1]"
 
     def _vector_power(self, v: str, q: Rational) -> str:
         return f"(1/{v})" if q == -1 else f"({v}**({q.p}/{q.q}))"
@@ -390,6 +462,9 @@ class ArrayAPIPrinter(BatchedNumPyPrinter):
     def _solve(self, a: str, b: str) -> str:
         return f"_general_solve({a}, {b})"
 
+    def _inverse(self, a: str) -> str:
+        return f"array_namespace({a}).linalg.inv({a})"
+
 
 class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     """mpmath printer for ``mpmath.matrix`` values; helpers are defined in the module template."""
@@ -397,6 +472,8 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     def __init__(self, route: Route):
         super().__init__({"fully_qualified_modules": False})
         self.route = route
+        self.helpers: set[str] = set()  # the printed section's helpers the printed code calls
+        self.dims: dict = {}  # dimension symbol -> its value read off an argument's shape
 
     def _matmul(self, a: str, b: str) -> str:
         return f"({a} * {b})"
@@ -412,6 +489,15 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
 
     def _solve(self, a: str, b: str) -> str:
         return f"_lu_solve({a}, {b})"
+
+    def _inverse(self, a: str) -> str:
+        return f"mpmath.inverse({a})"
+
+    def _rows(self, a: str) -> str:
+        return f"{a}.rows"
+
+    def _cols(self, a: str) -> str:
+        return f"{a}.cols"
 
     def _vector_power(self, v: str, q: Rational) -> str:
         return f"_vector_power({v}, {q.p}, {q.q})"
@@ -458,11 +544,16 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
                     break
             term = MatMul(*([coeff] if coeff != 1 else []), *factors, evaluate=False) if len(factors) > 1 \
                 else factors[0]
-        if term.args and isinstance(term, (MatMul, Transpose, Inverse)):
-            return term.func(*[hide(a) for a in term.args], **({"evaluate": False} if isinstance(term, MatMul) else {}))
+        if term.args and isinstance(term, (MatMul, MatAdd, Transpose, Inverse)):
+            return term.func(*[hide(a) for a in term.args],
+                             **({"evaluate": False} if isinstance(term, (MatMul, MatAdd)) else {}))
+        if isinstance(term, BlockMatrix):
+            return BlockMatrix([[hide(b) for b in row] for row in blocks_of(term)])
         return term
 
-    hidden = [hide(e) for e in exprs.values()]
+    printer.dims = _argument_dims(exprs, printer)
+    exprs = _share_suffixes(dict(zip(exprs, (hide(e) for e in exprs.values()), strict=True)))
+    hidden = list(exprs.values())
     replacements, reduced = cse(hidden, symbols=_cse_names(), optimizations=None)
     reveal = {v: k for k, v in atoms.items()}
     names = dict(printer.route.names)
@@ -471,13 +562,103 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
     names["XtY"] = "XtY"
     printer.route = dataclasses.replace(printer.route, names=names,
                                         diagonal=printer.route.diagonal + tuple(str(a.name) for a in reveal))
+    pending = [(str(symbol), value) for symbol, value in replacements] + list(zip(exprs, reduced, strict=True))
     lines = []
-    for symbol, value in replacements:
-        lines.append(f"{symbol} = {printer.doprint(value)}")
-        names[str(symbol)] = str(symbol)
-    for name, value in zip(exprs, reduced, strict=True):
-        lines.append(f"{name} = {printer.doprint(value)}")
+    shared: dict[str, Basic] = {}  # cse's placeholder, by name -> what later terms read in its place
+
+    def read(value):
+        return value.xreplace({a: shared[str(a.name)] for a in value.atoms(MatrixSymbol) if str(a.name) in shared})
+
+    while pending:  # in order, each assignment after those it reads (cse's before the shared tails they read)
+        waiting = {name for name, _ in pending}
+        index = next((i for i, (name, value) in enumerate(pending)
+                      if not ({str(a) for a in value.free_symbols} & (waiting - {name}))), 0)
+        name, value = pending.pop(index)
+        value = read(value)
+        names[name] = name
+        if name not in exprs and (isinstance(value, MatrixSymbol)
+                                  or isinstance(value, Inverse) and isinstance(value.arg, MatrixSymbol)):
+            # an alias (of a matrix, or of the inverse of one already computed): read it in place
+            shared[name] = value
+        elif not getattr(value, "is_Matrix", False):  # a scalar computed once (μ²)
+            shared[name] = Symbol(name)
+            lines.append(f"{name} = {printer.doprint(value)}")
+        elif isinstance(value, Inverse) and name not in exprs:  # a repeated inverse: its matrix once, solves
+            shared[name] = Inverse(MatrixSymbol(name, *value.shape))
+            lines.append(f"{name} = {printer.doprint(value.arg)}")
+        else:
+            if name not in exprs:
+                shared[name] = MatrixSymbol(name, *value.shape)
+            lines.append(f"{name} = {printer.doprint(value)}")
     return lines
+
+
+def _share_suffixes(exprs: dict[str, Basic]) -> dict[str, Basic]:
+    """Products fold right to left, so what two products share is a common tail of factors (G⁻¹XᵀY in
+    G⁻¹XᵀY + G⁻¹Xᵀ(Y − XG⁻¹XᵀY)): each tail of two or more factors that occurs twice becomes an assignment,
+    the longest first, computed once; ``cse`` finds the rest (whole repeated terms)."""
+    taken = {str(a.name) for e in exprs.values() for a in e.atoms(MatrixSymbol)} | set(exprs)
+    fresh = (f"u{i}" for i in itertools.count() if f"u{i}" not in taken)
+    shared: dict[str, Basic] = {}
+    while True:
+        counts: dict[tuple, int] = {}
+        for e in (*shared.values(), *exprs.values()):
+            for node in preorder_traversal(e):
+                if isinstance(node, MatMul):
+                    _, factors = factors_of(node)
+                    for i in range(len(factors) - 1):
+                        counts[tuple(factors[i:])] = counts.get(tuple(factors[i:]), 0) + 1
+        repeated = [tail for tail, count in counts.items() if count >= 2]
+        if not repeated:
+            break
+        tail = max(repeated, key=lambda t: (len(t), str(t)))
+        symbol = MatrixSymbol(next(fresh), tail[0].shape[0], tail[-1].shape[1])
+
+        def cut(term, tail=tail, symbol=symbol):
+            if isinstance(term, MatMul):
+                coeff, factors = factors_of(term)
+                if tuple(factors[-len(tail):]) == tail and len(factors) >= len(tail):
+                    rest = [cut(f) for f in factors[:-len(tail)]]
+                    return MatMul(coeff, *rest, symbol, evaluate=False) if rest or coeff != 1 else symbol
+            if term.args and isinstance(term, (MatMul, MatAdd, Transpose, Inverse)):
+                return term.func(*[cut(a) for a in term.args],
+                                 **({"evaluate": False} if isinstance(term, (MatMul, MatAdd)) else {}))
+            if isinstance(term, BlockMatrix):
+                return BlockMatrix([[cut(b) for b in row] for row in blocks_of(term)])
+            return term
+
+        shared = {name: cut(e) for name, e in shared.items()}
+        shared[str(symbol.name)] = MatMul(*tail, evaluate=False)
+        exprs = {name: cut(e) for name, e in exprs.items()}
+    ordered: dict[str, Basic] = {}
+
+    def emit(name):
+        if name in ordered:
+            return
+        for atom in sorted(shared[name].atoms(MatrixSymbol), key=str):
+            if str(atom.name) in shared:
+                emit(str(atom.name))
+        ordered[name] = shared[name]
+
+    for name in shared:
+        emit(name)
+    return {**ordered, **exprs}
+
+
+def _argument_dims(exprs: dict[str, Basic], printer) -> dict:
+    """Each dimension symbol of the matrices the expressions read (not those they define) -> its value, read off
+    the first such matrix's shape, in the order of the route's names."""
+    order = {name: i for i, name in enumerate(printer.route.names)}
+    matrices = sorted({m for e in exprs.values() for m in e.atoms(MatrixSymbol)
+                       if str(m.name) not in exprs and str(m.name) not in printer.route.diagonal},
+                      key=lambda m: (order.get(str(m.name), len(order)), str(m.name)))
+    dims: dict = {}
+    for m in matrices:
+        var = printer.route.names.get(str(m.name), str(m.name))
+        for size, read in ((m.shape[0], printer._rows), (m.shape[1], printer._cols)):
+            if isinstance(size, Symbol) and size not in dims:
+                dims[size] = read(var)
+    return dims
 
 
 def _cse_names():
