@@ -52,7 +52,7 @@ from ..kernel.terms import blocks_of, exponent_form, factors_of
 from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
-           "term_expression", "required_theorems", "generate_module", "numpy_module", "mpmath_module",
+           "term_expression", "required_theorems", "Unprinted", "generate_module", "numpy_module", "mpmath_module",
            "xp_module", "dask_module",
            "REQUIRED_THEOREMS", "NUMERICS"]
 
@@ -218,7 +218,8 @@ def printed_assignments(theorem: Theorem, declared: Printed) -> dict[str, Basic]
     """What a declaration prints: ``name = term`` in order, the last one the function's result."""
     if isinstance(declared, Route):
         expr = route_expression(theorem, declared)
-        return {**route_definitions(theorem, expr), declared.result: expr}
+        result = declared.result if _coefficients(theorem, declared) else declared.name
+        return {**route_definitions(theorem, expr), result: expr}
     return {declared.result: term_expression(theorem, declared)}
 
 # --- printing -----------------------------------------------------------------------
@@ -490,6 +491,9 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     def _solve(self, a: str, b: str) -> str:
         return f"_lu_solve({a}, {b})"
 
+    def _print_Rational(self, expr):
+        return f"mpmath.mpf({expr.p})/{expr.q}"
+
     def _inverse(self, a: str) -> str:
         return f"mpmath.inverse({a})"
 
@@ -733,41 +737,63 @@ def _check_calls(tree: ast.Module, parameters: dict[str, tuple[str, ...]], path:
         raise CodegenError(f"{path} declares printed functions it never calls: {', '.join(unused)}")
 
 
-def _printed_function(theorem: Theorem, declared: Printed, parameters: tuple[str, ...], printer_class) -> str:
+def _printed_function(theorem: Theorem, declared: Printed, parameters: tuple[str, ...], printer_class,
+                      helpers: set[str]) -> str:
     """The printed function's source: ``def _name(parameters): ...; return result``."""
     assignments = printed_assignments(theorem, declared)
-    lines = print_assignments(assignments, printer_class(declared))
+    printer = printer_class(declared)
+    lines = print_assignments(assignments, printer)
+    helpers |= printer.helpers
     last = list(assignments)[-1]
     where = f"{declared.theorem}, {declared.source}"
     summary = f"{'β̂' if isinstance(declared, Route) else last} = {assignments[last]}: {where}."
     if len(summary) > 110:
         summary = f"Printed from {where}."
     body = [f"def {declared.function}({', '.join(parameters)}):", f'    """{summary}"""',
-            *("    " + line for line in lines), f"    return {last}"]
+            *(_wrap("    " + line) for line in lines), f"    return {last}"]
     return "\n".join(body)
 
 
-def _public_route_function(theorem: Theorem, route: Route, printer_class, known: set[str], backend: str) -> str:
-    """A route the numerics do not call (a user's theorem declares it), printed as a public function
-    ``<name>(<matrices>)`` returning β̂: its parameters are the matrices its right-hand side reads."""
-    if not route.name.isidentifier() or route.name.startswith("_") or route.name in known:
-        raise CodegenError(f"route {route.name} ({route.theorem}) cannot be a public function of the generated "
+def _coefficients(theorem: Theorem, declared: Printed) -> bool:
+    """A route of a lemma X_q · A = X_q · E: its function returns the coefficients β̂ = E."""
+    return isinstance(declared, Route) and _has_query(_lemma(theorem, declared.lemma))
+
+
+def _public_function(theorem: Theorem, declared: Printed, printer_class, known: set[str], backend: str,
+                     helpers: set[str]) -> str:
+    """A route or term the numerics do not call (a user's theorem declares it), printed as a public function
+    ``<name>(<arguments>)``: its parameters are the matrices and scalars its right side reads, those the
+    declaration names first, in the order of its names, then the others by name.  Raises :class:`CodegenError`
+    saying why it cannot be printed."""
+    kind = "route" if isinstance(declared, Route) else "term"
+    if not declared.name.isidentifier() or declared.name.startswith("_") or declared.name in known \
+            or keyword.iskeyword(declared.name):
+        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}) cannot be a public function of the generated "
                            "module: its name must be a public identifier that the module does not already use")
-    assignments = printed_assignments(theorem, route)
-    lines = print_assignments(assignments, printer_class(route))
-    needed = _unbound_names("\n".join(["def _probe():", *("    " + line for line in lines), "    return beta"]),
-                            known)
-    order = [*route.names.values(), "XtY"]
-    strange = [name for name in needed if name not in order]
+    assignments = printed_assignments(theorem, declared)
+    printer = printer_class(declared)
+    lines = print_assignments(assignments, printer)
+    result = list(assignments)[-1]
+    needed = _unbound_names("\n".join(["def _probe():", *("    " + line for line in lines), f"    return {result}"]),
+                            known - printer.helpers)
+    needed = [name for name in needed if name not in printer.helpers]
+    order = [*declared.names.values(), "XtY"]
+    parameters = [name for name in order if name in needed] + sorted(n for n in needed if n not in order)
+    clash = sorted(set(parameters) & known)
+    if clash:
+        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}) would read {', '.join(clash)} as an argument, "
+                           "a name the module already uses: rename it in the declaration's names")
+    symbols = {v: k for k, v in declared.names.items()}
+    expr = assignments[result]
+    matrices = {declared.names.get(str(m.name), str(m.name)) for e in assignments.values()
+                for m in e.atoms(MatrixSymbol)}
+    scalars = {declared.names.get(str(s.name), str(s.name)) for e in assignments.values() for s in e.atoms(Symbol)
+               if not s.is_integer} - matrices
+    strange = sorted(set(parameters) - matrices - scalars - {"XtY"})
     if strange:
-        raise CodegenError(f"route {route.name} ({route.theorem}) reads {', '.join(strange)}, which its names do "
-                           "not map to a matrix")
-    parameters = [name for name in order if name in needed]
-    symbols = {v: k for k, v in route.names.items()}
-    expr = assignments[route.result]
-    matrices = {str(m.name) for e in assignments.values() for m in e.atoms(MatrixSymbol)}
-    scalars = {route.names[str(s.name)] for e in assignments.values() for s in e.atoms(Symbol)
-               if str(s.name) in route.names and str(s.name) not in matrices}
+        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}): its printed code reads {', '.join(strange)}, "
+                           "which is neither a matrix nor a scalar of the theorem")
+    helpers |= printer.helpers
     if backend in ("numpy", "dask"):
         convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters]
     elif backend == "mpmath":
@@ -775,26 +801,119 @@ def _public_route_function(theorem: Theorem, route: Route, printer_class, known:
                    for name in parameters]
     else:
         convert = []
-    described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY')})" for name in parameters)
-    kind = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
+    described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY' if name == 'XtY' else name)})" for name in parameters)
+    returned = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
     given = {"mpmath": "mpmath matrix, or list of rows or of numbers",
              "xp": "array (any array-API namespace)"}.get(backend, "array_like")
-    summary = f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).'
+    value = "β̂" if _coefficients(theorem, declared) else result
+    what = f"{kind} {declared.name}"
+    shown = " ".join(str(expr).split())
+    summary = f'    """{value} = {shown}, printed from {declared.theorem}, {declared.source} ({what}).'
     if len(summary) > 116:
-        summary = f'    """β̂ printed from {route.theorem}, {route.source} (route {route.name}).'
-    said = (f"The {'matrices and scalars' if scalars else 'matrices'} of the lemma: {described}; the route "
-            "assumes what the theorem's hypotheses say of them (they are not checked here).")
-    docstring = [summary, "", f"    β̂ = {expr}.", "",
+        summary = f'    """{value} printed from {declared.theorem}, {declared.source} ({what}).'
+    said = (f"The {'matrices and scalars' if scalars & set(parameters) else 'matrices'} of the lemma: {described}; "
+            f"the {kind} assumes what the theorem's hypotheses say of them (they are not checked here).")
+    meaning = "The coefficients β̂." if value == "β̂" else f"The value of {result}."
+    docstring = [summary, "", *textwrap.wrap(f"{value} = {shown}.", 112, initial_indent="    ",
+                                             subsequent_indent="        ", break_long_words=False), "",
                  "    Parameters", "    ----------", f"    {', '.join(parameters)} : {given}",
                  *textwrap.wrap(said, 112, initial_indent="        ", subsequent_indent="        "), "",
-                 "    Returns", "    -------", f"    {kind}", "        The coefficients β̂.", '    """']
-    return "\n".join([f"def {route.name}({', '.join(parameters)}):", *docstring, *convert,
-                      *("    " + line for line in lines), f"    return {route.result}"])
+                 "    Returns", "    -------", f"    {returned}",
+                 *textwrap.wrap(meaning, 112, initial_indent="        ", subsequent_indent="        "), '    """']
+    return "\n".join([f"def {declared.name}({', '.join(parameters)}):", *docstring, *convert,
+                      *(_wrap("    " + line) for line in lines), f"    return {result}"])
+
+
+def _wrap(line: str, width: int = 116) -> str:
+    """An assignment ``name = code`` longer than ``width``, broken between tokens inside parentheses."""
+    if len(line) <= width:
+        return line
+    indent = line[: len(line) - len(line.lstrip())]
+    name, code = line.strip().split(" = ", 1)
+    return "\n".join(textwrap.wrap(f"{name} = ({code})", width, initial_indent=indent,
+                                   subsequent_indent=indent + "    ", break_long_words=False,
+                                   break_on_hyphens=False))
+
+
+@dataclasses.dataclass(frozen=True)
+class Unprinted:
+    """A route or term a checked theorem declares that a generated module leaves out, and why."""
+
+    theorem: str
+    name: str
+    kind: str  # "route" or "term"
+    reason: str
+
+    def line(self, backends: Sequence[str] = ()) -> str:
+        """One line naming it: ``not printed: theorem <id>, route <name>: <reason>``."""
+        where = f" ({', '.join(backends)})" if backends else ""
+        return f"not printed{where}: theorem {self.theorem}, {self.kind} {self.name}: {self.reason}"
+
+
+#: Backend -> the helpers the printed section defines when a printed function calls them (name -> source).
+_HELPERS = {
+    "numpy": {"_printed_block": '''def _printed_block(rows):
+    """A block matrix from rows of blocks: arrays (their leading, batch, dimensions broadcast), ("I", n, c) for
+    c times the n×n identity, ("0", r, c) for an r×c block of zeros."""
+    arrays = [b for row in rows for b in row if not isinstance(b, tuple)]
+    batch = np.broadcast_shapes(*(np.shape(b)[:-2] for b in arrays))
+    dtype = np.result_type(*arrays)
+
+    def full(b):
+        if isinstance(b, tuple):
+            kind, r, c = b
+            b = c * np.eye(r, dtype=dtype) if kind == "I" else np.zeros((r, c), dtype=dtype)
+        return np.broadcast_to(b, batch + np.shape(b)[-2:])
+
+    return np.concatenate([np.concatenate([full(b) for b in row], axis=-1) for row in rows], axis=-2)'''},
+    "xp": {"_printed_block": '''def _printed_block(rows):
+    """A block matrix from rows of blocks: arrays (their leading, batch, dimensions broadcast), ("I", n, c) for
+    c times the n×n identity, ("0", r, c) for an r×c block of zeros; in the arrays' namespace, dtype and device."""
+    arrays = [b for row in rows for b in row if not isinstance(b, tuple)]
+    xp = array_namespace(*arrays)
+    dtype, where = xp.result_type(*arrays), device(arrays[0])
+    batch = ()
+    for b in arrays:
+        shape = tuple(b.shape[:-2])
+        width = max(len(batch), len(shape))
+        batch, shape = (1,) * (width - len(batch)) + batch, (1,) * (width - len(shape)) + shape
+        batch = tuple(x if y == 1 else y for x, y in zip(batch, shape, strict=True))
+
+    def full(b):
+        if isinstance(b, tuple):
+            kind, r, c = b
+            b = c * xp.eye(r, dtype=dtype, device=where) if kind == "I" else xp.zeros((r, c), dtype=dtype, device=where)
+        return xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+
+    return xp.concat([xp.concat([full(b) for b in row], axis=-1) for row in rows], axis=-2)'''},
+    "mpmath": {"_printed_block": '''def _printed_block(rows):
+    """A block matrix from rows of blocks: mpmath matrices, ("I", n, c) for c times the n×n identity, ("0", r, c)
+    for an r×c block of zeros."""
+    def full(b):
+        if isinstance(b, tuple):
+            kind, r, c = b
+            return mpmath.eye(r) * c if kind == "I" else mpmath.zeros(r, c)
+        return b
+
+    grid = [[full(b) for b in row] for row in rows]
+    out = mpmath.zeros(sum(row[0].rows for row in grid), sum(b.cols for b in grid[0]))
+    top = 0
+    for row in grid:
+        left = 0
+        for b in row:
+            for i in range(b.rows):
+                for j in range(b.cols):
+                    out[top + i, left + j] = b[i, j]
+            left += b.cols
+        top += row[0].rows
+    return out'''},
+}
+_HELPERS["dask"] = _HELPERS["numpy"]
 
 
 def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str, Theorem],
             required: Sequence[str], numerics: ModuleType, docstring: list[str],
-            public: Sequence[Route] = ()) -> str:
+            public: Sequence[Printed] = (), left_out: Sequence[Unprinted] = ()) -> str:
     module, _ = NUMERICS[backend]
     width = max(len(d.function) for d in printed) + 2
     lines = [f'"""{title}', "",
@@ -802,10 +921,16 @@ def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str
              "(function: theorem, where in it):", ""]
     lines += [f"    {d.function:{width}}{d.theorem}, {d.source}" for d in printed]
     if public:
-        lines += ["", "Public functions printed from the routes that checked theorems declare and these numerics do",
-                  "not call (function: theorem, where in it):", ""]
+        lines += ["", "Public functions printed from the routes and terms that checked theorems declare and these",
+                  "numerics do not call (function: theorem, where in it):", ""]
         lines += [f"    {d.name:{width}}{d.theorem}, {d.source}" for d in public]
-    unused = [d for name, d in registered_printed().items() if d not in printed and d not in public]
+    unused = [d for name, d in registered_printed().items() if d not in printed and d not in public
+              and name not in {u.name for u in left_out}]
+    if left_out:
+        lines += ["", "Declared by theorems but not printed (theorem, route or term: why):", ""]
+        for u in left_out:
+            lines += textwrap.wrap(f"{u.theorem}, {u.kind} {u.name}: {u.reason}", 110, initial_indent="    ",
+                                   subsequent_indent="        ")
     if unused:
         lines += ["", *textwrap.wrap("Declared by checked theorems but not called by these numerics, so not "
                                      "printed: " + ", ".join(f"{d.name} ({d.theorem})" for d in unused) + ".", 110)]
@@ -820,9 +945,14 @@ def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str
     return "\n".join([*lines, "", *body, '"""'])
 
 
-def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
-    """The standalone module of ``backend`` (``"numpy"`` or ``"mpmath"``): header, fixed numerics, printed
-    functions.  Deterministic; it imports only the backend and the standard library."""
+def generate_module(theorems: dict[str, Theorem], backend: str, unprinted: list[Unprinted] | None = None) -> str:
+    """The standalone module of ``backend`` (a key of :data:`NUMERICS`): header, fixed numerics, printed
+    functions.  Deterministic; it imports only the backend and the standard library.
+
+    Every route and term the numerics do not call is printed as a public function where it can be; each one
+    that cannot (its proof not checked, a term the printers refuse, a name the module uses) is left out, named
+    in the header with its reason, and appended to ``unprinted`` when given.  What the numerics call must
+    print: a failure there raises :class:`CodegenError`."""
     module, title = NUMERICS[backend]
     numerics = _numerics(backend)
     required = required_theorems([backend])
@@ -839,11 +969,11 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
     _check_calls(tree, numerics.PRINTED_PARAMETERS, filename)
     printer_class = _PRINTERS[backend]
     printed = [declared[name] for name in numerics.PRINTED_PARAMETERS]
-    functions = []
+    functions, helpers = [], set()
     for item in printed:
         parameters = tuple(numerics.PRINTED_PARAMETERS[item.name])
-        function = _printed_function(theorems[item.theorem], item, parameters, printer_class)
-        unbound = _unbound_names(function, known)
+        function = _printed_function(theorems[item.theorem], item, parameters, printer_class, helpers)
+        unbound = _unbound_names(function, known | helpers)
         if unbound:
             raise CodegenError(f"printed function {item.name} ({item.theorem}, {item.source}) needs "
                                f"{', '.join(unbound)}, which {module} does not pass it")
@@ -851,42 +981,59 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
     registry = ["PRINTED.update({", *(f'    "{d.name}": {d.function},' for d in printed), "})"]
     # not public: what this backend's numerics call; the xp and Dask modules, which call fewer, leave out too
     # what any backend calls (their public functions are the fixed ones); the NumPy and mpmath modules print
-    # the rest of the routes (ridge_spectral and ridge_dual are public in mpmath, called by the NumPy numerics)
-    called = (set(numerics.PRINTED_PARAMETERS) if backend in ("numpy", "mpmath")
-              else {name for other in NUMERICS for name in _called(other)})
-    public = [d for name, d in declared.items() if isinstance(d, Route) and name not in called
-              and is_issued(theorems.get(d.theorem))]
-    public_functions = [_public_route_function(theorems[d.theorem], d, printer_class, known, backend)
-                        for d in public]
+    # the rest of the routes (ridge_spectral and ridge_dual are public in mpmath, called by the NumPy numerics).
+    # A term is public where no backend calls it (a user's theorem declares it).
+    every = {name for other in NUMERICS for name in _called(other)}
+    called = set(numerics.PRINTED_PARAMETERS) if backend in ("numpy", "mpmath") else every
+    public, public_functions, left_out = [], [], []
+    for name, d in declared.items():
+        if name in (called if isinstance(d, Route) else every):
+            continue
+        kind = "route" if isinstance(d, Route) else "term"
+        if not is_issued(theorems.get(d.theorem)):
+            left_out.append(Unprinted(d.theorem, name, kind, "its theorem's proof was not checked"))
+            continue
+        try:
+            function = _public_function(theorems[d.theorem], d, printer_class, known | {p.name for p in public},
+                                        backend, helpers)
+        except CodegenError as exc:
+            left_out.append(Unprinted(d.theorem, name, kind, str(exc)))
+            continue
+        public.append(d)
+        public_functions.append(function)
+    if unprinted is not None:
+        unprinted.extend(left_out)
+    used = [_HELPERS[backend][name] for name in sorted(helpers)]
     section = ["# --- printed from checked lemmas by `derive codegen` (see the header) " + "-" * 20, "", "",
-               "\n\n\n".join(functions), "", "", *registry]
+               "\n\n\n".join([*used, *functions]), "", "", *registry]
     if public:
-        section += ["", "", "# --- routes of checked theorems, as public functions " + "-" * 45, "", "",
+        section += ["", "", "# --- routes and terms of checked theorems, as public functions " + "-" * 35, "", "",
                     "\n\n\n".join(public_functions), "", "",
-                    f"__all__ += [{', '.join(repr(d.name) for d in public)}]"]
+                    *textwrap.wrap(f"__all__ += [{', '.join(repr(d.name) for d in public)}]", 116,
+                                   subsequent_indent="    ", break_long_words=False)]
     if backend == "xp":  # its CPU engine: the NumPy module of the same theorems, written beside it
         digest = hashlib.sha256(numpy_module(theorems).encode("utf-8")).hexdigest()
         section += ["", "", "# --- the NumPy module generated with this one (route 'auto' on the CPU) " + "-" * 26,
                     "", f'HOST_MODULE_SHA256 = "{digest}"']
-    header = _header(title, backend, printed, theorems, required, numerics, docstring, public)
+    header = _header(title, backend, printed, theorems, required, numerics, docstring, public, left_out)
     return "\n".join([header, "", code.rstrip("\n"), "", "", *section]) + "\n"
 
 
-def numpy_module(theorems: dict[str, Theorem]) -> str:
-    """The NumPy module's text (deterministic)."""
-    return generate_module(theorems, "numpy")
+def numpy_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The NumPy module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "numpy", unprinted)
 
 
-def mpmath_module(theorems: dict[str, Theorem]) -> str:
-    """The mpmath module's text (deterministic)."""
-    return generate_module(theorems, "mpmath")
+def mpmath_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The mpmath module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "mpmath", unprinted)
 
 
-def xp_module(theorems: dict[str, Theorem]) -> str:
-    """The array-API module's text (deterministic)."""
-    return generate_module(theorems, "xp")
+def xp_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The array-API module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "xp", unprinted)
 
 
-def dask_module(theorems: dict[str, Theorem]) -> str:
-    """The Dask module's text (deterministic)."""
-    return generate_module(theorems, "dask")
+def dask_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The Dask module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "dask", unprinted)
