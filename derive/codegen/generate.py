@@ -8,14 +8,17 @@ through their ``PRINTED`` registry, with the arguments their ``PRINTED_PARAMETER
 section defines the functions with exactly those parameters and fills ``PRINTED`` at the end of the file.
 
 What is printed is declared by the theorem that proves it, in its decorator
-(``@theorem(routes=[Route(...), Term(...)])``).  A :class:`Route` is a lemma of the form
-X_q (XᵀX)⁻¹XᵀY = X_q · E, where E is built from the factors of a decomposition whose defining
-properties are the lemma's hypotheses (eigh: XᵀX = VΛVᵀ; svd: X = USVᵀ; qr: X = QR); E is printed.  A
-:class:`Term` is another term of a checked theorem: a definition's right side (the construction's P) or
-the weights of a lemma's right side (the score matrix).  The generator prints with subclasses of SymPy's
-code printers, after ``cse``: products fold right to left (so X_q (L (Lᵀ (XᵀY))) never forms an n×n or
-m×n matrix), diagonal factors become vectors scaling rows or columns, inverses of triangular factors
-become solves, and no fractional matrix power is ever emitted.
+(``@theorem(routes=[Route(...), Term(...)])``).  A :class:`Route` is a lemma: of the form
+X_q · A = X_q · E, E is printed (the coefficients, as the built-in routes X_q (XᵀX)⁻¹XᵀY = X_q · E, where E
+is built from the factors of a decomposition whose defining properties are the lemma's hypotheses), and
+otherwise the lemma's whole right side.  A :class:`Term` is another term of a checked theorem: a
+definition's right side (the construction's P) or the weights of a lemma's right side (the score matrix).
+The generator prints with subclasses of SymPy's code printers: products fold right to left (so
+X_q (L (Lᵀ (XᵀY))) never forms an n×n or m×n matrix), tails of products that occur twice and (by ``cse``)
+repeated terms are computed once, diagonal factors become vectors scaling rows or columns, inverses become
+solves (by substitution for triangular factors), block matrices are concatenated, and no fractional matrix
+power is ever emitted.  A route or term the numerics do not call that cannot be printed is left out and
+named (:class:`Unprinted`); the module is written with the others.
 """
 
 from __future__ import annotations
