@@ -262,6 +262,18 @@ def _is_diagonal_atom(term, route: Route) -> bool:
     return _is_diagonal_sum(base, route)
 
 
+def _bare(code: str) -> str:
+    """Printed code without the parentheses around all of it (the sole argument of a call needs none)."""
+    if not (code.startswith("(") and code.endswith(")")):
+        return code
+    depth = 0
+    for i, ch in enumerate(code):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(code) - 1:
+            return code
+    return code[1:-1]
+
+
 class _FoldingMixin:
     """Shared by the NumPy and mpmath printers: products fold right to left."""
 
@@ -401,7 +413,7 @@ class _FoldingMixin:
         """An inverse applied to nothing: the one place an explicit inverse is printed (unavoidable)."""
         if _is_diagonal_atom(expr, self.route):
             raise CodegenError("a diagonal factor alone is a vector, not a matrix")
-        return self._inverse(self._print(expr.arg))
+        return self._inverse(_bare(self._print(expr.arg)))
 
     def _print_MatPow(self, expr):
         raise CodegenError(f"refusing to print the matrix power {expr} (only diagonal factors take powers)")
@@ -467,7 +479,8 @@ class ArrayAPIPrinter(BatchedNumPyPrinter):
         return f"_general_solve({a}, {b})"
 
     def _inverse(self, a: str) -> str:
-        return f"array_namespace({a}).linalg.inv({a})"
+        self.helpers.add("_printed_inverse")
+        return f"_printed_inverse({a})"
 
 
 class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
@@ -888,7 +901,10 @@ _HELPERS = {
             b = c * xp.eye(r, dtype=dtype, device=where) if kind == "I" else xp.zeros((r, c), dtype=dtype, device=where)
         return xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
 
-    return xp.concat([xp.concat([full(b) for b in row], axis=-1) for row in rows], axis=-2)'''},
+    return xp.concat([xp.concat([full(b) for b in row], axis=-1) for row in rows], axis=-2)''',
+           "_printed_inverse": '''def _printed_inverse(A):
+    """A⁻¹ itself, where a printed term applies it to nothing (elsewhere an inverse is a solve)."""
+    return array_namespace(A).linalg.inv(A)'''},
     "mpmath": {"_printed_block": '''def _printed_block(rows):
     """A block matrix from rows of blocks: mpmath matrices, ("I", n, c) for c times the n×n identity, ("0", r, c)
     for an r×c block of zeros."""
