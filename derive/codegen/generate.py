@@ -572,7 +572,8 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
         return term
 
     printer.dims = _argument_dims(exprs, printer)
-    exprs = _share_suffixes(dict(zip(exprs, (hide(e) for e in exprs.values()), strict=True)))
+    exprs = _share_suffixes(dict(zip(exprs, (hide(e) for e in exprs.values()), strict=True)),
+                            lambda f: _is_diagonal_atom(f, printer.route) or str(f) in {str(a) for a in atoms.values()})
     hidden = list(exprs.values())
     replacements, reduced = cse(hidden, symbols=_cse_names(), optimizations=None)
     reveal = {v: k for k, v in atoms.items()}
@@ -613,10 +614,11 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
     return lines
 
 
-def _share_suffixes(exprs: dict[str, Basic]) -> dict[str, Basic]:
+def _share_suffixes(exprs: dict[str, Basic], vector=lambda factor: False) -> dict[str, Basic]:
     """Products fold right to left, so what two products share is a common tail of factors (G⁻¹XᵀY in
     G⁻¹XᵀY + G⁻¹Xᵀ(Y − XG⁻¹XᵀY)): each tail of two or more factors that occurs twice becomes an assignment,
-    the longest first, computed once; ``cse`` finds the rest (whole repeated terms)."""
+    the longest first, computed once; ``cse`` finds the rest (whole repeated terms).  A tail of factors all
+    held as vectors (``vector``) is not a matrix and stays where it is."""
     taken = {str(a.name) for e in exprs.values() for a in e.atoms(MatrixSymbol)} | set(exprs)
     fresh = (f"u{i}" for i in itertools.count() if f"u{i}" not in taken)
     shared: dict[str, Basic] = {}
@@ -628,7 +630,7 @@ def _share_suffixes(exprs: dict[str, Basic]) -> dict[str, Basic]:
                     _, factors = factors_of(node)
                     for i in range(len(factors) - 1):
                         counts[tuple(factors[i:])] = counts.get(tuple(factors[i:]), 0) + 1
-        repeated = [tail for tail, count in counts.items() if count >= 2]
+        repeated = [tail for tail, count in counts.items() if count >= 2 and not all(map(vector, tail))]
         if not repeated:
             break
         tail = max(repeated, key=lambda t: (len(t), str(t)))
