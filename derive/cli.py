@@ -8,8 +8,9 @@ Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id,
 that cannot be loaded, a missing optional dependency), 3 an output that cannot be written (the message
 names the file or directory), 4 an incomplete run with no failure: ``derive check`` stopped by its outer
 time guard before a verdict on some certificate (``interrupted: not checked``; none rejected, none
-unreadable), or ``derive export`` refused some theorems (each listed with its reason; the others were
-written), 141 the reader of the output went away (``derive list | head -1``; quiet).
+unreadable), ``derive export`` refused some theorems (each listed with its reason; the others were
+written), or ``derive codegen --strict`` could not print some routes or terms (each listed; the modules were
+written with the others), 141 the reader of the output went away (``derive list | head -1``; quiet).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class CannotWrite(Exception):
 EXIT_CANNOT_WRITE = 3
 EXIT_NOT_EXPORTED = 4  # derive export: some theorems refused (listed), the others written
 EXIT_INTERRUPTED = 4  # derive check: a certificate not checked within --time-limit (no verdict)
+EXIT_NOT_PRINTED = 4  # derive codegen --strict: some routes or terms not printed (listed), the others written
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
@@ -143,9 +145,14 @@ def _cmd_codegen(args) -> int:
     records = pipeline.prove(pipeline.codegen_theorems())
     _failures(records)
     backends = list(pipeline.BACKENDS) if args.backend == "all" else [args.backend]
-    for path in pipeline.write_code(records, out, backends):
+    unprinted: list[str] = []
+    for path in pipeline.write_code(records, out, backends, unprinted):
         print(f"wrote {path}")
-    return 0
+    for line in unprinted:
+        print(line, file=sys.stderr)
+    if any("error" in r for r in records):
+        return 1  # a proof the kernel refused: its routes are left out (named above)
+    return EXIT_NOT_PRINTED if unprinted and args.strict else 0
 
 
 def _cmd_reproduce(args) -> int:
@@ -452,6 +459,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, metavar="DIR",
                    help="directory for ols_attention.py, ols_attention_mp.py, ols_attention_xp.py, "
                         "ols_attention_dask.py")
+    g.add_argument("--strict", action="store_true",
+                   help="exit with status 4 when a declared route or term cannot be printed (it is named either way; "
+                        "the modules are written with the others)")
     g.set_defaults(run=_cmd_codegen)
     r = sub.add_parser("reproduce", help="run the paper's experiments headless: figures and summary.json")
     r.add_argument("--out", required=True, metavar="DIR")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .certificates import certificate_text
-from .codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module, registered_routes
+from .codegen import REQUIRED_THEOREMS, CodegenError, mpmath_module, numpy_module, registered_printed
 from .codegen.generate import dask_module, xp_module
 from .files import write_atomic
 from .kernel import ProofError
@@ -144,12 +144,17 @@ def pdf(article: Path) -> str:
 def codegen_theorems() -> list[str]:
     """The theorems code generation rests on: those it requires and those declaring the other routes."""
     ids = list(REQUIRED_THEOREMS)
-    ids += [d.theorem for d in registered_routes().values() if d.theorem not in ids]
+    ids += [d.theorem for d in registered_printed().values() if d.theorem not in ids]
     return list(dict.fromkeys(ids))
 
 
-def write_code(records: list[dict], out: Path, backends: Sequence[str]) -> list[Path]:
-    """Generated modules from the checked theorems (all the ones codegen rests on must be checked)."""
+def write_code(records: list[dict], out: Path, backends: Sequence[str],
+               unprinted: list[str] | None = None) -> list[Path]:
+    """Generated modules from the checked theorems (all the ones codegen rests on must be checked).
+
+    Every module is written (atomically) with the routes and terms that can be printed; each one that cannot
+    is named in its header and, when ``unprinted`` is given, appended to it as one line (theorem, route or term,
+    reason; the backends where it is left out when not all of them)."""
     theorems = {r["id"]: r["theorem"] for r in records if "theorem" in r}
     missing = [t for t in REQUIRED_THEOREMS if t not in theorems]
     if missing:
@@ -157,14 +162,20 @@ def write_code(records: list[dict], out: Path, backends: Sequence[str]) -> list[
     written = []
     if "xp" in backends and "numpy" not in backends:  # the xp module runs "auto" on the CPU through it
         backends = ["numpy", *backends]
+    left_out: dict = {}
     for backend in backends:
         name, generate = BACKENDS[backend]
+        found: list = []
         try:
-            text = generate(theorems)
-        except CodegenError as exc:  # a route a theorem file declares cannot be printed: the user's to fix
+            text = generate(theorems, found)
+        except CodegenError as exc:  # a route the numerics call cannot be printed: the declaration's to fix
             raise UserInputError(str(exc)) from None
+        for item in found:
+            left_out.setdefault(item, []).append(backend)
         write_atomic(out / name, text)
         written.append(out / name)
+    if unprinted is not None:
+        unprinted.extend(item.line(() if len(where) == len(backends) else where) for item, where in left_out.items())
     return written
 
 

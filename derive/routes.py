@@ -22,7 +22,9 @@ class Route:
     """A route: the checked lemma whose right-hand side is evaluated, and how symbols are named.
 
     Declared by the theorem that proves the lemma (``@theorem(routes=[Route(...)])``); ``theorem`` is
-    filled in from the registry.  Printed as ``_<name>_beta``, called by the numerics as ``PRINTED[name]``.
+    filled in from the registry.  Of the form X_q · A = X_q · E, E is printed (the coefficients β̂), else the
+    whole right side.  Printed as ``_<name>_beta`` where the numerics call it (``PRINTED[name]``), else as a
+    public function ``<name>`` of the generated modules.
     """
 
     name: str

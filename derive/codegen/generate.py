@@ -8,14 +8,17 @@ through their ``PRINTED`` registry, with the arguments their ``PRINTED_PARAMETER
 section defines the functions with exactly those parameters and fills ``PRINTED`` at the end of the file.
 
 What is printed is declared by the theorem that proves it, in its decorator
-(``@theorem(routes=[Route(...), Term(...)])``).  A :class:`Route` is a lemma of the form
-X_q (XᵀX)⁻¹XᵀY = X_q · E, where E is built from the factors of a decomposition whose defining
-properties are the lemma's hypotheses (eigh: XᵀX = VΛVᵀ; svd: X = USVᵀ; qr: X = QR); E is printed.  A
-:class:`Term` is another term of a checked theorem: a definition's right side (the construction's P) or
-the weights of a lemma's right side (the score matrix).  The generator prints with subclasses of SymPy's
-code printers, after ``cse``: products fold right to left (so X_q (L (Lᵀ (XᵀY))) never forms an n×n or
-m×n matrix), diagonal factors become vectors scaling rows or columns, inverses of triangular factors
-become solves, and no fractional matrix power is ever emitted.
+(``@theorem(routes=[Route(...), Term(...)])``).  A :class:`Route` is a lemma: of the form
+X_q · A = X_q · E, E is printed (the coefficients, as the built-in routes X_q (XᵀX)⁻¹XᵀY = X_q · E, where E
+is built from the factors of a decomposition whose defining properties are the lemma's hypotheses), and
+otherwise the lemma's whole right side.  A :class:`Term` is another term of a checked theorem: a
+definition's right side (the construction's P) or the weights of a lemma's right side (the score matrix).
+The generator prints with subclasses of SymPy's code printers: products fold right to left (so
+X_q (L (Lᵀ (XᵀY))) never forms an n×n or m×n matrix), tails of products that occur twice and (by ``cse``)
+repeated terms are computed once, diagonal factors become vectors scaling rows or columns, inverses become
+solves (by substitution for triangular factors), block matrices are concatenated, and no fractional matrix
+power is ever emitted.  A route or term the numerics do not call that cannot be printed is left out and
+named (:class:`Unprinted`); the module is written with the others.
 """
 
 from __future__ import annotations
@@ -25,22 +28,34 @@ import builtins
 import dataclasses
 import hashlib
 import importlib
+import itertools
+import keyword
 import textwrap
 from collections.abc import Iterator, Sequence
 from importlib import resources
 from types import ModuleType
 
-from sympy import Basic, Rational, Symbol, cse
-from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose
+from sympy import Basic, Rational, Symbol, cse, preorder_traversal
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import MpmathPrinter
 
 from ..kernel import Theorem, is_issued
-from ..kernel.terms import exponent_form, factors_of
+from ..kernel.terms import blocks_of, exponent_form, factors_of
 from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
-           "term_expression", "required_theorems", "generate_module", "numpy_module", "mpmath_module",
+           "term_expression", "required_theorems", "Unprinted", "generate_module", "numpy_module", "mpmath_module",
            "xp_module", "dask_module",
            "REQUIRED_THEOREMS", "NUMERICS"]
 
@@ -159,18 +174,28 @@ def route_definitions(theorem: Theorem, expr: Basic) -> dict[str, Basic]:
 
 
 def route_expression(theorem: Theorem, route: Route) -> Basic:
-    """E in the checked lemma X_q (XᵀX)⁻¹XᵀY = X_q · E (the coefficients, β̂ = E)."""
+    """What a route prints: E of a checked lemma X_q · A = X_q · E (the coefficients, β̂ = E), or else the
+    lemma's whole right side, whatever its shape."""
     if not is_issued(theorem):
         raise CodegenError("code is generated from checked theorems only")
     chain = _lemma(theorem, route.lemma)
-    coeff, factors = factors_of(chain.rhs)
-    lhs_coeff, lhs_factors = factors_of(chain.lhs)
-    if coeff != 1 or lhs_coeff != 1 or factors[0] != lhs_factors[0] or str(factors[0].name) != "X_q":
-        raise CodegenError(f"{theorem.id}/{route.lemma} is not of the form X_q (XᵀX)⁻¹XᵀY = X_q E")
     if chain.hypotheses:
         raise CodegenError(f"{theorem.id}/{route.lemma} has local hypotheses")
-    return MatMul(*factors[1:], evaluate=False) if len(factors) > 2 else factors[1]
+    return _without_query(chain) if _has_query(chain) else chain.rhs
 
+
+def _has_query(chain) -> bool:
+    """Both sides of the chain are X_q times something, with no coefficient: the route prints the something."""
+    coeff, factors = factors_of(chain.rhs)
+    lhs_coeff, lhs_factors = factors_of(chain.lhs)
+    return (coeff == 1 and lhs_coeff == 1 and len(factors) >= 2 and len(lhs_factors) >= 2
+            and factors[0] == lhs_factors[0] and isinstance(factors[0], MatrixSymbol)
+            and str(factors[0].name) == "X_q")
+
+
+def _without_query(chain) -> Basic:
+    _, factors = factors_of(chain.rhs)
+    return MatMul(*factors[1:], evaluate=False) if len(factors) > 2 else factors[1]
 
 
 def term_expression(theorem: Theorem, term: Term) -> Basic:
@@ -196,7 +221,8 @@ def printed_assignments(theorem: Theorem, declared: Printed) -> dict[str, Basic]
     """What a declaration prints: ``name = term`` in order, the last one the function's result."""
     if isinstance(declared, Route):
         expr = route_expression(theorem, declared)
-        return {**route_definitions(theorem, expr), declared.result: expr}
+        result = declared.result if _coefficients(theorem, declared) else declared.name
+        return {**route_definitions(theorem, expr), result: expr}
     return {declared.result: term_expression(theorem, declared)}
 
 # --- printing -----------------------------------------------------------------------
@@ -236,6 +262,18 @@ def _is_diagonal_atom(term, route: Route) -> bool:
     return _is_diagonal_sum(base, route)
 
 
+def _bare(code: str) -> str:
+    """Printed code without the parentheses around all of it (the sole argument of a call needs none)."""
+    if not (code.startswith("(") and code.endswith(")")):
+        return code
+    depth = 0
+    for i, ch in enumerate(code):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(code) - 1:
+            return code
+    return code[1:-1]
+
+
 class _FoldingMixin:
     """Shared by the NumPy and mpmath printers: products fold right to left."""
 
@@ -272,11 +310,44 @@ class _FoldingMixin:
         return self._vector_shift(out, " + ".join(f"({c})" for c in shift)) if shift else out
 
     def _print_Symbol(self, expr):
-        """A scalar of the theorem (λ), named by the route like its matrices."""
+        """A scalar of the theorem (λ), named by the route like its matrices, else by its own name."""
         name = str(expr.name)
-        if name not in self.route.names:
-            raise CodegenError(f"the scalar {name} has no name in route {self.route.name}: map it in its names")
-        return self.route.names[name]
+        python = self.route.names.get(name, name)
+        if not python.isidentifier() or keyword.iskeyword(python):
+            raise CodegenError(f"the scalar {name} is not a Python name: map it to one in the route's names")
+        return python
+
+    def _dim(self, size) -> str:
+        """A dimension (p, or n + p) in terms of the printed function's arguments' shapes."""
+        dims = getattr(self, "dims", {})
+        missing = [str(s) for s in sorted(size.free_symbols, key=str) if s not in dims]
+        if missing:
+            raise CodegenError(f"the size {', '.join(missing)} of a block of I or 0 is not the size of any "
+                               "matrix the function takes")
+        out = self._print(size.xreplace({s: Symbol(f"_size_{s}") for s in size.free_symbols}))
+        for s in size.free_symbols:
+            out = out.replace(f"_size_{s}", dims[s])
+        return out
+
+    def _print_BlockMatrix(self, expr):
+        """A block matrix: its blocks concatenated (multiples of I and zero blocks made to size)."""
+        rows = []
+        for row in blocks_of(expr):
+            printed = []
+            for b in row:
+                c = _identity_multiple(b)
+                if c is not None:
+                    printed.append(f'("I", {self._dim(b.shape[0])}, {self._print(c)})')
+                elif isinstance(b, ZeroMatrix):
+                    printed.append(f'("0", {self._dim(b.shape[0])}, {self._dim(b.shape[1])})')
+                else:
+                    printed.append(self._print(b))
+            rows.append(f"[{', '.join(printed)}]")
+        self.helpers.add("_printed_block")
+        return f"_printed_block([{', '.join(rows)}])"
+
+    def _print_ZeroMatrix(self, expr):
+        raise CodegenError("a zero matrix outside a block matrix is not printed (it has no size there)")
 
     def _print_MatAdd(self, expr):
         """A sum of matrices; its multiples of I are added to the diagonal of the rest."""
@@ -304,6 +375,9 @@ class _FoldingMixin:
             return self._scale_columns(head, self._diagonal(factors[-1]))
         if _is_diagonal_atom(factors[-1], self.route):
             raise CodegenError("a diagonal factor alone is a vector, not a matrix")
+        if len(factors) >= 2 and isinstance(factors[-1], Inverse):  # B A⁻¹ = (A⁻ᵀ Bᵀ)ᵀ: a solve too
+            head = self._transpose(self._fold(factors[:-1]))
+            return self._transpose(self._inverse_times(Transpose(factors[-1].args[0]), head))
         out = self._print(factors[-1])
         for factor in reversed(factors[:-1]):
             if _is_diagonal_atom(factor, self.route):
@@ -336,7 +410,10 @@ class _FoldingMixin:
         return self._transpose(self._print(expr.arg))
 
     def _print_Inverse(self, expr):
-        raise CodegenError(f"refusing to invert {expr.arg} outside a product (a solve is printed instead)")
+        """An inverse applied to nothing: the one place an explicit inverse is printed (unavoidable)."""
+        if _is_diagonal_atom(expr, self.route):
+            raise CodegenError("a diagonal factor alone is a vector, not a matrix")
+        return self._inverse(_bare(self._print(expr.arg)))
 
     def _print_MatPow(self, expr):
         raise CodegenError(f"refusing to print the matrix power {expr} (only diagonal factors take powers)")
@@ -348,6 +425,8 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
     def __init__(self, route: Route):
         super().__init__({"fully_qualified_modules": False})
         self.route = route
+        self.helpers: set[str] = set()  # the printed section's helpers the printed code calls
+        self.dims: dict = {}  # dimension symbol -> its value read off an argument's shape
 
     def _matmul(self, a: str, b: str) -> str:
         return f"({a} @ {b})"
@@ -363,6 +442,15 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
 
     def _solve(self, a: str, b: str) -> str:
         return f"np.linalg.solve({a}, {b})"
+
+    def _inverse(self, a: str) -> str:
+        return f"np.linalg.inv({a})"
+
+    def _rows(self, a: str) -> str:
+        return f"{a}.shape[-2]"
+
+    def _cols(self, a: str) -> str:
+        return f"{a}.shape[-1]"
 
     def _vector_power(self, v: str, q: Rational) -> str:
         return f"(1/{v})" if q == -1 else f"({v}**({q.p}/{q.q}))"
@@ -390,6 +478,10 @@ class ArrayAPIPrinter(BatchedNumPyPrinter):
     def _solve(self, a: str, b: str) -> str:
         return f"_general_solve({a}, {b})"
 
+    def _inverse(self, a: str) -> str:
+        self.helpers.add("_printed_inverse")
+        return f"_printed_inverse({a})"
+
 
 class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     """mpmath printer for ``mpmath.matrix`` values; helpers are defined in the module template."""
@@ -397,6 +489,8 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     def __init__(self, route: Route):
         super().__init__({"fully_qualified_modules": False})
         self.route = route
+        self.helpers: set[str] = set()  # the printed section's helpers the printed code calls
+        self.dims: dict = {}  # dimension symbol -> its value read off an argument's shape
 
     def _matmul(self, a: str, b: str) -> str:
         return f"({a} * {b})"
@@ -412,6 +506,18 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
 
     def _solve(self, a: str, b: str) -> str:
         return f"_lu_solve({a}, {b})"
+
+    def _print_Rational(self, expr):
+        return f"mpmath.mpf({expr.p})/{expr.q}"
+
+    def _inverse(self, a: str) -> str:
+        return f"mpmath.inverse({a})"
+
+    def _rows(self, a: str) -> str:
+        return f"{a}.rows"
+
+    def _cols(self, a: str) -> str:
+        return f"{a}.cols"
 
     def _vector_power(self, v: str, q: Rational) -> str:
         return f"_vector_power({v}, {q.p}, {q.q})"
@@ -458,11 +564,17 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
                     break
             term = MatMul(*([coeff] if coeff != 1 else []), *factors, evaluate=False) if len(factors) > 1 \
                 else factors[0]
-        if term.args and isinstance(term, (MatMul, Transpose, Inverse)):
-            return term.func(*[hide(a) for a in term.args], **({"evaluate": False} if isinstance(term, MatMul) else {}))
+        if term.args and isinstance(term, (MatMul, MatAdd, Transpose, Inverse)):
+            return term.func(*[hide(a) for a in term.args],
+                             **({"evaluate": False} if isinstance(term, (MatMul, MatAdd)) else {}))
+        if isinstance(term, BlockMatrix):
+            return BlockMatrix([[hide(b) for b in row] for row in blocks_of(term)])
         return term
 
-    hidden = [hide(e) for e in exprs.values()]
+    printer.dims = _argument_dims(exprs, printer)
+    exprs = _share_suffixes(dict(zip(exprs, (hide(e) for e in exprs.values()), strict=True)),
+                            lambda f: _is_diagonal_atom(f, printer.route) or str(f) in {str(a) for a in atoms.values()})
+    hidden = list(exprs.values())
     replacements, reduced = cse(hidden, symbols=_cse_names(), optimizations=None)
     reveal = {v: k for k, v in atoms.items()}
     names = dict(printer.route.names)
@@ -471,13 +583,104 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
     names["XtY"] = "XtY"
     printer.route = dataclasses.replace(printer.route, names=names,
                                         diagonal=printer.route.diagonal + tuple(str(a.name) for a in reveal))
+    pending = [(str(symbol), value) for symbol, value in replacements] + list(zip(exprs, reduced, strict=True))
     lines = []
-    for symbol, value in replacements:
-        lines.append(f"{symbol} = {printer.doprint(value)}")
-        names[str(symbol)] = str(symbol)
-    for name, value in zip(exprs, reduced, strict=True):
-        lines.append(f"{name} = {printer.doprint(value)}")
+    shared: dict[str, Basic] = {}  # cse's placeholder, by name -> what later terms read in its place
+
+    def read(value):
+        return value.xreplace({a: shared[str(a.name)] for a in value.atoms(MatrixSymbol) if str(a.name) in shared})
+
+    while pending:  # in order, each assignment after those it reads (cse's before the shared tails they read)
+        waiting = {name for name, _ in pending}
+        index = next((i for i, (name, value) in enumerate(pending)
+                      if not ({str(a) for a in value.free_symbols} & (waiting - {name}))), 0)
+        name, value = pending.pop(index)
+        value = read(value)
+        names[name] = name
+        if name not in exprs and (isinstance(value, MatrixSymbol)
+                                  or isinstance(value, Inverse) and isinstance(value.arg, MatrixSymbol)):
+            # an alias (of a matrix, or of the inverse of one already computed): read it in place
+            shared[name] = value
+        elif not getattr(value, "is_Matrix", False):  # a scalar computed once (μ²)
+            shared[name] = Symbol(name)
+            lines.append(f"{name} = {printer.doprint(value)}")
+        elif isinstance(value, Inverse) and name not in exprs:  # a repeated inverse: its matrix once, solves
+            shared[name] = Inverse(MatrixSymbol(name, *value.shape))
+            lines.append(f"{name} = {printer.doprint(value.arg)}")
+        else:
+            if name not in exprs:
+                shared[name] = MatrixSymbol(name, *value.shape)
+            lines.append(f"{name} = {printer.doprint(value)}")
     return lines
+
+
+def _share_suffixes(exprs: dict[str, Basic], vector=lambda factor: False) -> dict[str, Basic]:
+    """Products fold right to left, so what two products share is a common tail of factors (G⁻¹XᵀY in
+    G⁻¹XᵀY + G⁻¹Xᵀ(Y − XG⁻¹XᵀY)): each tail of two or more factors that occurs twice becomes an assignment,
+    the longest first, computed once; ``cse`` finds the rest (whole repeated terms).  A tail of factors all
+    held as vectors (``vector``) is not a matrix and stays where it is."""
+    taken = {str(a.name) for e in exprs.values() for a in e.atoms(MatrixSymbol)} | set(exprs)
+    fresh = (f"u{i}" for i in itertools.count() if f"u{i}" not in taken)
+    shared: dict[str, Basic] = {}
+    while True:
+        counts: dict[tuple, int] = {}
+        for e in (*shared.values(), *exprs.values()):
+            for node in preorder_traversal(e):
+                if isinstance(node, MatMul):
+                    _, factors = factors_of(node)
+                    for i in range(len(factors) - 1):
+                        counts[tuple(factors[i:])] = counts.get(tuple(factors[i:]), 0) + 1
+        repeated = [tail for tail, count in counts.items() if count >= 2 and not all(map(vector, tail))]
+        if not repeated:
+            break
+        tail = max(repeated, key=lambda t: (len(t), str(t)))
+        symbol = MatrixSymbol(next(fresh), tail[0].shape[0], tail[-1].shape[1])
+
+        def cut(term, tail=tail, symbol=symbol):
+            if isinstance(term, MatMul):
+                coeff, factors = factors_of(term)
+                if tuple(factors[-len(tail):]) == tail and len(factors) >= len(tail):
+                    rest = [cut(f) for f in factors[:-len(tail)]]
+                    return MatMul(coeff, *rest, symbol, evaluate=False) if rest or coeff != 1 else symbol
+            if term.args and isinstance(term, (MatMul, MatAdd, Transpose, Inverse)):
+                return term.func(*[cut(a) for a in term.args],
+                                 **({"evaluate": False} if isinstance(term, (MatMul, MatAdd)) else {}))
+            if isinstance(term, BlockMatrix):
+                return BlockMatrix([[cut(b) for b in row] for row in blocks_of(term)])
+            return term
+
+        shared = {name: cut(e) for name, e in shared.items()}
+        shared[str(symbol.name)] = MatMul(*tail, evaluate=False)
+        exprs = {name: cut(e) for name, e in exprs.items()}
+    ordered: dict[str, Basic] = {}
+
+    def emit(name):
+        if name in ordered:
+            return
+        for atom in sorted(shared[name].atoms(MatrixSymbol), key=str):
+            if str(atom.name) in shared:
+                emit(str(atom.name))
+        ordered[name] = shared[name]
+
+    for name in shared:
+        emit(name)
+    return {**ordered, **exprs}
+
+
+def _argument_dims(exprs: dict[str, Basic], printer) -> dict:
+    """Each dimension symbol of the matrices the expressions read (not those they define) -> its value, read off
+    the first such matrix's shape, in the order of the route's names."""
+    order = {name: i for i, name in enumerate(printer.route.names)}
+    matrices = sorted({m for e in exprs.values() for m in e.atoms(MatrixSymbol)
+                       if str(m.name) not in exprs and str(m.name) not in printer.route.diagonal},
+                      key=lambda m: (order.get(str(m.name), len(order)), str(m.name)))
+    dims: dict = {}
+    for m in matrices:
+        var = printer.route.names.get(str(m.name), str(m.name))
+        for size, read in ((m.shape[0], printer._rows), (m.shape[1], printer._cols)):
+            if isinstance(size, Symbol) and size not in dims:
+                dims[size] = read(var)
+    return dims
 
 
 def _cse_names():
@@ -552,41 +755,63 @@ def _check_calls(tree: ast.Module, parameters: dict[str, tuple[str, ...]], path:
         raise CodegenError(f"{path} declares printed functions it never calls: {', '.join(unused)}")
 
 
-def _printed_function(theorem: Theorem, declared: Printed, parameters: tuple[str, ...], printer_class) -> str:
+def _printed_function(theorem: Theorem, declared: Printed, parameters: tuple[str, ...], printer_class,
+                      helpers: set[str]) -> str:
     """The printed function's source: ``def _name(parameters): ...; return result``."""
     assignments = printed_assignments(theorem, declared)
-    lines = print_assignments(assignments, printer_class(declared))
+    printer = printer_class(declared)
+    lines = print_assignments(assignments, printer)
+    helpers |= printer.helpers
     last = list(assignments)[-1]
     where = f"{declared.theorem}, {declared.source}"
     summary = f"{'β̂' if isinstance(declared, Route) else last} = {assignments[last]}: {where}."
     if len(summary) > 110:
         summary = f"Printed from {where}."
     body = [f"def {declared.function}({', '.join(parameters)}):", f'    """{summary}"""',
-            *("    " + line for line in lines), f"    return {last}"]
+            *(_wrap("    " + line) for line in lines), f"    return {last}"]
     return "\n".join(body)
 
 
-def _public_route_function(theorem: Theorem, route: Route, printer_class, known: set[str], backend: str) -> str:
-    """A route the numerics do not call (a user's theorem declares it), printed as a public function
-    ``<name>(<matrices>)`` returning β̂: its parameters are the matrices its right-hand side reads."""
-    if not route.name.isidentifier() or route.name.startswith("_") or route.name in known:
-        raise CodegenError(f"route {route.name} ({route.theorem}) cannot be a public function of the generated "
+def _coefficients(theorem: Theorem, declared: Printed) -> bool:
+    """A route of a lemma X_q · A = X_q · E: its function returns the coefficients β̂ = E."""
+    return isinstance(declared, Route) and _has_query(_lemma(theorem, declared.lemma))
+
+
+def _public_function(theorem: Theorem, declared: Printed, printer_class, known: set[str], backend: str,
+                     helpers: set[str]) -> str:
+    """A route or term the numerics do not call (a user's theorem declares it), printed as a public function
+    ``<name>(<arguments>)``: its parameters are the matrices and scalars its right side reads, those the
+    declaration names first, in the order of its names, then the others by name.  Raises :class:`CodegenError`
+    saying why it cannot be printed."""
+    kind = "route" if isinstance(declared, Route) else "term"
+    if not declared.name.isidentifier() or declared.name.startswith("_") or declared.name in known \
+            or keyword.iskeyword(declared.name):
+        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}) cannot be a public function of the generated "
                            "module: its name must be a public identifier that the module does not already use")
-    assignments = printed_assignments(theorem, route)
-    lines = print_assignments(assignments, printer_class(route))
-    needed = _unbound_names("\n".join(["def _probe():", *("    " + line for line in lines), "    return beta"]),
-                            known)
-    order = [*route.names.values(), "XtY"]
-    strange = [name for name in needed if name not in order]
+    assignments = printed_assignments(theorem, declared)
+    printer = printer_class(declared)
+    lines = print_assignments(assignments, printer)
+    result = list(assignments)[-1]
+    needed = _unbound_names("\n".join(["def _probe():", *("    " + line for line in lines), f"    return {result}"]),
+                            known - printer.helpers)
+    needed = [name for name in needed if name not in printer.helpers]
+    order = [*declared.names.values(), "XtY"]
+    parameters = [name for name in order if name in needed] + sorted(n for n in needed if n not in order)
+    clash = sorted(set(parameters) & known)
+    if clash:
+        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}) would read {', '.join(clash)} as an argument, "
+                           "a name the module already uses: rename it in the declaration's names")
+    symbols = {v: k for k, v in declared.names.items()}
+    expr = assignments[result]
+    matrices = {declared.names.get(str(m.name), str(m.name)) for e in assignments.values()
+                for m in e.atoms(MatrixSymbol)}
+    scalars = {declared.names.get(str(s.name), str(s.name)) for e in assignments.values() for s in e.atoms(Symbol)
+               if not s.is_integer} - matrices
+    strange = sorted(set(parameters) - matrices - scalars - {"XtY"})
     if strange:
-        raise CodegenError(f"route {route.name} ({route.theorem}) reads {', '.join(strange)}, which its names do "
-                           "not map to a matrix")
-    parameters = [name for name in order if name in needed]
-    symbols = {v: k for k, v in route.names.items()}
-    expr = assignments[route.result]
-    matrices = {str(m.name) for e in assignments.values() for m in e.atoms(MatrixSymbol)}
-    scalars = {route.names[str(s.name)] for e in assignments.values() for s in e.atoms(Symbol)
-               if str(s.name) in route.names and str(s.name) not in matrices}
+        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}): its printed code reads {', '.join(strange)}, "
+                           "which is neither a matrix nor a scalar of the theorem")
+    helpers |= printer.helpers
     if backend in ("numpy", "dask"):
         convert = [f"    {name} = np.asarray({name}, dtype=float)" for name in parameters]
     elif backend == "mpmath":
@@ -594,26 +819,122 @@ def _public_route_function(theorem: Theorem, route: Route, printer_class, known:
                    for name in parameters]
     else:
         convert = []
-    described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY')})" for name in parameters)
-    kind = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
+    described = ", ".join(f"{name} ({symbols.get(name, 'XᵀY' if name == 'XtY' else name)})" for name in parameters)
+    returned = {"mpmath": "mpmath matrix", "xp": "array"}.get(backend, "numpy.ndarray")
     given = {"mpmath": "mpmath matrix, or list of rows or of numbers",
              "xp": "array (any array-API namespace)"}.get(backend, "array_like")
-    summary = f'    """β̂ = {expr}, printed from {route.theorem}, {route.source} (route {route.name}).'
+    value = "β̂" if _coefficients(theorem, declared) else result
+    what = f"{kind} {declared.name}"
+    shown = " ".join(str(expr).split())
+    summary = f'    """{value} = {shown}, printed from {declared.theorem}, {declared.source} ({what}).'
     if len(summary) > 116:
-        summary = f'    """β̂ printed from {route.theorem}, {route.source} (route {route.name}).'
-    said = (f"The {'matrices and scalars' if scalars else 'matrices'} of the lemma: {described}; the route "
-            "assumes what the theorem's hypotheses say of them (they are not checked here).")
-    docstring = [summary, "", f"    β̂ = {expr}.", "",
+        summary = f'    """{value} printed from {declared.theorem}, {declared.source} ({what}).'
+    said = (f"The {'matrices and scalars' if scalars & set(parameters) else 'matrices'} of the lemma: {described}; "
+            f"the {kind} assumes what the theorem's hypotheses say of them (they are not checked here).")
+    meaning = "The coefficients β̂." if value == "β̂" else f"The value of {result}."
+    docstring = [summary, "", *textwrap.wrap(f"{value} = {shown}.", 112, initial_indent="    ",
+                                             subsequent_indent="        ", break_long_words=False), "",
                  "    Parameters", "    ----------", f"    {', '.join(parameters)} : {given}",
                  *textwrap.wrap(said, 112, initial_indent="        ", subsequent_indent="        "), "",
-                 "    Returns", "    -------", f"    {kind}", "        The coefficients β̂.", '    """']
-    return "\n".join([f"def {route.name}({', '.join(parameters)}):", *docstring, *convert,
-                      *("    " + line for line in lines), f"    return {route.result}"])
+                 "    Returns", "    -------", f"    {returned}",
+                 *textwrap.wrap(meaning, 112, initial_indent="        ", subsequent_indent="        "), '    """']
+    return "\n".join([f"def {declared.name}({', '.join(parameters)}):", *docstring, *convert,
+                      *(_wrap("    " + line) for line in lines), f"    return {result}"])
+
+
+def _wrap(line: str, width: int = 116) -> str:
+    """An assignment ``name = code`` longer than ``width``, broken between tokens inside parentheses."""
+    if len(line) <= width:
+        return line
+    indent = line[: len(line) - len(line.lstrip())]
+    name, code = line.strip().split(" = ", 1)
+    return "\n".join(textwrap.wrap(f"{name} = ({code})", width, initial_indent=indent,
+                                   subsequent_indent=indent + "    ", break_long_words=False,
+                                   break_on_hyphens=False))
+
+
+@dataclasses.dataclass(frozen=True)
+class Unprinted:
+    """A route or term a checked theorem declares that a generated module leaves out, and why."""
+
+    theorem: str
+    name: str
+    kind: str  # "route" or "term"
+    reason: str
+
+    def line(self, backends: Sequence[str] = ()) -> str:
+        """One line naming it: ``not printed: theorem <id>, route <name>: <reason>``."""
+        where = f" ({', '.join(backends)})" if backends else ""
+        return f"not printed{where}: theorem {self.theorem}, {self.kind} {self.name}: {self.reason}"
+
+
+#: Backend -> the helpers the printed section defines when a printed function calls them (name -> source).
+_HELPERS = {
+    "numpy": {"_printed_block": '''def _printed_block(rows):
+    """A block matrix from rows of blocks: arrays (their leading, batch, dimensions broadcast), ("I", n, c) for
+    c times the n×n identity, ("0", r, c) for an r×c block of zeros."""
+    arrays = [b for row in rows for b in row if not isinstance(b, tuple)]
+    batch = np.broadcast_shapes(*(np.shape(b)[:-2] for b in arrays))
+    dtype = np.result_type(*arrays)
+
+    def full(b):
+        if isinstance(b, tuple):
+            kind, r, c = b
+            b = c * np.eye(r, dtype=dtype) if kind == "I" else np.zeros((r, c), dtype=dtype)
+        return np.broadcast_to(b, batch + np.shape(b)[-2:])
+
+    return np.concatenate([np.concatenate([full(b) for b in row], axis=-1) for row in rows], axis=-2)'''},
+    "xp": {"_printed_block": '''def _printed_block(rows):
+    """A block matrix from rows of blocks: arrays (their leading, batch, dimensions broadcast), ("I", n, c) for
+    c times the n×n identity, ("0", r, c) for an r×c block of zeros; in the arrays' namespace, dtype and device."""
+    arrays = [b for row in rows for b in row if not isinstance(b, tuple)]
+    xp = array_namespace(*arrays)
+    dtype, where = xp.result_type(*arrays), device(arrays[0])
+    batch = ()
+    for b in arrays:
+        shape = tuple(b.shape[:-2])
+        width = max(len(batch), len(shape))
+        batch, shape = (1,) * (width - len(batch)) + batch, (1,) * (width - len(shape)) + shape
+        batch = tuple(x if y == 1 else y for x, y in zip(batch, shape, strict=True))
+
+    def full(b):
+        if isinstance(b, tuple):
+            kind, r, c = b
+            b = c * xp.eye(r, dtype=dtype, device=where) if kind == "I" else xp.zeros((r, c), dtype=dtype, device=where)
+        return xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+
+    return xp.concat([xp.concat([full(b) for b in row], axis=-1) for row in rows], axis=-2)''',
+           "_printed_inverse": '''def _printed_inverse(A):
+    """A⁻¹ itself, where a printed term applies it to nothing (elsewhere an inverse is a solve)."""
+    return array_namespace(A).linalg.inv(A)'''},
+    "mpmath": {"_printed_block": '''def _printed_block(rows):
+    """A block matrix from rows of blocks: mpmath matrices, ("I", n, c) for c times the n×n identity, ("0", r, c)
+    for an r×c block of zeros."""
+    def full(b):
+        if isinstance(b, tuple):
+            kind, r, c = b
+            return mpmath.eye(r) * c if kind == "I" else mpmath.zeros(r, c)
+        return b
+
+    grid = [[full(b) for b in row] for row in rows]
+    out = mpmath.zeros(sum(row[0].rows for row in grid), sum(b.cols for b in grid[0]))
+    top = 0
+    for row in grid:
+        left = 0
+        for b in row:
+            for i in range(b.rows):
+                for j in range(b.cols):
+                    out[top + i, left + j] = b[i, j]
+            left += b.cols
+        top += row[0].rows
+    return out'''},
+}
+_HELPERS["dask"] = _HELPERS["numpy"]
 
 
 def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str, Theorem],
             required: Sequence[str], numerics: ModuleType, docstring: list[str],
-            public: Sequence[Route] = ()) -> str:
+            public: Sequence[Printed] = (), left_out: Sequence[Unprinted] = ()) -> str:
     module, _ = NUMERICS[backend]
     width = max(len(d.function) for d in printed) + 2
     lines = [f'"""{title}', "",
@@ -621,10 +942,16 @@ def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str
              "(function: theorem, where in it):", ""]
     lines += [f"    {d.function:{width}}{d.theorem}, {d.source}" for d in printed]
     if public:
-        lines += ["", "Public functions printed from the routes that checked theorems declare and these numerics do",
-                  "not call (function: theorem, where in it):", ""]
+        lines += ["", "Public functions printed from the routes and terms that checked theorems declare and these",
+                  "numerics do not call (function: theorem, where in it):", ""]
         lines += [f"    {d.name:{width}}{d.theorem}, {d.source}" for d in public]
-    unused = [d for name, d in registered_printed().items() if d not in printed and d not in public]
+    unused = [d for name, d in registered_printed().items() if d not in printed and d not in public
+              and name not in {u.name for u in left_out}]
+    if left_out:
+        lines += ["", "Declared by theorems but not printed (theorem, route or term: why):", ""]
+        for u in left_out:
+            lines += textwrap.wrap(f"{u.theorem}, {u.kind} {u.name}: {u.reason}", 110, initial_indent="    ",
+                                   subsequent_indent="        ")
     if unused:
         lines += ["", *textwrap.wrap("Declared by checked theorems but not called by these numerics, so not "
                                      "printed: " + ", ".join(f"{d.name} ({d.theorem})" for d in unused) + ".", 110)]
@@ -639,9 +966,14 @@ def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str
     return "\n".join([*lines, "", *body, '"""'])
 
 
-def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
-    """The standalone module of ``backend`` (``"numpy"`` or ``"mpmath"``): header, fixed numerics, printed
-    functions.  Deterministic; it imports only the backend and the standard library."""
+def generate_module(theorems: dict[str, Theorem], backend: str, unprinted: list[Unprinted] | None = None) -> str:
+    """The standalone module of ``backend`` (a key of :data:`NUMERICS`): header, fixed numerics, printed
+    functions.  Deterministic; it imports only the backend and the standard library.
+
+    Every route and term the numerics do not call is printed as a public function where it can be; each one
+    that cannot (its proof not checked, a term the printers refuse, a name the module uses) is left out, named
+    in the header with its reason, and appended to ``unprinted`` when given.  What the numerics call must
+    print: a failure there raises :class:`CodegenError`."""
     module, title = NUMERICS[backend]
     numerics = _numerics(backend)
     required = required_theorems([backend])
@@ -658,11 +990,11 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
     _check_calls(tree, numerics.PRINTED_PARAMETERS, filename)
     printer_class = _PRINTERS[backend]
     printed = [declared[name] for name in numerics.PRINTED_PARAMETERS]
-    functions = []
+    functions, helpers = [], set()
     for item in printed:
         parameters = tuple(numerics.PRINTED_PARAMETERS[item.name])
-        function = _printed_function(theorems[item.theorem], item, parameters, printer_class)
-        unbound = _unbound_names(function, known)
+        function = _printed_function(theorems[item.theorem], item, parameters, printer_class, helpers)
+        unbound = _unbound_names(function, known | helpers)
         if unbound:
             raise CodegenError(f"printed function {item.name} ({item.theorem}, {item.source}) needs "
                                f"{', '.join(unbound)}, which {module} does not pass it")
@@ -670,42 +1002,59 @@ def generate_module(theorems: dict[str, Theorem], backend: str) -> str:
     registry = ["PRINTED.update({", *(f'    "{d.name}": {d.function},' for d in printed), "})"]
     # not public: what this backend's numerics call; the xp and Dask modules, which call fewer, leave out too
     # what any backend calls (their public functions are the fixed ones); the NumPy and mpmath modules print
-    # the rest of the routes (ridge_spectral and ridge_dual are public in mpmath, called by the NumPy numerics)
-    called = (set(numerics.PRINTED_PARAMETERS) if backend in ("numpy", "mpmath")
-              else {name for other in NUMERICS for name in _called(other)})
-    public = [d for name, d in declared.items() if isinstance(d, Route) and name not in called
-              and is_issued(theorems.get(d.theorem))]
-    public_functions = [_public_route_function(theorems[d.theorem], d, printer_class, known, backend)
-                        for d in public]
+    # the rest of the routes (ridge_spectral and ridge_dual are public in mpmath, called by the NumPy numerics).
+    # A term is public where no backend calls it (a user's theorem declares it).
+    every = {name for other in NUMERICS for name in _called(other)}
+    called = set(numerics.PRINTED_PARAMETERS) if backend in ("numpy", "mpmath") else every
+    public, public_functions, left_out = [], [], []
+    for name, d in declared.items():
+        if name in (called if isinstance(d, Route) else every):
+            continue
+        kind = "route" if isinstance(d, Route) else "term"
+        if not is_issued(theorems.get(d.theorem)):
+            left_out.append(Unprinted(d.theorem, name, kind, "its theorem's proof was not checked"))
+            continue
+        try:
+            function = _public_function(theorems[d.theorem], d, printer_class, known | {p.name for p in public},
+                                        backend, helpers)
+        except CodegenError as exc:
+            left_out.append(Unprinted(d.theorem, name, kind, str(exc)))
+            continue
+        public.append(d)
+        public_functions.append(function)
+    if unprinted is not None:
+        unprinted.extend(left_out)
+    used = [_HELPERS[backend][name] for name in sorted(helpers)]
     section = ["# --- printed from checked lemmas by `derive codegen` (see the header) " + "-" * 20, "", "",
-               "\n\n\n".join(functions), "", "", *registry]
+               "\n\n\n".join([*used, *functions]), "", "", *registry]
     if public:
-        section += ["", "", "# --- routes of checked theorems, as public functions " + "-" * 45, "", "",
+        section += ["", "", "# --- routes and terms of checked theorems, as public functions " + "-" * 35, "", "",
                     "\n\n\n".join(public_functions), "", "",
-                    f"__all__ += [{', '.join(repr(d.name) for d in public)}]"]
+                    *textwrap.wrap(f"__all__ += [{', '.join(repr(d.name) for d in public)}]", 116,
+                                   subsequent_indent="    ", break_long_words=False)]
     if backend == "xp":  # its CPU engine: the NumPy module of the same theorems, written beside it
         digest = hashlib.sha256(numpy_module(theorems).encode("utf-8")).hexdigest()
         section += ["", "", "# --- the NumPy module generated with this one (route 'auto' on the CPU) " + "-" * 26,
                     "", f'HOST_MODULE_SHA256 = "{digest}"']
-    header = _header(title, backend, printed, theorems, required, numerics, docstring, public)
+    header = _header(title, backend, printed, theorems, required, numerics, docstring, public, left_out)
     return "\n".join([header, "", code.rstrip("\n"), "", "", *section]) + "\n"
 
 
-def numpy_module(theorems: dict[str, Theorem]) -> str:
-    """The NumPy module's text (deterministic)."""
-    return generate_module(theorems, "numpy")
+def numpy_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The NumPy module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "numpy", unprinted)
 
 
-def mpmath_module(theorems: dict[str, Theorem]) -> str:
-    """The mpmath module's text (deterministic)."""
-    return generate_module(theorems, "mpmath")
+def mpmath_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The mpmath module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "mpmath", unprinted)
 
 
-def xp_module(theorems: dict[str, Theorem]) -> str:
-    """The array-API module's text (deterministic)."""
-    return generate_module(theorems, "xp")
+def xp_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The array-API module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "xp", unprinted)
 
 
-def dask_module(theorems: dict[str, Theorem]) -> str:
-    """The Dask module's text (deterministic)."""
-    return generate_module(theorems, "dask")
+def dask_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
+    """The Dask module's text (deterministic); what it leaves out is appended to ``unprinted``."""
+    return generate_module(theorems, "dask", unprinted)
