@@ -81,7 +81,9 @@ The standard has no triangular solve: ``_solve_triangular`` uses the namespace's
 On the CPU: route "auto" (with the default ``refine`` and ``check_finite``) on concrete float32/float64 arrays of
 NumPy, PyTorch or JAX in CPU memory is the NumPy module's "auto", bit for bit: ``derive codegen --backend xp``
 writes that module, ``ols_attention.py``, beside this one, and this module runs it only where its SHA-256 is the
-one recorded at this module's end (an edited or foreign file is not run: the array-API code serves). The arrays
+one recorded at this module's end (an edited or foreign file is not run: the array-API code serves), and runs
+exactly the bytes it hashed, compiled afresh into a new module object (no import of the path, so no bytecode
+cache in ``__pycache__`` runs in their place, and no second read of a file that may have changed). The arrays
 are read in place (``Tensor.numpy()``, ``numpy.asarray``) and β comes back in their namespace and dtype. Eager
 PyTorch and JAX on the CPU make each small product of a batch a call of its own; the NumPy module's packed,
 threaded numerics are several times faster there and the accuracy reference (they measure κ², refine until β
@@ -95,11 +97,11 @@ to about cond(X) eps where κ² eps is well under 1.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import numbers
 import sys
 import threading
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -229,15 +231,40 @@ def _concrete(*arrays) -> bool:
         if batched is not None and any(isinstance(a, torch.Tensor) and batched(a) for a in arrays):
             return False
     jax = sys.modules.get("jax")
-    if jax is not None and any(isinstance(a, jax.core.Tracer) for a in arrays):
-        return False
+    if jax is not None:
+        if any(isinstance(a, jax.core.Tracer) for a in arrays):
+            return False
+        # array_api_compat calls every JAX array lazy; an eager one (not a tracer) can be read, as NumPy's and
+        # PyTorch's are: NaN in it is named as it is there, not returned as a NaN answer
+        arrays = [a for a in arrays if not isinstance(a, jax.Array)]
     return not any(is_lazy_array(a) for a in arrays)
+
+
+def _false(flag) -> bool:
+    """Whether a 0-d boolean array is False, where it can be read: never for a JAX tracer (an eager array closed
+    over inside jax.jit or jax.grad is concrete, but what is computed from it there is traced)."""
+    jax = sys.modules.get("jax")
+    if jax is not None and isinstance(flag, jax.core.Tracer):
+        return False
+    return not bool(flag)
+
+
+def _all_finite(xp, a):
+    """xp.all(xp.isfinite(a)), a 0-d array or a bool; an eager JAX array in CPU memory is read through NumPy (in
+    place), since each eager JAX operation costs more than the check itself."""
+    jax = sys.modules.get("jax")
+    if (jax is not None and isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer)
+            and all(d.platform == "cpu" for d in a.devices())):
+        import numpy
+
+        return bool(numpy.isfinite(numpy.asarray(a)).all())
+    return xp.all(xp.isfinite(a))
 
 
 def _require_finite(xp, **named):
     """ValueError naming the first argument with NaN or infinity (only where the values are concrete)."""
     for name, a in named.items():
-        if a is not None and _concrete(a) and not bool(xp.all(xp.isfinite(a))):
+        if a is not None and _concrete(a) and _false(_all_finite(xp, a)):
             raise ValueError(f"{name} contains NaN or infinity")
 
 
@@ -293,7 +320,11 @@ def _ridge_value(ridge):
         return None
     if isinstance(ridge, bool) or type(ridge).__name__ == "bool_" or not isinstance(ridge, numbers.Real):
         raise TypeError(f"ridge must be a positive real number, not {type(ridge).__name__}")
-    value = float(ridge)
+    try:
+        value = float(ridge)
+    except OverflowError:  # an integer (or Fraction) beyond the float range, 10**400
+        raise ValueError(f"ridge is too large for a float ({type(ridge).__name__} over 1.8e308): it must be a "
+                         f"positive finite real number") from None
     if math.isnan(value):
         raise ValueError("ridge is NaN: it must be a positive real number")
     if math.isinf(value):
@@ -306,7 +337,7 @@ def _ridge_value(ridge):
 def _root_weights(xp, w):
     """√w; where values are concrete a ValueError naming what is wrong with the weights (NaN, zero or negative,
     infinite), and traced a weight that is not positive and finite gives NaN (a masked choice, no branch)."""
-    if _concrete(w):
+    if _concrete(w) and _false(xp.all(xp.isfinite(w) & (w > 0))):
         if bool(xp.any(xp.isnan(w))):
             raise ValueError("weights contain NaN")
         bad = int(xp.sum(xp.astype(w <= 0, xp.int64)))
@@ -321,16 +352,55 @@ def _root_weights(xp, w):
 
 
 def _augmented(xp, X, Y, lam):
-    """[X; √λ I] and [Y; 0]: their least-squares solution is the ridge solution (XᵀX + λI)⁻¹XᵀY
-    (ridge_is_linear_attention), their Gram matrix XᵀX + λI; the shapes fix the traced computation."""
+    """[√λ I; X] and [0; Y]: their least-squares solution is the ridge solution (XᵀX + λI)⁻¹XᵀY
+    (ridge_is_linear_attention), their Gram matrix XᵀX + λI; the shapes fix the traced computation. The rows √λ I
+    go first: Householder QR then touches X's rows only by reflections whose products with X are small against
+    X, so the error is relative to X's own scale (with √λ I last, λ large against ‖X‖² loses X's digits)."""
     batch, p, k = tuple(X.shape[:-2]), X.shape[-1], Y.shape[-1]
     place = {"dtype": X.dtype, "device": device(X)}
     root = xp.broadcast_to(math.sqrt(lam) * xp.eye(p, **place), batch + (p, p))
-    return xp.concat([X, root], axis=-2), xp.concat([Y, xp.zeros(batch + (p, k), **place)], axis=-2)
+    return xp.concat([root, X], axis=-2), xp.concat([xp.zeros(batch + (p, k), **place), Y], axis=-2)
+
+
+def _powers_of_two(t):
+    """2^t for an integer-valued float array t, as two factors that stay in range where 2^t itself does not."""
+    half = t // 2
+    return 2.0**half, 2.0 ** (t - half)
+
+
+def _ridge_svd(xp, X, Y, lam):
+    """V (S + λS⁻¹)⁻¹ UᵀY = V S(S² + λ)⁻¹ UᵀY from the SVD X = USVᵀ of X itself (the svd route's printed function
+    with S + λS⁻¹ for S; ridge_route with XᵀX = VS²Vᵀ): the error is relative to X's scale for every λ, where the
+    SVD of [X; √λ I] perturbs X by eps √λ. X is scaled by one power of two 2^c per problem (ridge is not invariant
+    under scaling columns apart), Y by columns, and λ 2^-2c = m 2^e is applied as 2^-q (S 2^-q + m 2^(e-q) S⁻¹)⁻¹
+    with q = max(e, 0), so that neither S² nor λ 2^-2c leaves the float range; a zero singular value gives 0."""
+    top = xp.max(xp.abs(X), axis=(-2, -1), keepdims=True)  # (..., 1, 1)
+    positive = top > 0
+    c = xp.floor(xp.log2(xp.where(positive, top, xp.ones_like(top))))
+    c = xp.where(positive, c, xp.zeros_like(c))
+    low, high = _powers_of_two(-c)
+    Xu = X * low * high
+    sy, inv_sy = _column_scales(xp, Y)
+    Yu = Y * sy
+    m, e_lam = math.frexp(lam)
+    e = e_lam - 2.0 * c
+    q = xp.where(e > 0, e, xp.zeros_like(e))
+    U, s, Vh = xp.linalg.svd(Xu, full_matrices=False)
+    q_s, e_s = q[..., 0], (e - q)[..., 0]  # (..., 1): against s (..., r)
+    nonzero = s > 0
+    safe = xp.where(nonzero, s, xp.ones_like(s))
+    shrink, shrink2 = _powers_of_two(-q_s)
+    tiny, tiny2 = _powers_of_two(e_s)
+    s = safe * shrink * shrink2 + (m / safe) * tiny * tiny2  # S + λS⁻¹, scaled: the printed function inverts it
+    s = xp.where(nonzero, s, xp.full_like(s, math.inf))
+    V, Y = Vh.mT, Yu
+    beta_u = _printed("svd")(U, s, V, Y)
+    back, back2 = _powers_of_two(-(c + q))
+    return beta_u * back * back2 * inv_sy
 
 
 def _require_finite_result(xp, result, what, hint):
-    if _concrete(result) and not bool(xp.all(xp.isfinite(result))):
+    if _concrete(result) and _false(_all_finite(xp, result)):
         raise ValueError(f"{what} is not finite: {hint}")
 
 
@@ -479,12 +549,15 @@ def _host_module():
                 return None
             if hashlib.sha256(text).hexdigest() != HOST_MODULE_SHA256:
                 return None
+            # Run exactly the bytes hashed: compiled here and executed into a fresh module object. Importing the
+            # path instead would read the file again (it may have changed since) and would run a __pycache__
+            # .pyc whose header matches the source's size and time in place of the source itself.
             name = f"_ols_attention_host_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
+            module = types.ModuleType(name)
+            module.__file__ = key
+            sys.modules[name] = module  # its classes name it as their module
             try:
-                spec.loader.exec_module(module)
+                exec(compile(text, key, "exec", dont_inherit=True), module.__dict__)
             except ImportError:  # NumPy itself missing: the array-API code serves
                 del sys.modules[name]
                 return None
@@ -535,10 +608,18 @@ def _host_solve(xp, X, Y, route, refine, check_finite, lam):
 
 
 def _solve(xp, X, Y, route, refine, check_finite, lam):
-    """β of OLS (weighted rows already applied) or, with λ, of ridge: the route on the augmented problem."""
+    """β of OLS (weighted rows already applied) or, with λ, of ridge: the route on the augmented problem
+    [√λ I; X] ("svd": the SVD of X itself; p > n: the n×n problem of the R of Xᵀ = QR)."""
     beta = _host_solve(xp, X, Y, route, refine, check_finite, lam)
     if beta is not None:
         return beta
+    if lam is not None and route == "svd":
+        beta = _ridge_svd(xp, X, Y, lam)
+        _require_finite_result(xp, beta, "the ridge solution", "it overflows; rescale X or Y")
+        return beta
+    if lam is not None and X.shape[-2] < X.shape[-1]:  # Xᵀ = QR, X = RᵀQᵀ: β = Q (RRᵀ + λI)⁻¹RY, the ridge
+        Q, R = xp.linalg.qr(X.mT)  # solution of the n×n Rᵀ ([√λ I; X] itself has cond ‖X‖/√λ when p > n)
+        return Q @ _solve(xp, R.mT, Y, route, refine, check_finite, lam)
     if lam is not None:
         X, Y = _augmented(xp, X, Y, lam)
     return _beta(xp, X, Y, route, refine, check_finite)
@@ -572,9 +653,10 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
     ridge : float, optional, keyword-only
         λ > 0 (a Python number): the ridge coefficients (XᵀX + λI)⁻¹XᵀY (ridge_is_linear_attention), every
         coefficient penalised (add no intercept column you do not want shrunk). The route solves the
-        least-squares problem of X with the rows √λ I appended (its Gram matrix is XᵀX + λI), so every route
-        works for any X, rank-deficient or wider than tall. Unlike the NumPy module's "auto" there is no dual
-        (n×n token) route for p > n: the augmented problem is solved there too. Zero, negative, NaN or
+        least-squares problem of the rows √λ I stacked on X (its Gram matrix is XᵀX + λI; "svd": the SVD of X
+        itself, V S(S² + λ)⁻¹UᵀY), accurate relative to X's own scale for every λ, so every route works for any
+        X, rank-deficient or wider than tall (p > n: the n×n problem of the R of Xᵀ = QR). Unlike the NumPy
+        module's "auto" there is no dual (n×n token) route for p > n. Zero, negative, NaN or
         infinite λ: ValueError; not a real number: TypeError.
     weights : array, shape (..., n), optional, keyword-only
         Positive finite weights, one per row of every problem, of the same namespace and a real floating dtype:
@@ -876,7 +958,7 @@ class RecursiveLeastSquares:
                             f"({self._state.dtype}), got {dtype}")
         stacked = xp.concat([self._state, xp.concat([X, Y], axis=1)], axis=0)
         _, state = xp.linalg.qr(stacked)
-        if _concrete(state) and not bool(xp.all(xp.isfinite(state))):
+        if _concrete(state) and _false(xp.all(xp.isfinite(state))):
             raise ValueError("the streamed data overflow the dtype (their squared norms): rescale X or Y")
         self._state = state
         self.rows += r
@@ -895,7 +977,7 @@ class RecursiveLeastSquares:
                                  f"(or give a ridge)")
             if _concrete(R):
                 s = xp.linalg.svdvals(R)  # those of X: the rank test of numpy.linalg.lstsq
-                if not bool(s[-1] > s[0] * (max(self.rows, self.p) * xp.finfo(R.dtype).eps)):
+                if _false(s[-1] > s[0] * (max(self.rows, self.p) * xp.finfo(R.dtype).eps)):
                     raise ValueError(f"XᵀX of the {self.rows} rows so far is singular (X is rank-deficient): no "
                                      f"unique OLS coefficients; give a ridge, or stream more rows")
         beta = _solve_triangular(R, Z, False, False)
@@ -1037,4 +1119,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "da623a092eda738d7a6893497c1b37c58828e498a0ecbcf10fdaa744b4ba780c"
+HOST_MODULE_SHA256 = "2c7949fe57c1f45d270b9af2e91896b6596fbd659492bfb10c2c9694c0c62425"

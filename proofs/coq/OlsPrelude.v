@@ -31,6 +31,16 @@ Proof. by move/mulmx1_unit=> []. Qed.
 Lemma unit_eq A B : A = B -> B \in unitmx -> A \in unitmx.
 Proof. by move->. Qed.
 
+(* c A, c a non-zero scalar (its proof: the sign lemmas below), is invertible with A, and (c A)⁻¹ = c⁻¹ A⁻¹ *)
+Lemma unit_scale (c : R) A : c != 0 -> A \in unitmx -> c *: A \in unitmx.
+Proof. by move=> nz uA; rewrite unitmxZ ?unitfE. Qed.
+
+Lemma unit_opp A : A \in unitmx -> - A \in unitmx.
+Proof. by move=> uA; rewrite -scaleN1r unit_scale ?oppr_eq0 ?oner_eq0. Qed.
+
+Lemma inverse_scale (c : R) A : c != 0 -> A \in unitmx -> invmx (c *: A) = c^-1 *: invmx A.
+Proof. by move=> nz uA; rewrite invmxZ ?unit_scale. Qed.
+
 Lemma inverse_product A B : A \in unitmx -> B \in unitmx -> invmx (A *m B) = invmx B *m invmx A.
 Proof.
 move=> uA uB.
@@ -39,6 +49,99 @@ have h : (A *m B) *m (invmx B *m invmx A) = 1%:M.
 by rewrite -[LHS]mulmx1 -h mulmxA (mulVmx (unit_mul uA uB)) mul1mx.
 Qed.
 End Prelude.
+
+Section IPow.
+(* integer powers of any square matrix: A^m = A ⋯ A (npow), A^(-m) = (A^m)⁻¹; ipow A j *m ipow A k = ipow A (j + k)
+   for A invertible (ipow_add), for j, k >= 0 without (npowD) *)
+Variable R : fieldType.
+Fixpoint npow n (A : 'M[R]_n) (m : nat) : 'M[R]_n := if m is m'.+1 then A *m npow A m' else 1%:M.
+Definition ipow n (A : 'M[R]_n) (k : int) : 'M[R]_n :=
+  match k with Posz m => npow A m | Negz m => invmx (npow A m.+1) end.
+
+Lemma npowC n (A : 'M[R]_n) a : A *m npow A a = npow A a *m A.
+Proof. elim: a => [|a IH]; first by rewrite /= mulmx1 mul1mx. by rewrite /= -mulmxA -IH. Qed.
+Lemma npowD n (A : 'M[R]_n) a b : npow A a *m npow A b = npow A (a + b)%N.
+Proof. elim: a => [|a IH]; first by rewrite /= mul1mx. by rewrite /= -mulmxA IH. Qed.
+Lemma npow_unit n (A : 'M[R]_n) a : A \in unitmx -> npow A a \in unitmx.
+Proof. move=> u; elim: a => [|a IH]; first exact: unitmx1. by rewrite /= unitmx_mul u IH. Qed.
+Lemma ipowN n (A : 'M[R]_n) (m : nat) : ipow A (- m%:Z) = invmx (npow A m).
+Proof. by case: m => [|m] //=; rewrite invmx1. Qed.
+
+Lemma ipowS n (A : 'M[R]_n) (i : int) : A \in unitmx -> ipow A (i + 1) = ipow A i *m A.
+Proof.
+move=> u; case: i => [m|m].
+  have -> : Posz m + 1 = Posz m.+1 by rewrite -addn1 PoszD.
+  by rewrite /= -npowC.
+have -> : Negz m + 1 = - m%:Z by rewrite NegzE -addn1 PoszD opprD addrNK.
+by rewrite ipowN /= inverse_product ?npow_unit // -mulmxA mulVmx // mulmx1.
+Qed.
+
+Lemma ipowP n (A : 'M[R]_n) (i : int) : A \in unitmx -> ipow A (i - 1) = ipow A i *m invmx A.
+Proof.
+by move=> u; rewrite -[in RHS](subrK 1 i) ipowS // -mulmxA mulmxV // mulmx1.
+Qed.
+
+Lemma ipow_add n (A : 'M[R]_n) (j k : int) : A \in unitmx -> ipow A j *m ipow A k = ipow A (j + k).
+Proof.
+move=> u; elim/int_rec: k => [|m IH|m IH].
+- by rewrite addr0 /= mulmx1.
+- by rewrite -addn1 PoszD addrA !ipowS // mulmxA IH.
+- by rewrite -addn1 PoszD opprD addrA !ipowP // mulmxA IH.
+Qed.
+Lemma ipow_unit n (A : 'M[R]_n) (k : int) : A \in unitmx -> ipow A k \in unitmx.
+Proof. by move=> u; case: k => m; rewrite /ipow ?unitmx_inv; apply: npow_unit. Qed.
+Lemma ipow0 n (A : 'M[R]_n) : ipow A 0 = 1%:M.
+Proof. by []. Qed.
+Lemma ipow1 n (A : 'M[R]_n) : ipow A 1 = A.
+Proof. by rewrite /= mulmx1. Qed.
+Lemma ipowN1 n (A : 'M[R]_n) : ipow A (-1) = invmx A.
+Proof. by rewrite /= mulmx1. Qed.
+Lemma sym_ipow n (A : 'M[R]_n) (k : int) : A^T = A -> (ipow A k)^T = ipow A k.
+Proof.
+move=> h; have hn : forall m, (npow A m)^T = npow A m.
+  by elim=> [|m IH]; rewrite /= ?trmx1 // trmx_mul IH h -npowC.
+by case: k => m; rewrite /ipow ?trmx_inv hn.
+Qed.
+(* the kernel's power_combine at integer exponents: A invertible, or both exponents >= 0 *)
+Lemma ipow_combine n (A X Y Z : 'M[R]_n) (j k l : int) : A \in unitmx -> j + k = l ->
+  X = ipow A j -> Y = ipow A k -> Z = ipow A l -> X *m Y = Z.
+Proof. by move=> u <- -> -> ->; rewrite ipow_add. Qed.
+Lemma npow_combine n (A X Y Z : 'M[R]_n) (j k l : nat) : (j + k)%N = l ->
+  X = ipow A j -> Y = ipow A k -> Z = ipow A l -> X *m Y = Z.
+Proof. by move=> <- -> -> ->; rewrite /= npowD. Qed.
+End IPow.
+
+Section LowRank.
+(* the low-rank update A + c U V is invertible when A and I + c V A⁻¹ U are (the invertibility half of
+   Sherman–Morrison–Woodbury): I + P Q has the inverse I - P (I + Q P)⁻¹ Q, and A + c U V = A (I + (c A⁻¹ U) V) *)
+Variable R : fieldType.
+Lemma unit_1pmul n k (P : 'M[R]_(n, k)) (Q : 'M[R]_(k, n)) :
+  1%:M + Q *m P \in unitmx -> 1%:M + P *m Q \in unitmx.
+Proof.
+move=> uS; set S := 1%:M + Q *m P in uS.
+have h : P *m invmx S *m Q + P *m Q *m (P *m invmx S *m Q) = P *m Q.
+  have -> : P *m invmx S *m Q + P *m Q *m (P *m invmx S *m Q) = (P *m S) *m invmx S *m Q.
+    by rewrite /S mulmxDr mulmx1 !mulmxDl !mulmxA.
+  by rewrite -(mulmxA P S) (mulmxV uS) mulmx1.
+have e : (1%:M + P *m Q) *m (1%:M - P *m invmx S *m Q) = 1%:M.
+  by rewrite mulmxBr mulmx1 mulmxDl mul1mx h addrK.
+by case: (mulmx1_unit e).
+Qed.
+Lemma unit_lowrank n k (A : 'M[R]_n) (U : 'M[R]_(n, k)) (V : 'M[R]_(k, n)) (c : R) :
+  A \in unitmx -> 1%:M + c *: (V *m invmx A *m U) \in unitmx -> A + c *: (U *m V) \in unitmx.
+Proof.
+move=> uA uS.
+have -> : A + c *: (U *m V) = A *m (1%:M + (c *: (invmx A *m U)) *m V).
+  by rewrite mulmxDr mulmx1 -scalemxAl -scalemxAr !mulmxA (mulmxV uA) mul1mx.
+rewrite unitmx_mul uA; apply: unit_1pmul.
+by rewrite -scalemxAr mulmxA.
+Qed.
+
+(* the same, for terms T and S equal (by re-association, as the exporter prints them) to A + c U V and I + c V A⁻¹ U *)
+Lemma unit_lowrank_eq n k (T A : 'M[R]_n) (S : 'M[R]_k) (U : 'M[R]_(n, k)) (V : 'M[R]_(k, n)) (c : R) :
+  T = A + c *: (U *m V) -> S = 1%:M + c *: (V *m invmx A *m U) -> A \in unitmx -> S \in unitmx -> T \in unitmx.
+Proof. by move=> -> ->; exact: unit_lowrank. Qed.
+End LowRank.
 
 Section Block.
 (* a block-diagonal matrix [[A, 0], [0, D]] is invertible, with inverse [[A⁻¹, 0], [0, D⁻¹]], when A and D are *)
@@ -71,6 +174,19 @@ Lemma sym_congr m n (F : 'M[R]_(m, n)) (M : 'M[R]_n) : M^T = M -> (F *m M *m F^T
 Proof. by move=> h; rewrite !trmx_mul trmxK h mulmxA. Qed.
 Lemma sym_add n (A B : 'M[R]_n) : A^T = A -> B^T = B -> (A + B)^T = A + B.
 Proof. by move=> hA hB; rewrite raddfD /= hA hB. Qed.
+Lemma sym_scale n (c : R) (A : 'M[R]_n) : A^T = A -> (c *: A)^T = c *: A.
+Proof. by move=> h; rewrite linearZ /= h. Qed.
+Lemma sym_opp n (A : 'M[R]_n) : A^T = A -> (- A)^T = - A.
+Proof. by move=> h; rewrite linearN /= h. Qed.
+(* a matrix equal (by a hypothesis or a lemma) to a symmetric one; F M Fᵀ for F a product, T its printed form *)
+Lemma sym_eq n (A B : 'M[R]_n) : A = B -> B^T = B -> A^T = A.
+Proof. by move->. Qed.
+Lemma sym_congr_eq m n (T : 'M[R]_m) (F : 'M[R]_(m, n)) (M : 'M[R]_n) :
+  T = F *m M *m F^T -> M^T = M -> T^T = T.
+Proof. by move=> -> h; exact: sym_congr. Qed.
+Lemma sym_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) : A^T = A -> D^T = D ->
+  (block_mx A 0 0 D)^T = block_mx A 0 0 D.
+Proof. by move=> hA hD; rewrite tr_block_mx hA hD !trmx0. Qed.
 End Sym.
 
 Section PosDef.
@@ -162,6 +278,101 @@ Lemma diag_scalar n (l : R) : is_diag_mx (l *: (1%:M : 'M[R]_n)).
 Proof. by rewrite scalemx1 scalar_mx_is_diag. Qed.
 End Semidef.
 
+Section Signs.
+(* The kernel's sign judgment (derive.kernel.judgments.sign): the signs (-1, 0, 1) a scalar can take, here the
+   list s with `sgz x \in s`, computed the way the kernel computes the set; `sgin_neq0 p isT` proves x != 0
+   where 0 is not in the list (Coq computes the list, so isT is rejected where 0 may be a sign). A division
+   in a theorem's statement is by a scalar proved non-zero so, in its _defined lemma. *)
+Variable R : realFieldType.
+Implicit Types x y : R.
+Definition sgin x (s : seq int) := sgz x \in s.
+
+Lemma sgin_pos x : 0 < x -> sgin x [:: Posz 1].
+Proof. by move=> h; rewrite /sgin gtr0_sgz. Qed.
+
+Lemma sgin_any x : sgin x [:: Negz 0; Posz 0; Posz 1].
+Proof. by rewrite /sgin /sgz; case: (x == 0); case: (x < 0). Qed.
+
+Lemma sgin_nat n : sgin (n.+1%:R : R) [:: Posz 1].
+Proof. by apply: sgin_pos; rewrite ltr0Sn. Qed.
+
+Lemma sgin_zero : sgin (0%:R : R) [:: Posz 0].
+Proof. by rewrite /sgin /sgz eqxx. Qed.
+
+Lemma sgin_opp x s : sgin x s -> sgin (- x) [seq - a | a <- s].
+Proof. by rewrite /sgin sgzN => h; apply: map_f. Qed.
+
+Lemma sgin_mul x y s t : sgin x s -> sgin y t -> sgin (x * y) [seq a * b | a <- s, b <- t].
+Proof. by rewrite /sgin sgzM => hx hy; apply/allpairsP; exists (sgz x, sgz y). Qed.
+
+Lemma sgin_exp n x s : sgin x s -> sgin (x ^+ n) [seq a ^+ n | a <- s].
+Proof. by rewrite /sgin sgzX => h; apply: map_f. Qed.
+
+Lemma sgin_neq0 x s : sgin x s -> Posz 0 \notin s -> x != 0.
+Proof. move=> h; apply: contra => /eqP x0; move: h; rewrite /sgin x0 sgz0 => h; exact: h. Qed.
+
+(* x^-1 (a divisor x != 0, shown so first): the signs of x but 0, as the kernel judges a negative power *)
+Lemma sgin_inv x s : x != 0 -> sgin x s -> sgin x^-1 [seq a <- s | a != Posz 0].
+Proof.
+move=> nz; have sV : sgz x^-1 = sgz x by rewrite /sgz invr_eq0 invr_lt0.
+rewrite /sgin mem_filter sV => ->; rewrite andbT; apply: contra nz => /eqP h.
+by rewrite -sgz_eq0 h.
+Qed.
+
+Lemma sgz_ge0_in x s : sgz x \in s -> all (fun a => (a == Posz 0) || (a == Posz 1)) s -> 0 <= x.
+Proof. by move=> m /allP /(_ _ m) /orP [] /eqP h; rewrite -sgz_ge0 h. Qed.
+
+Lemma sgz_le0_in x s : sgz x \in s -> all (fun a => (a == Posz 0) || (a == Negz 0)) s -> x <= 0.
+Proof. by move=> m /allP /(_ _ m) /orP [] /eqP h; rewrite -sgz_le0 h. Qed.
+
+Lemma sgz_gt0_in x s : sgz x \in s -> all (eq_op^~ (Posz 1)) s -> 0 < x.
+Proof. by move=> m /allP /(_ _ m) /eqP h; rewrite -sgz_gt0 h. Qed.
+
+Lemma sgz_lt0_in x s : sgz x \in s -> all (eq_op^~ (Negz 0)) s -> x < 0.
+Proof. by move=> m /allP /(_ _ m) /eqP h; rewrite -sgz_lt0 h. Qed.
+
+(* the kernel's rule for a sum: every term >= 0 (<= 0) gives a sum >= 0 (<= 0), > 0 (< 0) when a term is *)
+Definition sg_add (s t : seq int) : seq int :=
+  if all (fun a => (a == Posz 0) || (a == Posz 1)) (s ++ t) then
+    (if all (eq_op^~ (Posz 1)) s || all (eq_op^~ (Posz 1)) t then [:: Posz 1] else [:: Posz 0; Posz 1])
+  else if all (fun a => (a == Posz 0) || (a == Negz 0)) (s ++ t) then
+    (if all (eq_op^~ (Negz 0)) s || all (eq_op^~ (Negz 0)) t then [:: Negz 0] else [:: Posz 0; Negz 0])
+  else [:: Negz 0; Posz 0; Posz 1].
+
+Lemma sgin_add x y s t : sgin x s -> sgin y t -> sgin (x + y) (sg_add s t).
+Proof.
+rewrite /sgin /sg_add => hx hy.
+case: ifP => [|_]; [rewrite all_cat => /andP [ps pt] | case: ifP => [|_]; last exact: sgin_any].
+  have x0 := sgz_ge0_in hx ps; have y0 := sgz_ge0_in hy pt.
+  case: ifP => [/orP [] h|_].
+  - by rewrite gtr0_sgz // ltr_paddr // (sgz_gt0_in hx h).
+  - by rewrite gtr0_sgz // ltr_paddl // (sgz_gt0_in hy h).
+  - have : 0 <= x + y by exact: addr_ge0.
+    rewrite Order.POrderTheory.le_eqVlt => /orP [/eqP <- | h].
+      by rewrite sgz0.
+    by rewrite gtr0_sgz.
+rewrite all_cat => /andP [ns nt].
+have x0 := sgz_le0_in hx ns; have y0 := sgz_le0_in hy nt.
+case: ifP => [/orP [] h|_].
+- by rewrite ltr0_sgz // ltr_naddr // (sgz_lt0_in hx h).
+- by rewrite ltr0_sgz // ltr_naddl // (sgz_lt0_in hy h).
+- have : x + y <= 0 by exact: ler_naddr.
+  rewrite Order.POrderTheory.le_eqVlt => /orP [/eqP -> | h].
+    by rewrite sgz0.
+  by rewrite ltr0_sgz.
+Qed.
+End Signs.
+Arguments sgin_pos {R x}.
+Arguments sgin_any {R}.
+Arguments sgin_nat {R}.
+Arguments sgin_zero {R}.
+Arguments sgin_opp {R x s}.
+Arguments sgin_mul {R x y s t}.
+Arguments sgin_exp {R} n {x s}.
+Arguments sgin_neq0 {R x s}.
+Arguments sgin_inv {R x s}.
+Arguments sgin_add {R x y s t}.
+
 Section Pow.
 Variable R : rcfType.
 (* A^(k/2) of a diagonal matrix with positive diagonal: entrywise, sqrt(a_ii)^k *)
@@ -182,8 +393,10 @@ move=> pd; rewrite unitmxE det_diag unitfE; apply/prodf_neq0 => i _.
 by rewrite mxE expfz_neq0 // lt0r_neq0 // sqrtr_gt0 posdef_diag_pos.
 Qed.
 
-Lemma mpow_sym n (A : 'M[R]_n) k : (mpow A k)^T = mpow A k.
-Proof. exact: tr_diag_mx. Qed.
+(* mpow A k is A^(k/2) only where A is diagonal and positive definite: the lemmas that give the exported steps
+   their meaning ask for both, and each theorem's _defined lemma states and proves them for every power *)
+Lemma mpow_sym n (A : 'M[R]_n) k : is_diag_mx A -> posdef A -> (mpow A k)^T = mpow A k.
+Proof. by move=> _ _; exact: tr_diag_mx. Qed.
 
 Lemma mpow_add n (A : 'M[R]_n) j k : posdef A -> mpow A j *m mpow A k = mpow A (j + k).
 Proof.

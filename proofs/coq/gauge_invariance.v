@@ -585,9 +585,8 @@ have e1_ : X_q *m W_Q *m W_K^T *m X^T *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y by 
 exact: (etrans e0_ (etrans gauge_invariance_s1 e1_)).
 Qed.
 
-(* The claim has no inverse and no power: it is defined for all matrices. *)
-Lemma gauge_invariance_defined : True.
-Proof. exact: I. Qed.
+Lemma gauge_invariance_defined : (Sigma \in unitmx) /\ (m_R \in unitmx).
+Proof. exact: (conj (posdef_unit Sigma_positive) R_invertible). Qed.
 
 End gauge_invariance.
 

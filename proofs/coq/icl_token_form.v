@@ -445,8 +445,8 @@ have e1_ : row_mx (0 : 'M[R]_(m, p)) (X_q *m (invmx (X^T *m X)) *m X^T *m Y) = r
 exact: (etrans e0_ (etrans icl_token_form_s1 (etrans icl_token_form_s2 (etrans icl_token_form_s3 (etrans icl_token_form_s4 (etrans icl_token_form_s5 (etrans icl_token_form_s6 (etrans icl_token_form_s7 (etrans icl_token_form_s8 (etrans icl_token_form_s9 (etrans icl_token_form_s10 (etrans icl_token_form_s11 (etrans icl_token_form_s12 (etrans icl_token_form_s13 (etrans icl_token_form_s14 (etrans icl_token_form_s15 (etrans icl_token_form_s16 (etrans icl_token_form_s17 (etrans icl_token_form_s18 (etrans icl_token_form_s19 (etrans icl_token_form_s20 (etrans icl_token_form_s21 (etrans icl_token_form_s22 (etrans icl_token_form_s23 (etrans icl_token_form_s24 (etrans icl_token_form_s25 (etrans icl_token_form_s26 (etrans icl_token_form_s27 (etrans icl_token_form_s28 (etrans icl_token_form_s29 (etrans icl_token_form_s30 (etrans icl_token_form_s31 (etrans icl_token_form_s32 (etrans icl_token_form_s33 (etrans icl_token_form_s34 (etrans icl_token_form_s35 (etrans icl_token_form_s36 (etrans icl_token_form_s37 (etrans icl_token_form_s38 (etrans icl_token_form_s39 (etrans icl_token_form_s40 e1_))))))))))))))))))))))))))))))))))))))))).
 Qed.
 
-Lemma icl_token_form_defined : (X^T *m X \in unitmx).
-Proof. exact: (unit_eq gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns)))). Qed.
+Lemma icl_token_form_defined : (X^T *m X \in unitmx) /\ (is_diag_mx Lambda) /\ (posdef Lambda).
+Proof. exact: (conj (unit_eq gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns)))) (conj Lambda_diagonal Lambda_positive)). Qed.
 
 End icl_token_form.
 

@@ -577,7 +577,7 @@ Qed.
 
 Lemma heads_are_ols_s21 : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_1 (-1))^T = mpow Lambda_1 (-1) := (mpow_sym Lambda_1 (-1)).
+have rule_ : (mpow Lambda_1 (-1))^T = mpow Lambda_1 (-1) := (@mpow_sym R _ Lambda_1 (-1) Lambda_1_diagonal Lambda_1_positive).
 have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m Z_ *m V_1^T *m X_1^T *m Y) rule_) e1_).
@@ -628,7 +628,7 @@ Qed.
 
 Lemma heads_are_ols_s26 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_2 (-1))^T = mpow Lambda_2 (-1) := (mpow_sym Lambda_2 (-1)).
+have rule_ : (mpow Lambda_2 (-1))^T = mpow Lambda_2 (-1) := (@mpow_sym R _ Lambda_2 (-1) Lambda_2_diagonal Lambda_2_positive).
 have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m Z_ *m V_2^T *m X_2^T *m Y) rule_) e1_).
@@ -923,7 +923,7 @@ Qed.
 
 Lemma multi_head_attention_s21 : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_1 (-1))^T = mpow Lambda_1 (-1) := (mpow_sym Lambda_1 (-1)).
+have rule_ : (mpow Lambda_1 (-1))^T = mpow Lambda_1 (-1) := (@mpow_sym R _ Lambda_1 (-1) Lambda_1_diagonal Lambda_1_positive).
 have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m Z_ *m V_1^T *m X_1^T *m Y) rule_) e1_).
@@ -974,7 +974,7 @@ Qed.
 
 Lemma multi_head_attention_s26 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_2 (-1))^T = mpow Lambda_2 (-1) := (mpow_sym Lambda_2 (-1)).
+have rule_ : (mpow Lambda_2 (-1))^T = mpow Lambda_2 (-1) := (@mpow_sym R _ Lambda_2 (-1) Lambda_2_diagonal Lambda_2_positive).
 have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m Z_ *m V_2^T *m X_2^T *m Y) rule_) e1_).
@@ -1120,8 +1120,8 @@ have e1_ : (row_mx H_1 H_2) *m W_sum = (row_mx H_1 H_2) *m W_sum by rewrite ?mul
 exact: (etrans e0_ (etrans multi_head_attention_s1 (etrans multi_head_attention_s2 (etrans multi_head_attention_s3 (etrans multi_head_attention_s4 (etrans multi_head_attention_s5 (etrans multi_head_attention_s6 (etrans multi_head_attention_s7 (etrans multi_head_attention_s8 (etrans multi_head_attention_s9 (etrans multi_head_attention_s10 (etrans multi_head_attention_s11 (etrans multi_head_attention_s12 (etrans multi_head_attention_s13 (etrans multi_head_attention_s14 (etrans multi_head_attention_s15 (etrans multi_head_attention_s16 (etrans multi_head_attention_s17 (etrans multi_head_attention_s18 (etrans multi_head_attention_s19 (etrans multi_head_attention_s20 (etrans multi_head_attention_s21 (etrans multi_head_attention_s22 (etrans multi_head_attention_s23 (etrans multi_head_attention_s24 (etrans multi_head_attention_s25 (etrans multi_head_attention_s26 (etrans multi_head_attention_s27 (etrans multi_head_attention_s28 (etrans multi_head_attention_s29 (etrans multi_head_attention_s30 (etrans multi_head_attention_s31 (etrans multi_head_attention_s32 (etrans multi_head_attention_s33 (etrans multi_head_attention_s34 (etrans multi_head_attention_s35 (etrans multi_head_attention_s36 (etrans multi_head_attention_s37 (etrans multi_head_attention_s38 e1_))))))))))))))))))))))))))))))))))))))).
 Qed.
 
-Lemma multi_head_attention_defined : (X^T *m X \in unitmx).
-Proof. exact: (unit_eq heads_are_ols_1 (unit_block_diag (unit_mul (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (unit_mul (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))))). Qed.
+Lemma multi_head_attention_defined : (X^T *m X \in unitmx) /\ (is_diag_mx Lambda_1) /\ (posdef Lambda_1) /\ (is_diag_mx Lambda_2) /\ (posdef Lambda_2).
+Proof. exact: (conj (unit_eq heads_are_ols_1 (unit_block_diag (unit_mul (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (unit_mul (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))))) (conj Lambda_1_diagonal (conj Lambda_1_positive (conj Lambda_2_diagonal Lambda_2_positive)))). Qed.
 
 End multi_head_attention.
 

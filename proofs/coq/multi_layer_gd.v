@@ -1709,7 +1709,7 @@ have e1_ : - (X_q *m (m_S t) *m Gamma *m X^T *m Y) = - (X_q *m (m_S t) *m Gamma 
 exact: (etrans e0_ (etrans multi_layer_gd_s1 (etrans multi_layer_gd_s2 (etrans multi_layer_gd_s3 (etrans multi_layer_gd_s4 (etrans multi_layer_gd_s5 (etrans multi_layer_gd_s6 (etrans multi_layer_gd_s7 (etrans multi_layer_gd_s8 e1_))))))))).
 Qed.
 
-(* The claim has no inverse and no power: it is defined for all matrices. *)
+(* The claim has no inverse, no division and no power: it is defined for all matrices. *)
 Lemma multi_layer_gd_defined : True.
 Proof. exact: I. Qed.
 

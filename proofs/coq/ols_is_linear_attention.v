@@ -66,8 +66,8 @@ have e1_ : X_q *m L *m (X *m L)^T *m Y = X_q *m L *m (X *m L)^T *m Y by rewrite 
 exact: (etrans e0_ (etrans ols_is_linear_attention_s1 (etrans ols_is_linear_attention_s2 e1_))).
 Qed.
 
-Lemma ols_is_linear_attention_defined : (X^T *m X \in unitmx).
-Proof. exact: (unit_eq gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns)))). Qed.
+Lemma ols_is_linear_attention_defined : (X^T *m X \in unitmx) /\ (is_diag_mx Lambda) /\ (posdef Lambda).
+Proof. exact: (conj (unit_eq gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns)))) (conj Lambda_diagonal Lambda_positive)). Qed.
 
 End ols_is_linear_attention.
 

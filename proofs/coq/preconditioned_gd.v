@@ -237,7 +237,7 @@ have e1_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by 
 exact: (etrans e0_ (etrans preconditioned_gd_s1 (etrans preconditioned_gd_s2 (etrans preconditioned_gd_s3 (etrans preconditioned_gd_s4 (etrans preconditioned_gd_s5 (etrans preconditioned_gd_s6 (etrans preconditioned_gd_s7 e1_)))))))).
 Qed.
 
-(* The claim has no inverse and no power: it is defined for all matrices. *)
+(* The claim has no inverse, no division and no power: it is defined for all matrices. *)
 Lemma preconditioned_gd_defined : True.
 Proof. exact: I. Qed.
 

@@ -64,7 +64,7 @@ Qed.
 
 Lemma pinv_formula_s5 : L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (mpow_sym Lambda_r 1).
+have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
 have e0_ : L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => L *m L^T *m V_r *m Z_ *m U_r^T *m Y) rule_) e1_).
@@ -109,7 +109,7 @@ Qed.
 
 Lemma pinv_formula_s10 : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_r (-1))^T = mpow Lambda_r (-1) := (mpow_sym Lambda_r (-1)).
+have rule_ : (mpow Lambda_r (-1))^T = mpow Lambda_r (-1) := (@mpow_sym R _ Lambda_r (-1) Lambda_r_diagonal Lambda_r_positive).
 have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r (-1)) *m Z_ *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
@@ -188,7 +188,7 @@ Qed.
 
 Lemma normal_equations_s5 : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (mpow_sym Lambda_r 1).
+have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
 have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
@@ -260,7 +260,7 @@ Qed.
 
 Lemma normal_equations_s13 : V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y.
 Proof.
-have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (mpow_sym Lambda_r 1).
+have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
 have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m Y) rule_) e1_).
@@ -348,7 +348,7 @@ Qed.
 
 Lemma pseudo_inverse_s6 : V_r *m (mpow Lambda_r 1) *m U_r^T *m W = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W.
 Proof.
-have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (mpow_sym Lambda_r 1).
+have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
 have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W by rewrite ?mulmxA ?addrA.
 have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m W = V_r *m (mpow Lambda_r 1) *m U_r^T *m W by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m W) rule_) e1_).
@@ -389,9 +389,8 @@ have e1_ : X^T *m W = X^T *m W by rewrite ?mulmxA ?addrA.
 exact: (etrans e0_ (etrans pseudo_inverse_s1 (etrans pseudo_inverse_s2 (etrans pseudo_inverse_s3 (etrans pseudo_inverse_s4 (etrans pseudo_inverse_s5 (etrans pseudo_inverse_s6 (etrans pseudo_inverse_s7 (etrans pseudo_inverse_s8 (etrans pseudo_inverse_s9 e1_)))))))))).
 Qed.
 
-(* The claim has no inverse and no power: it is defined for all matrices. *)
-Lemma pseudo_inverse_defined : True.
-Proof. exact: I. Qed.
+Lemma pseudo_inverse_defined : (Lambda_r \in unitmx) /\ (is_diag_mx Lambda_r) /\ (posdef Lambda_r).
+Proof. exact: (conj (posdef_unit Lambda_r_positive) (conj Lambda_r_diagonal Lambda_r_positive)). Qed.
 
 End pseudo_inverse.
 

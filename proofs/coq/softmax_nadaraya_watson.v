@@ -131,9 +131,8 @@ have e1_ : ones_m = ones_m by rewrite ?mulmxA ?addrA.
 exact: (etrans e0_ (etrans softmax_nadaraya_watson_s1 (etrans softmax_nadaraya_watson_s2 (etrans softmax_nadaraya_watson_s3 (etrans softmax_nadaraya_watson_s4 e1_))))).
 Qed.
 
-(* The claim has no inverse and no power: it is defined for all matrices. *)
-Lemma softmax_nadaraya_watson_defined : True.
-Proof. exact: I. Qed.
+Lemma softmax_nadaraya_watson_defined : (D \in unitmx).
+Proof. exact: (posdef_unit D_positive). Qed.
 
 End softmax_nadaraya_watson.
 

@@ -71,7 +71,7 @@ Qed.
 
 Lemma spectral_precision_s6 : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T.
 Proof.
-have rule_ : (mpow Lambda (-1))^T = mpow Lambda (-1) := (mpow_sym Lambda (-1)).
+have rule_ : (mpow Lambda (-1))^T = mpow Lambda (-1) := (@mpow_sym R _ Lambda (-1) Lambda_diagonal Lambda_positive).
 have e0_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T by rewrite ?mulmxA ?addrA.
 have e1_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda (-1)) *m Z_ *m V^T) rule_) e1_).
@@ -112,8 +112,8 @@ have e1_ : L *m L^T = L *m L^T by rewrite ?mulmxA ?addrA.
 exact: (etrans e0_ (etrans spectral_precision_s1 (etrans spectral_precision_s2 (etrans spectral_precision_s3 (etrans spectral_precision_s4 (etrans spectral_precision_s5 (etrans spectral_precision_s6 (etrans spectral_precision_s7 (etrans spectral_precision_s8 (etrans spectral_precision_s9 e1_)))))))))).
 Qed.
 
-Lemma spectral_precision_defined : (X^T *m X \in unitmx).
-Proof. exact: (unit_eq gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns)))). Qed.
+Lemma spectral_precision_defined : (X^T *m X \in unitmx) /\ (is_diag_mx Lambda) /\ (posdef Lambda).
+Proof. exact: (conj (unit_eq gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns)))) (conj Lambda_diagonal Lambda_positive)). Qed.
 
 End spectral_precision.
 

@@ -57,7 +57,7 @@ Qed.
 
 Lemma whitened_gram_s4 : X^T *m (mpow W 1)^T *m (mpow W 1) *m X = X^T *m (mpow W 1) *m (mpow W 1) *m X.
 Proof.
-have rule_ : (mpow W 1)^T = mpow W 1 := (mpow_sym W 1).
+have rule_ : (mpow W 1)^T = mpow W 1 := (@mpow_sym R _ W 1 W_diagonal W_positive).
 have e0_ : X^T *m (mpow W 1)^T *m (mpow W 1) *m X = X^T *m (mpow W 1)^T *m (mpow W 1) *m X by rewrite ?mulmxA ?addrA.
 have e1_ : X^T *m (mpow W 1) *m (mpow W 1) *m X = X^T *m (mpow W 1) *m (mpow W 1) *m X by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => X^T *m Z_ *m (mpow W 1) *m X) rule_) e1_).
@@ -213,7 +213,7 @@ Qed.
 
 Lemma weighted_precision_s6 : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T.
 Proof.
-have rule_ : (mpow Lambda_W (-1))^T = mpow Lambda_W (-1) := (mpow_sym Lambda_W (-1)).
+have rule_ : (mpow Lambda_W (-1))^T = mpow Lambda_W (-1) := (@mpow_sym R _ Lambda_W (-1) Lambda_W_diagonal Lambda_W_positive).
 have e0_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T by rewrite ?mulmxA ?addrA.
 have e1_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda_W (-1)) *m Z_ *m V^T) rule_) e1_).
@@ -301,7 +301,7 @@ Qed.
 
 Lemma whitened_is_ols_s6 : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y.
 Proof.
-have rule_ : (mpow W 1)^T = mpow W 1 := (mpow_sym W 1).
+have rule_ : (mpow W 1)^T = mpow W 1 := (@mpow_sym R _ W 1 W_diagonal W_positive).
 have e0_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => X_q *m L_W *m L_W^T *m X^T *m Z_ *m (mpow W 1) *m Y) rule_) e1_).
@@ -376,8 +376,8 @@ have e1_ : X_q *m L_W *m (K_W *m L_W)^T *m Y_W = X_q *m L_W *m (K_W *m L_W)^T *m
 exact: (etrans e0_ (etrans weighted_ls_is_attention_s1 (etrans weighted_ls_is_attention_s2 (etrans weighted_ls_is_attention_s3 (etrans weighted_ls_is_attention_s4 e1_))))).
 Qed.
 
-Lemma weighted_ls_is_attention_defined : (X^T *m W *m X \in unitmx).
-Proof. exact: (unit_eq weighted_gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_W_positive)) (unit_tr (unit_right V_orthonormal_columns)))). Qed.
+Lemma weighted_ls_is_attention_defined : (X^T *m W *m X \in unitmx) /\ (is_diag_mx Lambda_W) /\ (posdef Lambda_W) /\ (is_diag_mx W) /\ (posdef W).
+Proof. exact: (conj (unit_eq weighted_gram_spectral (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_W_positive)) (unit_tr (unit_right V_orthonormal_columns)))) (conj Lambda_W_diagonal (conj Lambda_W_positive (conj W_diagonal W_positive)))). Qed.
 
 End weighted_ls_is_attention.
 
