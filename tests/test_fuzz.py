@@ -137,7 +137,7 @@ def test_the_oracle_refutes_a_circular_definition():
 @pytest.mark.parametrize("hole", sorted(HOLES))
 def test_the_fuzzer_finds_the_hole_when_it_is_put_back(hole, tmp_path):
     with reverted(hole):
-        report = run(1, 80, mutants=2, samples=2, focus={hole}, stop_at=hole, out=tmp_path)
+        report = run(1, 200, mutants=2, samples=2, focus={hole}, stop_at=hole, out=tmp_path)
         assert hole in report.first, f"the fuzzer did not find the {hole} hole in {report.proofs} proofs:\n" + \
             report.summary()
         finding = next(f for f in report.findings if hole in f.refutation.tags)
