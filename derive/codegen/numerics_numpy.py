@@ -1559,7 +1559,7 @@ def _ridge_dual(X, Y, ridge):
 def _ridge_dual_conditioned(X, Y, ridge):
     """The dual route Xᵀα, α = (XXᵀ + λI)⁻¹Y, where the a-priori bound fails because λ is tiny against ‖X‖²
     but XXᵀ itself is well-conditioned (p > n, full row rank: the usual case): the condition of K = XXᵀ + λI from
-    its n eigenvalues, and where cond(K) eps is under _DUAL_RISK the Cholesky solve with one refinement step of
+    its n eigenvalues, and where cond(K) eps is under _DUAL_RISK a solve with one refinement step of
     K α = Y (residual Y − X(Xᵀα) − λα in float64), as scikit-learn's Ridge does for p > n; else None (the
     caller takes the SVD of X). Issue 30: 200 × 2000, λ = 1e-8 took the SVD (0.2–4 s, 2.7e-13)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
@@ -1571,13 +1571,14 @@ def _ridge_dual_conditioned(X, Y, ridge):
         low, high = w[..., 0], w[..., -1]
         if not (low > np.finfo(float).tiny / _EPS).all() or (high / low * _EPS > _DUAL_RISK).any():
             return None
+        # K is symmetric positive definite with a known condition: one LAPACK solve each (the Cholesky factor's two
+        # triangular solves would be two general solves here, twice the time)
         try:
-            C = np.linalg.cholesky(K)
+            alpha = np.linalg.solve(K, Y)
+            residual = Y - X @ (Xt @ alpha) - ridge * alpha
+            alpha = alpha + np.linalg.solve(K, residual)
         except np.linalg.LinAlgError:
             return None
-        alpha = _cholesky_solve(C, Y)
-        residual = Y - X @ (Xt @ alpha) - ridge * alpha
-        alpha = alpha + _cholesky_solve(C, residual)
         beta = Xt @ alpha
     return beta if np.isfinite(beta).all() else None
 
