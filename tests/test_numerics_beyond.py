@@ -76,10 +76,33 @@ def test_the_dual_route_is_the_token_formula_and_falls_back_when_ill_conditioned
     dual = (Q @ X.T) @ np.linalg.solve(X @ X.T + lam * np.eye(8), Y)  # (X_q Xᵀ)(XXᵀ + λI)⁻¹Y
     assert nn._ridge_dual(X, Y, lam) is not None
     assert relative(nn.predict(X, Y, Q, ridge=lam), dual) < 1e-12
-    tiny = 1e-14  # (‖X‖_F² + λ) eps / λ far over 1e-10: the augmented least-squares problem instead
-    assert nn._ridge_dual(X, Y, tiny) is None
+    tiny = 1e-14  # (‖X‖_F² + λ) eps / λ far over 1e-10, but XXᵀ + λI itself well-conditioned: the dual route
     A, B = np.vstack([X, np.sqrt(tiny) * np.eye(30)]), np.vstack([Y, np.zeros((30, 2))])
+    assert relative(nn._ridge_dual(X, Y, tiny), np.linalg.lstsq(A, B, rcond=None)[0]) < 1e-12
+    X[1], Y[1] = X[0], Y[0]  # XXᵀ singular: cond(XXᵀ + λI) eps far over 1e-10, the SVD of X instead
+    A, B = np.vstack([X, np.sqrt(tiny) * np.eye(30)]), np.vstack([Y, np.zeros((30, 2))])
+    assert nn._ridge_dual(X, Y, tiny) is None
     assert relative(nn.coefficients(X, Y, ridge=tiny), np.linalg.lstsq(A, B, rcond=None)[0]) < 1e-8
+
+
+def test_wide_ridge_with_tiny_lambda_takes_the_dual_cholesky_route(monkeypatch):
+    # issue 30: 200 × 2000, λ = 1e-8 took the SVD of X (n²p, 10–100 times scikit-learn's Ridge); XXᵀ + λI is
+    # well-conditioned there, so its Cholesky solve with one refinement step gives Ridge's accuracy
+    rng = np.random.default_rng(8)
+    X, y = rng.standard_normal((100, 1000)), rng.standard_normal(100)
+    lam = 1e-8
+    svd = []
+    monkeypatch.setattr(nn, "_ridge_svd", lambda *a, f=nn._ridge_svd: svd.append(1) or f(*a))
+    beta = nn.coefficients(X, y, ridge=lam)
+    assert not svd
+    wide = np.longdouble  # reference: the dual system refined with long double residuals
+    K = X @ X.T + lam * np.eye(100)
+    alpha = np.linalg.solve(K, y)
+    for _ in range(4):
+        r = y.astype(wide) - X.astype(wide) @ (X.T.astype(wide) @ alpha.astype(wide)) - wide(lam) * alpha
+        alpha = alpha + np.linalg.solve(K, r.astype(float))
+    exact = (X.T.astype(wide) @ alpha.astype(wide)).astype(float)
+    assert relative(beta, exact) < 4e-15
 
 
 def test_ridge_in_a_batch_is_each_problem_on_its_own():
