@@ -83,10 +83,16 @@ Routes (each evaluates a kernel-checked identity, on the column-scaled data):
             - One large problem: κ² from the eigenvalues of the scaled p×p Gram matrix. κ² eps < 1e-2:
               "cholesky", refined where κ² eps > 1e-13 by preconditioned gradient steps (preconditioned_gd)
               whose residuals are float64 BLAS products over row blocks, until the next correction would
-              be under eps or κ eps, or the corrections stop shrinking. Else R of
-              X = QR in row blocks (Q never formed) and the same refinement preconditioned by RᵀR
-              (corrected semi-normal equations), or, when R is rank-deficient, the minimum-norm
-              solution from the SVD of R (pseudo_inverse). Extra memory: one row block.
+              be under eps or κ eps, or the corrections stop shrinking; where κ² eps > 1e-8 a last step
+              with the gradient Xᵀ(Y − Xβ) in extended precision (long double), since float64 gradients
+              leave an error of about κ² eps |X|ᵀ|r| (13 times lstsq's on 400,000 × 64 with a near-collinear
+              pair). Else R of [X Y] in row blocks of 1,024 (Householder least squares, Q never formed),
+              β = R⁻¹QᵀY, then one corrected semi-normal step with an extended-precision gradient; or, when
+              R is rank-deficient, the minimum-norm solution from the SVD of R (pseudo_inverse). Measured
+              against the exact solution of the float64 data at cond 1e8, p = 16: 1e-12 against lstsq's
+              5e-10 (1e6 rows), 4e-12 against 2e-10 (1e5). Without a type wider than double (long double
+              is double on some platforms) the extended steps are skipped: backward stable, about lstsq's
+              error (up to 10 times). Extra memory: one row block.
             - A batch: each problem on its own, from its Cholesky pivots: "cholesky" (refined in
               float64 where κ² eps > 1e-13), or, for the few problems with κ² eps >= 1e-6 or no
               Cholesky factor, "qr" with refinement, or "svd" when rank-deficient. X is read a block
@@ -829,6 +835,19 @@ def _gradient(X, Y, beta):
     return np.sum(parts, axis=0)
 
 
+def _gradient_wide(X, Y, beta):
+    """Xᵀ(Y − Xβ) of one tall X with the residual and its product with Xᵀ in extended precision (long double), a
+    row block at a time (the extra memory is one block in long double): its rounding, about 2⁻⁶⁴ |X|ᵀ|r| where
+    float64 products give eps |X|ᵀ|r|, is what bounds the accuracy of refinement at cond(X) well over 1e4."""
+    step = _block_rows(2 * (X.shape[-1] + Y.shape[-1]))
+    b = beta.astype(_WIDE)
+    out = np.zeros(beta.shape, dtype=_WIDE)
+    for start in range(0, X.shape[0], step):
+        block = X[start : start + step].astype(_WIDE)
+        out += block.T @ (Y[start : start + step].astype(_WIDE) - block @ b)
+    return out.astype(np.float64)
+
+
 def _largest(A):
     """max |A| of each problem of a stack (fast across many small problems), or of one problem."""
     if A.ndim == 2:
@@ -1048,6 +1067,7 @@ def _cholesky_estimate(G):
 _TRUST = 1e-12  # a small problem keeps the Cholesky answer when every coefficient's estimated error is under this
 _GRAM_RISK = 1e-6  # a batch's problem takes the Gram route when its estimated cond(X D⁻¹)² eps is under this ...
 _REFINE_RISK = 1e-13  # ... refined by preconditioned gradient steps when it is over this
+_WIDE_STEP_RISK = 1e-8  # ... and over this, its last step has an extended-precision gradient (_gradient_wide)
 _LARGE_GRAM_RISK = 1e-2  # one large problem: its exact cond(X D⁻¹)² eps under this takes the refined Gram route
 
 
@@ -1287,12 +1307,15 @@ def _cholesky_small(G, XtY):
     return _cholesky_solve(C, XtY), C, squares, risk
 
 
-def _tsqr(X):
-    """R of X = QR, one row block at a time (Q is never formed; the extra memory is one block)."""
-    step = _block_rows(X.shape[1])
-    R = np.zeros((0, X.shape[1]))
+def _tsqr(X, Y=None):
+    """R of X = QR, one row block at a time (Q is never formed; the extra memory is one block). With Y: the R of
+    [X Y], whose first p rows are [R QᵀY] (the same reflections applied to Y, as Householder least squares does)."""
+    width = X.shape[1] + (0 if Y is None else Y.shape[1])
+    step = max(1024, 2 * width)  # small blocks: LAPACK's QR of a tall block is fastest in cache (3 times at p = 16)
+    R = np.zeros((0, width))
     for start in range(0, X.shape[0], step):
-        R = np.linalg.qr(np.concatenate([R, X[start : start + step]]), mode="r")
+        block = X[start : start + step] if Y is None else np.hstack([X[start : start + step], Y[start : start + step]])
+        R = np.linalg.qr(np.concatenate([R, block]), mode="r")
     return R
 
 
@@ -1327,13 +1350,33 @@ def _large_gram(X, Y, G, XtY, minimum_norm=True):
             beta = _cholesky_solve(C, XtY / d[:, None]) / d[:, None]
             if risk <= _REFINE_RISK:
                 return beta
-            return _refine_gram(X, Y, beta, C, d, rate=10 * risk, floor=math.sqrt(risk * _EPS))
-    R = _tsqr(X)  # corrected semi-normal equations: RᵀR = XᵀX with the accuracy of a QR factorization
+            beta = _refine_gram(X, Y, beta, C, d, rate=10 * risk, floor=math.sqrt(risk * _EPS))
+            if risk <= _WIDE_STEP_RISK or not _EXTENDED:
+                return beta
+            # float64 gradients leave β off by about cond² eps |X|ᵀ|r| (13 times lstsq's error on 400,000 × 64 with
+            # a near-collinear pair, where |r| is large): one step with an extended-precision gradient removes
+            # it (the step multiplies the error by about κ² eps, under 1e-2 here)
+            return beta + _cholesky_solve(C, _gradient_wide(X, Y, beta) / d[:, None]) / d[:, None]
+    # Householder least squares in row blocks: R of [X Y] holds R and QᵀY, and β = R⁻¹QᵀY is backward stable
+    # (lstsq's accuracy). Refining it by the semi-normal equations with float64 gradients Xᵀ(Y − Xβ) made it
+    # worse: their rounding, about eps |X|ᵀ|r|, moves β by cond² eps |r| / (|X| |β|) (6–18 times lstsq's error
+    # at cond 1e8 and 1e5–1e6 rows), a term the orthogonal solve does not have.
+    p = X.shape[1]
+    R_aug = _tsqr(X, Y)
+    R, QtY = R_aug[:p, :p], R_aug[:p, p:]
+    if len(R) < p:  # fewer rows than columns: rank-deficient (handled above for the wide X; kept for safety)
+        R = np.vstack([R, np.zeros((p - len(R), p))])
     _, s, Vt = np.linalg.svd(R, full_matrices=False)
     if s[-1] > s[0] * max(X.shape) * _EPS:
-        C = R.T
-        kappa = s[0] / s[-1] * _EPS  # RᵀR = XᵀX to the accuracy of a QR factorization: contraction about κ eps
-        return _refine_gram(X, Y, _cholesky_solve(C, XtY), C, rate=min(1.0, 10 * kappa), floor=kappa)
+        beta = _solve_triangular(R, QtY, lower=False, transpose=False)
+        if not _EXTENDED:  # no wider type here: the backward stable answer (about lstsq's error, up to 10 times)
+            return beta
+        # then one step of the corrected semi-normal equations with an extended-precision gradient: RᵀR = XᵀX to
+        # the accuracy of a QR factorization, so the step multiplies the error by about κ eps, under 1/n here
+        # (the rank test above); a backward stable start (error about κ eps) ends near (κ eps)², and the gradient's
+        # own rounding (2⁻⁶⁴ where float64 has 2⁻⁵³) stays far below lstsq's error (1e-12 against 5e-10 at
+        # cond 1e8, 1e6 × 16). One step costs about two float64 passes over X in long double.
+        return beta + _cholesky_solve(R.T, _gradient_wide(X, Y, beta))
     if not minimum_norm:
         return None
     lam = np.where(s > s[0] * max(X.shape) * _EPS, s * s, np.inf)  # XᵀX = VΛVᵀ with Λ = S²: pseudo_inverse
@@ -1533,9 +1576,38 @@ def _ridge_dual(X, Y, ridge):
     overflows (the caller then solves the augmented problem)."""
     with np.errstate(over="ignore", invalid="ignore"):
         frobenius = (X * X).sum(axis=(-2, -1))
-        if not np.isfinite(frobenius).all() or ((frobenius + ridge) * _EPS / ridge > _DUAL_RISK).any():
+        if not np.isfinite(frobenius).all():
             return None
+        if ((frobenius + ridge) * _EPS / ridge > _DUAL_RISK).any():
+            return _ridge_dual_conditioned(X, Y, ridge)
         beta = _printed("ridge_dual")(X, ridge, Y)
+    return beta if np.isfinite(beta).all() else None
+
+
+def _ridge_dual_conditioned(X, Y, ridge):
+    """The dual route Xᵀα, α = (XXᵀ + λI)⁻¹Y, where the a-priori bound fails because λ is tiny against ‖X‖²
+    but XXᵀ itself is well-conditioned (p > n, full row rank: the usual case): the condition of K = XXᵀ + λI from
+    its n eigenvalues, and where cond(K) eps is under _DUAL_RISK a solve with one refinement step of
+    K α = Y (residual Y − X(Xᵀα) − λα in float64), as scikit-learn's Ridge does for p > n; else None (the
+    caller takes the SVD of X). Issue 30: 200 × 2000, λ = 1e-8 took the SVD (0.2–4 s, 2.7e-13)."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        Xt = np.swapaxes(X, -1, -2)
+        K = _plus_identity(X @ Xt, ridge)
+        if not np.isfinite(K).all():
+            return None
+        w = np.linalg.eigvalsh(K)
+        low, high = w[..., 0], w[..., -1]
+        if not (low > np.finfo(float).tiny / _EPS).all() or (high / low * _EPS > _DUAL_RISK).any():
+            return None
+        # K is symmetric positive definite with a known condition: one LAPACK solve each (the Cholesky factor's two
+        # triangular solves would be two general solves here, twice the time)
+        try:
+            alpha = np.linalg.solve(K, Y)
+            residual = Y - X @ (Xt @ alpha) - ridge * alpha
+            alpha = alpha + np.linalg.solve(K, residual)
+        except np.linalg.LinAlgError:
+            return None
+        beta = Xt @ alpha
     return beta if np.isfinite(beta).all() else None
 
 
@@ -1888,7 +1960,11 @@ class RecursiveLeastSquares:
     triangles [T₁; T₂] is the triangle of all their rows, and the newest is merged into the one below while it
     summarises at least as many rows, so at most about log₂(rows / 32) triangles are kept. Reading
     :attr:`coefficients` triangularises all of them and the waiting rows together (kept until the next update)
-    and solves β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY. Every step is orthogonal (backward stable).
+    and solves β = R⁻¹Z = (XᵀX + λI)⁻¹XᵀY. Every step is orthogonal (backward stable), and there is no
+    refinement: the error is that of a backward stable solver (about lstsq's), growing with cond(X) like it.
+    Prefer a batch solve (:func:`coefficients`) when all rows are at hand and accuracy matters at high
+    condition: it refines with extended-precision gradients (1e-12 against lstsq's 5e-10 at cond 1e8 and 10⁶
+    rows, ``docs/benchmarks.md``), which a stream that does not keep its rows cannot do.
 
     Accuracy: where each row updated the one triangle in turn (the textbook square-root recursion), the rounding
     errors of its t steps add up like a random walk, about √t eps of the state; merged like this, each row's

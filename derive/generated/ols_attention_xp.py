@@ -1119,4 +1119,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "2c7949fe57c1f45d270b9af2e91896b6596fbd659492bfb10c2c9694c0c62425"
+HOST_MODULE_SHA256 = "dddac0bcaf8abd9ec7be07616c43a82b10d218218cc48f5c2a26cc6cae588dc5"
