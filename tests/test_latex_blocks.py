@@ -298,7 +298,8 @@ def test_the_symbols_file_renames_scalars_and_families(theorems):
 def test_a_family_named_like_another_symbol_has_no_macro():
     x = family("k", (k, 1))  # the family k beside the dimension k
     b = ProofBuilder("keys", "Keys", "", families=[x])
-    b.main(mul(transpose(x[t]), x[t])).qed()
+    gram = mul(transpose(x[t]), x[t])
+    b.main(transpose(transpose(gram))).rw("transpose_transpose").qed(gram)  # a claim that states something
     theorem = check(b.proof())
     assert macro_table([theorem])["k"] == r"\olsk"  # the dimension's
     text = theorem_latex(theorem)
@@ -310,7 +311,8 @@ def test_a_family_named_like_another_symbol_has_no_macro():
 def test_a_free_family_whose_shape_depends_on_the_index():
     Xs = family("X_q", lambda s: (s, p))
     b = ProofBuilder("prefix", "Prefixes", "", families=[Xs])
-    b.main(mul(transpose(Xs[t]), Xs[t])).qed()
+    gram = mul(transpose(Xs[t]), Xs[t])
+    b.main(transpose(transpose(gram))).rw("transpose_transpose").qed(gram)
     text = theorem_latex(check(b.proof()))
     assert r"Let $\olsXq_{q,s} \in \mathbb{R}^{s \times \olsp}$ ($s = 0, 1, \ldots$) be any sequence" in text
 

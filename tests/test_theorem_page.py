@@ -15,12 +15,12 @@ from derive.latex.theorem_page import checked_certificates, markdown_text, theor
 
 ROOT = Path(__file__).resolve().parents[1]
 PROOFS = ROOT / "proofs"
-SMALL = ["orthogonal_inverse", "orthogonal_transpose_inverse", "spectral_precision", "slow_fast_memory"]
+SMALL = ["orthogonal_inverse", "orthogonal_transpose_inverse", "spectral_precision", "fast_weight_delta_rule"]
 
 
 @pytest.fixture()
 def proofs(tmp_path) -> Path:
-    """A copy of proofs/ holding four theorems' certificates and Coq files (slow_fast_memory has none)."""
+    """A copy of proofs/ holding four theorems' certificates and Coq files (fast_weight_delta_rule has none)."""
     (tmp_path / "certificates").mkdir()
     (tmp_path / "coq").mkdir()
     for tid in SMALL:
@@ -61,8 +61,8 @@ def test_the_page_states_every_theorem_with_its_hash_coq_and_latex(proofs, tmp_p
     assert "cites [orthogonal_transpose_inverse](#thm-orthogonal-transpose-inverse)" in spectral
     assert "- $X^{\\top} X = V \\Lambda V^{\\top}$" in spectral and "$V$ is diagonal" not in spectral
     assert "{download}`spectral_precision.v <../coq/spectral_precision.v>`" in spectral
-    memory = text.split("(thm-slow-fast-memory)=", 1)[1]
-    assert "not exported to Coq (the dimension n - 1 is a difference" in memory
+    memory = text.split("(thm-fast-weight-delta-rule)=", 1)[1].split("\n(thm-", 1)[0]
+    assert "not exported to Coq (the family V has members of a size that depends on the index" in memory
     assert (tmp_path / "docs" / "gen" / "olstransformer.sty").is_file()
     again = theorem_page(proofs / "certificates", page, coq=proofs / "coq", latex_out=tmp_path / "docs" / "gen")
     assert again == text  # deterministic

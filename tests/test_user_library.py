@@ -238,7 +238,7 @@ def test_a_route_that_would_shadow_a_function_of_the_module_is_named_and_left_ou
 
 # --- routes of the general shape (tests/data/user_routes.py) ---------------------------------------------------
 
-UNPRINTABLE = ("not printed: theorem query_weights, term root: refusing to print the matrix power (X.T*X)**(1/2) "
+UNPRINTABLE = ("not printed: theorem query_weights, term root: refusing to print the matrix power (X.T*X)**2 "
                "(only diagonal factors take powers)")
 CODE_FILES = ("ols_attention.py", "ols_attention_mp.py", "ols_attention_xp.py", "ols_attention_dask.py")
 PRINTED_HERE = ["refined_coefficients", "augmented_ridge", "explained", "hat", "query_weights", "precision"]

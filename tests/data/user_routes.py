@@ -8,7 +8,7 @@
   an inverse on the right of a product (route ``explained``), and its definition of the hat matrix H
   declared as a term (``hat``);
 - ``query_weights``: terms X_q(XᵀX)⁻¹ (an inverse on the right: a solve), (XᵀX)⁻¹ alone (``precision``, the
-  one explicit inverse), and (XᵀX)^(1/2), a power of a matrix not declared diagonal, which cannot be printed
+  one explicit inverse), and (XᵀX)², a power of a matrix not declared diagonal, which cannot be printed
   (``root``): codegen names it and prints the rest.
 """
 
@@ -76,10 +76,10 @@ def explained_sum_of_squares():
 def query_weights():
     W, S, C = MatrixSymbol("W", m, p), MatrixSymbol("S", p, p), MatrixSymbol("C", p, p)
     b = ProofBuilder("query_weights", "Query weights",
-                     "If XᵀX is invertible, W = X_q(XᵀX)⁻¹ and S = (XᵀX)^(1/2), then W XᵀY = X_q(XᵀX)⁻¹XᵀY.",
+                     "If XᵀX is invertible, W = X_q(XᵀX)⁻¹ and S = (XᵀX)², then W XᵀY = X_q(XᵀX)⁻¹XᵀY.",
                      [predicate("gram_invertible", Q.invertible, gram),
                       predicate("gram_positive", Q.positive_definite, gram)],
-                     [Definition("W", W, mul(X_q, inv(gram))), Definition("S", S, power(gram, Rational(1, 2))),
+                     [Definition("W", W, mul(X_q, inv(gram))), Definition("S", S, power(gram, 2)),
                       Definition("C", C, inv(gram))])
     b.main(mul(W, transpose(X), Y)).rw("def:W").qed(mul(X_q, inv(gram), transpose(X), Y))
     return b.proof()
