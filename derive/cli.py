@@ -438,7 +438,8 @@ def _parser() -> argparse.ArgumentParser:
                         "theorems of your own library, which derive check does not load")
     c.add_argument("--time-limit", default="12", metavar="SECONDS",
                    help="outer guard on the CPU time for each certificate, its dependencies included: past it "
-                        "the certificate is not checked (exit 4), never rejected (default: 12, so any file is answered within about 15 s)")
+                        "the certificate is not checked (exit 4), never rejected (default: 12, so any file is answered "
+                        "within about 15 s)")
     c.add_argument("--work-limit", metavar="UNITS",
                    help="work budget of the kernel for each proof, in units of kernel work: past it the proof is "
                         "rejected, on any machine alike (default: proportional to the proof's size, "
