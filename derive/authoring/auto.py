@@ -1133,6 +1133,9 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
     middle = engine.search(left_nf, right_nf)
     if middle is not None:
         return prefix + left_steps + middle + _reverse(right_start, right_steps) + suffix
+    through = _multiply_through(engine, left_nf, right_nf)
+    if through is not None:
+        return prefix + left_steps + through + _reverse(right_start, right_steps) + suffix
     engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}; {_tried(engine)}"
                        f"{_nearest_step(engine, left_nf, right_nf)}", "auto")
     raise AssertionError("unreachable")
@@ -1313,3 +1316,96 @@ def _strategies(engine: Engine) -> Iterator[tuple[str | None, set]]:
     for equation in list(engine.equations):
         if not equation.definition and not isinstance(equation.rhs, (Identity, ZeroMatrix)):
             yield "all", {equation.name}
+
+
+# --- multiplying both sides through by an invertible factor ----------------------------------------
+
+MAX_THROUGH_FACTORS = 3  # inverse arguments tried as the factor K, by size
+
+
+def _multiply_through(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
+    """L = R from the lemma K L = K R (or L K = R K, or K L K = K R K) for a square invertible K whose inverse
+    occurs in L or R: L = I L = K⁻¹ K L = K⁻¹ K R = I R = R.  The lemma is proved by ``.auto``, where K meets
+    its inverse and cancels, or distributes.
+
+    This is how a matrix is put next to a rational function of itself: (XᵀX + λI)⁻¹XᵀX = I − λ(XᵀX + λI)⁻¹
+    needs (XᵀX + λI)(XᵀX + λI)⁻¹XᵀX = XᵀX = (XᵀX + λI) − λI (the zero inserted by ``collect``), and XᵀX
+    commutes with (XᵀX + λI)⁻¹ since both sides times K on each side are (XᵀX)² + λXᵀX.  The factors come
+    from both sides together, in an order of their own, so the result does not depend on which side is
+    written first.
+    """
+    builder = engine.chain.builder
+    depth = getattr(builder, "_cross_depth", 0)
+    if depth >= MAX_CROSS_DEPTH:
+        return None
+    builder._cross_depth = depth + 1
+    try:
+        for K in _through_factors(engine, left, right):
+            for where in ("left", "right", "both"):
+                moves = _through(engine, left, right, K, where)
+                if moves is not None:
+                    engine.tried.append(f"both sides multiplied by {_show(K)} on the {where}")
+                    return moves
+        return None
+    finally:
+        builder._cross_depth = depth
+
+
+def _through_factors(engine: Engine, left: Basic, right: Basic) -> list[Basic]:
+    """The square invertible arguments of the inverses of either side, smallest first, in a fixed order."""
+    found = {node.args[0] for side in (left, right) for node in subterms(side) if isinstance(node, Inverse)}
+    usable = [K for K in found if shape(K)[0] == shape(K)[1] and engine.defined(inv(K))]
+    usable.sort(key=lambda K: (size(K), default_sort_key(K)))
+    return usable[:MAX_THROUGH_FACTORS]
+
+
+def _through(engine: Engine, left: Basic, right: Basic, K: Basic, where: str) -> list[Move] | None:
+    """The moves L → I L → K⁻¹ K L → K⁻¹ (K R) → … → R (and the mirror images), or None."""
+    n = shape(K)[0]
+    if where != "right" and shape(left)[0] != n or where != "left" and shape(left)[1] != n:
+        return None
+    identity, inverse = Identity(n), inv(K)
+    try:
+        pre = [K] if where != "right" else []
+        post = [K] if where != "left" else []
+        lemma_lhs, lemma_rhs = canon(mul(*pre, left, *post)), canon(mul(*pre, right, *post))
+        opened: list[Move] = []
+        current = left
+        if pre:
+            opened += [Move(canon(mul(identity, current)), "identity_mul"),
+                       Move(canon(mul(inverse, K, current)), "inverse_cancel")]
+            current = opened[-1].expr
+        if post:
+            body = mul(K, left) if pre else left
+            with_identity = canon(mul(*([inverse] if pre else []), body, identity))
+            opened += [Move(with_identity, "identity_mul"),
+                       Move(canon(mul(*([inverse] if pre else []), body, K, inverse)), "inverse_cancel")]
+        after = canon(mul(*([inverse] if pre else []), lemma_rhs, *([inverse] if post else [])))
+    except TermError:
+        return None
+    if lemma_lhs == lemma_rhs or not _moves_ok(engine, left, opened):
+        return None
+    name = _prove_equation(engine, lemma_lhs, lemma_rhs)
+    if name is None:
+        return None
+    moves = [*opened, Move(after, f"lemma:{name}")]
+    moves += _finish(engine, after, right, ("inverse_cancel", "identity_mul"))
+    if moves[-1].expr != right or not _moves_ok(engine, left, moves):
+        return None
+    return moves
+
+
+def _moves_ok(engine: Engine, start: Basic, moves: list[Move]) -> bool:
+    """Every move one step of its rule from the one before (the kernel's single-step check), each defined."""
+    current = start
+    for move in moves:
+        try:
+            rule = resolve_rule(Step(move.expr, move.rule, tuple(move.instance)), engine.ctx, _refuse)
+            if move.expr == current or not engine.defined(move.expr):
+                return False
+            if not one_step(current, move.expr, rule, engine.ctx):
+                return False
+        except _Failed:
+            return False
+        current = move.expr
+    return True
