@@ -788,8 +788,12 @@ def _factor_group(engine: Engine, expr: Basic, path: tuple, total: MatAdd) -> Mo
 
 
 def _cancelling_group(terms: list, inverse: Basic, fixed: list, side: str):
-    """Members (term index, coefficient, varying part) whose varying parts sum to c·K next to K⁻¹, with the
-    common run ``outer`` beyond them: (members, c, outer), or None."""
+    """Members (term index, coefficient, varying part, inserted factor) whose varying parts sum to c·K next to
+    K⁻¹, with the common run ``outer`` beyond them: (members, c, outer, fixed), or None.
+
+    A term one factor Z short of the outer run joins with Z Z⁻¹ inserted (varying part Z⁻¹) when K has a term
+    Z⁻¹: in Woodbury, −U S⁻¹VA⁻¹ − UCVA⁻¹U S⁻¹VA⁻¹ with S = C⁻¹ + VA⁻¹U is −UC(C⁻¹ + VA⁻¹U)S⁻¹VA⁻¹.
+    """
     K = inverse.args[0]
     wanted = {}
     for coeff, mats in (factors_of(t) for t in K.args):
@@ -805,32 +809,68 @@ def _cancelling_group(terms: list, inverse: Basic, fixed: list, side: str):
                 candidates.append((index, coeff, list(mats[j + 1 :])))
     if len(candidates) < len(K.args):
         return None
+    identity = Identity(shape(K)[0])
     longest = min(len(parts) for _, _, parts in candidates)
-    for outer_length in range(longest, -1, -1):
+    for outer_length in range(longest, -1, -1):  # outer runs the first candidate ends with, nothing inserted
         first = candidates[0][2]
         outer = first[:outer_length] if side == "left" else first[len(first) - outer_length :]
-        members, ratio, covered = [], None, []
-        for index, coeff, parts in candidates:
-            mine = parts[:outer_length] if side == "left" else parts[len(parts) - outer_length :]
-            if mine != outer:
+        found = _group_for(candidates, wanted, outer, side, identity, insert=False)
+        if found is not None:
+            return found[0], found[1], outer, fixed
+    tried = set()  # then one factor longer than some term, which gets Z Z⁻¹
+    for outer_length in range(max(len(parts) for _, _, parts in candidates), 0, -1):
+        for _, _, first in candidates:
+            if len(first) < outer_length:
                 continue
-            varying = parts[outer_length:] if side == "left" else parts[: len(parts) - outer_length]
-            key = mul(varying) if varying else Identity(shape(K)[0])
-            if key not in wanted or key in covered:
+            outer = first[:outer_length] if side == "left" else first[len(first) - outer_length :]
+            if tuple(outer) in tried:
                 continue
-            try:
-                this = canon_coefficient(coeff / wanted[key], canon)
-            except (TermError, ValueError, ZeroDivisionError):
-                continue
-            if ratio is None:
-                ratio = this
-            if this != ratio:
-                continue
-            members.append((index, coeff, varying))
-            covered.append(key)
-        if len(covered) == len(wanted):
-            return members, ratio, outer, fixed
+            tried.add(tuple(outer))
+            found = _group_for(candidates, wanted, outer, side, identity, insert=True)
+            if found is not None:
+                return found[0], found[1], outer, fixed
     return None
+
+
+def _group_for(candidates: list, wanted: dict, outer: list, side: str, identity: Basic, insert: bool):
+    """(members, ratio) of the candidates that share ``outer`` and cover every term of K, or None."""
+    outer_length = len(outer)
+    members, ratio, covered = [], None, []
+    for index, coeff, parts in candidates:
+        inserted = None
+        mine = parts[:outer_length] if side == "left" else parts[len(parts) - outer_length :]
+        if mine == outer:
+            varying = parts[outer_length:] if side == "left" else parts[: len(parts) - outer_length]
+            key = mul(varying) if varying else identity
+        elif insert and outer_length and len(parts) == outer_length - 1 and (
+                parts == (outer[:-1] if side == "left" else outer[1:])):
+            inserted = outer[-1] if side == "left" else outer[0]
+            if not _square(inserted):
+                continue
+            varying = [inv(inserted)]
+            key = canon(inv(inserted))
+        else:
+            continue
+        if key not in wanted or key in covered:
+            continue
+        try:
+            this = canon_coefficient(coeff / wanted[key], canon)
+        except (TermError, ValueError, ZeroDivisionError):
+            continue
+        if ratio is None:
+            ratio = this
+        if this != ratio:
+            continue
+        members.append((index, coeff, varying, inserted))
+        covered.append(key)
+    if len(covered) == len(wanted):
+        return members, ratio
+    return None
+
+
+def _square(term: Basic) -> bool:
+    rows, cols = shape(term)
+    return rows == cols
 
 
 def _group_moves(engine: Engine, expr: Basic, path: tuple, total: MatAdd, group, inverse: Basic,
@@ -840,21 +880,29 @@ def _group_moves(engine: Engine, expr: Basic, path: tuple, total: MatAdd, group,
     args = list(total.args)
     steps: list[Move] = []
     current = expr
-    for index, coeff, varying in members:  # an identity where the varying part is empty
-        if varying:
+    for index, coeff, varying, inserted in members:  # an identity where the varying part is empty, or Z Z⁻¹
+        if varying and inserted is None:
             continue
-        identity = Identity(shape(K)[0])
-        parts = [*outer, identity, inverse, *fixed] if side == "left" else [*fixed, inverse, identity, *outer]
-        args[index] = mul(coeff, parts)
-        try:
-            after = canon(_replace_at(expr, path, add(args)))
-        except TermError:
-            return None
-        if after == current or not one_step(current, after, AXIOMS["identity_mul"], engine.ctx):
-            return None
-        steps.append(Move(after, "identity_mul"))
-        current = after
-    taken = {index for index, _, _ in members}
+        size_of = shape(K)[0] if inserted is None else shape(inserted)[0]
+        identity = Identity(size_of)
+        short = outer if inserted is None else (outer[:-1] if side == "left" else outer[1:])
+        stages = [([identity], "identity_mul")]
+        if inserted is not None:
+            stages.append(([inserted, inv(inserted)] if side == "left" else [inv(inserted), inserted],
+                           "inverse_cancel"))
+        for middle, rule in stages:
+            parts = [*short, *middle, inverse, *fixed] if side == "left" else [*fixed, inverse, *middle, *short]
+            args[index] = mul(coeff, parts)
+            try:
+                after = canon(_replace_at(expr, path, add(args)))
+            except TermError:
+                return None
+            if after == current or not engine.defined(after) or not one_step(current, after, AXIOMS[rule],
+                                                                              engine.ctx):
+                return None
+            steps.append(Move(after, rule))
+            current = after
+    taken = {index for index, _, _, _ in members}
     rest = [a for i, a in enumerate(args) if i not in taken]
     factored = mul(ratio, [*outer, K, inverse, *fixed] if side == "left" else [*fixed, inverse, K, *outer])
     try:
@@ -998,8 +1046,13 @@ def normal_form(chain, expr: Basic, timeout: float = 10.0) -> Basic:
 # --- closing a chain --------------------------------------------------------------------------------
 
 
-def close(chain, rhs: Basic, timeout: float = 10.0):
-    """Find steps from ``chain.current`` to ``rhs``, record them, and close the chain (see the module doc)."""
+def close(chain, rhs: Basic, timeout: float = 10.0, both_ways: bool = True):
+    """Find steps from ``chain.current`` to ``rhs``, record them, and close the chain (see the module doc).
+
+    When the search from the left side finds nothing (within the time), the search from the right side runs
+    in the time left and its chain is read backwards, so that A = B is proved exactly when B = A is
+    (``both_ways``; the lemmas the automation proves for itself search one way only).
+    """
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
     try:
@@ -1010,18 +1063,58 @@ def close(chain, rhs: Basic, timeout: float = 10.0):
     engine = Engine(chain, started + timeout)
     saved_deadline = chain.ctx.deadline
     chain.ctx.deadline = engine.deadline
+    snapshot = _snapshot(chain)
     try:
         moves = _find(engine, chain.current, target)
     except OutOfTime:
         chain.ctx.memo.clear()  # judgments cut short are remembered as "not shown"
         known = "" if engine.best is None else f": {_differ(engine.best[0], engine.best[1])}"
         chain._fail(f"auto found no chain to {_show(target)} within {timeout:g} s{known}", "auto")
+    except ProofError as forward:
+        if not both_ways:
+            raise
+        moves = _backwards(chain, target, engine.deadline, snapshot, forward)
     finally:
         chain.ctx.deadline = saved_deadline
     moves = _validated(engine, chain, moves, target)
     for move in moves:
         chain._record(move.expr, move.rule, move.instance)
     return chain.qed(target)
+
+
+def _snapshot(chain) -> tuple:
+    """What a failed search may have added: the proof's lemmas and the chain's rules and equations."""
+    builder = chain.builder
+    return (list(builder.lemmas), dict(builder.lemma_rules), dict(chain.ctx.rules), list(chain.ctx.equations))
+
+
+def _restore(chain, snapshot: tuple) -> None:
+    builder = chain.builder
+    lemmas, lemma_rules, rules, equations = snapshot
+    builder.lemmas[:] = lemmas
+    builder.lemma_rules.clear()
+    builder.lemma_rules.update(lemma_rules)
+    chain.ctx.rules.clear()
+    chain.ctx.rules.update(rules)
+    chain.ctx.equations[:] = equations
+    chain.ctx.memo.clear()
+
+
+def _backwards(chain, target: Basic, deadline: float, snapshot: tuple, forward: ProofError) -> list[Move]:
+    """The moves from ``chain.current`` to ``target`` found by searching from ``target``, read backwards; the
+    forward search's error (re-raised) when this finds nothing either.  Lemmas of the failed forward search
+    are dropped first."""
+    _restore(chain, snapshot)
+    start = chain.current
+    engine = Engine(chain, deadline)
+    chain.ctx.deadline = deadline
+    try:
+        moves = _find(engine, target, start)
+    except (OutOfTime, ProofError):
+        _restore(chain, snapshot)
+        chain.ctx.memo.clear()
+        raise forward from None
+    return _reverse(target, moves)
 
 
 # --- what the automation hands back, re-checked ----------------------------------------------------
@@ -1199,7 +1292,7 @@ def _cross_multiply(engine: Engine, left: Basic, right: Basic) -> list[Move] | N
                 moves = _clear_inverse(engine, a, b, end)
                 if moves is not None:
                     engine.tried.append(f"cross-multiplication by the {end} factor of {_show(a)}")
-                    return _reverse(b, moves) if flipped else moves
+                    return _reverse(a, moves) if flipped else moves
         return None
     finally:
         builder._cross_depth = depth
@@ -1277,11 +1370,14 @@ def _prove_equation(engine: Engine, lhs: Basic, rhs: Basic) -> str | None:
     if left <= 0.05:
         return None
     chain = engine.chain.builder.lemma(engine._fresh_name("cross"), lhs)
-    saved = list(engine.chain.builder.lemmas)
+    builder = engine.chain.builder
+    saved, saved_rules = list(builder.lemmas), dict(builder.lemma_rules)
     try:
-        close(chain, rhs, timeout=left)
+        close(chain, rhs, timeout=left, both_ways=False)
     except ProofError:
-        engine.chain.builder.lemmas[:] = saved  # lemmas a failed attempt proved are dropped with it
+        builder.lemmas[:] = saved  # lemmas a failed attempt proved are dropped with it
+        builder.lemma_rules.clear()
+        builder.lemma_rules.update(saved_rules)
         return None
     engine.add_equation(chain.name, lhs, rhs)
     return chain.name
