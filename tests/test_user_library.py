@@ -294,8 +294,13 @@ def test_general_routes_share_work_and_solve_instead_of_inverting(general):
     text = (work / "code" / "ols_attention.py").read_text()
     public = text.split("# --- routes and terms of checked theorems, as public functions")[1]
     refined = public.split("def refined_coefficients(")[1].split("\ndef ")[0]
-    # XᵀX formed once, G⁻¹XᵀY solved once and reused, every inverse a solve
-    assert refined.count("@ X)") == 1 and refined.count("np.linalg.solve(") == 2, refined
+    # XᵀX formed once and factored once, G⁻¹XᵀY solved once and reused, every inverse a solve with the factors
+    assert refined.count("@ X)") == 1 and "np.linalg.solve(" not in refined, refined
+    assert refined.count("_printed_factor(") == 1 and refined.count("_printed_factor_solve(") == 2, refined
+    factor_line = next(line for line in refined.splitlines() if "_printed_factor(" in line)
+    factors = factor_line.split("=")[0].strip()
+    assert refined.count(f"_printed_factor_solve({factors}, ") == 2, refined
+    assert text.count("def _printed_factor(") == 1 and text.count("def _printed_factor_solve(") == 1
     # the one explicit inverse: (XᵀX)⁻¹ applied to nothing (the term precision)
     assert public.count("np.linalg.inv") == 1 and "precision = np.linalg.inv(" in public
     assert text.count("def _printed_block(") == 1  # the block helper, defined once in the printed section
@@ -332,6 +337,10 @@ Xb, Yb = rng.standard_normal((3, 12, 4)), rng.standard_normal((3, 12, 2))  # a s
 want = np.linalg.solve(Xb.mT @ Xb + mu**2 * np.eye(4), Xb.mT @ Yb)
 assert np.allclose(oa.augmented_ridge(Xb, Yb, mu), want, rtol=1e-10, atol=1e-12)
 assert np.allclose(ox.augmented_ridge(Xb, Yb, mu), want, rtol=1e-10, atol=1e-12)
+want = np.linalg.solve(Xb.mT @ Xb, Xb.mT @ Yb)  # the factored-once route on a stack: one solve per use
+assert np.allclose(oa.refined_coefficients(Xb, Yb), want, rtol=1e-10, atol=1e-12)
+sys.modules["scipy.linalg"] = None  # without SciPy the factored-once route solves each time
+assert np.allclose(oa.refined_coefficients(X, Y), references["refined_coefficients"][0], rtol=1e-10, atol=1e-12)
 print("agree")
 '''
     used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=work)

@@ -389,13 +389,23 @@ class _FoldingMixin:
         return out
 
     def _inverse_times(self, matrix, out: str) -> str:
-        """A⁻¹ B as a solve: by substitution for triangular A (or Aᵀ), else a general solve."""
+        """A⁻¹ B as a solve: by substitution for triangular A (or Aᵀ), with A's factors where A is solved with
+        more than once (``factored``: the NumPy backend), else a general solve."""
         transposed = isinstance(matrix, Transpose)
         base = matrix.arg if transposed else matrix
         name = str(base.name) if isinstance(base, MatrixSymbol) else None
         if name in self.route.lower or name in self.route.upper:
             lower = (name in self.route.lower) != transposed
             return f"_solve_triangular({self._var(base)}, {out}, lower={lower}, transpose={transposed})"
+        if name is not None:
+            var = self._var(base)
+            counts = getattr(self, "solve_counts", None)
+            if counts is not None:
+                counts[var] = counts.get(var, 0) + 1
+            factors = getattr(self, "factored", {}).get(var)
+            if factors is not None:
+                self.helpers.add("_printed_factor_solve")
+                return f"_printed_factor_solve({factors}, {out}, transpose={transposed})"
         return self._solve(self._print(matrix), out)
 
     def _print_MatMul(self, expr):
@@ -468,6 +478,17 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
         return f"_plus_identity({a}, {c})"
 
 
+class FactoringNumPyPrinter(BatchedNumPyPrinter):
+    """The NumPy backend's printer: a matrix solved with more than once is factored once (``_printed_factor``:
+    LU by SciPy where it is installed and the matrix is a single one) and each solve uses the factors."""
+
+    factor_once = True
+
+    def __init__(self, route: Route):
+        super().__init__(route)
+        self.factored: dict[str, str] = {}  # a matrix's variable -> the variable holding its factorization
+
+
 class ArrayAPIPrinter(BatchedNumPyPrinter):
     """Printer for arrays of any array-API namespace: operators only (``@``, ``.mT``, indexing), no namespace
     name; a general solve is the numerics' ``_general_solve``."""
@@ -536,7 +557,7 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
 
 
 #: Backend -> the printer of its printed functions.
-_PRINTERS = {"numpy": BatchedNumPyPrinter, "mpmath": MatrixMpmathPrinter, "xp": ArrayAPIPrinter,
+_PRINTERS = {"numpy": FactoringNumPyPrinter, "mpmath": MatrixMpmathPrinter, "xp": ArrayAPIPrinter,
              "dask": BatchedNumPyPrinter}
 
 
@@ -583,6 +604,27 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
     names["XtY"] = "XtY"
     printer.route = dataclasses.replace(printer.route, names=names,
                                         diagonal=printer.route.diagonal + tuple(str(a.name) for a in reveal))
+    lines = _emit_assignments(printer, exprs, names, replacements, reduced)
+    repeated = sorted(var for var, count in getattr(printer, "solve_counts", {}).items() if count >= 2)
+    if repeated and getattr(printer, "factor_once", False):  # again, each repeated inverse factored once
+        printer.factored = {var: f"{var}_lu" for var in repeated}
+        body = _emit_assignments(printer, exprs, names, replacements, reduced)
+        head = []
+        for var in repeated:
+            line = f"{printer.factored[var]} = _printed_factor({var})"
+            at = next((i for i, text in enumerate(body) if text.startswith(f"{var} = ")), None)
+            if at is None:
+                head.append(line)  # an argument of the function
+            else:
+                body.insert(at + 1, line)
+        printer.helpers.add("_printed_factor")
+        lines = head + body
+    return lines
+
+
+def _emit_assignments(printer, exprs: dict[str, Basic], names: dict, replacements, reduced) -> list[str]:
+    """The assignment lines of :func:`print_assignments`, in an order where each follows what it reads."""
+    printer.solve_counts = {}
     pending = [(str(symbol), value) for symbol, value in replacements] + list(zip(exprs, reduced, strict=True))
     lines = []
     shared: dict[str, Basic] = {}  # cse's placeholder, by name -> what later terms read in its place
@@ -929,7 +971,29 @@ _HELPERS = {
         top += row[0].rows
     return out'''},
 }
-_HELPERS["dask"] = _HELPERS["numpy"]
+_HELPERS["dask"] = dict(_HELPERS["numpy"])
+_HELPERS["numpy"].update({
+    "_printed_factor": '''def _printed_factor(A):
+    """A square matrix factored once, for the several solves of a repeated inverse: (A, LU factors), the LU
+    factors by SciPy where it is installed and A is a single matrix, else None (each solve then factors A)."""
+    A = np.asarray(A)
+    if A.ndim != 2:
+        return A, None
+    try:
+        from scipy.linalg import lu_factor
+    except ImportError:  # SciPy is optional: numpy's solve factors A each time
+        return A, None
+    return A, lu_factor(A, check_finite=False)''',
+    "_printed_factor_solve": '''def _printed_factor_solve(F, B, transpose):
+    """op(A)⁻¹ B with the factorization F = (A, LU) of ``_printed_factor`` (op(A) = Aᵀ if transpose)."""
+    A, lu = F
+    B = np.asarray(B)
+    if lu is not None and B.ndim <= 2:
+        from scipy.linalg import lu_solve
+
+        return lu_solve(lu, B, trans=1 if transpose else 0, check_finite=False)
+    return np.linalg.solve(np.swapaxes(A, -1, -2) if transpose else A, B)''',
+})
 
 
 def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str, Theorem],
