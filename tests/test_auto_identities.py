@@ -3,10 +3,10 @@ near miss.
 
 Ridge's "insert a zero" ((XᵀX + λI)⁻¹XᵀX = I − λ(XᵀX + λI)⁻¹), a matrix commuting with its resolvent, Woodbury
 and Sherman–Morrison (invertibility stated as hypotheses), the hat matrix, ridge shrinkage towards OLS, one Newton
-step, heads as one wide head and two steps of gradient descent.  Each statement is first evaluated on random
-matrices (true ones hold, near misses do not), then proved by one call of ``.auto`` from each side within
-``BUDGET`` seconds and re-checked by the kernel; a near miss fails from both sides, and the kernel refuses the
-true identity's chain relabelled with the near miss's right side.
+step, heads as one wide head (and its output projection) and two steps of gradient descent.  Each statement is
+first evaluated on random matrices (true ones hold, near misses do not), then proved by one call of ``.auto``
+from each side within ``BUDGET`` seconds and re-checked by the kernel; a near miss fails from both sides, and the
+kernel refuses the true identity's chain relabelled with the near miss's right side.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from derive import (
     scalar,
     transpose,
 )
-from derive.kernel.terms import factors_of
+from derive.kernel.terms import canon, factors_of
 
 n, p, k, m = dim("n"), dim("p"), dim("k"), dim("m")
 X, Y = MatrixSymbol("X", n, p), MatrixSymbol("Y", n, k)
@@ -42,6 +42,7 @@ A, C = MatrixSymbol("A", p, p), MatrixSymbol("C", m, m)
 U, V = MatrixSymbol("U", p, m), MatrixSymbol("V", m, p)
 u, v = MatrixSymbol("u", p, 1), MatrixSymbol("v", p, 1)
 W1, W2 = MatrixSymbol("W_1", p, k), MatrixSymbol("W_2", p, k)
+O1, O2 = MatrixSymbol("O_1", k, m), MatrixSymbol("O_2", k, m)  # the heads' output projections
 H, beta_hat = MatrixSymbol("H", n, n), MatrixSymbol("beta_hat", p, k)
 beta0, beta1, beta2 = (MatrixSymbol(f"beta_{i}", p, k) for i in range(3))
 lam, eta = scalar("lambda", positive=True), scalar("eta", positive=True)
@@ -86,6 +87,8 @@ TRUE = {
                         GRAM_INVERTIBLE, SHRINK),
     "newton_step": (newton, ols, GRAM_INVERTIBLE, []),
     "wide_head": (block([[mul(X, W1), mul(X, W2)]]), mul(X, block([[W1, W2]])), [], []),
+    "wide_head_projection": (mul(X, block([[W1, W2]]), block([[O1], [O2]])), add(mul(X, W1, O1), mul(X, W2, O2)),
+                             [], []),
     "gradient_descent_two_steps": (beta2, mul(add(Ip, mul(-1, power(gd_factor, 2))), ols), GRAM_INVERTIBLE, GD),
 }
 
@@ -106,6 +109,8 @@ FALSE = {
                              GRAM_INVERTIBLE, SHRINK),
     "newton_step_half": (newton, mul(2, ols), GRAM_INVERTIBLE, []),
     "wide_head_swapped": (block([[mul(X, W1), mul(X, W2)]]), mul(X, block([[W2, W1]])), [], []),
+    "wide_head_projection_crossed": (mul(X, block([[W1, W2]]), block([[O1], [O2]])),
+                                     add(mul(X, W1, O2), mul(X, W2, O1)), [], []),
     "gradient_descent_three_steps": (beta2, mul(add(Ip, mul(-1, power(gd_factor, 3))), ols), GRAM_INVERTIBLE, GD),
 }
 
@@ -119,7 +124,7 @@ SIZES = {n: 7, p: 3, k: 2, m: 2}
 def _values(seed: int) -> dict:
     rng = np.random.default_rng(seed)
     out = {}
-    for symbol in (X, Y, U, V, u, v, W1, W2, beta0):
+    for symbol in (X, Y, U, V, u, v, W1, W2, O1, O2, beta0):
         out[symbol] = rng.standard_normal((SIZES.get(symbol.shape[0], 1), SIZES.get(symbol.shape[1], 1)))
     out[A] = rng.standard_normal((3, 3)) + 4 * np.eye(3)
     out[C] = rng.standard_normal((2, 2)) + 3 * np.eye(2)
@@ -195,7 +200,7 @@ def test_auto_proves_the_identity_from_either_side(name, order):
     theorem, seconds = prove(name, lhs, rhs, hypotheses, definitions)
     assert theorem.id == name and seconds < BUDGET
     claim = theorem.proof.claim
-    assert (claim.lhs, claim.rhs) != (claim.rhs, claim.lhs) or claim.lhs != claim.rhs
+    assert (claim.lhs, claim.rhs) == (canon(lhs), canon(rhs))  # the statement as written, in this order
     assert claim.steps, "a chain of steps, each re-checked by the kernel"
 
 
