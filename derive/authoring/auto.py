@@ -1220,6 +1220,8 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
             best = engine.best = (left_nf, right_nf, left_steps, right_steps)
     left_nf, right_nf, left_steps, right_steps = best
     engine.flips, engine.goal, engine.goal_all = set(), None, False
+    if getattr(engine.chain.builder, "_through_lemma", False):  # a lemma of multiplying through: normal forms only
+        engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}", "auto")
     crossed = _cross_multiply(engine, left_nf, right_nf)
     if crossed is not None:
         return prefix + left_steps + crossed + _reverse(right_start, right_steps) + suffix
@@ -1481,7 +1483,16 @@ def _through(engine: Engine, left: Basic, right: Basic, K: Basic, where: str) ->
         return None
     if lemma_lhs == lemma_rhs or not _moves_ok(engine, left, opened):
         return None
-    name = _prove_equation(engine, lemma_lhs, lemma_rhs)
+    if not (engine.defined(lemma_lhs) and engine.defined(lemma_rhs)):
+        return None
+    if engine.normalise(lemma_lhs)[0] != engine.normalise(lemma_rhs)[0]:
+        return None  # a quick look first: the lemma is proved only where both sides normalise alike
+    builder = engine.chain.builder
+    builder._through_lemma = True  # the lemma's sides meet by normalisation, or not at all: failures stay cheap
+    try:
+        name = _prove_equation(engine, lemma_lhs, lemma_rhs)
+    finally:
+        builder._through_lemma = False
     if name is None:
         return None
     moves = [*opened, Move(after, f"lemma:{name}")]
