@@ -204,9 +204,14 @@ def test_auto_proves_the_identity_from_either_side(name, order):
     assert claim.steps, "a chain of steps, each re-checked by the kernel"
 
 
-@pytest.mark.slow  # about 2 minutes: a near miss is searched until the time runs out
+# near misses whose search takes more than a second or two (up to NEAR_MISS_TIMEOUT): the slow tier
+SLOW_NEAR_MISSES = {"woodbury_sign", "woodbury_transposed_middle", "sherman_morrison_no_denominator",
+                    "gradient_descent_three_steps"}
+
+
 @pytest.mark.parametrize("order", ["as_written", "swapped"])
-@pytest.mark.parametrize("name", sorted(FALSE))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_NEAR_MISSES else name
+                                  for name in sorted(FALSE)])
 def test_near_misses_are_never_theorems(name, order):
     lhs, rhs, hypotheses, definitions = FALSE[name]
     if order == "swapped":
