@@ -339,7 +339,12 @@ assert np.allclose(oa.augmented_ridge(Xb, Yb, mu), want, rtol=1e-10, atol=1e-12)
 assert np.allclose(ox.augmented_ridge(Xb, Yb, mu), want, rtol=1e-10, atol=1e-12)
 want = np.linalg.solve(Xb.mT @ Xb, Xb.mT @ Yb)  # the factored-once route on a stack: one solve per use
 assert np.allclose(oa.refined_coefficients(Xb, Yb), want, rtol=1e-10, atol=1e-12)
+M, B = rng.standard_normal((4, 4)) + 4 * np.eye(4), rng.standard_normal((4, 3))
+for transpose in (False, True):  # the factors solve with M and with Mᵀ (B M⁻¹ is a solve with Mᵀ)
+    want = np.linalg.solve(M.T if transpose else M, B)
+    assert np.allclose(oa._printed_factor_solve(oa._printed_factor(M), B, transpose), want, rtol=1e-12, atol=1e-12)
 sys.modules["scipy.linalg"] = None  # without SciPy the factored-once route solves each time
+assert oa._printed_factor(M)[1] is None
 assert np.allclose(oa.refined_coefficients(X, Y), references["refined_coefficients"][0], rtol=1e-10, atol=1e-12)
 print("agree")
 '''
