@@ -361,3 +361,44 @@ def test_generated_modules_with_general_routes_pass_ruff(general):
     result = subprocess.run([ruff, "check", "--config", str(root / "pyproject.toml"), *CODE_FILES],
                             capture_output=True, text=True, cwd=work / "code")
     assert result.returncode == 0, result.stdout
+
+
+# --- routes from the identities .auto proves (tests/data/identity_routes.py) ------------------------------------
+
+
+def test_routes_of_identities_factor_a_repeated_inverse_once_and_agree_with_numpy(tmp_path):
+    """Woodbury's right side holds A⁻¹ three times (once alone): A is factored once and every A⁻¹ is a solve with
+    its factors; ridge shrinkage towards β̂ prints with its definition expanded. Both agree with NumPy."""
+    shutil.copy(DATA / "identity_routes.py", tmp_path / "identity_routes.py")
+    result = run(tmp_path, "codegen", "--library", "identity_routes.py", "--out", "code", "--strict")
+    assert result.returncode == 0, result.stderr
+    assert not [line for line in result.stderr.splitlines() if line.startswith("not printed")]
+    text = (tmp_path / "code" / "ols_attention.py").read_text()
+    woodbury = text.split("def woodbury_inverse(")[1].split("\ndef ")[0]
+    assert woodbury.count("_printed_factor(A)") == 1 and "np.linalg.inv(A)" not in woodbury, woodbury
+    assert woodbury.count("_printed_factor_solve(A_lu, ") == 4, woodbury  # A⁻¹ alone, A⁻¹U, and B A⁻¹ twice
+    check = '''
+import sys
+sys.path.insert(0, "code")
+import numpy as np
+import ols_attention as oa, ols_attention_mp as om, ols_attention_xp as ox, ols_attention_dask as od
+
+rng = np.random.default_rng(5)
+A, C = rng.standard_normal((4, 4)) + 4 * np.eye(4), rng.standard_normal((2, 2)) + 3 * np.eye(2)
+U, V = rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+X, Y, lam = rng.standard_normal((9, 4)), rng.standard_normal((9, 2)), 0.3
+references = {"woodbury_inverse": (np.linalg.inv(A + U @ C @ V), (A, U, C, V)),
+              "ridge_from_ols": (np.linalg.solve(X.T @ X + lam * np.eye(4), X.T @ Y), (X, Y, lam))}
+for name, (want, args) in references.items():
+    for module in (oa, ox, od):
+        got = np.asarray(getattr(module, name)(*args))
+        assert got.shape == want.shape and np.allclose(got, want, rtol=1e-10, atol=1e-12), (module.__name__, name)
+    got = getattr(om, name)(*[a.tolist() if isinstance(a, np.ndarray) else str(a) for a in args])
+    assert np.allclose(np.array(got.tolist(), dtype=float), want, rtol=1e-12, atol=1e-13), ("mpmath", name)
+Ab = A + 0.1 * rng.standard_normal((3, 4, 4))  # a stack: the factors are the matrices, solved each time
+want = np.linalg.inv(Ab + U @ C @ V)
+assert np.allclose(oa.woodbury_inverse(Ab, U, C, V), want, rtol=1e-10, atol=1e-12)
+print("agree")
+'''
+    used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=tmp_path)
+    assert used.returncode == 0 and used.stdout.strip() == "agree", used.stdout + used.stderr

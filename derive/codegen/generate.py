@@ -423,6 +423,12 @@ class _FoldingMixin:
         """An inverse applied to nothing: the one place an explicit inverse is printed (unavoidable)."""
         if _is_diagonal_atom(expr, self.route):
             raise CodegenError("a diagonal factor alone is a vector, not a matrix")
+        if isinstance(expr.arg, MatrixSymbol):  # a matrix factored once: its factors solve with I
+            var = self._var(expr.arg)
+            factors = getattr(self, "factored", {}).get(var)
+            if factors is not None:
+                self.helpers.add("_printed_factor_solve")
+                return f"_printed_factor_solve({factors}, np.eye({var}.shape[-1], dtype={var}.dtype), transpose=False)"
         return self._inverse(_bare(self._print(expr.arg)))
 
     def _print_MatPow(self, expr):
