@@ -16,6 +16,11 @@ them from scratch later like any other chain.  The search, in order:
    It runs under several strategies (see :func:`_strategies`): equations that bring in only symbols the
    other side does not speak about waiting, or not, and each equation's orientation flipped in turn.
 3. A bounded breadth-first search from the two normal forms until they meet or the time runs out.
+4. Both sides multiplied through by a square invertible K whose inverse occurs in them (:func:`_multiply_through`):
+   a matrix next to a rational function of itself, (XᵀX + λI)⁻¹XᵀX = I − λ(XᵀX + λI)⁻¹.
+
+When all of this finds nothing from the left side, it runs from the right side and the chain is read backwards
+(:func:`close`), so A = B is proved exactly when B = A is.
 """
 
 from __future__ import annotations
@@ -1239,8 +1244,9 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
 def _tried(engine: Engine) -> str:
     strategies = sum(1 for _ in _strategies(engine))
     return (f"it tried directed normalisation of both sides under {strategies} orientations of the equations, "
-            f"inverses cleared by cross-multiplication where one side has an inverse at an end, and a search of "
-            f"up to {MAX_SEARCH_TERMS} terms")
+            f"inverses cleared by cross-multiplication where one side has an inverse at an end, a search of "
+            f"up to {MAX_SEARCH_TERMS} terms, and both sides multiplied through by an invertible K whose inverse "
+            f"occurs (K L = K R, L K = R K, K L K = K R K)")
 
 
 def _nearest_step(engine: Engine, left: Basic, right: Basic) -> str:
