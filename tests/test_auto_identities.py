@@ -232,3 +232,47 @@ def test_the_kernel_refuses_a_true_chain_relabelled_as_a_near_miss(false_name):
     forged_claim = dataclasses.replace(theorem.proof.claim, rhs=FALSE[false_name][1])
     with pytest.raises(ProofError):
         check(dataclasses.replace(theorem.proof, claim=forged_claim))
+
+
+@pytest.mark.parametrize("name", ["woodbury", "ridge_shrinkage", "gradient_descent_two_steps"])
+def test_a_chain_found_from_the_right_side_is_read_backwards(name, monkeypatch):
+    """Where the search from the left side fails (here: made to fail after it ran, lemmas and all), the search
+    from the right side gives the chain, read backwards; the failed search's lemmas are dropped, and the kernel
+    accepts the proof of the statement as written."""
+    import derive.authoring.auto as auto
+
+    real_find, calls = auto._find, []
+
+    def left_side_fails(engine, start, target):
+        if engine.chain.name != "main":  # the lemmas the automation proves for itself: as they are
+            return real_find(engine, start, target)
+        calls.append(start)
+        moves = real_find(engine, start, target)
+        if len(calls) == 1:
+            engine.chain._fail("made to fail from the left side", "auto")
+        return moves
+
+    monkeypatch.setattr(auto, "_find", left_side_fails)
+    lhs, rhs, hypotheses, definitions = TRUE[name]
+    b = ProofBuilder(name, name, name, list(hypotheses), list(definitions))
+    b.main(lhs).auto(rhs, timeout=BUDGET)
+    theorem = check(b.proof())
+    assert calls == [canon(lhs), canon(rhs)]  # the left side first, then the right side
+    assert (theorem.proof.claim.lhs, theorem.proof.claim.rhs) == (canon(lhs), canon(rhs))
+    names = [lemma.name for lemma in theorem.proof.lemmas]
+    assert len(names) == len(set(names)) and set(b.lemma_rules) == {f"lemma:{n}" for n in names}
+    monkeypatch.setattr(auto, "_find", real_find)
+    swapped, _ = prove(name, rhs, lhs, hypotheses, definitions)  # the right side's own search: the same lemmas
+    assert [(c.name, c.lhs, c.rhs) for c in theorem.proof.lemmas] == [
+        (c.name, c.lhs, c.rhs) for c in swapped.proof.lemmas]
+
+
+def test_when_both_sides_fail_the_left_sides_error_is_raised(monkeypatch):
+    """A near miss fails from the left and from the right; the error is the left side's (its normal forms in the
+    order written), and the builder keeps no lemma of either search."""
+    lhs, rhs, hypotheses, definitions = FALSE["ridge_insert_zero_sign"]
+    b = ProofBuilder("near_miss", "near_miss", "near_miss", list(hypotheses), list(definitions))
+    with pytest.raises(ProofError, match="the left side normalises to") as error:
+        b.main(lhs).auto(rhs, timeout=NEAR_MISS_TIMEOUT)
+    assert str(error.value).index("(lambda*I + X.T*X)**(-1)*X.T*X") < str(error.value).index("the right side")
+    assert b.lemmas == [] and b.lemma_rules == {}
