@@ -276,3 +276,17 @@ def test_when_both_sides_fail_the_left_sides_error_is_raised(monkeypatch):
         b.main(lhs).auto(rhs, timeout=NEAR_MISS_TIMEOUT)
     assert str(error.value).index("(lambda*I + X.T*X)**(-1)*X.T*X") < str(error.value).index("the right side")
     assert b.lemmas == [] and b.lemma_rules == {}
+
+
+def test_the_kernel_rules_that_insert_a_zero():
+    """X = (X + K) − K is `zero_add` then `collect`, each read backwards (``.to``): XᵀX = XᵀX + 0 = XᵀX + λI − λI;
+    a wrong zero (λI − 2λI) is refused."""
+    zero = ZeroMatrix(p, p)
+    inserted = add(gram, mul(lam, Ip), mul(-1, lam, Ip))
+    b = ProofBuilder("insert_zero", "insert_zero", "insert_zero")
+    b.main(gram).to(add(gram, zero), "zero_add").to(inserted, "collect").qed(inserted)
+    theorem = check(b.proof())
+    assert [step.rule for step in theorem.proof.claim.steps] == ["zero_add", "collect"]
+    wrong = ProofBuilder("wrong_zero", "wrong_zero", "wrong_zero")
+    with pytest.raises(ProofError, match="collect"):
+        wrong.main(gram).to(add(gram, zero), "zero_add").to(add(gram, mul(lam, Ip), mul(-2, lam, Ip)), "collect")
