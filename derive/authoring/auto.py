@@ -115,6 +115,7 @@ NEEDS: dict[str, tuple[type, ...]] = {
     "block_transpose": (BlockMatrix,), "block_single": (BlockMatrix,), "inverse_identity": (Inverse,),
     "block_add": (BlockMatrix,), "block_scale": (BlockMatrix,), "block_identity": (BlockMatrix,),
     "block_zero": (BlockMatrix,), "block_inverse_diagonal": (BlockMatrix,), "scalar_matrix": (MatMul,),
+    "block_inverse_schur": (BlockMatrix,), "block_inverse_schur_mirror": (BlockMatrix,),
 }
 
 
