@@ -407,7 +407,15 @@ def _directed_axioms() -> list[Source]:
     out.append(CheckedSource("power_combine", _expand_power))
     out.append(_FactorToCancel())
     out += [RuleSource(name, AXIOMS[name]) for name in ("block_scale", "block_add", "block_multiply", "distribute")]
+    out.append(RuleSource("block_inverse_schur", AXIOMS["block_inverse_schur"], accept=_not_block_diagonal))
     return out
+
+
+def _not_block_diagonal(matched: Basic, result: Basic) -> bool:
+    """The Schur-complement inverse, directed, only where ``block_inverse_diagonal`` does not apply (issue 29)."""
+    grid = matched.args[0] if isinstance(matched, Inverse) else None
+    return isinstance(grid, BlockMatrix) and any(not isinstance(b, ZeroMatrix) for b in (grid.blocks[0, 1],
+                                                                                         grid.blocks[1, 0]))
 
 
 def _all_axioms() -> list[Source]:

@@ -329,40 +329,41 @@ def _schur_inverse(a, b, c, d, s) -> BlockMatrix:
     return block([[add(ai, mul(ai, b, si, c, ai)), mul(-1, ai, b, si)], [mul(-1, si, c, ai), si]])
 
 
-def _block_inverse_schur(t, ctx):
-    """[[A, B], [C, D]]⁻¹ by the Schur complement S = D − C A⁻¹ B of A: A, D square, A and S invertible."""
+def _schur_side(t, ctx, pivot_last: bool) -> tuple | None:
+    """The side condition of both Schur rules: ``t`` is [[A, B], [C, D]]⁻¹ with A, D square, the pivot (A, or D
+    for ``pivot_last``) invertible and its complement (S = D − C A⁻¹ B, or T = A − B D⁻¹ C) invertible.  Returns
+    (pivot, B, C, other diagonal block, complement) with B and C swapped for the mirror, else None."""
     if type(t) is not Inverse:
-        return []
+        return None
     parts = schur_blocks(t.args[0])
     if parts is None:
-        return []
+        return None
     ctx.tick()
     a, b, c, d = parts
+    if pivot_last:
+        a, b, c, d = d, c, b, a
     if not invertible(a, ctx):
-        return []
-    s = schur_complement(a, b, c, d)
-    if not invertible(s, ctx):
-        return []
-    return [_schur_inverse(a, b, c, d, s)]
+        return None
+    complement = schur_complement(a, b, c, d)
+    if not invertible(complement, ctx):
+        return None
+    return a, b, c, d, complement
+
+
+def _block_inverse_schur(t, ctx):
+    """[[A, B], [C, D]]⁻¹ by the Schur complement S = D − C A⁻¹ B of A: A, D square, A and S invertible."""
+    side = _schur_side(t, ctx, False)
+    return [] if side is None else [_schur_inverse(*side)]
 
 
 def _block_inverse_schur_mirror(t, ctx):
     """[[A, B], [C, D]]⁻¹ by the Schur complement T = A − B D⁻¹ C of D: A, D square, D and T invertible; the
     result [[T⁻¹, −T⁻¹ B D⁻¹], [−D⁻¹ C T⁻¹, D⁻¹ + D⁻¹ C T⁻¹ B D⁻¹]] is ``_schur_inverse`` of the grid with its
     block rows and columns both swapped, swapped back."""
-    if type(t) is not Inverse:
+    side = _schur_side(t, ctx, True)
+    if side is None:
         return []
-    parts = schur_blocks(t.args[0])
-    if parts is None:
-        return []
-    ctx.tick()
-    a, b, c, d = parts
-    if not invertible(d, ctx):
-        return []
-    complement = schur_complement(d, c, b, a)
-    if not invertible(complement, ctx):
-        return []
-    (dd, dc), (db, da) = blocks_of(_schur_inverse(d, c, b, a, complement))
+    (dd, dc), (db, da) = blocks_of(_schur_inverse(*side))
     return [block([[da, db], [dc, dd]])]
 
 
