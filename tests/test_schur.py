@@ -327,3 +327,26 @@ def test_latex_of_a_proof_using_the_rule(partitioned):
     text = theorem_latex(partitioned[0])
     assert "block inverse by the Schur complement" in text
     assert r"\begin{bmatrix}" in text
+
+
+# --- the soundness fuzzer ---------------------------------------------------------------------------------------
+
+
+def test_the_fuzzer_writes_schur_steps_and_refutes_nothing_on_this_kernel():
+    """Focused on the Schur rules, the generator uses both (and inverts [[A, v], [−vᵀ, λI₁]]); the oracle refutes
+    none of what the kernel accepts.  With the complement's check removed the fuzzer finds the hole
+    (tests/test_fuzz.py::test_the_fuzzer_finds_the_hole_when_it_is_put_back[schur])."""
+    from derive.fuzz import run
+    from derive.fuzz.generate import Skip, generate
+
+    rules = []
+    for k in range(40):
+        try:
+            proof = generate(random.Random(f"schur:{k}"), f"s{k}", frozenset({"schur"})).proof
+        except Skip:
+            continue
+        rules += [s.rule for c in (*proof.lemmas, proof.claim) for s in getattr(c, "steps", ())]
+    assert {"block_inverse_schur", "block_inverse_schur_mirror"} <= set(rules)
+    report = run(3, 30, mutants=2, samples=2, focus={"schur"})
+    assert report.accepted >= 20 and not report.crashes
+    assert not report.findings, report.summary()
