@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -350,3 +351,44 @@ def test_the_fuzzer_writes_schur_steps_and_refutes_nothing_on_this_kernel():
     report = run(3, 30, mutants=2, samples=2, focus={"schur"})
     assert report.accepted >= 20 and not report.crashes
     assert not report.findings, report.summary()
+
+
+# --- Coq: the rules and the judgment exported to MathComp (OlsPrelude.v, Section Schur) ---------------------------
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is installed by .ci/run")
+
+
+def _rule_theorems():
+    return [check(one_step("block_inverse_schur", inv(GRID), SCHUR_RESULT, (A_INV, S_INV), "schur_rule")),
+            check(one_step("block_inverse_schur_mirror", MIRROR_RESULT, inv(GRID), (D_INV, T_INV),
+                           "schur_mirror_rule"))]
+
+
+@needs_coq
+def test_coq_accepts_the_schur_rules_and_partitioned_regression(partitioned, tmp_path):
+    from derive.export.coq import compile_export, export_certificates, write_export
+
+    certificates = [json.loads(certificate_text(t)) for t in [*_rule_theorems(), *partitioned]]
+    export = export_certificates(certificates)
+    assert not export.skipped and len(export.exported) == 3
+    text = export.files["partitioned_regression.v"]
+    assert "inverse_block_schur" in text and "unit_block_schur" in text  # the rule, and (XᵀX)⁻¹ in _defined
+    write_export(export, tmp_path)
+    assert compile_export(tmp_path, list(export.exported)) == {name: "ok" for name in export.exported}
+
+
+@needs_coq
+def test_coq_rejects_a_schur_step_without_its_side_condition(tmp_path, capsys):
+    """Exported without the kernel's check (--unchecked), a certificate whose complement is not assumed invertible
+    (the hypothesis dropped) is refused by Coq itself: the prelude's lemma needs the `unitmx` fact."""
+    from derive.cli import main
+
+    data = json.loads(certificate_text(_rule_theorems()[0]))
+    data["hypotheses"] = [h for h in data["hypotheses"] if h["name"] != "S_inv"]
+    del data["sha256"]
+    cert = tmp_path / "bad.json"
+    cert.write_text(json.dumps(data))
+    status = main(["export", "coq", "--unchecked", str(cert), "--out", str(tmp_path / "out"), "--compile"])
+    out = capsys.readouterr().out
+    assert f"{'schur_rule':30} exported" in out, out  # the export wrote it: the rejection is Coq's
+    assert status == 1 and f"{'schur_rule':30} coqc: accepted" not in out, out
