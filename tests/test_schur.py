@@ -18,8 +18,16 @@ from pathlib import Path
 
 import pytest
 from sympy import Matrix, Q, Rational, S, Symbol, eye, zeros
-from sympy.matrices.expressions import BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatrixSymbol, Transpose, \
-    ZeroMatrix
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
 
 from derive.authoring import checked, load_library
 from derive.certificates import certificate_text

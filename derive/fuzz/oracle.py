@@ -31,8 +31,16 @@ from typing import Any
 
 import sympy
 from sympy import Basic, Integer, Matrix, Rational, Symbol, eye, zeros
-from sympy.matrices.expressions import BlockMatrix, Identity, Inverse, MatMul, MatPow, MatrixSymbol, Transpose, \
-    ZeroMatrix
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
 
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind

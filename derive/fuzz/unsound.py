@@ -42,11 +42,11 @@ from ..kernel.judgments import (
     _congruence,
     _square,
     invertible,
-    schur_blocks,
-    schur_complement,
     positive,
     positive_definite,
     positive_semidefinite,
+    schur_blocks,
+    schur_complement,
 )
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof, ProofError, Step
 from ..kernel.terms import (
