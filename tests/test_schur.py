@@ -400,3 +400,34 @@ def test_coq_rejects_a_schur_step_without_its_side_condition(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"{'schur_rule':30} exported" in out, out  # the export wrote it: the rejection is Coq's
     assert status == 1 and f"{'schur_rule':30} coqc: accepted" not in out, out
+
+
+# --- the reverse direction in the builder; the work budget ---------------------------------------------------------
+
+
+def test_the_builder_steps_right_to_left_with_to():
+    from derive import ProofBuilder
+
+    b = ProofBuilder("schur_backwards", "t", "s", [A_INV, S_INV])
+    b.main(SCHUR_RESULT).to(inv(GRID), "block_inverse_schur").qed()
+    theorem = check(b.proof())
+    assert [s.rule for s in theorem.proof.claim.steps] == ["block_inverse_schur"]
+
+
+def test_the_schur_judgment_is_charged_to_the_work_budget():
+    """Nested grids [[M, B], [C, M]]: each level's judgment forms complements; the work counts, and a budget below
+    it refuses the check at the same point every time."""
+    from derive.kernel.budget import last_used
+
+    grid, size = A, p
+    for k in range(4):
+        grid = block([[grid, MatrixSymbol(f"B{k}", size, size)], [MatrixSymbol(f"C{k}", size, size), grid]])
+        size = 2 * size
+    proof = Proof("nested", "t", "s", (A_INV,), (), (),
+                  Chain("main", mul(inv(grid), grid), Identity(size), (Step(Identity(size), "inverse_cancel"),)))
+    with pytest.raises(ProofError, match="invertible"):  # no complement is shown invertible
+        check(proof)
+    used = last_used()
+    assert used > 1000
+    with pytest.raises(ProofError, match="work budget"):
+        check(proof, work_limit=used // 2)
