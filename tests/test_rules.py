@@ -206,6 +206,11 @@ PD_D, DIAG_D = pred("D_pd", Q.positive_definite, D), pred("D_diag", Q.diagonal, 
 SYM = pred("Sy_sym", Q.symmetric, Sy)
 V_ROWS = Hypothesis("V_rows", mul(V, transpose(V)), I2)
 
+SCHUR_S = add(R1, mul(-1, J1, inv(P1), K1))  # R1 − J1 P1⁻¹ K1, the Schur complement of P1
+SCHUR_T = add(P1, mul(-1, K1, inv(R1), J1))  # P1 − K1 R1⁻¹ J1, that of R1
+SCHUR_ENV = {P1: Matrix([[2, 1], [-1, 3]]), K1: Matrix([[1, 0, 2], [Rational(1, 2), -1, 1]]),
+             J1: Matrix([[0, 1], [3, -2], [1, 1]]), R1: Matrix([[4, 0, 1], [1, 2, 0], [0, -1, 3]])}
+
 CASES: dict[str, Case] = {
     "transpose_product": Case("transpose_product", transpose(mul(C, E)), mul(transpose(E), transpose(C))),
     "transpose_product_coeff": Case(
@@ -308,6 +313,17 @@ CASES: dict[str, Case] = {
         "block_inverse_diagonal", inv(block([[P1, ZeroMatrix(p, q)], [ZeroMatrix(q, p), R1]])),
         block([[inv(P1), ZeroMatrix(p, q)], [ZeroMatrix(q, p), inv(R1)]]),
         (pred("P1_inv", Q.invertible, P1), pred("R1_inv", Q.invertible, R1))),
+    # rational blocks (a 5×5 inverse of symbolic entries would take minutes); tests/test_schur.py has more sizes
+    "block_inverse_schur": Case(
+        "block_inverse_schur", inv(block([[P1, K1], [J1, R1]])),
+        block([[add(inv(P1), mul(inv(P1), K1, inv(SCHUR_S), J1, inv(P1))), mul(-1, inv(P1), K1, inv(SCHUR_S))],
+               [mul(-1, inv(SCHUR_S), J1, inv(P1)), inv(SCHUR_S)]]),
+        (pred("P1_inv", Q.invertible, P1), pred("S_inv", Q.invertible, SCHUR_S)), SCHUR_ENV),
+    "block_inverse_schur_mirror": Case(
+        "block_inverse_schur_mirror", inv(block([[P1, K1], [J1, R1]])),
+        block([[inv(SCHUR_T), mul(-1, inv(SCHUR_T), K1, inv(R1))],
+               [mul(-1, inv(R1), J1, inv(SCHUR_T)), add(inv(R1), mul(inv(R1), J1, inv(SCHUR_T), K1, inv(R1)))]]),
+        (pred("R1_inv", Q.invertible, R1), pred("T_inv", Q.invertible, SCHUR_T)), SCHUR_ENV),
 }
 
 

@@ -76,6 +76,8 @@ _K1, _K2 = MatrixSymbol("K1", _p, _q), MatrixSymbol("K2", _p, _q)
 _J1, _J2 = MatrixSymbol("J1", _q, _p), MatrixSymbol("J2", _q, _p)
 _R1 = MatrixSymbol("R1", _q, _q)
 _u, _w, _s1 = MatrixSymbol("u", _n, 1), MatrixSymbol("w", _m, 1), MatrixSymbol("s1", 1, 1)
+_S = add(_R1, mul(-1, _J1, inv(_P1), _K1))  # the Schur complement of P1 in [[P1, K1], [J1, R1]]
+_T = add(_P1, mul(-1, _K1, inv(_R1), _J1))  # that of R1
 
 
 def _one_step(rule: str, lhs: Basic, rhs: Basic, hypotheses: tuple[Hypothesis, ...] = ()) -> Callable[[], Proof]:
@@ -101,6 +103,16 @@ RULE_PROOFS: dict[str, Callable[[], Proof]] = {
         "block_inverse_diagonal", inv(block([[_P1, ZeroMatrix(_p, _q)], [ZeroMatrix(_q, _p), _R1]])),
         block([[inv(_P1), ZeroMatrix(_p, _q)], [ZeroMatrix(_q, _p), inv(_R1)]]),
         (predicate("P1_invertible", Q.invertible, _P1), predicate("R1_invertible", Q.invertible, _R1))),
+    "rule_block_inverse_schur": _one_step(
+        "block_inverse_schur", inv(block([[_P1, _K1], [_J1, _R1]])),
+        block([[add(inv(_P1), mul(inv(_P1), _K1, inv(_S), _J1, inv(_P1))), mul(-1, inv(_P1), _K1, inv(_S))],
+               [mul(-1, inv(_S), _J1, inv(_P1)), inv(_S)]]),
+        (predicate("P1_invertible", Q.invertible, _P1), predicate("S_invertible", Q.invertible, _S))),
+    "rule_block_inverse_schur_mirror": _one_step(
+        "block_inverse_schur_mirror", inv(block([[_P1, _K1], [_J1, _R1]])),
+        block([[inv(_T), mul(-1, inv(_T), _K1, inv(_R1))],
+               [mul(-1, inv(_R1), _J1, inv(_T)), add(inv(_R1), mul(inv(_R1), _J1, inv(_T), _K1, inv(_R1)))]]),
+        (predicate("R1_invertible", Q.invertible, _R1), predicate("T_invertible", Q.invertible, _T))),
     "rule_inverse_identity": _one_step("inverse_identity", add(_P1, inv(Identity(_p))), add(_P1, Identity(_p))),
     "rule_scalar_matrix": _one_step("scalar_matrix", mul(_lam, _u, _s1, transpose(_w)),
                                     mul(_lam * Trace(_s1), _u, transpose(_w))),
@@ -120,6 +132,7 @@ def tiered(ids) -> list:
 TIERED_IDS = tiered(THEOREM_IDS)
 #: The rules the kernel language gained with blocks, scalars and families (base:/step: are per family).
 NEW_RULES = {"block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
+             "block_inverse_schur", "block_inverse_schur_mirror",
              "inverse_identity", "scalar_matrix"}
 
 

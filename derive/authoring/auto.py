@@ -120,6 +120,7 @@ NEEDS: dict[str, tuple[type, ...]] = {
     "block_transpose": (BlockMatrix,), "block_single": (BlockMatrix,), "inverse_identity": (Inverse,),
     "block_add": (BlockMatrix,), "block_scale": (BlockMatrix,), "block_identity": (BlockMatrix,),
     "block_zero": (BlockMatrix,), "block_inverse_diagonal": (BlockMatrix,), "scalar_matrix": (MatMul,),
+    "block_inverse_schur": (BlockMatrix,), "block_inverse_schur_mirror": (BlockMatrix,),
 }
 
 
@@ -411,7 +412,15 @@ def _directed_axioms() -> list[Source]:
     out.append(CheckedSource("power_combine", _expand_power))
     out.append(_FactorToCancel())
     out += [RuleSource(name, AXIOMS[name]) for name in ("block_scale", "block_add", "block_multiply", "distribute")]
+    out.append(RuleSource("block_inverse_schur", AXIOMS["block_inverse_schur"], accept=_not_block_diagonal))
     return out
+
+
+def _not_block_diagonal(matched: Basic, result: Basic) -> bool:
+    """The Schur-complement inverse, directed, only where ``block_inverse_diagonal`` does not apply (issue 29)."""
+    grid = matched.args[0] if isinstance(matched, Inverse) else None
+    return isinstance(grid, BlockMatrix) and any(not isinstance(b, ZeroMatrix) for b in (grid.blocks[0, 1],
+                                                                                         grid.blocks[1, 0]))
 
 
 def _all_axioms() -> list[Source]:

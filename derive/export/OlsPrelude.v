@@ -432,3 +432,71 @@ Lemma sum_perm (V : zmodType) (s : seq V) (p q : seq nat) : perm_eq p q ->
   \sum_(i <- p) nth 0 s i = \sum_(i <- q) nth 0 s i.
 Proof. exact: perm_big. Qed.
 End Perm.
+
+(* ---- Schur complement (issue 29): kept in its own section ---- *)
+Section Schur.
+(* the kernel's block_inverse_schur and block_inverse_schur_mirror, and the invertibility of [[A, B], [C, D]] by
+   a Schur complement: M N = I for N the Schur form, so M is invertible and M⁻¹ = N (MathComp 1.15 has no such
+   lemma).  S = D − C A⁻¹ B is the complement of A; T = A − B D⁻¹ C that of D. *)
+Variable R : fieldType.
+Lemma schur_mul_inv m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]_(n, m)) (D : 'M[R]_n) :
+  A \in unitmx -> D - C *m invmx A *m B \in unitmx ->
+  block_mx A B C D *m block_mx
+    (invmx A + invmx A *m B *m invmx (D - C *m invmx A *m B) *m C *m invmx A)
+    (- (invmx A *m B *m invmx (D - C *m invmx A *m B)))
+    (- (invmx (D - C *m invmx A *m B) *m C *m invmx A)) (invmx (D - C *m invmx A *m B)) = 1%:M.
+Proof.
+move=> uA uS; have hS := mulmxV uS; rewrite mulmxBl in hS.
+have e : D *m invmx (D - C *m invmx A *m B) =
+         1%:M + C *m invmx A *m B *m invmx (D - C *m invmx A *m B) by rewrite -hS subrK.
+rewrite mulmx_block [RHS](scalar_mx_block m n 1); congr block_mx.
+- by rewrite mulmxDr ?mulmxA (mulmxV uA) !mul1mx mulmxN ?mulmxA addrK.
+- by rewrite mulmxN ?mulmxA (mulmxV uA) mul1mx addNr.
+- by rewrite mulmxDr mulmxN ?mulmxA e !mulmxDl !mul1mx ?mulmxA subrr.
+- by rewrite mulmxN ?mulmxA e addrCA addNr addr0.
+Qed.
+Lemma schur_mirror_mul_inv m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]_(n, m)) (D : 'M[R]_n) :
+  D \in unitmx -> A - B *m invmx D *m C \in unitmx ->
+  block_mx A B C D *m block_mx
+    (invmx (A - B *m invmx D *m C)) (- (invmx (A - B *m invmx D *m C) *m B *m invmx D))
+    (- (invmx D *m C *m invmx (A - B *m invmx D *m C)))
+    (invmx D + invmx D *m C *m invmx (A - B *m invmx D *m C) *m B *m invmx D) = 1%:M.
+Proof.
+move=> uD uT; have hT := mulmxV uT; rewrite mulmxBl in hT.
+have e : A *m invmx (A - B *m invmx D *m C) =
+         1%:M + B *m invmx D *m C *m invmx (A - B *m invmx D *m C) by rewrite -hT subrK.
+rewrite mulmx_block [RHS](scalar_mx_block m n 1); congr block_mx.
+- by rewrite e mulmxN ?mulmxA addrK.
+- by rewrite mulmxN mulmxDr ?mulmxA e !mulmxDl !mul1mx ?mulmxA addNr.
+- by rewrite mulmxN ?mulmxA (mulmxV uD) mul1mx subrr.
+- by rewrite mulmxN mulmxDr ?mulmxA (mulmxV uD) !mul1mx addrCA addNr addr0.
+Qed.
+Lemma mul1_invmx n (M N : 'M[R]_n) : M *m N = 1%:M -> invmx M = N.
+Proof.
+move=> e; have [uM _] := mulmx1_unit e.
+by rewrite -[invmx M]mulmx1 -e mulmxA (mulVmx uM) mul1mx.
+Qed.
+(* as the exporter uses them: the complement S and the result N as printed, equal to the forms above *)
+Lemma unit_block_schur m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]_(n, m)) (D : 'M[R]_n) (S : 'M[R]_n) :
+  S = D - C *m invmx A *m B -> A \in unitmx -> S \in unitmx -> block_mx A B C D \in unitmx.
+Proof. by move=> -> uA uS; case: (mulmx1_unit (schur_mul_inv uA uS)). Qed.
+Lemma unit_block_schur_mirror m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]_(n, m)) (D : 'M[R]_n)
+    (T : 'M[R]_m) :
+  T = A - B *m invmx D *m C -> D \in unitmx -> T \in unitmx -> block_mx A B C D \in unitmx.
+Proof. by move=> -> uD uT; case: (mulmx1_unit (schur_mirror_mul_inv uD uT)). Qed.
+Lemma inverse_block_schur m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]_(n, m)) (D : 'M[R]_n) (S : 'M[R]_n)
+    (N : 'M[R]_(m + n)) :
+  S = D - C *m invmx A *m B ->
+  N = block_mx (invmx A + invmx A *m B *m invmx S *m C *m invmx A) (- (invmx A *m B *m invmx S))
+               (- (invmx S *m C *m invmx A)) (invmx S) ->
+  A \in unitmx -> S \in unitmx -> invmx (block_mx A B C D) = N.
+Proof. by move=> eS -> uA uS; rewrite eS in uS *; apply: mul1_invmx; exact: schur_mul_inv. Qed.
+Lemma inverse_block_schur_mirror m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]_(n, m)) (D : 'M[R]_n)
+    (T : 'M[R]_m) (N : 'M[R]_(m + n)) :
+  T = A - B *m invmx D *m C ->
+  N = block_mx (invmx T) (- (invmx T *m B *m invmx D)) (- (invmx D *m C *m invmx T))
+               (invmx D + invmx D *m C *m invmx T *m B *m invmx D) ->
+  D \in unitmx -> T \in unitmx -> invmx (block_mx A B C D) = N.
+Proof. by move=> eT -> uD uT; rewrite eT in uT *; apply: mul1_invmx; exact: schur_mirror_mul_inv. Qed.
+End Schur.
+(* ---- end of the Schur-complement section ---- *)

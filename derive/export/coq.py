@@ -538,6 +538,10 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         (a, b), (c, d) = blocks_of(t)
         if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
             return f"(unit_block_diag {_unit(a, facts, depth)} {_unit(d, facts, depth)})"
+    if type(t) is BlockMatrix and t.blockshape == (2, 2) and depth < 3:  # by a Schur complement (issue 29)
+        schur = _schur_unit(t, facts, depth)
+        if schur is not None:
+            return schur
     if type(t) is MatPow and _is_integer_power(t):
         return f"(@ipow_unit R _ {show(ast(t.args[0]), False)} {_int(int(t.args[1]))} {_unit(t.args[0], facts)})"
     if type(t) is MatPow:
@@ -594,6 +598,67 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
+
+
+# --- the Schur complement of a 2 × 2 block matrix (issue 29): OlsPrelude's Section Schur ---------------------
+
+# the printed complement S (or T), and the printed Schur form N, equal the prelude's forms: products re-associated,
+# −1·X printed either way, the two terms of a sum in either order (blockwise for N)
+_SCHUR_NORM = "rewrite ?scaleN1r ?mulNmx ?mulmxN ?opprK ?mulmxA"
+_SCHUR_EQ = f"ltac:(first [by {_SCHUR_NORM} | by rewrite [LHS]addrC; {_SCHUR_NORM}])"
+_SCHUR_BLOCK_EQ = (f"ltac:(congr block_mx; first [by {_SCHUR_NORM} | by rewrite [LHS]addrC; {_SCHUR_NORM} | "
+                   f"by rewrite [RHS]addrC; {_SCHUR_NORM}])")
+
+
+def _schur_parts(grid, mirror: bool):
+    """(A, B, C, D, complement, printed A B C D) of a 2 × 2 grid [[A, B], [C, D]] with A and D square; the complement
+    is D − C A⁻¹ B, or for ``mirror`` A − B D⁻¹ C, as the kernel forms it (``derive.kernel.judgments``)."""
+    (a, b), (c, d) = blocks_of(grid)
+    if a.shape[0] != a.shape[1] or d.shape[0] != d.shape[1]:
+        return None
+    complement = canon(add(a, mul(-1, b, Inverse(d), c)) if mirror else add(d, mul(-1, c, Inverse(a), b)))
+    return a, b, c, d, complement, " ".join(show(ast(x), False) for x in (a, b, c, d))
+
+
+def _schur_unit(t, facts: _Facts, depth: int) -> str | None:
+    """`t \\in unitmx` for t = [[A, B], [C, D]] with A and S = D − C A⁻¹ B invertible (or D and A − B D⁻¹ C)."""
+    for mirror, lemma in ((False, "unit_block_schur"), (True, "unit_block_schur_mirror")):
+        parts = _schur_parts(t, mirror)
+        if parts is None:
+            return None
+        a, _, _, d, complement, printed = parts
+        try:
+            pivot = _unit(d if mirror else a, facts, depth + 1)
+            other = _unit(complement, facts, depth + 1)
+        except Unsupported:
+            continue
+        return f"(@{lemma} R _ _ {printed} {show(ast(complement), False)} {_SCHUR_EQ} {pivot} {other})"
+    return None
+
+
+def _schur_rule(rule: str, sub, facts: _Facts) -> list:
+    """``block_inverse_schur`` (``_mirror``): [[A, B], [C, D]]⁻¹ = the Schur form, by the prelude's
+    ``inverse_block_schur`` (``_mirror``) with the `unitmx` facts of the pivot and of its complement (the kernel's
+    side condition, proved, not assumed)."""
+    if type(sub) is not Inverse or type(sub.args[0]) is not BlockMatrix or sub.args[0].blockshape != (2, 2):
+        return []
+    mirror = rule == "block_inverse_schur_mirror"
+    parts = _schur_parts(sub.args[0], mirror)
+    if parts is None:
+        return []
+    a, b, c, d, complement, printed = parts
+    ci = Inverse(complement)
+    if mirror:
+        di = Inverse(d)
+        result = block([[ci, mul(-1, ci, b, di)], [mul(-1, di, c, ci), add(di, mul(di, c, ci, b, di))]])
+    else:
+        ai = Inverse(a)
+        result = block([[add(ai, mul(ai, b, ci, c, ai)), mul(-1, ai, b, ci)], [mul(-1, ci, c, ai), ci]])
+    result = canon(result)
+    lemma = "inverse_block_schur_mirror" if mirror else "inverse_block_schur"
+    proof = (f"(@{lemma} R _ _ {printed} {show(ast(complement), False)} {show(ast(result), False)} {_SCHUR_EQ} "
+             f"{_SCHUR_BLOCK_EQ} {_unit(d if mirror else a, facts)} {_unit(complement, facts)})")
+    return [(result, proof)]
 
 
 # the two equations of `unit_lowrank_eq`: the terms as printed equal A + c U V and I + c V A⁻¹ U (re-association,
@@ -933,6 +998,8 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                 and d.shape[0] == d.shape[1]:
             out.append((block([[Inverse(a), b], [c, Inverse(d)]]),
                         f"inverse_block_diag {_unit(a, facts)} {_unit(d, facts)}"))
+    elif rule in ("block_inverse_schur", "block_inverse_schur_mirror"):
+        out += _schur_rule(rule, sub, facts)
     elif ":" in rule:
         kind, name = rule.split(":", 1)
         table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas, "base": lemmas,
@@ -1007,6 +1074,7 @@ def _block_product(left, right, norm: str = _NORM):
 
 _SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", "block_single", "block_multiply",
                     "block_inverse_diagonal", "block_scale", "block_identity", "block_zero",
+                    "block_inverse_schur", "block_inverse_schur_mirror",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
                     "inverse_product", "zero_mul", "zero_add", "distribute"}
@@ -1553,8 +1621,11 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     defs = {}
     for d in proof.definitions:
         dn = _ident(d.symbol.name)
-        out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {show(ast(d.rhs))}.")
-        defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {show(ast(d.rhs))})")
+        # printed in normal form: a certificate read back may order a sum otherwise (1 − H for −H + 1), and the
+        # `def:` steps rewrite with the normal form, which `erefl` must then give
+        body = show(ast(canon(d.rhs)))
+        out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {body}.")
+        defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {body})")
     out += [_family(f) for f in proof.families]
     out.append("")
     lemmas: dict = {}

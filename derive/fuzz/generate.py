@@ -236,10 +236,25 @@ class Terms:
                 corner = mul(self.rng.choice((2, lam)), Identity(1))
                 out.append(block([[A, ZeroMatrix(p, 1)], [ZeroMatrix(1, p), corner]]))
             out.append(Identity(p + 1))
+            out += self.schur_candidates()
         elif k == n:
             if "X" in self.w.symbols:
                 X = self.w.symbols["X"]
                 out.append(add(mul(X, transpose(X)), mul(lam, Identity(n))))
+        return out
+
+    def schur_candidates(self) -> list:
+        """(p + 1)-square block matrices with non-zero off-diagonal blocks (issue 29): [[A, v], [−vᵀ, λI₁]] for a
+        positive definite A, invertible by either Schur complement (λ + vᵀA⁻¹v and A + λ⁻¹vvᵀ are positive
+        definite); [[A, v], [wᵀ, wᵀA⁻¹v]], singular whatever A is (its complement is wᵀA⁻¹v − wᵀA⁻¹v = 0), which
+        a sound kernel never inverts."""
+        v = self.w.symbols.get("v")
+        if v is None:
+            return []
+        other = self.w.symbols.get("w", v)
+        out = [block([[A, v], [mul(-1, transpose(v)), mul(lam, Identity(1))]]) for A in self.w.of_role("pd")]
+        out += [block([[A, v], [transpose(other), mul(transpose(other), inv(A), v)]])
+                for A in self.w.of_role("pd") + self.w.of_role("inv")]
         return out
 
     def defined(self, term) -> bool:
@@ -265,6 +280,12 @@ class Terms:
     def _term(self, r, c, depth):
         rng = self.rng
         if isinstance(r, sympy.Add) or isinstance(c, sympy.Add):
+            if r == c and rng.random() < (0.6 if "schur" in self.w.focus else 0.15):  # a block matrix's inverse
+                pool = self.schur_candidates() if "schur" in self.w.focus and rng.random() < 0.7 else \
+                    self.invertible_candidates(r)
+                candidates = [x for x in pool if self.defined(x)]
+                if candidates:
+                    return inv(rng.choice(candidates))
             return self._block(r, c, depth)
         choice = rng.random() if depth > 0 else 0.0
         if choice < 0.3:
@@ -484,6 +505,8 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
     axioms = list(AXIOMS)
     rng.shuffle(axioms)
     tries = [rng.choice(equations) for _ in range(3)] if equations and rng.random() < 0.45 else []
+    if any(isinstance(x.args[0], BlockMatrix) for x in current.atoms(Inverse)) and rng.random() < 0.5:
+        tries = ["block_inverse_schur", "block_inverse_schur_mirror"] + tries  # issue 29: else rarely drawn first
     for name in tries + axioms:
         try:
             inst = instances(name, ctx.rules.get(name), terms, world)
@@ -497,7 +520,7 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
                 after = defined_canon(result, ctx)
             except TermError:
                 continue
-            if _size(after) <= 3 * MAX_OPS:
+            if _size(after) <= (5 if "schur" in name else 3) * MAX_OPS:  # a Schur form is large by nature
                 return Step(after, name, tuple(inst))
     return None
 
@@ -543,10 +566,12 @@ def walk(start, length: int, ctx: Context, terms: Terms, world: World) -> list[S
 
 def random_chain(name: str, ctx: Context, terms: Terms, world: World, length: int) -> Chain | None:
     rng = terms.rng
-    seeded = seeded_start(ctx, terms, world) if rng.random() < 0.55 else None
+    seeded = seeded_start(ctx, terms, world) if rng.random() < (0.3 if "schur" in world.focus else 0.55) else None
     first = []
     if seeded is None:
         r, c = rng.choice(((p, p), (p, p), (p, 1), (n, p), (1, 1), (p + 1, p + 1), (n, n)))
+        if "schur" in world.focus and rng.random() < 0.5:
+            r, c = p + 1, p + 1
         start = canon(terms.term(r, c, 2))
     else:  # the first step applies the rule the start was made for, with its instance
         start, rule_name, inst, rule = seeded

@@ -25,7 +25,7 @@ from .oracle import Refutation, judge, replay, to_json_ready
 
 __all__ = ["Finding", "Report", "main", "run"]
 
-HOLES = ("instance", "recurrence_index", "circular_definition", "pd_power")
+HOLES = ("instance", "recurrence_index", "circular_definition", "pd_power", "schur")
 
 
 @dataclass

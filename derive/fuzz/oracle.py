@@ -31,7 +31,16 @@ from typing import Any
 
 import sympy
 from sympy import Basic, Integer, Matrix, Rational, Symbol, eye, zeros
-from sympy.matrices.expressions import Identity, MatMul, MatPow, MatrixSymbol, Transpose
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
 
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
@@ -473,6 +482,17 @@ def _pd_power(proof: Proof, sample: Sample) -> bool:
                for term in _terms(proof) for node in term.atoms(MatPow))
 
 
+def _schur(proof: Proof) -> bool:
+    """An inverse of a 2×2 block matrix whose off-diagonal blocks are not both zero (issue 29's Schur rules)."""
+    for term in _terms(proof):
+        for node in term.atoms(Inverse):
+            grid = node.args[0]
+            if isinstance(grid, BlockMatrix) and grid.blockshape == (2, 2) and not (
+                    isinstance(grid.blocks[0, 1], ZeroMatrix) and isinstance(grid.blocks[1, 0], ZeroMatrix)):
+                return True
+    return False
+
+
 def _instance_broken(proof: Proof, sample: Sample, extra: dict) -> bool:
     """A step instantiates a variable with a term that has no value of the variable's shape on the sample."""
     for c in _chains(proof):
@@ -503,6 +523,8 @@ def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
         tags.add("recurrence_index")
     if _pd_power(proof, sample):
         tags.add("pd_power")
+    if _schur(proof):
+        tags.add("schur")
     return tags
 
 

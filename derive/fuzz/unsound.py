@@ -13,6 +13,10 @@ time of a ``with`` block, so that a test can show that the fuzzer finds the hole
   uses the definition.
 * ``pd_power`` — ``derive.kernel.judgments._positive_definite``: Aᵏ was judged positive definite for every
   positive definite A, which is false for non-symmetric A (C³ = −I for a positive definite C).
+* ``schur`` (issue 29, not a hole any kernel had: a plausible slip in the Schur-complement rules) —
+  ``derive.kernel.judgments._schur_invertible`` and ``derive.kernel.axioms._schur_side`` without the complement's
+  invertibility: [[A, B], [C, D]] judged invertible, and rewritten by ``block_inverse_schur``, whenever A is
+  (or, mirrored, D is), although [[A, v], [wᵀ, wᵀA⁻¹v]] is singular for every invertible A.
 
 The copies are the kernel's code at commit ``c057037`` (before the fixes), verbatim except that
 ``_instance_maps`` and ``_instantiate`` also take the fixed kernel's signatures ``(given, ctx, fail)`` and
@@ -28,7 +32,7 @@ from collections.abc import Iterator
 from sympy import Basic, Symbol
 from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose
 
-from ..kernel import checking, judgments
+from ..kernel import axioms, checking, judgments
 from ..kernel.axioms import Rule, equation_rule
 from ..kernel.checking import _all_terms, _defined, _member, _register, _same_shape, _step_defined_for_any_member
 from ..kernel.judgments import (
@@ -41,6 +45,8 @@ from ..kernel.judgments import (
     positive,
     positive_definite,
     positive_semidefinite,
+    schur_blocks,
+    schur_complement,
 )
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof, ProofError, Step
 from ..kernel.terms import (
@@ -242,6 +248,32 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
     return any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term))
 
 
+def _schur_invertible_unchecked(term, ctx: Context, depth: int) -> bool:
+    """The Schur judgment without the complement: [[A, B], [C, D]] "invertible" when A (or D) is.  Unsound."""
+    if depth >= _SEARCH_DEPTH:
+        return False
+    parts = schur_blocks(term)
+    if parts is None:
+        return False
+    a, _, _, d = parts
+    return invertible(a, ctx, depth) or invertible(d, ctx, depth)
+
+
+def _schur_side_unchecked(t, ctx: Context, pivot_last: bool) -> tuple | None:
+    """The side condition of the Schur rules without the complement's invertibility.  Unsound."""
+    if type(t) is not Inverse:
+        return None
+    parts = schur_blocks(t.args[0])
+    if parts is None:
+        return None
+    a, b, c, d = parts
+    if pivot_last:
+        a, b, c, d = d, c, b, a
+    if not invertible(a, ctx):
+        return None
+    return a, b, c, d, schur_complement(a, b, c, d)
+
+
 #: hole -> (module, function name, old function) for each function put back.
 HOLES = {
     "instance": ((checking, "_instance_maps", _instance_maps), (checking, "_instantiate", _instantiate)),
@@ -252,6 +284,8 @@ HOLES = {
                             (checking, "_check_definitions", _check_definitions),
                             (checking, "_check_family_recurrences", _check_family_recurrences)),
     "pd_power": ((judgments, "_positive_definite", _positive_definite),),
+    "schur": ((judgments, "_schur_invertible", _schur_invertible_unchecked),
+              (axioms, "_schur_side", _schur_side_unchecked)),
 }
 
 

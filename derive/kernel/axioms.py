@@ -19,6 +19,8 @@ from .judgments import (
     invertible,
     nonzero,
     positive_power_base,
+    schur_blocks,
+    schur_complement,
     symmetric,
 )
 from .scalars import is_one_by_one
@@ -318,6 +320,53 @@ def _block_inverse_diagonal(t, ctx):
     return []
 
 
+# --- the Schur-complement inverse of a 2×2 block matrix (issue 29) --------------------------------
+
+
+def _schur_inverse(a, b, c, d, s) -> BlockMatrix:
+    """[[A⁻¹ + A⁻¹ B S⁻¹ C A⁻¹, −A⁻¹ B S⁻¹], [−S⁻¹ C A⁻¹, S⁻¹]] for the complement S = D − C A⁻¹ B."""
+    ai, si = inv(a), inv(s)
+    return block([[add(ai, mul(ai, b, si, c, ai)), mul(-1, ai, b, si)], [mul(-1, si, c, ai), si]])
+
+
+def _schur_side(t, ctx, pivot_last: bool) -> tuple | None:
+    """The side condition of both Schur rules: ``t`` is [[A, B], [C, D]]⁻¹ with A, D square, the pivot (A, or D
+    for ``pivot_last``) invertible and its complement (S = D − C A⁻¹ B, or T = A − B D⁻¹ C) invertible.  Returns
+    (pivot, B, C, other diagonal block, complement) with B and C swapped for the mirror, else None."""
+    if type(t) is not Inverse:
+        return None
+    parts = schur_blocks(t.args[0])
+    if parts is None:
+        return None
+    ctx.tick()
+    a, b, c, d = parts
+    if pivot_last:
+        a, b, c, d = d, c, b, a
+    if not invertible(a, ctx):
+        return None
+    complement = schur_complement(a, b, c, d)
+    if not invertible(complement, ctx):
+        return None
+    return a, b, c, d, complement
+
+
+def _block_inverse_schur(t, ctx):
+    """[[A, B], [C, D]]⁻¹ by the Schur complement S = D − C A⁻¹ B of A: A, D square, A and S invertible."""
+    side = _schur_side(t, ctx, False)
+    return [] if side is None else [_schur_inverse(*side)]
+
+
+def _block_inverse_schur_mirror(t, ctx):
+    """[[A, B], [C, D]]⁻¹ by the Schur complement T = A − B D⁻¹ C of D: A, D square, D and T invertible; the
+    result [[T⁻¹, −T⁻¹ B D⁻¹], [−D⁻¹ C T⁻¹, D⁻¹ + D⁻¹ C T⁻¹ B D⁻¹]] is ``_schur_inverse`` of the grid with its
+    block rows and columns both swapped, swapped back."""
+    side = _schur_side(t, ctx, True)
+    if side is None:
+        return []
+    (dd, dc), (db, da) = blocks_of(_schur_inverse(*side))
+    return [block([[da, db], [dc, dd]])]
+
+
 def _scalar_matrix(t, ctx):
     """c·A s B = (c·tr s)·A B: a literally 1×1 factor of a product is the scalar it holds (read backwards,
     a 1×1 matrix in the coefficient goes back into the product where it conforms)."""
@@ -354,6 +403,8 @@ AXIOMS: dict[str, Rule] = {
     "block_identity": _block_identity,  # [[I, 0], [0, I]] = I
     "block_zero": _block_zero,  # [[0, 0], [0, 0]] = 0
     "block_inverse_diagonal": _block_inverse_diagonal,  # [[A, 0], [0, D]]⁻¹ = [[A⁻¹, 0], [0, D⁻¹]]
+    "block_inverse_schur": _block_inverse_schur,  # [[A, B], [C, D]]⁻¹ by S = D − C A⁻¹ B; A, S invertible
+    "block_inverse_schur_mirror": _block_inverse_schur_mirror,  # ... by T = A − B D⁻¹ C; D, T invertible
     "scalar_matrix": _scalar_matrix,  # c A s B = (c tr s) A B for a 1×1 factor s
 }
 
@@ -376,6 +427,7 @@ RUNS: dict[str, Callable | None] = {
                             "transpose_inverse", "transpose_zero", "inverse_product", "inverse_inverse",
                             "zero_add", "collect", "block_transpose", "block_single", "inverse_identity",
                             "block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
+                            "block_inverse_schur", "block_inverse_schur_mirror",
                             "scalar_matrix",  # the coefficient belongs to the whole product
                             "identity_mul")  # dropping I from a run drops it from the whole product: no new result
 }

@@ -31,6 +31,7 @@ from .terms import (
     MATRIX_NODES,
     FamilyMatrix,
     TermError,
+    add,
     blocks_of,
     canon,
     canonical,
@@ -38,14 +39,15 @@ from .terms import (
     dims_equal,
     factors_of,
     index_kind,
+    mul,
     require_exact_types,
     require_index,
     shape,
 )
 
 __all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "diagonal", "invertible", "nonnegative",
-           "nonzero", "positive", "positive_definite", "positive_power_base", "positive_semidefinite", "sign",
-           "symmetric"]
+           "nonzero", "positive", "positive_definite", "positive_power_base", "positive_semidefinite",
+           "schur_blocks", "schur_complement", "sign", "symmetric"]
 
 _SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; any bound is sound)
 
@@ -312,6 +314,8 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
         return True
     if isinstance(term, MatAdd) and _low_rank_update_invertible(term, ctx, depth):
         return True
+    if type(term) is BlockMatrix and _schur_invertible(term, ctx, depth):
+        return True
     for lhs, rhs in ctx.equations:  # a square matrix with a one-sided inverse is invertible
         for product, unit in ((lhs, rhs), (rhs, lhs)):
             if isinstance(unit, Identity) and isinstance(product, MatMul) and factors_of(product)[0] == 1:
@@ -344,6 +348,52 @@ def _low_rank_update_invertible(term: MatAdd, ctx: Context, depth: int) -> bool:
                            evaluate=False)
             if invertible(small, ctx, depth + 1):
                 return True
+    return False
+
+
+# --- the Schur complement of a 2×2 block matrix (issue 29) -------------------------------------
+
+
+def schur_blocks(term: Basic) -> tuple[Basic, Basic, Basic, Basic] | None:
+    """(A, B, C, D) of a 2×2 block matrix [[A, B], [C, D]] whose diagonal blocks A and D are square and whose
+    blocks conform (B has A's rows and D's columns, C has D's rows and A's columns); else None."""
+    if type(term) is not BlockMatrix or term.blockshape != (2, 2):
+        return None
+    (a, b), (c, d) = blocks_of(term)
+    if not (_square(a) and _square(d)):
+        return None
+    (rows_a, cols_a), (rows_b, cols_b), (rows_c, cols_c), (rows_d, cols_d) = (shape(x) for x in (a, b, c, d))
+    if not (dims_equal(rows_b, rows_a) and dims_equal(cols_b, cols_d) and dims_equal(rows_c, rows_d)
+            and dims_equal(cols_c, cols_a)):
+        return None
+    return a, b, c, d
+
+
+def schur_complement(a: Basic, b: Basic, c: Basic, d: Basic) -> Basic:
+    """D − C A⁻¹ B, the Schur complement of the block A in [[A, B], [C, D]] (of D: ``schur_complement(d, c, b, a)``,
+    A − B D⁻¹ C).  Only meaningful once A is shown invertible."""
+    return add(d, mul(-1, c, Inverse(a), b))
+
+
+def _schur_invertible(term: BlockMatrix, ctx: Context, depth: int) -> bool:
+    """[[A, B], [C, D]] (A, D square) is invertible when A is and S = D − C A⁻¹ B is, or D is and T = A − B D⁻¹ C
+    is: det [[A, B], [C, D]] = det A · det S = det D · det T.  S and T are new terms, judged one level deeper."""
+    if depth >= _SEARCH_DEPTH:
+        return False
+    parts = schur_blocks(term)
+    if parts is None:
+        return False
+    a, b, c, d = parts
+    for pivot, other in ((a, (a, b, c, d)), (d, (d, c, b, a))):
+        ctx.tick()  # forming a complement is work, charged like a judgment
+        if not invertible(pivot, ctx, depth):
+            continue
+        try:
+            complement = schur_complement(*other)
+        except TermError:
+            continue
+        if invertible(complement, ctx, depth + 1):
+            return True
     return False
 
 

@@ -68,6 +68,8 @@ RULE_TEXT = {
     "block_identity": "the identity in blocks",
     "block_zero": "zero blocks",
     "block_inverse_diagonal": "inverse of a block-diagonal matrix",
+    "block_inverse_schur": "block inverse by the Schur complement",
+    "block_inverse_schur_mirror": "block inverse by the Schur complement of the lower block",
     "inverse_identity": "inverse of the identity",
     "scalar_matrix": "a 1-by-1 matrix is a scalar",
 }
