@@ -70,6 +70,7 @@ RULE_TEXT = {
     "block_inverse_diagonal": "inverse of a block-diagonal matrix",
     "inverse_identity": "inverse of the identity",
     "scalar_matrix": "a 1-by-1 matrix is a scalar",
+    "transpose_scalar": "a 1-by-1 matrix is its own transpose",
 }
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
