@@ -36,7 +36,7 @@ from sympy.matrices.expressions import Identity, MatMul, MatPow, MatrixSymbol, T
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
 from ..kernel.terms import FamilyMatrix, index_kind
-from ..witness.evaluate import UndefinedValue, WitnessError, _Ctx, _eval, _RationalArith
+from ..witness.evaluate import UndefinedValue, WitnessError, _coefficient, _Ctx, _eval, _RationalArith
 
 __all__ = ["Refutation", "Verdict", "judge", "replay", "sample_proof"]
 
@@ -259,6 +259,23 @@ def _dim_value(expr, dims: dict) -> int:
     return int(value)
 
 
+def _solve_scalar_hypotheses(proof: Proof, scalars: dict, dims: dict) -> None:
+    """λ = r (issue 29): λ takes the value of r on the other scalars and the dimensions; one declared positive
+    must come out positive (else the sample cannot satisfy the hypotheses: CannotSample)."""
+    pending = [h for h in proof.hypotheses if type(h.lhs) is Symbol]
+    for _ in range(len(pending)):
+        for h in list(pending):
+            value = h.rhs.xreplace({**{k: v for k, v in scalars.items() if k != h.lhs},
+                                    **{k: Integer(v) for k, v in dims.items()}})
+            if isinstance(value, Rational):
+                if scalar_kind(h.lhs) == "positive" and value <= 0:
+                    raise CannotSample(f"{h.lhs} must be positive, but {h.name} gives {value}")
+                scalars[h.lhs] = value
+                pending.remove(h)
+    if pending:
+        raise CannotSample("the scalar hypotheses " + ", ".join(h.name for h in pending) + " cannot be solved")
+
+
 def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) -> Sample:
     """Values for every free symbol of ``proof`` that satisfy its hypotheses (checked afterwards by :func:`judge`)."""
     terms = _terms(proof)
@@ -278,9 +295,12 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
             scalars[s] = _positive(rng)
         elif kind == "real":
             scalars[s] = Rational(rng.choice((-3, -2, -1, 1, 2, 3)), rng.choice((1, 2)))
+    _solve_scalar_hypotheses(proof, scalars, dims)
     kinds: dict[MatrixSymbol, set] = {}
     solved: dict[MatrixSymbol, tuple] = {}
     for h in proof.hypotheses:
+        if type(h.lhs) is Symbol:  # a scalar hypothesis λ = r: solved above
+            continue
         if h.is_predicate:
             arg = h.lhs.arguments[0]
             name = next((k for k in ("positive_definite", "invertible", "symmetric", "diagonal")
@@ -423,6 +443,8 @@ def _definition_order(proof: Proof) -> tuple[list, list[str] | None]:
 
 
 def _holds(h: Hypothesis, proof: Proof, sample: Sample, ctx: _Ctx, rng: random.Random) -> bool:
+    if type(h.lhs) is Symbol:  # a scalar hypothesis λ = r, on the numbers
+        return _coefficient(h.lhs, ctx) == _coefficient(h.rhs, ctx)
     if h.is_predicate:
         value = _eval(h.lhs.arguments[0], ctx).to_Matrix()
         if value.rows != value.cols:
