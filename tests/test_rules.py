@@ -308,6 +308,9 @@ CASES: dict[str, Case] = {
         "block_inverse_diagonal", inv(block([[P1, ZeroMatrix(p, q)], [ZeroMatrix(q, p), R1]])),
         block([[inv(P1), ZeroMatrix(p, q)], [ZeroMatrix(q, p), inv(R1)]]),
         (pred("P1_inv", Q.invertible, P1), pred("R1_inv", Q.invertible, R1))),
+    # issue 29: a literally 1×1 matrix is its own transpose (uᵀ A w = wᵀ Aᵀ u, the column-token form)
+    "transpose_scalar": Case("transpose_scalar", transpose(mul(transpose(u), A, w)), mul(transpose(u), A, w)),
+    "transpose_scalar_symbol": Case("transpose_scalar", transpose(s1), s1),
 }
 
 

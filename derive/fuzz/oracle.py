@@ -68,7 +68,10 @@ class Sample:
                 "scalars": {s.name: str(v) for s, v in self.scalars.items()},
                 "matrices": {s.name: mat(v) for s, v in self.env.items()},
                 "members": {f"{name}[{e}]": mat(v) for (name, e), v in self.members.items()},
-                "adversarial": sorted(self.adversarial)}
+                "adversarial": sorted(self.adversarial),
+                # the shapes too: an empty matrix (X_0 is 0×p) has no rows to show its columns
+                "shapes": {**{s.name: list(v.shape) for s, v in self.env.items()},
+                           **{f"{name}[{e}]": list(v.shape) for (name, e), v in self.members.items()}}}
 
 
 @dataclass
@@ -616,8 +619,12 @@ def _index_assignments(indices: list[Symbol], rng: random.Random) -> list[dict]:
 
 def replay(proof: Proof, data: dict) -> str:
     """Re-evaluate a recorded refutation (``refutation.json``) on its recorded sample; a line that says what differs."""
-    def mat(rows):
-        return Matrix([[Rational(x) for x in row] for row in rows]) if rows else zeros(0, 0)
+    shapes = data["sample"].get("shapes", {})
+
+    def mat(rows, name=None):
+        if rows:
+            return Matrix([[Rational(x) for x in row] for row in rows])
+        return zeros(*shapes.get(name, (0, 0)))
 
     symbols = {m.name: m for t in _terms(proof) for m in t.atoms(MatrixSymbol)}
     plain = {s.name: s for t in _terms(proof) for s in t.atoms(Symbol)}  # shapes' symbols included
@@ -629,11 +636,11 @@ def replay(proof: Proof, data: dict) -> str:
     raw = data["sample"]
     dims = {plain[k]: v for k, v in raw["dims"].items() if k in plain}
     scalars = {plain[k]: Rational(v) for k, v in raw["scalars"].items() if k in plain}
-    env = {symbols[k]: mat(v) for k, v in raw["matrices"].items() if k in symbols}
+    env = {symbols[k]: mat(v, k) for k, v in raw["matrices"].items() if k in symbols}
     members = {}
     for key, v in raw["members"].items():
         name, e = key[:-1].split("[")
-        members[(name, int(e))] = mat(v)
+        members[(name, int(e))] = mat(v, key)
     sample = Sample(dims, scalars, env, members, set(raw.get("adversarial", ())))
     extra = {plain[k]: v for k, v in data.get("index_values", {}).items() if k in plain}
     ctx = _context(proof, sample, extra)

@@ -355,7 +355,7 @@ def hypothesis(value) -> Hypothesis:
         if type(value.rhs) is not BooleanTrue:
             raise ValidationError(f"predicate hypothesis {name} must read Q.<predicate>(M) = true")
         return Hypothesis(name, _predicate(value.lhs), S.true, forall)
-    if type(value.lhs) is Symbol:
+    if isinstance(value.lhs, Symbol):  # a subclass too, to be refused by name below
         return _scalar_hypothesis(value, name, forall)
     return Hypothesis(name, term(value.lhs), term(value.rhs), forall)
 
