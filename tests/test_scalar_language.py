@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import sympy
-from sympy import Identity, Matrix, MatrixSymbol, Q, Rational, S, Symbol, Trace, Transpose, ZeroMatrix
+from sympy import Identity, Matrix, MatrixSymbol, Q, Rational, Symbol, Trace, Transpose, ZeroMatrix
 
 from derive import Definition, Hypothesis, ProofBuilder, dim, index, inv, mul, predicate, scalar, transpose
 from derive.authoring.registry import checked, load_library
@@ -256,7 +256,7 @@ def test_a_misused_scalar_hypothesis_is_refused():
 
 @pytest.mark.parametrize("hypothesis, words", [
     (Hypothesis("h", mu ** 2, lam), "is not a matrix term"),  # the left side must be one scalar symbol
-    (Hypothesis("h", n, Integer := sympy.Integer(2)), "scalar symbol"),  # a dimension is not a scalar to assume
+    (Hypothesis("h", n, sympy.Integer(2)), "scalar symbol"),  # a dimension is not a scalar to assume
     (Hypothesis("h", lam, lam + 1), "both sides"),
     (Hypothesis("h", lam, A), "not a matrix"),
     (Hypothesis("h", lam, mu ** 2, (MatrixSymbol("B", p, p),)), "binds no variables"),
