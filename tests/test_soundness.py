@@ -109,7 +109,8 @@ RULE_PROOFS: dict[str, Callable[[], Proof]] = {
     "rule_transpose_scalar": _one_step("transpose_scalar", transpose(mul(transpose(_u), _P1x, _u)),
                                        mul(transpose(_u), _P1x, _u)),
     "rule_scalar_hypothesis": lambda: Proof(
-        "rule_scalar_hypothesis", "hyp:lam_mu", "a scalar hypothesis: one step", (Hypothesis("lam_mu", _lam, _mu ** 2),),
+        "rule_scalar_hypothesis", "hyp:lam_mu", "a scalar hypothesis: one step",
+        (Hypothesis("lam_mu", _lam, _mu ** 2),),
         (), (), Chain("main", mul(_lam, 1 / _n, _P1), mul(_mu ** 2, 1 / _n, _P1),
                       (Step(mul(_mu ** 2, 1 / _n, _P1), "hyp:lam_mu"),))),
 }

@@ -619,7 +619,7 @@ def _index_assignments(indices: list[Symbol], rng: random.Random) -> list[dict]:
 
 def replay(proof: Proof, data: dict) -> str:
     """Re-evaluate a recorded refutation (``refutation.json``) on its recorded sample; a line that says what differs."""
-    shapes = data["sample"].get("shapes", {})
+    shapes = (data.get("sample") or {}).get("shapes", {})
 
     def mat(rows, name=None):
         if rows:
