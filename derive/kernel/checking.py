@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from sympy import Basic, Symbol
+from sympy import Basic, PolynomialError, Symbol
 from sympy.logic.boolalg import BooleanTrue
 from sympy.matrices.expressions import (
     BlockMatrix,
@@ -280,8 +280,8 @@ def _add_scalar_hypothesis(h: Hypothesis, ctx: Context, fail) -> None:
     try:
         require_coefficient(h.rhs, require_exact_types)
         value = canon_coefficient(h.rhs, canon)
-    except (CoefficientError, TermError) as exc:
-        fail(f"scalar hypothesis {h.name}: {exc}")
+    except (CoefficientError, TermError, PolynomialError, ValueError, TypeError) as exc:
+        fail(f"scalar hypothesis {h.name}: {' '.join(str(exc).split())[:200]}")
     if h.rhs.has(h.lhs) or value.has(h.lhs):
         fail(f"scalar hypothesis {h.name}: {h.lhs} occurs on both sides")
     _register(f"hyp:{h.name}", (None, h.rhs, ()), ctx, fail)  # not a matrix equation: _holds and thm: skip it
