@@ -53,7 +53,7 @@ nu = Symbol("nu", real=True)  # given by a scalar hypothesis nu = r (issue 29)
 
 COEFFICIENTS = (2, -1, Rational(1, 2), 3, lam, mu, 1 / lam, lam + 1, mu**2 + 1, (lam + 1) / lam, 1 / (lam + 1))
 #: Coefficients with dimension and index symbols (issue 29): n > 0, and t ≥ 0 (1/t is not defined at t = 0).
-SIZE_COEFFICIENTS = (1 / n, n, p / (n + 1), 1 / (t + 1), t, (t + 1) / n)
+SIZE_COEFFICIENTS = (1 / n, n, p / (n + 1), 1 / (t + 1), t, (t + 1) / n, 1 / t)  # 1/t: refused (t may be 0)
 #: Right sides of the scalar hypothesis nu = r: of every sign (nu ≠ 0 only where r is shown non-zero).
 NU_VALUES = (mu**2 + 1, mu**2, lam + mu, 1 / lam, 2 * mu, lam * mu - 1)
 MAX_OPS = 40  # terms larger than this (in nodes) are not pursued
