@@ -473,6 +473,9 @@ def _constructs() -> dict[str, tuple[dict, str]]:
                                                                             S.true)],
                                 mul(inv(update), update), Identity(n), [(Identity(n), "inverse_cancel")]),
                        "unit_lowrank_eq")
+    prediction = mul(transpose(u), a, v)  # issue 29: a literally 1×1 matrix is its own transpose
+    out["transpose_scalar"] = (_checked("transpose_scalar_example", [], transpose(prediction), prediction,
+                                        [(prediction, "transpose_scalar")]), "rewrite !ord1 mxE")
     update = add([mul(-2, b, c, a), a])  # A - 2 (B C) A: the update split between C and A
     small = add([Identity(k), mul(-2, c, a, inv(a), b)])
     out["low_rank_scaled"] = (_checked("low_rank_scaled", [invertible, Hypothesis("S_invertible",

@@ -222,6 +222,7 @@ def theorems() -> list:
     out = [checked(theorem_id) for theorem_id in LIBRARY]
     out += [checked(theorem_id) for theorem_id in load_library(str(DATA / "user_theorems.py"))]
     out += [checked(theorem_id) for theorem_id in load_library(str(DATA / "user_partitioned.py"))]  # Schur rule
+    out += [checked(theorem_id) for theorem_id in load_library(str(DATA / "user_scalars.py"))]
     out += [_random_theorem(index) for index in range(RANDOM_THEOREMS)]
     cited = _double_transpose_theorem()
     out += [cited] + [_random_term_theorem(index_, cited) for index_ in range(RANDOM_TERM_THEOREMS)]

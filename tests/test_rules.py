@@ -324,6 +324,9 @@ CASES: dict[str, Case] = {
         block([[inv(SCHUR_T), mul(-1, inv(SCHUR_T), K1, inv(R1))],
                [mul(-1, inv(R1), J1, inv(SCHUR_T)), add(inv(R1), mul(inv(R1), J1, inv(SCHUR_T), K1, inv(R1)))]]),
         (pred("R1_inv", Q.invertible, R1), pred("T_inv", Q.invertible, SCHUR_T)), SCHUR_ENV),
+    # issue 29: a literally 1×1 matrix is its own transpose (uᵀ A w = wᵀ Aᵀ u, the column-token form)
+    "transpose_scalar": Case("transpose_scalar", transpose(mul(transpose(u), A, w)), mul(transpose(u), A, w)),
+    "transpose_scalar_symbol": Case("transpose_scalar", transpose(s1), s1),
 }
 
 

@@ -78,6 +78,7 @@ _R1 = MatrixSymbol("R1", _q, _q)
 _u, _w, _s1 = MatrixSymbol("u", _n, 1), MatrixSymbol("w", _m, 1), MatrixSymbol("s1", 1, 1)
 _S = add(_R1, mul(-1, _J1, inv(_P1), _K1))  # the Schur complement of P1 in [[P1, K1], [J1, R1]]
 _T = add(_P1, mul(-1, _K1, inv(_R1), _J1))  # that of R1
+_P1x, _mu = MatrixSymbol("Px", _n, _n), scalar("mu", positive=True)
 
 
 def _one_step(rule: str, lhs: Basic, rhs: Basic, hypotheses: tuple[Hypothesis, ...] = ()) -> Callable[[], Proof]:
@@ -116,6 +117,14 @@ RULE_PROOFS: dict[str, Callable[[], Proof]] = {
     "rule_inverse_identity": _one_step("inverse_identity", add(_P1, inv(Identity(_p))), add(_P1, Identity(_p))),
     "rule_scalar_matrix": _one_step("scalar_matrix", mul(_lam, _u, _s1, transpose(_w)),
                                     mul(_lam * Trace(_s1), _u, transpose(_w))),
+    # issue 29: a 1×1 transpose, a scalar hypothesis λ = μ² (μ > 0), a dimension in a coefficient
+    "rule_transpose_scalar": _one_step("transpose_scalar", transpose(mul(transpose(_u), _P1x, _u)),
+                                       mul(transpose(_u), _P1x, _u)),
+    "rule_scalar_hypothesis": lambda: Proof(
+        "rule_scalar_hypothesis", "hyp:lam_mu", "a scalar hypothesis: one step",
+        (Hypothesis("lam_mu", _lam, _mu ** 2),),
+        (), (), Chain("main", mul(_lam, 1 / _n, _P1), mul(_mu ** 2, 1 / _n, _P1),
+                      (Step(mul(_mu ** 2, 1 / _n, _P1), "hyp:lam_mu"),))),
 }
 RULE_IDS = sorted(RULE_PROOFS)
 #: The mutation suite on every library theorem is the slow tier (pytest -m slow, run by .ci/run); the default run
@@ -133,7 +142,7 @@ TIERED_IDS = tiered(THEOREM_IDS)
 #: The rules the kernel language gained with blocks, scalars and families (base:/step: are per family).
 NEW_RULES = {"block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
              "block_inverse_schur", "block_inverse_schur_mirror",
-             "inverse_identity", "scalar_matrix"}
+             "inverse_identity", "scalar_matrix", "transpose_scalar"}
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -950,7 +959,7 @@ def misapplied_rule_mutants(theorem_id: str) -> list[Mutant]:
 
 
 def test_every_new_rule_has_a_proof_and_the_library_uses_base_and_step_rules():
-    assert {proof_of(tid).claim.steps[0].rule for tid in RULE_IDS} == NEW_RULES <= set(AXIOMS)
+    assert {proof_of(tid).claim.steps[0].rule for tid in RULE_IDS} - {"hyp:lam_mu"} == NEW_RULES <= set(AXIOMS)
     used = {s.rule.split(":")[0] for tid in THEOREM_IDS for _, _, _, steps in parts(proof_of(tid)) for s in steps}
     assert {"base", "step", "hyp", "lemma", "thm"} <= used
 

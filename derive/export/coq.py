@@ -23,6 +23,7 @@ from sympy import Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow,
 
 from ..certificates.format import CertificateError, proof_from_data
 from ..kernel.proof import Induction
+from ..kernel.scalars import is_one_by_one
 from ..kernel.terms import FamilyMatrix, add, block, blocks_of, canon, exponent_form, factors_of, mul, power
 
 __all__ = ["PRELUDE", "CoqExport", "Unsupported", "export_certificates", "theorem_file", "write_export"]
@@ -883,6 +884,8 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         else:  # (c A B)ᵀ = c Bᵀ Aᵀ: the coefficient out of the transpose (trmx is linear)
             out.append((mul(coeff, [Transpose(m) for m in reversed(ms)]),
                         f"ltac:(by rewrite ?linearN ?linearZ /= ?trmx_mul; {_NORM_SCALARS})"))
+    elif rule == "transpose_scalar":
+        out += _transpose_scalar_proofs(sub)
     elif rule == "transpose_transpose" and type(sub) is Transpose and type(sub.args[0]) is Transpose:
         out.append((sub.args[0].args[0], f"trmxK {show(ast(sub.args[0].args[0]), False)}"))
     elif rule == "transpose_inverse" and type(sub) is Transpose and type(sub.args[0]) is Inverse:
@@ -1072,12 +1075,26 @@ def _block_product(left, right, norm: str = _NORM):
     return [(result, "erefl" if lemma == "erefl" else f"ltac:(by rewrite ({lemma} {args}); {norm})", tree)]
 
 
+def _transpose_scalar_proofs(sub) -> list:
+    """Mᵀ = M for a literally 1×1 M (issue 29): entrywise, the one entry of a 'M_1 is its own transpose's."""
+    if type(sub) is Transpose and is_one_by_one(sub.args[0]):
+        return [(sub.args[0], "ltac:(by apply/matrixP => i j; rewrite !ord1 mxE)")]
+    return []
+
+
+def _refuse_scalar_language(proof) -> None:
+    """Unsupported, in one line, for the constructs of issue 29 the export does not model (scalar hypotheses)."""
+    for h in [*proof.hypotheses, *(h for c in (*proof.lemmas, proof.claim) for h in getattr(c, "hypotheses", ()))]:
+        if type(h.lhs) is sympy.Symbol:
+            raise Unsupported(f"the scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) is not exported")
+
+
 _SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", "block_single", "block_multiply",
                     "block_inverse_diagonal", "block_scale", "block_identity", "block_zero",
                     "block_inverse_schur", "block_inverse_schur_mirror",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
-                    "inverse_product", "zero_mul", "zero_add", "distribute"}
+                    "inverse_product", "zero_mul", "zero_add", "distribute", "transpose_scalar"}
 
 
 def _find(before, after, rule, facts, lemmas, defs):
@@ -1543,6 +1560,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         if cid not in exported:
             raise Unsupported(f"cites {cid}, which is not exported")
     proof = proof_from_data({**data, "cites": []})
+    _refuse_scalar_language(proof)
     tid = _ident(proof.theorem)
     terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
     terms += [t for h in proof.hypotheses for t in ([h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs])]

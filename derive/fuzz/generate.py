@@ -49,8 +49,13 @@ s = Symbol("s", integer=True, nonnegative=True)
 u = Symbol("u", integer=True, nonnegative=True)
 lam = Symbol("lam", positive=True)
 mu = Symbol("mu", real=True)
+nu = Symbol("nu", real=True)  # given by a scalar hypothesis nu = r (issue 29)
 
 COEFFICIENTS = (2, -1, Rational(1, 2), 3, lam, mu, 1 / lam, lam + 1, mu**2 + 1, (lam + 1) / lam, 1 / (lam + 1))
+#: Coefficients with dimension and index symbols (issue 29): n > 0, and t ≥ 0 (1/t is not defined at t = 0).
+SIZE_COEFFICIENTS = (1 / n, n, p / (n + 1), 1 / (t + 1), t, (t + 1) / n, 1 / t)  # 1/t: refused (t may be 0)
+#: Right sides of the scalar hypothesis nu = r: of every sign (nu ≠ 0 only where r is shown non-zero).
+NU_VALUES = (mu**2 + 1, mu**2, lam + mu, 1 / lam, 2 * mu, lam * mu - 1)
 MAX_OPS = 40  # terms larger than this (in nodes) are not pursued
 #: What building a term can raise (SymPy refusing a construction, a shape that does not conform).
 BUILD_ERRORS = (TermError, ValueError, TypeError, AttributeError, NotImplementedError, IndexError, KeyError,
@@ -172,6 +177,8 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
         w.families.append(Family("x", s, p, Integer(1)))
     if w.chance(0.2):  # an index as a dimension: the prefix Xp[t] has t rows, Xp[0] is empty
         w.families.append(Family("Xp", s, s, p))
+    if w.chance(0.3):  # a scalar hypothesis nu = r (issue 29)
+        w.hypotheses.append(Hypothesis("nu_def", nu, rng.choice(NU_VALUES)))
     if w.family("x") is not None and w.chance(0.25):  # P[0] = 0 (0×p), P[s+1] = [P[s]; x[s+1]ᵀ]
         w.families.append(Family("P", s, s, p, ZeroMatrix(0, p),
                                  block([[FamilyMatrix("P", s, s, p)], [transpose(FamilyMatrix("x", s + 1, p, 1))]])))
@@ -191,6 +198,8 @@ class Terms:
 
     def coefficient(self):
         c = self.rng.choice(COEFFICIENTS)
+        if self.rng.random() < 0.12:  # issue 29: a dimension or index symbol, or the scalar of a hypothesis
+            c = self.rng.choice(SIZE_COEFFICIENTS + ((nu, 1 / nu, nu + lam) if _nu_value(self.w) is not None else ()))
         if self.rng.random() < 0.1 and "v" in self.w.symbols:
             v = self.w.symbols["v"]
             other = self.w.symbols.get("w", v)
@@ -408,6 +417,11 @@ def _citation_instance(name: str, terms: Terms, world: World) -> list[tuple]:
     return out
 
 
+def _nu_value(world: World):
+    """The right side r of the world's scalar hypothesis nu = r, or None."""
+    return next((h.rhs for h in world.hypotheses if h.name == "nu_def"), None)
+
+
 def rule_for(name: str, instance, ctx: Context):
     return resolve_rule(Step(Identity(1), name, tuple(instance)), ctx, _fail)
 
@@ -455,6 +469,11 @@ def _expansions(sub: Basic, terms: Terms) -> list[tuple[Basic, str]]:
         base, q = (sub.args[0], sub.args[1]) if isinstance(sub, MatPow) else (sub, Integer(1))
         split = rng.choice((Rational(1, 2), Integer(1), Integer(2), Integer(-1)))
         propose(lambda: mul(power(base, split), power(base, q - split)), "power_combine")
+    if r == 1 and c == 1:  # issue 29: a literally 1×1 term is its own transpose
+        propose(lambda: transpose(sub), "transpose_scalar")
+    value = _nu_value(terms.w)
+    if value is not None and rng.random() < 0.5:  # nu/r · sub, which hyp:nu_def (nu → r) rewrites to sub
+        propose(lambda: mul(nu, 1 / value, sub), "hyp:nu_def")
     if isinstance(r, sympy.Add):
         a_, b_ = r.args[0], r - r.args[0]
         if isinstance(sub, Identity):
@@ -481,7 +500,8 @@ def _accept(current, new, rule, ctx) -> Basic | None:
 
 def _rule_names(ctx: Context, world: World) -> list[str]:
     names = list(AXIOMS) + [k for k in ctx.rules if not k.startswith("hyp:IH")] + [f"thm:{th.id}" for th in world.cites]
-    return [k for k in names if not (k in ctx.rules and ctx.rules[k][0] is None)]  # predicates are no rules
+    scalar = getattr(ctx, "scalar_equations", {})  # scalar hypotheses λ = r are rules (issue 29); predicates are not
+    return [k for k in names if not (k in ctx.rules and ctx.rules[k][0] is None) or k in scalar]
 
 
 def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | None:
@@ -496,7 +516,11 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
                 new = replace_at(current, path, new_sub)
             except BUILD_ERRORS:
                 continue
-            after = _accept(current, new, AXIOMS[rule_name], ctx)
+            try:
+                rule = AXIOMS[rule_name] if rule_name in AXIOMS else rule_for(rule_name, (), ctx)
+            except Skip:
+                continue
+            after = _accept(current, new, rule, ctx)
             if after is not None:
                 return Step(after, rule_name)
         return None
@@ -529,7 +553,7 @@ def seeded_start(ctx: Context, terms: Terms, world: World):
     """One side of a random equation rule (instantiated), sometimes inside a product or a sum: a start from
     which that rule applies."""
     rng = terms.rng
-    names = [k for k in _rule_names(ctx, world) if ":" in k]
+    names = [k for k in _rule_names(ctx, world) if ":" in k and k not in getattr(ctx, "scalar_equations", {})]
     rng.shuffle(names)
     cited = [k for k in names if k.startswith("thm:")]
     if cited and rng.random() < 0.5:  # a chain that uses the cited theorem
@@ -872,7 +896,32 @@ def _foreign_index(f: Family, rng, other=None) -> Family | None:
 
 
 MUTATIONS = ("rule", "expr", "instance", "drop_hypothesis", "definition", "recurrence", "exponent", "claim",
-             "drop_step", "cycle")
+             "drop_step", "cycle", "scalar")
+
+
+def _mutate_scalar(proof: Proof, world: World, rng: random.Random, slots) -> tuple[Proof, str] | None:
+    """The scalar hypothesis nu = r with another r (the steps that used it must now fail), or a step that cites
+    transpose_scalar given the transpose of a sub-term that is not 1×1."""
+    k = next((i for i, h in enumerate(proof.hypotheses) if h.name == "nu_def"), None)
+    if k is not None and rng.random() < 0.6:
+        h = proof.hypotheses[k]
+        new = rng.choice([v for v in (*NU_VALUES, h.rhs + 1, -h.rhs) if v != h.rhs])
+        hyps = list(proof.hypotheses)
+        hyps[k] = Hypothesis(h.name, h.lhs, new)
+        return dataclasses.replace(proof, hypotheses=tuple(hyps)), f"scalar hypothesis nu = {h.rhs} -> {new}"
+    if not slots:
+        return None
+    slot = rng.choice(slots)
+    step = _get_step(proof, slot)
+    larger = [(path, sub) for path, sub in paths(step.expr) if sub.shape != (1, 1)]
+    if not larger:
+        return None
+    path, sub = rng.choice(larger)
+    try:
+        new = replace_at(step.expr, path, transpose(sub))
+    except BUILD_ERRORS:
+        return None
+    return _set_step(proof, slot, Step(new, "transpose_scalar")), f"step {slot}: transpose_scalar on a larger term"
 
 
 def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] | None:
@@ -967,6 +1016,8 @@ def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] 
     if kind == "drop_step" and slots:
         slot = rng.choice(slots)
         return _set_step(proof, slot, None), f"step {slot} dropped"
+    if kind == "scalar":  # issue 29: the scalar hypothesis changed, or a 1×1 transpose put on a larger term
+        return _mutate_scalar(proof, world, rng, slots)
     if kind == "cycle" and proof.definitions:
         users = [f for f in proof.families if f.is_defined and
                  any(f.step.has(d.symbol) or f.base.has(d.symbol) for d in proof.definitions)]

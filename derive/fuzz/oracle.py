@@ -45,7 +45,7 @@ from sympy.matrices.expressions import (
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
 from ..kernel.terms import FamilyMatrix, index_kind
-from ..witness.evaluate import UndefinedValue, WitnessError, _Ctx, _eval, _RationalArith
+from ..witness.evaluate import UndefinedValue, WitnessError, _coefficient, _Ctx, _eval, _RationalArith
 
 __all__ = ["Refutation", "Verdict", "judge", "replay", "sample_proof"]
 
@@ -77,7 +77,10 @@ class Sample:
                 "scalars": {s.name: str(v) for s, v in self.scalars.items()},
                 "matrices": {s.name: mat(v) for s, v in self.env.items()},
                 "members": {f"{name}[{e}]": mat(v) for (name, e), v in self.members.items()},
-                "adversarial": sorted(self.adversarial)}
+                "adversarial": sorted(self.adversarial),
+                # the shapes too: an empty matrix (X_0 is 0×p) has no rows to show its columns
+                "shapes": {**{s.name: list(v.shape) for s, v in self.env.items()},
+                           **{f"{name}[{e}]": list(v.shape) for (name, e), v in self.members.items()}}}
 
 
 @dataclass
@@ -268,6 +271,23 @@ def _dim_value(expr, dims: dict) -> int:
     return int(value)
 
 
+def _solve_scalar_hypotheses(proof: Proof, scalars: dict, dims: dict) -> None:
+    """λ = r (issue 29): λ takes the value of r on the other scalars and the dimensions; one declared positive
+    must come out positive (else the sample cannot satisfy the hypotheses: CannotSample)."""
+    pending = [h for h in proof.hypotheses if type(h.lhs) is Symbol]
+    for _ in range(len(pending)):
+        for h in list(pending):
+            value = h.rhs.xreplace({**{k: v for k, v in scalars.items() if k != h.lhs},
+                                    **{k: Integer(v) for k, v in dims.items()}})
+            if isinstance(value, Rational):
+                if scalar_kind(h.lhs) == "positive" and value <= 0:
+                    raise CannotSample(f"{h.lhs} must be positive, but {h.name} gives {value}")
+                scalars[h.lhs] = value
+                pending.remove(h)
+    if pending:
+        raise CannotSample("the scalar hypotheses " + ", ".join(h.name for h in pending) + " cannot be solved")
+
+
 def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) -> Sample:
     """Values for every free symbol of ``proof`` that satisfy its hypotheses (checked afterwards by :func:`judge`)."""
     terms = _terms(proof)
@@ -287,9 +307,12 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
             scalars[s] = _positive(rng)
         elif kind == "real":
             scalars[s] = Rational(rng.choice((-3, -2, -1, 1, 2, 3)), rng.choice((1, 2)))
+    _solve_scalar_hypotheses(proof, scalars, dims)
     kinds: dict[MatrixSymbol, set] = {}
     solved: dict[MatrixSymbol, tuple] = {}
     for h in proof.hypotheses:
+        if type(h.lhs) is Symbol:  # a scalar hypothesis λ = r: solved above
+            continue
         if h.is_predicate:
             arg = h.lhs.arguments[0]
             name = next((k for k in ("positive_definite", "invertible", "symmetric", "diagonal")
@@ -432,6 +455,8 @@ def _definition_order(proof: Proof) -> tuple[list, list[str] | None]:
 
 
 def _holds(h: Hypothesis, proof: Proof, sample: Sample, ctx: _Ctx, rng: random.Random) -> bool:
+    if type(h.lhs) is Symbol:  # a scalar hypothesis λ = r, on the numbers
+        return _coefficient(h.lhs, ctx) == _coefficient(h.rhs, ctx)
     if h.is_predicate:
         value = _eval(h.lhs.arguments[0], ctx).to_Matrix()
         if value.rows != value.cols:
@@ -616,8 +641,12 @@ def _index_assignments(indices: list[Symbol], rng: random.Random) -> list[dict]:
 
 def replay(proof: Proof, data: dict) -> str:
     """Re-evaluate a recorded refutation (``refutation.json``) on its recorded sample; a line that says what differs."""
-    def mat(rows):
-        return Matrix([[Rational(x) for x in row] for row in rows]) if rows else zeros(0, 0)
+    shapes = (data.get("sample") or {}).get("shapes", {})
+
+    def mat(rows, name=None):
+        if rows:
+            return Matrix([[Rational(x) for x in row] for row in rows])
+        return zeros(*shapes.get(name, (0, 0)))
 
     symbols = {m.name: m for t in _terms(proof) for m in t.atoms(MatrixSymbol)}
     plain = {s.name: s for t in _terms(proof) for s in t.atoms(Symbol)}  # shapes' symbols included
@@ -629,11 +658,11 @@ def replay(proof: Proof, data: dict) -> str:
     raw = data["sample"]
     dims = {plain[k]: v for k, v in raw["dims"].items() if k in plain}
     scalars = {plain[k]: Rational(v) for k, v in raw["scalars"].items() if k in plain}
-    env = {symbols[k]: mat(v) for k, v in raw["matrices"].items() if k in symbols}
+    env = {symbols[k]: mat(v, k) for k, v in raw["matrices"].items() if k in symbols}
     members = {}
     for key, v in raw["members"].items():
         name, e = key[:-1].split("[")
-        members[(name, int(e))] = mat(v)
+        members[(name, int(e))] = mat(v, key)
     sample = Sample(dims, scalars, env, members, set(raw.get("adversarial", ())))
     extra = {plain[k]: v for k, v in data.get("index_values", {}).items() if k in plain}
     ctx = _context(proof, sample, extra)

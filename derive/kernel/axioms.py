@@ -26,7 +26,7 @@ from .judgments import (
 from .scalars import is_one_by_one
 from .terms import add, block, blocks_of, canon, dims_equal, exponent_form, factors_of, inv, mul, power, shape
 
-__all__ = ["AXIOMS", "RUNS", "Rule", "equation_rule"]
+__all__ = ["AXIOMS", "RUNS", "Rule", "equation_rule", "scalar_equation_rule"]
 
 # Each axiom maps a term (a node, or a run of two or more adjacent factors of a product)
 # to the terms it may be rewritten to.  Each is an identity of real matrices under the
@@ -377,6 +377,14 @@ def _scalar_matrix(t, ctx):
             if is_one_by_one(m) and not isinstance(m, (Identity, ZeroMatrix))]
 
 
+def _transpose_scalar(t, ctx):
+    """Mᵀ = M for a literally 1×1 M (its shape is 1×1 as written, not by a dimension that might be 1): a 1×1
+    matrix is its own transpose, so yᵀXΓx_q = (yᵀXΓx_q)ᵀ = x_qᵀΓᵀXᵀy (issue 29)."""
+    if isinstance(t, Transpose) and is_one_by_one(t.args[0]):
+        return [t.args[0]]
+    return []
+
+
 #: The matrix-algebra axioms, by the name a step cites.
 AXIOMS: dict[str, Rule] = {
     "transpose_product": _transpose_product,  # (A B)ᵀ = Bᵀ Aᵀ
@@ -406,6 +414,7 @@ AXIOMS: dict[str, Rule] = {
     "block_inverse_schur": _block_inverse_schur,  # [[A, B], [C, D]]⁻¹ by S = D − C A⁻¹ B; A, S invertible
     "block_inverse_schur_mirror": _block_inverse_schur_mirror,  # ... by T = A − B D⁻¹ C; D, T invertible
     "scalar_matrix": _scalar_matrix,  # c A s B = (c tr s) A B for a 1×1 factor s
+    "transpose_scalar": _transpose_scalar,  # Mᵀ = M for a literally 1×1 M
 }
 
 
@@ -429,6 +438,7 @@ RUNS: dict[str, Callable | None] = {
                             "block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
                             "block_inverse_schur", "block_inverse_schur_mirror",
                             "scalar_matrix",  # the coefficient belongs to the whole product
+                            "transpose_scalar",
                             "identity_mul")  # dropping I from a run drops it from the whole product: no new result
 }
 RUNS.update({
@@ -446,6 +456,25 @@ for _name, _rule in AXIOMS.items():
 # only a filter, so it costs no completeness, and it keeps checking a step near-linear in the term's size.
 for _rule in (_identity_mul, _collect, _distribute):
     _rule.targeted = True
+
+
+def scalar_equation_rule(symbol: Basic, value: Basic) -> Rule:
+    """The rewrite rule of a scalar hypothesis λ = r (issue 29): in the coefficient of one product, every λ
+    (those inside a 1×1 matrix read as a scalar included) replaced by the rational function r; read backwards,
+    r goes back to λ.  Sound because λ and r are the same number wherever the hypotheses hold, and a
+    coefficient's reduced denominator is non-zero wherever the term as written is defined."""
+
+    def rule(t, ctx):
+        if not isinstance(t, MatMul):
+            return []
+        coeff, mats = factors_of(t)
+        if not coeff.has(symbol):
+            return []
+        return [mul(coeff.xreplace({symbol: value}), mats)]
+
+    rule.runs = None  # the coefficient belongs to the whole product
+    rule.scalar = (symbol, value)
+    return rule
 
 
 def equation_rule(lhs: Basic, rhs: Basic) -> Rule:

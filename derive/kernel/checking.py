@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from sympy import Basic, Symbol
+from sympy import Basic, PolynomialError, Symbol
 from sympy.logic.boolalg import BooleanTrue
 from sympy.matrices.expressions import (
     BlockMatrix,
@@ -35,7 +35,7 @@ from sympy.matrices.expressions import (
     Transpose,
 )
 
-from .axioms import AXIOMS, Rule, equation_rule
+from .axioms import AXIOMS, Rule, equation_rule, scalar_equation_rule
 from .budget import CheckInterrupted, GuardFired, WorkExceeded, default_limit, metered
 from .judgments import (
     Context,
@@ -46,6 +46,7 @@ from .judgments import (
     diagonal,
     invertible,
     positive_definite,
+    require_coefficient_defined,
     symmetric,
 )
 from .proof import (
@@ -62,6 +63,7 @@ from .proof import (
     digest,
     is_issued,
 )
+from .scalars import CoefficientError, canon_coefficient, is_scalar_symbol, require_coefficient
 from .terms import (
     MATRIX_NODES,
     FamilyMatrix,
@@ -233,6 +235,9 @@ def _add_hypotheses(hypotheses, ctx: Context, fail) -> None:
     "XᵀX invertible" wherever that hypothesis stands in the list.
     """
     for h in hypotheses:
+        if is_scalar_hypothesis(h):
+            _add_scalar_hypothesis(h, ctx, fail)
+            continue
         if h.is_predicate:
             if h.forall or not isinstance(h.rhs, BooleanTrue):
                 fail(f"predicate hypothesis {h.name} must read Q.<predicate>(M) = true")
@@ -244,13 +249,51 @@ def _add_hypotheses(hypotheses, ctx: Context, fail) -> None:
             ctx.equations.append((canon(h.lhs), canon(h.rhs)))
         _register(f"hyp:{h.name}", (canon(h.lhs) if not h.is_predicate else None, h.rhs, h.forall), ctx, fail)
     for h in hypotheses:
-        if h.is_predicate:
+        if is_scalar_hypothesis(h):
+            _check_scalar_hypothesis(h, ctx, fail)
+        elif h.is_predicate:
             subject = _defined(h.lhs.arguments[0], ctx, fail)
             if not _square(subject):
                 fail(f"hypothesis {h.name} applies a predicate to a non-square matrix")
         else:
             lhs, rhs = _defined(h.lhs, ctx, fail), _defined(h.rhs, ctx, fail)
             _same_shape(lhs, rhs, fail, f"hypothesis {h.name}")
+
+
+# --- scalar hypotheses λ = r (issue 29) ---------------------------------------------------------------------
+
+
+def is_scalar_hypothesis(h: Hypothesis) -> bool:
+    """A hypothesis between two scalars: its left side is a scalar symbol λ, its right side a coefficient r."""
+    return type(h.lhs) is Symbol
+
+
+def _add_scalar_hypothesis(h: Hypothesis, ctx: Context, fail) -> None:
+    """λ = r: a scalar symbol (derive.scalar) on the left, a coefficient without λ on the right, nothing bound.
+    Cited as ``hyp:NAME`` it rewrites λ into r (or back) in one product's coefficient; the sign judgment uses it."""
+    if not is_scalar_symbol(h.lhs):
+        fail(f"scalar hypothesis {h.name}: its left side {h.lhs} must be a scalar symbol (derive.scalar)")
+    if h.forall:
+        fail(f"scalar hypothesis {h.name} binds no variables")
+    if isinstance(h.rhs, MATRIX_NODES) or not isinstance(h.rhs, Basic):
+        fail(f"scalar hypothesis {h.name}: its right side must be a scalar (a coefficient), not a matrix")
+    try:
+        require_coefficient(h.rhs, require_exact_types)
+        value = canon_coefficient(h.rhs, canon)
+    except (CoefficientError, TermError, PolynomialError, ValueError, TypeError) as exc:
+        fail(f"scalar hypothesis {h.name}: {' '.join(str(exc).split())[:200]}")
+    if h.rhs.has(h.lhs) or value.has(h.lhs):
+        fail(f"scalar hypothesis {h.name}: {h.lhs} occurs on both sides")
+    _register(f"hyp:{h.name}", (None, h.rhs, ()), ctx, fail)  # not a matrix equation: _holds and thm: skip it
+    ctx.scalar_equations[f"hyp:{h.name}"] = (h.lhs, value)
+
+
+def _check_scalar_hypothesis(h: Hypothesis, ctx: Context, fail) -> None:
+    """The right side is defined: its 1×1 matrices are, and it divides only by scalars shown non-zero."""
+    try:
+        require_coefficient_defined(h.rhs, ctx)
+    except TermError as exc:
+        fail(f"scalar hypothesis {h.name}: {exc}")
 
 
 def _register(rule: str, entry, ctx: Context, fail) -> None:
@@ -329,6 +372,10 @@ def resolve_rule(step: Step, ctx: Context, fail) -> Rule:
         if step.instance:
             fail("axioms take no instance")
         return AXIOMS[step.rule]
+    if step.rule in ctx.scalar_equations:
+        if step.instance:
+            fail("this rule binds no variables, but the step instantiates some")
+        return scalar_equation_rule(*ctx.scalar_equations[step.rule])
     if step.rule in ctx.rules:
         return _instantiate(ctx.rules[step.rule], step, ctx, fail)
     if step.rule.startswith("thm:"):
@@ -374,6 +421,8 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
         fail(f"theorem {theorem.id} has a hypothesis that binds variables; it cannot be cited")
     if cited.families:
         fail(f"theorem {theorem.id} declares families of matrices; it cannot be cited (its families are its own)")
+    if any(is_scalar_hypothesis(h) for h in cited.hypotheses):
+        fail(f"theorem {theorem.id} has a scalar hypothesis; it cannot be cited (not yet)")
     symbols = _statement_symbols(cited)
     given = dict(step.instance)
     if len(given) != len(step.instance):
@@ -421,7 +470,7 @@ def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Cont
     """
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
                   dict(outer.citations), outer.deadline, families=dict(outer.families),
-                  total_families=set(outer.total_families))
+                  total_families=set(outer.total_families), scalar_equations=dict(outer.scalar_equations))
     for name, entry in lemma_rules.items():
         _register(name, entry, ctx, fail)
         ctx.equations.append((entry[0], entry[1]))
@@ -661,7 +710,7 @@ def _step_defined_for_any_member(f: Family, ctx: Context) -> bool:
     hypothesis speaks about F, so no judgment learns more about it)."""
     probe = Context(list(ctx.equations) + [(_member(f, f.index),) * 2], {k: list(v) for k, v in ctx.predicates.items()},
                     dict(ctx.rules), dict(ctx.citations), ctx.deadline, families=dict(ctx.families),
-                    total_families=set(ctx.total_families))
+                    total_families=set(ctx.total_families), scalar_equations=dict(ctx.scalar_equations))
     try:
         check_defined(f.step, probe)
     except OutOfTime:

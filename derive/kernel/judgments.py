@@ -26,7 +26,7 @@ from sympy.matrices.expressions import (
 
 from .budget import charge
 from .proof import PREDICATES
-from .scalars import is_number, scalar_kind
+from .scalars import is_number, scalar_kind, size_kind
 from .terms import (
     MATRIX_NODES,
     FamilyMatrix,
@@ -73,6 +73,7 @@ class Context:
     memo: dict = field(default_factory=dict)
     families: dict = field(default_factory=dict)  # family name -> its declaration (derive.kernel.Family)
     total_families: set = field(default_factory=set)  # recurrences whose every member is defined
+    scalar_equations: dict = field(default_factory=dict)  # hyp:NAME -> (scalar symbol λ, coefficient r): λ = r
 
     def has(self, predicate: str, term: Basic) -> bool:
         return any(term == t for t in self.predicates[predicate])
@@ -130,7 +131,7 @@ def sign(c: Basic, ctx: Context, depth: int = 0) -> frozenset:
     if is_number(c):
         return POSITIVE if c > 0 else NEGATIVE if c < 0 else ZERO
     if kind is Symbol:
-        return POSITIVE if scalar_kind(c) == "positive" else UNKNOWN
+        return _symbol_sign(c, ctx, depth)
     if kind is Trace:
         m = c.args[0]
         if positive_definite(m, ctx, depth):
@@ -155,6 +156,20 @@ def sign(c: Basic, ctx: Context, depth: int = 0) -> frozenset:
         part = sign(base, ctx, depth) - ({0} if exponent < 0 else set())
         return frozenset(a ** abs(int(exponent)) if a else 0 for a in part) or UNKNOWN
     return UNKNOWN
+
+
+def _symbol_sign(c: Symbol, ctx: Context, depth: int) -> frozenset:
+    """A scalar symbol: positive by declaration, else unknown; a dimension symbol (derive.dim) positive, an index
+    symbol (derive.index) non-negative (it may be 0); narrowed by each scalar hypothesis λ = r, whose r has the
+    sign λ has wherever the hypotheses hold (followed at most ``_SEARCH_DEPTH`` deep: λ = μ², μ > 0 gives λ > 0)."""
+    out = POSITIVE if scalar_kind(c) == "positive" else \
+        {"dimension": POSITIVE, "index": NONNEGATIVE}.get(size_kind(c), UNKNOWN)
+    if depth < _SEARCH_DEPTH:
+        for symbol, value in ctx.scalar_equations.values():
+            if symbol == c and len(out) > 1:
+                narrowed = out & sign(value, ctx, depth + 1)
+                out = narrowed or out  # empty: the hypotheses contradict each other; keep what is declared
+    return out
 
 
 def positive(c: Basic, ctx: Context) -> bool:
@@ -506,6 +521,11 @@ def _member_defined(term: FamilyMatrix, ctx: Context, depth: int) -> bool:
         return True
     except TermError:
         return False
+
+
+def require_coefficient_defined(c: Basic, ctx: Context) -> None:
+    """A scalar (a coefficient, or the right side of a scalar hypothesis) is defined; TermError otherwise."""
+    _require_coefficient_defined(c, ctx)
 
 
 def _require_coefficient_defined(c: Basic, ctx: Context) -> None:

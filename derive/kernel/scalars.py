@@ -1,7 +1,8 @@
 """Scalar coefficients: rational functions of scalar symbols and of 1×1 matrices read as scalars.
 
 Part of the trusted core.  A product's coefficient is a SymPy scalar expression built from rational
-numbers, scalar symbols (real, or positive by declaration) and ``Trace(m)`` for a 1×1 matrix term ``m``
+numbers, scalar symbols (real, or positive by declaration), dimension and index symbols (the integers they
+stand for) and ``Trace(m)`` for a 1×1 matrix term ``m``
 (the 1×1 matrix read as the scalar it holds), with +, × and integer powers.  Its normal form is computed
 exactly by polynomial arithmetic over the rationals: numerator and denominator coprime polynomials in those
 atoms, the denominator monic, both expanded.  Two coefficients are equal as rational functions exactly
@@ -22,7 +23,7 @@ from sympy.matrices.expressions import Trace
 from .budget import charge, metered_cache
 
 __all__ = ["COEFFICIENT_TYPES", "MAX_EXPONENT", "CoefficientError", "atoms_of", "canon_coefficient",
-           "is_number", "is_one_by_one", "is_scalar_symbol", "require_coefficient", "scalar_kind"]
+           "is_number", "is_one_by_one", "is_scalar_symbol", "require_coefficient", "scalar_kind", "size_kind"]
 
 #: The assumptions a scalar symbol is made with (``derive.scalar``): real, or positive.
 SCALAR_ASSUMPTIONS = {"real": {"real": True}, "positive": {"positive": True}}
@@ -55,6 +56,22 @@ def is_scalar_symbol(symbol: Basic) -> bool:
     return scalar_kind(symbol) is not None
 
 
+# --- dimension and index symbols in a coefficient (issue 29): 1/n for a dimension n ----------------------
+#: The assumptions of a dimension symbol (``derive.dim``: a positive integer) and of an index symbol
+#: (``derive.index``: a natural number, which may be 0).  Both may stand in a coefficient as the number they are.
+SIZE_ASSUMPTIONS = {"dimension": {"integer": True, "positive": True}, "index": {"integer": True, "nonnegative": True}}
+
+
+def size_kind(symbol: Basic) -> str | None:
+    """``"dimension"`` (positive) or ``"index"`` (may be 0) for a size symbol in a coefficient, None otherwise."""
+    if type(symbol) is not Symbol:
+        return None
+    given = getattr(symbol, "_assumptions_orig", None)
+    if type(given) is not dict:
+        return None
+    return next((kind for kind, assumed in SIZE_ASSUMPTIONS.items() if given == assumed), None)
+
+
 def is_number(c: Basic) -> bool:
     """A rational number (the coefficients the kernel had before scalar symbols)."""
     return type(c) in _RATIONAL_TYPES
@@ -82,8 +99,9 @@ def require_coefficient(c: Basic, require_matrix) -> None:
         if kind not in COEFFICIENT_TYPES:
             raise CoefficientError(f"{kind.__name__} is not allowed in a coefficient")
         if kind is Symbol:
-            if not is_scalar_symbol(node):
-                raise CoefficientError(f"{node} is not a scalar symbol (make one with derive.scalar)")
+            if not is_scalar_symbol(node) and size_kind(node) is None:
+                raise CoefficientError(f"{node} is not a scalar symbol (derive.scalar) nor a dimension or index "
+                                       "symbol (derive.dim, derive.index)")
         elif kind is Trace:
             (matrix,) = node.args
             if not is_one_by_one(matrix):

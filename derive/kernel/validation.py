@@ -280,7 +280,7 @@ def _coefficient(value, budget: list[int]) -> Basic:
     if kind in _RATIONAL_TYPES:
         return rational(value)
     if kind is Symbol:
-        return scalar_symbol(value)
+        return _coefficient_symbol(value)
     if kind in (sympy.Add, sympy.Mul):
         args = _args(value)
         if len(args) < 2:
@@ -293,6 +293,15 @@ def _coefficient(value, budget: list[int]) -> Basic:
         (matrix,) = _exactly(value, 1)
         return Trace(_term(matrix, budget))
     raise ValidationError(f"{kind.__name__} is not allowed in a coefficient")
+
+
+def _coefficient_symbol(value) -> Symbol:
+    """A symbol in a coefficient: a scalar symbol, or a dimension or index symbol standing for its integer
+    (1/n for a dimension n; an index may be 0, so the sign judgment never calls it positive)."""
+    if type(value) is Symbol and type(getattr(value, "_assumptions_orig", None)) is dict \
+            and value._assumptions_orig in (_DIMENSION_ASSUMPTIONS, _INDEX_ASSUMPTIONS):
+        return dimension_symbol(value)
+    return scalar_symbol(value)
 
 
 def _exactly(value, count: int) -> tuple:
@@ -346,7 +355,18 @@ def hypothesis(value) -> Hypothesis:
         if type(value.rhs) is not BooleanTrue:
             raise ValidationError(f"predicate hypothesis {name} must read Q.<predicate>(M) = true")
         return Hypothesis(name, _predicate(value.lhs), S.true, forall)
+    if isinstance(value.lhs, Symbol):  # a subclass too, to be refused by name below
+        return _scalar_hypothesis(value, name, forall)
     return Hypothesis(name, term(value.lhs), term(value.rhs), forall)
+
+
+def _scalar_hypothesis(value: Hypothesis, name: str, forall: tuple) -> Hypothesis:
+    """λ = r (issue 29): a scalar symbol, exactly, and a coefficient, rebuilt; nothing bound."""
+    if forall:
+        raise ValidationError(f"scalar hypothesis {name} binds no variables")
+    if type(value.rhs) in _MATRIX_TYPES:
+        raise ValidationError(f"scalar hypothesis {name}: its right side must be a scalar, not a matrix")
+    return Hypothesis(name, scalar_symbol(value.lhs), _coefficient(value.rhs, [MAX_TERM_NODES]), ())
 
 
 def definition(value) -> Definition:

@@ -72,6 +72,7 @@ RULE_TEXT = {
     "block_inverse_schur_mirror": "block inverse by the Schur complement of the lower block",
     "inverse_identity": "inverse of the identity",
     "scalar_matrix": "a 1-by-1 matrix is a scalar",
+    "transpose_scalar": "a 1-by-1 matrix is its own transpose",
 }
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",

@@ -50,6 +50,7 @@ from .evaluate import (
     UndefinedValue,
     WitnessError,
     _Arith,
+    _coefficient,
     _Ctx,
     _det,
     _dim,
@@ -158,7 +159,24 @@ def _scalar_values(table: _Symbols, rng: random.Random, zeros: Iterable[Symbol] 
         positive = scalar_kind(sym) == "positive"
         value = _positive_rational(rng) if positive else _rational(rng)
         out[sym] = QQ(0) if sym in zeros else value
-    return out
+    return _solve_scalar_equations(table, out, QQ)
+
+
+def _solve_scalar_equations(table: _Symbols, values: dict, domain) -> dict:
+    """Each scalar hypothesis λ = r (issue 29): λ takes r's value on the other scalars (in ``domain``: rational
+    numbers, or the symbolic run's rational functions).  An r with matrices or dimensions in it is left alone:
+    the hypothesis check then says the witness cannot sample it."""
+    pending = dict(table.scalar_equations)
+    for _ in range(len(pending)):
+        for symbol, rhs in list(pending.items()):
+            given = {s: domain.to_sympy(v) for s, v in values.items() if s != symbol}
+            value = rhs.xreplace(given)
+            allowed = set().union(*(v.free_symbols for v in given.values()))
+            if value.free_symbols - allowed or value.has(sympy.Trace):
+                continue
+            values[symbol] = domain.from_sympy(value)
+            del pending[symbol]
+    return values
 
 
 # --- hypotheses ----------------------------------------------------------------------
@@ -230,6 +248,8 @@ def _hypothesis_holds(h: Hypothesis, ctx: _Ctx, rng: random.Random, tally: _Tall
         if name is None:
             return f"unknown predicate {h.lhs.function}"
         return _predicate_holds(name, _eval(h.lhs.arguments[0], ctx), ctx, rng, tally)
+    if type(h.lhs) is Symbol:  # a scalar hypothesis λ = r (issue 29)
+        return None if _coefficient(h.lhs, ctx) == _coefficient(h.rhs, ctx) else "the two sides differ"
     if not h.forall:
         return None if _equal(_eval(h.lhs, ctx), _eval(h.rhs, ctx)) else "the two sides differ"
     for trial in range(3):
@@ -705,6 +725,7 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
         ctx = groups.get(key)
         if ctx is None:
             src = _symbol_source(kinds, scalars)
+            _solve_scalar_equations(table, src.scalars, src.domain)
             ctx = _sampled_context(proof, table, sampler(src, shape, chain.name), _FunctionArith(src.domain),
                                    chain.name, proof.hypotheses, rng, scratch, src.scalars)
             groups[key] = ctx

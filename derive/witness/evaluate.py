@@ -39,7 +39,7 @@ from sympy.polys.matrices import DomainMatrix
 from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 
 from ..kernel.proof import Family
-from ..kernel.scalars import scalar_kind
+from ..kernel.scalars import scalar_kind, size_kind
 from ..kernel.terms import FamilyMatrix, blocks_of, index_kind
 
 __all__ = ["UndefinedValue", "WitnessError", "evaluate", "mul"]
@@ -424,6 +424,10 @@ def _coefficient(c: Basic, ctx: _Ctx):
     K = ctx.arith.domain
     if isinstance(c, Rational):
         return K.convert_from(QQ(int(c.p), int(c.q)), QQ)
+    if type(c) is Symbol and size_kind(c) is not None:  # a dimension or index symbol: the integer it stands for
+        if c not in ctx.dims:
+            raise WitnessError(f"the sample gives no value for the dimension {c}")
+        return K.convert_from(QQ(int(ctx.dims[c])), QQ)
     if type(c) is Symbol:
         if scalar_kind(c) is None:
             raise WitnessError(f"{c} in a coefficient is not a scalar symbol")

@@ -367,6 +367,7 @@ class _Symbols:
     defined: frozenset[str]
     scalars: dict[str, Symbol] = field(default_factory=dict)
     families: dict[str, Family] = field(default_factory=dict)
+    scalar_equations: dict = field(default_factory=dict)  # λ -> r for each scalar hypothesis λ = r (issue 29)
 
     @property
     def free_matrices(self) -> list[str]:
@@ -407,7 +408,9 @@ def _symbols(proof: Proof) -> _Symbols:
     bound = {str(v.name) for h in hyps for v in h.forall}
     bound |= {str(f.index.name) for f in proof.families if str(f.index.name) not in outside}
     defined = frozenset(str(d.symbol.name) for d in proof.definitions)
-    return _Symbols(matrices, dims, frozenset(bound), defined, scalars, {f.name: f for f in proof.families})
+    equations = {h.lhs: h.rhs for h in proof.hypotheses if type(h.lhs) is Symbol}
+    return _Symbols(matrices, dims, frozenset(bound), defined, scalars, {f.name: f for f in proof.families},
+                    equations)
 
 
 def _names(term: Basic, skip: frozenset[str] = frozenset()) -> list[str]:
