@@ -525,7 +525,7 @@ def _inductive_facts(f: Family, ctx: Context) -> frozenset:
     kept = frozenset(name for name in _INDUCTIVE_PREDICATES if judges[name](base, ctx))
     if not kept:
         return kept
-    fresh = Symbol(f"{f.index.name}\u2032", integer=True, nonnegative=True)  # ′: not an identifier, so fresh
+    fresh = _fresh_index(f)
     member = _member(f, fresh)
     step = f.step.xreplace({f.index: fresh})
     while kept:
@@ -718,17 +718,25 @@ def _step_defined_for_any_member(f: Family, ctx: Context) -> bool:
     """The step is defined whatever (defined) matrix F[s] is: then, by induction, every member is defined.
 
     F[s] is made defined and nothing else by a trivial equation F[s] = F[s] in a copy of the context (no
-    hypothesis speaks about F, so no judgment learns more about it)."""
-    probe = Context(list(ctx.equations) + [(_member(f, f.index),) * 2], {k: list(v) for k, v in ctx.predicates.items()},
+    hypothesis speaks about F, so no judgment learns more about it).  The step is judged at a fresh index symbol
+    (issue 29): a hypothesis about x[s] for the recurrence's own index s speaks of that one s, not of every index."""
+    fresh = _fresh_index(f)
+    member = _member(f, fresh)
+    probe = Context(list(ctx.equations) + [(member, member)], {k: list(v) for k, v in ctx.predicates.items()},
                     dict(ctx.rules), dict(ctx.citations), ctx.deadline, families=dict(ctx.families),
                     total_families=set(ctx.total_families))
     try:
-        check_defined(f.step, probe)
+        check_defined(f.step.xreplace({f.index: fresh}), probe)
     except OutOfTime:
         raise
     except TermError:
         return False
     return True
+
+
+def _fresh_index(f: Family) -> Symbol:
+    """An index symbol no proof can name (′ is not in an identifier), standing for every index of ``f``."""
+    return Symbol(f"{f.index.name}\u2032", integer=True, nonnegative=True)
 
 
 def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
