@@ -13,7 +13,11 @@ matrices (exact rational arithmetic), and refused once its premise is dropped or
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -301,3 +305,62 @@ def test_the_demo_theorems_check():
     module = load_demo()
     for name in ("gls_by_whitening", "woodbury_invertible"):
         assert check(getattr(module, name)()).id == name
+
+
+# --- the Coq export ---------------------------------------------------------------------------------------------
+
+HYPOTHESIS_ABOUT_A_DEFINED_SYMBOL = '''
+from sympy import MatrixSymbol, Q
+from derive import Definition, ProofBuilder, dim, inv, mul, predicate, theorem, transpose
+n, p = dim("n"), dim("p")
+X, L, X_w = MatrixSymbol("X", n, p), MatrixSymbol("L", n, n), MatrixSymbol("X_w", n, p)
+
+
+@theorem
+def whitened_cancel():
+    gram = mul(transpose(X_w), X_w)
+    b = ProofBuilder("whitened_cancel", "Cancelling a whitened Gram matrix", "(X_wᵀX_w)⁻¹X_wᵀX_wX_wᵀ = X_wᵀ.",
+                     [predicate("L_invertible", Q.invertible, L), predicate("whitened_gram", Q.invertible, gram)],
+                     [Definition("X_w", X_w, mul(inv(L), X))])
+    b.main(mul(inv(gram), gram, transpose(X_w))).rw("inverse_cancel").rw("identity_mul").qed(transpose(X_w))
+    return b.proof()
+'''
+
+
+def _export(tmp_path, library: Path, ids: list[str], capsys, compile_: bool = False) -> tuple[int, str, Path]:
+    from derive.cli import main
+
+    out = tmp_path / "coq"
+    args = ["export", "coq", *ids, "--out", str(out), "--library", str(library), "--record", str(tmp_path / "rec")]
+    status = main(args + (["--compile"] if compile_ else []))
+    return status, capsys.readouterr().out, out
+
+
+def test_the_coq_export_refuses_what_it_does_not_model_in_one_line(tmp_path):
+    """In a fresh process (this one may have registered the demo's theorems already)."""
+    done = subprocess.run([sys.executable, "-m", "derive", "export", "coq", "gls_by_whitening", "woodbury_invertible",
+                           "--out", str(tmp_path / "coq"), "--library", str(DATA / "user_definedness.py"),
+                           "--record", str(tmp_path / "rec")], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    out = done.stdout
+    assert "gls_by_whitening               not exported: the invertibility of X_w.T*X_w is judged by the kernel in a " \
+           "way the export does not model" in out, out + done.stderr
+    assert "woodbury_invertible            not exported: the invertibility of A + U*C*V is judged" in out, out
+
+
+def test_the_coq_export_states_a_hypothesis_about_a_defined_symbol_after_the_definition(tmp_path, capsys):
+    library = tmp_path / "whitened.py"
+    library.write_text(HYPOTHESIS_ABOUT_A_DEFINED_SYMBOL)
+    status, out, folder = _export(tmp_path, library, ["whitened_cancel"], capsys)
+    text = (folder / "whitened_cancel.v").read_text()
+    assert status == 0 and "whitened_cancel                exported" in out, out
+    assert text.index("Definition X_w ") < text.index("Hypothesis whitened_gram ") < text.index("Lemma "), text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is installed by .ci/run")
+def test_coq_accepts_a_hypothesis_about_a_defined_symbol(tmp_path, capsys):
+    library = tmp_path / "whitened.py"
+    library.write_text(HYPOTHESIS_ABOUT_A_DEFINED_SYMBOL.replace("whitened_cancel", "whitened_cancel_coq"))
+    status, out, _ = _export(tmp_path, library, ["whitened_cancel_coq"], capsys, compile_=True)
+    assert status == 0 and "coqc: accepted, closed under the global context" in out, out

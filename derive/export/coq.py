@@ -1433,6 +1433,22 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
     return f"Lemma {tid}_defined : {props}.\nProof. exact: {term}. Qed.\n"
 
 
+# --- issue 29: hypotheses about defined symbols ------------------------------------------------------------------
+
+
+def _after_definitions(proof, out: list, start: int) -> list:
+    """Take out of ``out`` the lines of the hypotheses that mention a defined symbol (one line per hypothesis from
+    ``start``, in order) and return them, to be written after the definitions they mention."""
+    defined = {d.symbol for d in proof.definitions}
+    late_rows = [start + i for i, h in enumerate(proof.hypotheses)
+                 if any((side.atoms(MatrixSymbol) & defined) for side in
+                        ([h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]))]
+    late = [out[i] for i in late_rows]
+    for i in reversed(late_rows):
+        del out[i]
+    return late
+
+
 def _family(f) -> str:
     """A family: free data `Variable x : nat -> 'M[R]_(r, c)`, or a recurrence as a Fixpoint on its index."""
     if f.index in f.rows.free_symbols | f.cols.free_symbols:
@@ -1513,6 +1529,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     for name, symbol in mats.items():
         out.append(f"Variable {_ident(name)} : {_mtype(*symbol.shape)}.")
     facts.equations_by_name = {}
+    hypotheses_start = len(out)  # issue 29: each hypothesis below writes one line (see _after_definitions)
     for h in proof.hypotheses:
         hn = _ident(h.name)
         if h.is_predicate:
@@ -1550,11 +1567,13 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             raise Unsupported(f"cites {cid}, which is not exported")
         return _citation(exported[cid], step, facts_here, lemmas, defs)
 
+    late = _after_definitions(proof, out, hypotheses_start)
     defs = {}
     for d in proof.definitions:
         dn = _ident(d.symbol.name)
         out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {show(ast(d.rhs))}.")
         defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {show(ast(d.rhs))})")
+    out += late
     out += [_family(f) for f in proof.families]
     out.append("")
     lemmas: dict = {}
