@@ -303,7 +303,7 @@ def load_demo():
 
 def test_the_demo_theorems_check():
     module = load_demo()
-    for name in ("gls_by_whitening", "woodbury_invertible"):
+    for name in ("gls_by_whitening", "woodbury_invertible", "woodbury"):
         assert check(getattr(module, name)()).id == name
 
 

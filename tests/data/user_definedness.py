@@ -3,8 +3,9 @@
 GLS by whitening: with Σ = LLᵀ and X_w := L⁻¹X, Y_w := L⁻¹Y, the whitened Gram matrix X_wᵀX_w is invertible
 because it unfolds to XᵀΣ⁻¹X, which is invertible by hypothesis (no lemma needed for the claim to be defined).
 Woodbury: A + UCV is invertible when A, C and the capacitance C⁻¹ + VA⁻¹U are (the statement (A + UCV)⁻¹(A + UCV)
-= I is defined only by that judgment).  The identity (A + UCV)⁻¹ = A⁻¹ − A⁻¹U(C⁻¹ + VA⁻¹U)⁻¹VA⁻¹ itself is not
-here: ``.auto()`` finds no chain for it (nor for (A + UCV)(A⁻¹ − …) = I) within its search.
+= I is defined only by that judgment), and the Woodbury identity (A + UCV)⁻¹ = A⁻¹ − A⁻¹U(C⁻¹ + VA⁻¹U)⁻¹VA⁻¹,
+through the lemma (A + UCV)(A⁻¹ − A⁻¹U(C⁻¹ + VA⁻¹U)⁻¹VA⁻¹) = I (written step by step: ``.auto()`` finds no chain
+for either within its search).
 """
 
 from sympy import Identity, MatrixSymbol, Q
@@ -57,4 +58,29 @@ def woodbury_invertible():
     )
     update = add(A, mul(U, C, V))
     b.main(mul(inv(update), update)).rw("inverse_cancel").qed(Identity(n))
+    return b.proof()
+
+
+@theorem(glossary={"C": "an invertible core", "U": "a tall factor", "V": "a wide factor"})
+def woodbury():
+    I, I_k, A_inv, K = Identity(n), Identity(k), inv(A), capacitance()
+    update = add(A, mul(U, C, V))
+    inverse = add(A_inv, mul(-1, A_inv, U, inv(K), V, A_inv))
+    b = ProofBuilder(
+        "woodbury", "The Woodbury identity",
+        "If A, C and C⁻¹ + VA⁻¹U are invertible, then (A + UCV)⁻¹ = A⁻¹ − A⁻¹U(C⁻¹ + VA⁻¹U)⁻¹VA⁻¹.",
+        [predicate("A_invertible", Q.invertible, A), predicate("C_invertible", Q.invertible, C),
+         predicate("capacitance_invertible", Q.invertible, K)],
+    )
+    # (A + UCV) W = I − UK⁻¹VA⁻¹ + UCVA⁻¹ − UCVA⁻¹UK⁻¹VA⁻¹, and UK⁻¹ + UCVA⁻¹UK⁻¹ = UC(C⁻¹ + VA⁻¹U)K⁻¹ = UC
+    chain = b.lemma("right_inverse", mul(update, inverse))
+    chain.rw("distribute").rw("distribute").rw("distribute").rw("inverse_cancel").rw("inverse_cancel").rw("identity_mul")
+    rest = [mul(U, C, V, A_inv), mul(-1, U, C, V, A_inv, U, inv(K), V, A_inv)]
+    chain.to(add(I, mul(-1, U, I_k, inv(K), V, A_inv), *rest), "identity_mul")
+    chain.to(add(I, mul(-1, U, C, inv(C), inv(K), V, A_inv), *rest), "inverse_cancel")
+    chain.to(add(I, mul(-1, U, C, K, inv(K), V, A_inv), rest[0]), "distribute")
+    chain.rw("inverse_cancel").rw("identity_mul").rw("collect").auto(I)
+    main = b.main(inv(update))
+    main.to(mul(inv(update), I), "identity_mul").to(mul(inv(update), update, inverse), "lemma:right_inverse")
+    main.rw("inverse_cancel").auto(inverse)
     return b.proof()
