@@ -364,3 +364,18 @@ def test_coq_accepts_a_hypothesis_about_a_defined_symbol(tmp_path, capsys):
     library.write_text(HYPOTHESIS_ABOUT_A_DEFINED_SYMBOL.replace("whitened_cancel", "whitened_cancel_coq"))
     status, out, _ = _export(tmp_path, library, ["whitened_cancel_coq"], capsys, compile_=True)
     assert status == 0 and "coqc: accepted, closed under the global context" in out, out
+
+
+@pytest.mark.slow
+def test_the_demo_passes_the_witness_and_its_certificates_check_in_a_fresh_process(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    certs = tmp_path / "certs"
+    ids = ["gls_by_whitening", "woodbury_invertible", "woodbury"]
+    library = str(DATA / "user_definedness.py")
+    proved = subprocess.run([sys.executable, "-m", "derive", "prove", *ids, "--library", library,
+                             "--record", str(tmp_path / "r"), "--witness", "--certificates", str(certs)],
+                            capture_output=True, text=True, timeout=900, env=env)
+    assert proved.returncode == 0 and "3/3 theorems verified" in proved.stdout, proved.stdout + proved.stderr
+    checked = subprocess.run([sys.executable, "-m", "derive", "check", *sorted(map(str, certs.glob("*.json")))],
+                             capture_output=True, text=True, timeout=600, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
