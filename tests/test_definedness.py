@@ -336,16 +336,31 @@ def _export(tmp_path, library: Path, ids: list[str], capsys, compile_: bool = Fa
     return status, capsys.readouterr().out, out
 
 
-def test_the_coq_export_refuses_what_it_does_not_model_in_one_line(tmp_path):
-    """In a fresh process (this one may have registered the demo's theorems already)."""
+def _export_demo(tmp_path, compile_: bool) -> str:
+    """`derive export coq` of the demo in a fresh process (this one may have registered its theorems already)."""
     done = subprocess.run([sys.executable, "-m", "derive", "export", "coq", "gls_by_whitening", "woodbury_invertible",
-                           "--out", str(tmp_path / "coq"), "--library", str(DATA / "user_definedness.py"),
-                           "--record", str(tmp_path / "rec")], capture_output=True, text=True, timeout=600,
+                           "woodbury", "--out", str(tmp_path / "coq"), "--library", str(DATA / "user_definedness.py"),
+                           "--record", str(tmp_path / "rec"), *(["--compile"] if compile_ else [])],
+                          capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
-    out = done.stdout
+    return done.stdout + done.stderr
+
+
+def test_the_coq_export_models_the_capacitance_and_refuses_unfolding_in_one_line(tmp_path):
+    out = _export_demo(tmp_path, compile_=False)
     assert "gls_by_whitening               not exported: the invertibility of X_w.T*X_w is judged by the kernel in a " \
-           "way the export does not model" in out, out + done.stderr
-    assert "woodbury_invertible            not exported: the invertibility of A + U*C*V is judged" in out, out
+           "way the export does not model" in out, out
+    assert "woodbury_invertible            exported" in out and "woodbury                       exported" in out, out
+    assert "unit_capacitance_eq" in (tmp_path / "coq" / "woodbury_invertible.v").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is installed by .ci/run")
+def test_coq_accepts_the_woodbury_theorems(tmp_path):
+    """Their `_defined` lemma proves A + UCV invertible by the prelude's `unit_capacitance`."""
+    out = _export_demo(tmp_path, compile_=True)
+    for name in ("woodbury_invertible", "woodbury"):
+        assert f"{name:30} coqc: accepted, closed under the global context" in out, out
 
 
 def test_the_coq_export_states_a_hypothesis_about_a_defined_symbol_after_the_definition(tmp_path, capsys):

@@ -591,6 +591,9 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         low_rank = _low_rank_unit(t, facts, depth)
         if low_rank is not None:
             return low_rank
+        capacitance = _capacitance_unit(t, facts, depth)  # issue 29
+        if capacitance is not None:
+            return capacitance
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
@@ -628,6 +631,41 @@ def _low_rank_unit(t, facts: _Facts, depth: int) -> str | None:
             return (f"(@unit_lowrank_eq R _ _ {show(ast(t), False)} {show(ast(base), False)} "
                     f"{show(ast(small), False)} {show(ast(left), False)} {show(ast(right), False)} {c} "
                     f"{_LOW_RANK_EQ} {_LOW_RANK_EQ} {unit_base} {unit_small})")
+    return None
+
+
+# --- issue 29: Woodbury's capacitance ----------------------------------------------------------------------------
+
+
+def _capacitance_unit(t, facts: _Facts, depth: int) -> str | None:
+    """A Coq proof of `t \\in unitmx` for t = A + c U C V (one term of the sum the update, C one square factor of it
+    with factors on both sides; the other terms A) with A, C and C⁻¹ + c V A⁻¹ U invertible, as the kernel judges
+    Woodbury's capacitance (the prelude's `unit_capacitance_eq`), or None."""
+    for position, update in enumerate(t.args):
+        coeff, mats = factors_of(update)
+        rest = [a for i, a in enumerate(t.args) if i != position]
+        if len(mats) < 3 or (position != len(t.args) - 1 and len(t.args) > 2):
+            continue  # the equation is proved by re-association, with the update last (or first of two)
+        base = canon(add(rest))
+        try:
+            unit_base = _unit(base, facts, depth + 1)
+        except Unsupported:
+            continue
+        for middle in range(1, len(mats) - 1):
+            core = mats[middle]
+            if core.shape[0] != core.shape[1]:
+                continue
+            left, right = mul(mats[:middle]), mul(mats[middle + 1:])
+            small = canon(add([Inverse(core), mul(coeff, right, Inverse(base), left)]))
+            try:
+                unit_core, unit_small = _unit(core, facts, depth + 1), _unit(small, facts, depth + 1)
+            except Unsupported:
+                continue
+            c = "1" if coeff == 1 else "(-1)" if coeff == -1 else _scalar(coeff)
+            return (f"(@unit_capacitance_eq R _ _ {show(ast(t), False)} {show(ast(base), False)} "
+                    f"{show(ast(small), False)} {show(ast(core), False)} {show(ast(left), False)} "
+                    f"{show(ast(right), False)} {c} {_LOW_RANK_EQ} {_LOW_RANK_EQ} {unit_base} {unit_core} "
+                    f"{unit_small})")
     return None
 
 
