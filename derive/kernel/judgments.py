@@ -24,7 +24,7 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from .budget import WorkExceeded, charge
+from .budget import GuardFired, WorkExceeded, charge
 from .proof import PREDICATES
 from .scalars import is_number, scalar_kind
 from .terms import (
@@ -561,9 +561,9 @@ def _unfolded(term, ctx: Context, depth: int):
                     break
                 out = out.xreplace(table)
         out = canonical(_pushed(canonical(out), ctx, depth))
-    except (OutOfTime, WorkExceeded):
+    except (OutOfTime, WorkExceeded, GuardFired):
         raise
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError):  # a term SymPy or the normal form refuses
+    except Exception:  # noqa: BLE001 - a term SymPy or the normal form refuses (CoercionFailed too): not unfolded
         out = None
     ctx.memo[key] = out
     return out
