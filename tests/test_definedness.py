@@ -394,3 +394,36 @@ def test_the_demo_passes_the_witness_and_its_certificates_check_in_a_fresh_proce
     checked = subprocess.run([sys.executable, "-m", "derive", "check", *sorted(map(str, certs.glob("*.json")))],
                              capture_output=True, text=True, timeout=600, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+# --- the fuzzer writes the new constructs -----------------------------------------------------------------------
+
+
+def test_the_fuzzer_writes_inverses_that_only_the_new_judgments_justify_and_the_oracle_confirms_them():
+    """Over the generator's proofs: (X_wᵀX_w)⁻¹, (A + UCV)⁻¹ and Pd[e]⁻¹ occur in chains the kernel accepts, and the
+    exact oracle refutes none of them."""
+    from sympy import preorder_traversal
+    from sympy.matrices.expressions import Inverse
+
+    from derive.fuzz.generate import Skip, generate
+    from derive.fuzz.oracle import judge
+
+    wanted = {"Xw": 0, "Cc": 0, "Pd": 0}
+    for number in range(120):
+        try:
+            proof = generate(random.Random(f"lang:{number}"), f"g{number}").proof
+        except Skip:
+            continue
+        terms = [step.expr for chain in (*proof.lemmas, proof.claim) for step in getattr(chain, "steps", ())]
+        names = {leaf.name for term in terms for node in preorder_traversal(term) if type(node) is Inverse
+                 for leaf in node.args[0].atoms(MatrixSymbol, FamilyMatrix)}
+        hits = [key for key in wanted if key in names]
+        if not hits or not accepted(proof):
+            continue
+        verdict = judge(proof, random.Random(number), samples=2)
+        assert verdict.refutation is None, (number, verdict.refutation)
+        for key in hits:
+            wanted[key] += 1
+        if all(wanted.values()):
+            break
+    assert all(wanted.values()), wanted
