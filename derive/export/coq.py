@@ -596,6 +596,9 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         low_rank = _low_rank_unit(t, facts, depth)
         if low_rank is not None:
             return low_rank
+        capacitance = _capacitance_unit(t, facts, depth)  # issue 29
+        if capacitance is not None:
+            return capacitance
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
@@ -694,6 +697,41 @@ def _low_rank_unit(t, facts: _Facts, depth: int) -> str | None:
             return (f"(@unit_lowrank_eq R _ _ {show(ast(t), False)} {show(ast(base), False)} "
                     f"{show(ast(small), False)} {show(ast(left), False)} {show(ast(right), False)} {c} "
                     f"{_LOW_RANK_EQ} {_LOW_RANK_EQ} {unit_base} {unit_small})")
+    return None
+
+
+# --- issue 29: Woodbury's capacitance ----------------------------------------------------------------------------
+
+
+def _capacitance_unit(t, facts: _Facts, depth: int) -> str | None:
+    """A Coq proof of `t \\in unitmx` for t = A + c U C V (one term of the sum the update, C one square factor of it
+    with factors on both sides; the other terms A) with A, C and C⁻¹ + c V A⁻¹ U invertible, as the kernel judges
+    Woodbury's capacitance (the prelude's `unit_capacitance_eq`), or None."""
+    for position, update in enumerate(t.args):
+        coeff, mats = factors_of(update)
+        rest = [a for i, a in enumerate(t.args) if i != position]
+        if len(mats) < 3 or (position != len(t.args) - 1 and len(t.args) > 2):
+            continue  # the equation is proved by re-association, with the update last (or first of two)
+        base = canon(add(rest))
+        try:
+            unit_base = _unit(base, facts, depth + 1)
+        except Unsupported:
+            continue
+        for middle in range(1, len(mats) - 1):
+            core = mats[middle]
+            if core.shape[0] != core.shape[1]:
+                continue
+            left, right = mul(mats[:middle]), mul(mats[middle + 1:])
+            small = canon(add([Inverse(core), mul(coeff, right, Inverse(base), left)]))
+            try:
+                unit_core, unit_small = _unit(core, facts, depth + 1), _unit(small, facts, depth + 1)
+            except Unsupported:
+                continue
+            c = "1" if coeff == 1 else "(-1)" if coeff == -1 else _scalar(coeff)
+            return (f"(@unit_capacitance_eq R _ _ {show(ast(t), False)} {show(ast(base), False)} "
+                    f"{show(ast(small), False)} {show(ast(core), False)} {show(ast(left), False)} "
+                    f"{show(ast(right), False)} {c} {_LOW_RANK_EQ} {_LOW_RANK_EQ} {unit_base} {unit_core} "
+                    f"{unit_small})")
     return None
 
 
@@ -1518,6 +1556,22 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
     return f"Lemma {tid}_defined : {props}.\nProof. exact: {term}. Qed.\n"
 
 
+# --- issue 29: hypotheses about defined symbols ------------------------------------------------------------------
+
+
+def _after_definitions(proof, out: list, start: int) -> list:
+    """Take out of ``out`` the lines of the hypotheses that mention a defined symbol (one line per hypothesis from
+    ``start``, in order) and return them, to be written after the definitions they mention."""
+    defined = {d.symbol for d in proof.definitions}
+    late_rows = [start + i for i, h in enumerate(proof.hypotheses)
+                 if any((side.atoms(MatrixSymbol) & defined) for side in
+                        ([h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]))]
+    late = [out[i] for i in late_rows]
+    for i in reversed(late_rows):
+        del out[i]
+    return late
+
+
 def _family(f) -> str:
     """A family: free data `Variable x : nat -> 'M[R]_(r, c)`, or a recurrence as a Fixpoint on its index."""
     if f.index in f.rows.free_symbols | f.cols.free_symbols:
@@ -1599,6 +1653,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     for name, symbol in mats.items():
         out.append(f"Variable {_ident(name)} : {_mtype(*symbol.shape)}.")
     facts.equations_by_name = {}
+    hypotheses_start = len(out)  # issue 29: each hypothesis below writes one line (see _after_definitions)
     for h in proof.hypotheses:
         hn = _ident(h.name)
         if h.is_predicate:
@@ -1636,6 +1691,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
             raise Unsupported(f"cites {cid}, which is not exported")
         return _citation(exported[cid], step, facts_here, lemmas, defs)
 
+    late = _after_definitions(proof, out, hypotheses_start)
     defs = {}
     for d in proof.definitions:
         dn = _ident(d.symbol.name)
@@ -1644,6 +1700,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         body = show(ast(canon(d.rhs)))
         out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {body}.")
         defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {body})")
+    out += late
     out += [_family(f) for f in proof.families]
     out.append("")
     lemmas: dict = {}

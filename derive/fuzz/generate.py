@@ -182,7 +182,32 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
     if w.family("x") is not None and w.chance(0.25):  # P[0] = 0 (0×p), P[s+1] = [P[s]; x[s+1]ᵀ]
         w.families.append(Family("P", s, s, p, ZeroMatrix(0, p),
                                  block([[FamilyMatrix("P", s, s, p)], [transpose(FamilyMatrix("x", s + 1, p, 1))]])))
+    _issue29_world(w)
     return w
+
+
+def _issue29_world(w: World) -> None:
+    """Definedness that follows from what is known (issue 29): a whitened X_w := L⁻¹X with Σ = LLᵀ and XᵀΣ⁻¹X (or,
+    a hypothesis about the defined symbol, X_wᵀX_w) invertible; Woodbury's capacitance (A + UCV with C and
+    C⁻¹ + VA⁻¹U invertible); a recurrence that keeps positive definiteness (Pd[s + 1] = Pd[s] + x[s + 1]x[s + 1]ᵀ)."""
+    X = w.symbols.get("X")
+    if X is not None and w.chance(0.2):
+        Lw, Sg, Xw = w.symbol("Lw", n, n, "whiten"), w.symbol("Sg", n, n, "eq"), MatrixSymbol("Xw", n, p)
+        w.hypotheses += [Hypothesis("Sg_chol", Sg, mul(Lw, transpose(Lw))),
+                         Hypothesis("Lw_inv", Q.invertible(Lw), S.true)]
+        w.definitions.append(Definition("Xw_def", Xw, mul(inv(Lw), X)))
+        about_defined = w.chance(0.5)
+        gram = mul(transpose(Xw), Xw) if about_defined else mul(transpose(X), inv(Sg), X)
+        w.hypotheses.append(Hypothesis("whitened_gram", Q.invertible(gram), S.true))
+    pd = w.of_role("pd")
+    if pd and w.chance(0.2):
+        Uc, Cc, Vc = w.symbol("Uc", p, 2, "tall"), w.symbol("Cc", 2, 2, "core"), w.symbol("Vc", 2, p, "wide")
+        w.hypotheses += [Hypothesis("Cc_inv", Q.invertible(Cc), S.true),
+                         Hypothesis("capacitance", Q.invertible(add(inv(Cc), mul(Vc, inv(pd[0]), Uc))), S.true)]
+    if w.family("x") is not None and w.chance(0.2):
+        x1 = FamilyMatrix("x", s + 1, p, Integer(1))
+        base = w.rng.choice([Identity(p), *pd[:1]])
+        w.families.append(Family("Pd", s, p, p, base, add(FamilyMatrix("Pd", s, p, p), mul(x1, transpose(x1)))))
 
 
 # --- random terms -------------------------------------------------------------------------------------
@@ -235,6 +260,7 @@ class Terms:
                 X = self.w.symbols["X"]
                 out.append(add(mul(transpose(X), X), mul(lam, I)))
             out += [mul(self.rng.choice((2, lam)), I)]
+            out += self._issue29_candidates()
         elif k == 1 and "v" in self.w.symbols:
             v = self.w.symbols["v"]
             out += [add(Identity(1), mul(transpose(v), v))]
@@ -264,6 +290,22 @@ class Terms:
         out = [block([[A, v], [mul(-1, transpose(v)), mul(lam, Identity(1))]]) for A in self.w.of_role("pd")]
         out += [block([[A, v], [transpose(other), mul(transpose(other), inv(A), v)]])
                 for A in self.w.of_role("pd") + self.w.of_role("inv")]
+        return out
+
+    def _issue29_candidates(self) -> list:
+        """p×p matrices invertible by the judgments of issue 29: X_wᵀX_w (unfolded), A + UCV (capacitance),
+        Pd[e] (a recurrence that keeps positive definiteness)."""
+        out = []
+        defined = {d.symbol.name: d.symbol for d in self.w.definitions}
+        if "Xw" in defined:
+            out.append(mul(transpose(defined["Xw"]), defined["Xw"]))
+        if "Cc" in self.w.symbols and self.w.of_role("pd"):
+            A = self.w.of_role("pd")[0]
+            Uc, Cc, Vc = (self.w.symbols[k] for k in ("Uc", "Cc", "Vc"))
+            out += [add(A, mul(Uc, Cc, Vc))] * 2
+        pd_family = self.w.family("Pd")
+        if pd_family is not None:
+            out += [family_member(pd_family, e) for e in (0, 1, *self.indices, *(i + 1 for i in self.indices))]
         return out
 
     def defined(self, term) -> bool:
@@ -315,6 +357,9 @@ class Terms:
             powers = [x for x in candidates if x.atoms(MatPow)]
             if powers and rng.random() < 0.4:  # inverses of powers (and of sums with powers) of matrices
                 candidates = powers
+            special = [x for x in self._issue29_candidates() if x in candidates] if r == p else []
+            if special and rng.random() < 0.4:  # judged invertible only by the judgments of issue 29
+                candidates = special
             if candidates:
                 return inv(rng.choice(candidates))
             return None
@@ -592,7 +637,11 @@ def random_chain(name: str, ctx: Context, terms: Terms, world: World, length: in
     rng = terms.rng
     seeded = seeded_start(ctx, terms, world) if rng.random() < (0.3 if "schur" in world.focus else 0.55) else None
     first = []
-    if seeded is None:
+    special = terms._issue29_candidates() if seeded is None else []
+    if special and rng.random() < 0.5:  # a start with the inverse of a matrix only issue 29's judgments show invertible
+        m = rng.choice(special)
+        start = canon(rng.choice((mul(inv(m), m), mul(inv(m), terms.term(p, 1, 1)), add(inv(m), terms.term(p, p, 1)))))
+    elif seeded is None:
         r, c = rng.choice(((p, p), (p, p), (p, 1), (n, p), (1, 1), (p + 1, p + 1), (n, n)))
         if "schur" in world.focus and rng.random() < 0.5:
             r, c = p + 1, p + 1

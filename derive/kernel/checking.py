@@ -470,7 +470,8 @@ def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Cont
     """
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
                   dict(outer.citations), outer.deadline, families=dict(outer.families),
-                  total_families=set(outer.total_families), scalar_equations=dict(outer.scalar_equations))
+                  total_families=set(outer.total_families), scalar_equations=dict(outer.scalar_equations),
+                  family_facts=outer.family_facts)
     for name, entry in lemma_rules.items():
         _register(name, entry, ctx, fail)
         ctx.equations.append((entry[0], entry[1]))
@@ -511,17 +512,17 @@ def _check_chain(theorem: str, chain: Chain, outer: Context, lemma_rules: dict) 
 
 
 def _check_definitions(proof: Proof, ctx: Context, fail) -> None:
-    hypothesis_symbols = set()
-    for h in proof.hypotheses:
-        hypothesis_symbols |= h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol)
     defined: set = set()
     used: set = set()  # symbols the earlier definitions already speak about
     for d in proof.definitions:
         sym = d.symbol
         if not isinstance(sym, MatrixSymbol):
             fail(f"definition {d.name} must define a matrix symbol")
-        if sym in hypothesis_symbols or sym in defined or sym in used:
-            fail(f"definition {d.name}: {sym.name} is not fresh")
+        if sym in defined:
+            fail(f"definition {d.name}: {sym.name} is defined twice (a definition introduces a fresh symbol)")
+        if sym in used:
+            fail(f"definition {d.name}: {sym.name} is used by an earlier definition, so it is not fresh (define it "
+                 "before the definitions that use it)")
         if sym in d.rhs.atoms(MatrixSymbol):
             fail(f"definition {d.name} is circular")
         used |= d.rhs.atoms(MatrixSymbol)
@@ -534,6 +535,66 @@ def _check_definitions(proof: Proof, ctx: Context, fail) -> None:
         for h in c.hypotheses:
             if (h.lhs.atoms(MatrixSymbol) | h.rhs.atoms(MatrixSymbol)) & defined:
                 fail(f"local hypothesis {h.name} constrains a defined symbol")
+
+
+# --- hypotheses about defined symbols (issue 29) ---------------------------------------------------------------
+
+
+def _split_hypotheses(proof: Proof) -> tuple[list, list]:
+    """The theorem's hypotheses that mention no defined symbol, and those that do.
+
+    A hypothesis H(D) about a defined symbol D := R is the constraint H(R) on the other symbols: sound, because a
+    theorem speaks of the matrices that satisfy its hypotheses and definitions.  Definitions stay conservative:
+    each right side is judged defined from the first kind alone (before any hypothesis about a defined symbol is
+    known), so each defined symbol exists and is fixed by the others whatever the second kind says."""
+    defined = {d.symbol for d in proof.definitions if isinstance(d.symbol, MatrixSymbol)}
+    plain, about = [], []
+    for h in proof.hypotheses:
+        sides = [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs, *h.forall]
+        mentions = any(isinstance(side, Basic) and side.atoms(MatrixSymbol) & defined for side in sides)
+        (about if mentions else plain).append(h)
+    return plain, about
+
+
+# --- recurrences whose members keep a property (issue 29) -------------------------------------------------------
+
+_INDUCTIVE_PREDICATES = ("invertible", "positive_definite", "symmetric", "diagonal")
+
+
+def _inductive_facts(f: Family, ctx: Context) -> frozenset:
+    """The predicates every defined member of the recurrence ``f`` has, by induction on its index: the base value
+    has them, and the step has them whenever the member it starts from has them all.
+
+    The step is judged at a fresh index symbol s′ (named so that no proof can name it) with F[s′] an unknown matrix
+    known to be defined and to have the predicates, nothing else: so the judgment holds at every index, and
+    F[n + 1] (the step at n, F[n] defined) inherits them from F[n].  A predicate the step cannot keep is dropped
+    and the rest tried again (the largest invariant set, found in at most four rounds)."""
+    judges = {"invertible": invertible, "positive_definite": positive_definite, "symmetric": symmetric,
+              "diagonal": diagonal}
+    base = canon(f.base)
+    kept = frozenset(name for name in _INDUCTIVE_PREDICATES if judges[name](base, ctx))
+    if not kept:
+        return kept
+    fresh = _fresh_index(f)
+    member = _member(f, fresh)
+    step = f.step.xreplace({f.index: fresh})
+    while kept:
+        probe = Context(list(ctx.equations) + [(member, member)], {k: list(v) for k, v in ctx.predicates.items()},
+                        dict(ctx.rules), dict(ctx.citations), ctx.deadline, families=dict(ctx.families),
+                        total_families=set(ctx.total_families), family_facts=ctx.family_facts)
+        for name in kept:
+            probe.predicates[name].append(member)
+        try:
+            check_defined(step, probe)
+        except OutOfTime:
+            raise
+        except TermError:
+            return frozenset()
+        keeps = frozenset(name for name in kept if judges[name](canon(step), probe))
+        if keeps == kept:
+            return kept
+        kept = keeps
+    return kept
 
 
 def _names_in(term: Basic) -> set[str]:
@@ -707,17 +768,25 @@ def _step_defined_for_any_member(f: Family, ctx: Context) -> bool:
     """The step is defined whatever (defined) matrix F[s] is: then, by induction, every member is defined.
 
     F[s] is made defined and nothing else by a trivial equation F[s] = F[s] in a copy of the context (no
-    hypothesis speaks about F, so no judgment learns more about it)."""
-    probe = Context(list(ctx.equations) + [(_member(f, f.index),) * 2], {k: list(v) for k, v in ctx.predicates.items()},
+    hypothesis speaks about F, so no judgment learns more about it).  The step is judged at a fresh index symbol
+    (issue 29): a hypothesis about x[s] for the recurrence's own index s speaks of that one s, not of every index."""
+    fresh = _fresh_index(f)
+    member = _member(f, fresh)
+    probe = Context(list(ctx.equations) + [(member, member)], {k: list(v) for k, v in ctx.predicates.items()},
                     dict(ctx.rules), dict(ctx.citations), ctx.deadline, families=dict(ctx.families),
                     total_families=set(ctx.total_families), scalar_equations=dict(ctx.scalar_equations))
     try:
-        check_defined(f.step, probe)
+        check_defined(f.step.xreplace({f.index: fresh}), probe)
     except OutOfTime:
         raise
     except TermError:
         return False
     return True
+
+
+def _fresh_index(f: Family) -> Symbol:
+    """An index symbol no proof can name (′ is not in an identifier), standing for every index of ``f``."""
+    return Symbol(f"{f.index.name}\u2032", integer=True, nonnegative=True)
 
 
 def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
@@ -734,9 +803,12 @@ def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
         _check_bound_variables(proof, fail, ctx.tick)
         _declare_families(proof, ctx, fail)
         _check_acyclic(proof, fail)
-        _add_hypotheses(proof.hypotheses, ctx, fail)
+        plain, about_defined = _split_hypotheses(proof)
+        _add_hypotheses(plain, ctx, fail)
         _check_definitions(proof, ctx, fail)
+        _add_hypotheses(about_defined, ctx, fail)
         _check_family_recurrences(proof, ctx, fail)
+        ctx.family_facts.prove = lambda name: _inductive_facts(ctx.families[name], ctx)  # judged when first asked
     except TermError as exc:
         fail(str(exc))
     for cited in proof.cites:

@@ -24,7 +24,7 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from .budget import charge
+from .budget import GuardFired, WorkExceeded, charge
 from .proof import PREDICATES
 from .scalars import is_number, scalar_kind, size_kind
 from .terms import (
@@ -40,6 +40,8 @@ from .terms import (
     factors_of,
     index_kind,
     mul,
+    power,
+    rebuild,
     require_exact_types,
     require_index,
     shape,
@@ -54,6 +56,21 @@ _SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; 
 
 class OutOfTime(TermError):
     """The check ran past its time budget."""
+
+
+class FamilyFacts(dict):
+    """Recurrence name -> the predicates every defined member has (by induction on the index), found when a
+    judgment first asks, by ``prove`` (set by ``checking.theorem_context``: judged in the theorem's own context,
+    never under a chain's local hypotheses) and shared by every chain of the theorem."""
+
+    prove = None
+
+    def of(self, name: str) -> frozenset:
+        if name not in self:
+            self[name] = frozenset()  # while in progress: nothing (sound)
+            if self.prove is not None:
+                self[name] = self.prove(name)
+        return self[name]
 
 
 @dataclass
@@ -74,6 +91,7 @@ class Context:
     families: dict = field(default_factory=dict)  # family name -> its declaration (derive.kernel.Family)
     total_families: set = field(default_factory=set)  # recurrences whose every member is defined
     scalar_equations: dict = field(default_factory=dict)  # hyp:NAME -> (scalar symbol λ, coefficient r): λ = r
+    family_facts: FamilyFacts = field(default_factory=lambda: FamilyFacts())  # shared by a theorem's chains
 
     def has(self, predicate: str, term: Basic) -> bool:
         return any(term == t for t in self.predicates[predicate])
@@ -252,7 +270,11 @@ def _positive_definite(term, ctx: Context, depth: int) -> bool:
     blocks = _block_diagonal(term)
     if blocks is not None:
         return all(positive_definite(b, ctx, depth) for b in blocks)
-    return any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+    if any(positive_definite(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
+        return True
+    if _family_fact("positive_definite", term, ctx):
+        return True
+    return _by_unfolding(("positive_definite",), term, ctx, depth, positive_definite)
 
 
 def positive_semidefinite(term, ctx: Context, depth: int = 0) -> bool:
@@ -337,7 +359,11 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
                 _, mats = factors_of(product)
                 if term in (mats[0], mats[-1]):
                     return True
-    return any(invertible(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+    if any(invertible(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
+        return True
+    if _family_fact("invertible", term, ctx):
+        return True
+    return _by_unfolding(("invertible",), term, ctx, depth, invertible)
 
 
 def _low_rank_update_invertible(term: MatAdd, ctx: Context, depth: int) -> bool:
@@ -363,6 +389,24 @@ def _low_rank_update_invertible(term: MatAdd, ctx: Context, depth: int) -> bool:
                            evaluate=False)
             if invertible(small, ctx, depth + 1):
                 return True
+        if _capacitance_invertible(base, coeff, mats, ctx, depth):
+            return True
+    return False
+
+
+def _capacitance_invertible(base, coeff, mats: list, ctx: Context, depth: int) -> bool:
+    """Woodbury's capacitance (issue 29): A + c U C V is invertible when A, C and C⁻¹ + c V A⁻¹ U are, since
+    det(A + cUCV) = det A · det C · det(C⁻¹ + cVA⁻¹U) (Sylvester: det(I + cCVA⁻¹U) = det C · det(C⁻¹ + cVA⁻¹U)).
+    C is one square factor of the update with at least one factor on each side; ``base`` (A) is shown invertible."""
+    for middle in range(1, len(mats) - 1):
+        capacitance = mats[middle]
+        if not _square(capacitance) or not invertible(capacitance, ctx, depth + 1):
+            continue
+        left, right = mats[:middle], mats[middle + 1:]
+        small = MatAdd(Inverse(capacitance), MatMul(coeff, *right, Inverse(base), *left, evaluate=False),
+                       evaluate=False)
+        if invertible(small, ctx, depth + 1):
+            return True
     return False
 
 
@@ -437,7 +481,11 @@ def _diagonal(term, ctx: Context, depth: int) -> bool:
     blocks = _block_diagonal(term)
     if blocks is not None:
         return all(diagonal(b, ctx, depth) for b in blocks)
-    return any(diagonal(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+    if any(diagonal(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
+        return True
+    if _family_fact("diagonal", term, ctx):
+        return True
+    return _by_unfolding(("diagonal",), term, ctx, depth, diagonal)
 
 
 def positive_power_base(term, ctx: Context) -> bool:
@@ -477,7 +525,151 @@ def _symmetric(term, ctx: Context, depth: int) -> bool:
     diagonal = _block_diagonal(term)
     if diagonal is not None:
         return all(symmetric(b, ctx, depth) for b in diagonal)
-    return any(symmetric(t, ctx, depth + 1) for t in ctx.equal_terms(term))
+    if any(symmetric(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
+        return True
+    if _family_fact("symmetric", term, ctx) or _family_fact("diagonal", term, ctx):
+        return True
+    return _by_unfolding(("symmetric", "diagonal"), term, ctx, depth, symmetric)
+
+
+# --- definedness that follows from what is known (issue 29) --------------------------------------------------
+# A judgment that fails on a term as it stands tries the term *unfolded*: each matrix symbol (or family member)
+# that an equation of the context — a definition, a hypothesis, a lemma proved earlier — equates to a term not
+# containing it is replaced by that term (either side of the equation; at most _UNFOLD_ROUNDS rounds), transposes
+# are pushed to the leaves ((cAB)ᵀ = cBᵀAᵀ, (A + B)ᵀ = Aᵀ + Bᵀ, (Aᵀ)ᵀ = A, (A⁻¹)ᵀ = (Aᵀ)⁻¹, (Aᵏ)ᵀ = (Aᵀ)ᵏ, Iᵀ = I),
+# and the inverse of a product of square factors each shown invertible, with a coefficient shown non-zero, is split
+# ((cAB)⁻¹ = c⁻¹B⁻¹A⁻¹).  Each rewrite is an identity wherever the term is defined, so the unfolded term is the same
+# matrix; it is then compared, in normal form, with the unfolded predicate facts and equation sides, and judged.
+
+_UNFOLD_ROUNDS = 3
+
+
+def _family_fact(predicate: str, term, ctx: Context) -> bool:
+    """A member of a recurrence whose every defined member has ``predicate`` (proved by induction on its index when
+    the recurrence was declared: see ``checking._inductive_facts``)."""
+    if type(term) is not FamilyMatrix:
+        return False
+    family = ctx.families.get(term.name)
+    return family is not None and family.is_defined and predicate in ctx.family_facts.of(term.name)
+
+
+def _substitutions(ctx: Context) -> dict:
+    """Leaf -> term, from the equations whose one side is a matrix symbol or family member not in the other."""
+    key = ("substitutions", len(ctx.equations))
+    found = ctx.memo.get(key)
+    if found is None:
+        found = {}
+        for lhs, rhs in ctx.equations:
+            for leaf, value in ((lhs, rhs), (rhs, lhs)):
+                if type(leaf) in (MatrixSymbol, FamilyMatrix) and leaf not in found and not value.has(leaf):
+                    found[leaf] = value
+                    break
+        ctx.memo[key] = found
+    return found
+
+
+def _pushed(term, ctx: Context, depth: int):
+    """``term`` with transposes pushed to the leaves and inverses of invertible products split (the same matrix)."""
+    ctx.tick()
+    kind = type(term)
+    if kind is Transpose:
+        inner = term.args[0]
+        inner_kind = type(inner)
+        if inner_kind is Transpose:
+            return _pushed(inner.args[0], ctx, depth)
+        if inner_kind is MatMul:
+            coeff, mats = factors_of(inner)
+            return mul(coeff, [_pushed(Transpose(m), ctx, depth) for m in reversed(mats)])
+        if inner_kind is MatAdd:
+            return add([_pushed(Transpose(a), ctx, depth) for a in inner.args])
+        if inner_kind is Inverse:
+            return Inverse(_pushed(Transpose(inner.args[0]), ctx, depth))
+        if inner_kind is MatPow and _is_integer(inner.args[1]):
+            return power(_pushed(Transpose(inner.args[0]), ctx, depth), inner.args[1])
+        if inner_kind is Identity:
+            return inner
+        return Transpose(_pushed(inner, ctx, depth))
+    if kind is Inverse:
+        inner = _pushed(term.args[0], ctx, depth)
+        if type(inner) is Identity:
+            return inner
+        if type(inner) is MatMul:
+            coeff, mats = factors_of(inner)
+            if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
+                return mul(1 / coeff, [_pushed(Inverse(m), ctx, depth) for m in reversed(mats)])
+        return Inverse(inner)
+    if kind in (MatMul, MatAdd, MatPow, BlockMatrix):
+        return rebuild(term, [_pushed(c, ctx, depth) for c in children(term)])
+    return term
+
+
+def _state(ctx: Context) -> tuple:
+    return len(ctx.equations), sum(len(v) for v in ctx.predicates.values())
+
+
+def _unfolded(term, ctx: Context, depth: int):
+    """The unfolded normal form of ``term`` (memoised per term and state of the context; the judgments it asks,
+    to split an inverse, are one level deeper than the first caller's), or None."""
+    key = ("unfolded", term, _state(ctx))
+    if key in ctx.memo:
+        return ctx.memo[key]
+    ctx.memo[key] = None  # while in progress: a cycle through the judgments unfolds nothing
+    ctx.tick()
+    out = term
+    try:
+        table = _substitutions(ctx)
+        if table:
+            for _ in range(_UNFOLD_ROUNDS):
+                if not (out.atoms(MatrixSymbol, FamilyMatrix) & table.keys()):
+                    break
+                out = out.xreplace(table)
+        out = canonical(_pushed(canonical(out), ctx, depth))
+    except (OutOfTime, WorkExceeded, GuardFired):
+        raise
+    except Exception:  # noqa: BLE001 - a term SymPy or the normal form refuses (CoercionFailed too): not unfolded
+        out = None
+    ctx.memo[key] = out
+    return out
+
+
+def _unfolded_facts(predicates: tuple, ctx: Context, depth: int) -> set:
+    """The predicate facts ``predicates`` of the context, unfolded (memoised per state)."""
+    key = ("unfolded facts", predicates, _state(ctx))
+    if key not in ctx.memo:
+        ctx.memo[key] = set()  # while in progress
+        ctx.memo[key] = {_unfolded(fact, ctx, depth) for name in predicates for fact in ctx.predicates[name]}
+    return ctx.memo[key]
+
+
+def _unfolded_equations(ctx: Context, depth: int) -> dict:
+    """Unfolded side of an equation -> the other sides it is equated to (memoised per state)."""
+    key = ("unfolded equations", _state(ctx))
+    if key not in ctx.memo:
+        ctx.memo[key] = {}  # while in progress
+        table: dict = {}
+        for lhs, rhs in ctx.equations:
+            for this, other in ((lhs, rhs), (rhs, lhs)):
+                unfolded = _unfolded(this, ctx, depth)
+                if unfolded is not None and other not in table.setdefault(unfolded, []):
+                    table[unfolded].append(other)
+        ctx.memo[key] = table
+    return ctx.memo[key]
+
+
+def _by_unfolding(predicates: tuple, term, ctx: Context, depth: int, judge) -> bool:
+    """``term`` unfolded is a predicate fact unfolded, or a side of an equation unfolded whose other side has the
+    property, or itself has it (one level deeper)."""
+    if depth >= _SEARCH_DEPTH:
+        return False
+    unfolded = _unfolded(term, ctx, depth)
+    if unfolded is None:
+        return False
+    if unfolded in _unfolded_facts(predicates, ctx, depth):
+        return True
+    if any(other != term and judge(other, ctx, depth + 1)
+           for other in _unfolded_equations(ctx, depth).get(unfolded, ())):
+        return True
+    return unfolded != term and judge(unfolded, ctx, depth + 1)
 
 
 _MAX_UNFOLDING = 64  # members a definedness judgment unfolds a recurrence through (F[5] → F[4] → ...)

@@ -143,6 +143,30 @@ Lemma unit_lowrank_eq n k (T A : 'M[R]_n) (S : 'M[R]_k) (U : 'M[R]_(n, k)) (V : 
 Proof. by move=> -> ->; exact: unit_lowrank. Qed.
 End LowRank.
 
+(* --- issue 29: Woodbury's capacitance --------------------------------------------------------------------------- *)
+Section Capacitance.
+(* A + c U C V is invertible when A, C and the capacitance C⁻¹ + c V A⁻¹ U are:
+   I + c V A⁻¹ (U C) = (C⁻¹ + c V A⁻¹ U) C, so it is the low-rank update A + c (U C) V *)
+Variable R : fieldType.
+Lemma unit_capacitance n k (A : 'M[R]_n) (U : 'M[R]_(n, k)) (C : 'M[R]_k) (V : 'M[R]_(k, n)) (c : R) :
+  A \in unitmx -> C \in unitmx -> invmx C + c *: (V *m invmx A *m U) \in unitmx ->
+  A + c *: (U *m C *m V) \in unitmx.
+Proof.
+move=> uA uC uK; apply: unit_lowrank => //.
+have -> : 1%:M + c *: (V *m invmx A *m (U *m C)) = (invmx C + c *: (V *m invmx A *m U)) *m C.
+  by rewrite mulmxDl (mulVmx uC) -scalemxAl !mulmxA.
+by rewrite unitmx_mul uK uC.
+Qed.
+
+(* the same, for terms T and S equal (by re-association, as the exporter prints them) to A + c U C V and
+   C⁻¹ + c V A⁻¹ U *)
+Lemma unit_capacitance_eq n k (T A : 'M[R]_n) (S C : 'M[R]_k) (U : 'M[R]_(n, k)) (V : 'M[R]_(k, n)) (c : R) :
+  T = A + c *: (U *m C *m V) -> S = invmx C + c *: (V *m invmx A *m U) -> A \in unitmx -> C \in unitmx ->
+  S \in unitmx -> T \in unitmx.
+Proof. by move=> -> ->; exact: unit_capacitance. Qed.
+End Capacitance.
+(* --- end of issue 29 ------------------------------------------------------------------------------------------- *)
+
 Section Block.
 (* a block-diagonal matrix [[A, 0], [0, D]] is invertible, with inverse [[A⁻¹, 0], [0, D⁻¹]], when A and D are *)
 Variable R : fieldType.
