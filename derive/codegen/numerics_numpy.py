@@ -591,10 +591,11 @@ def _minimum_norm(X, Y, route="svd", warn=False):
         used = np.isfinite(s).sum(axis=-1)
         short = used < min(X.shape[-2:])
         if short.any():
-            where, worst = _where(short)
+            where, worst = _where(short, whole=False)
             w = np.unravel_index(int(np.argmin(np.where(short, used, X.shape[-1] + 1))), short.shape)
-            top, low = s[w][0], np.sort(np.where(np.isfinite(s[w]), s[w], 0.0))[0]
-            _warn_rank(int(used[w]), X.shape[-1], float(top / low) if low > 0 else math.inf, where, worst)
+            values = np.linalg.svd(Xu[w], compute_uv=False)  # that problem's singular values, none dropped
+            cond = float(values[0] / values[-1]) if values[-1] > 0 else math.inf
+            _warn_rank(int(used[w]), X.shape[-1], cond, where, worst)
     _warn_truncated(route, X, np.isfinite(s).sum(axis=-1))
     return _unscale(_svd_solve(U, s, V, Yu), _shift(kx, ky), "the least-squares solution")
 
