@@ -1987,7 +1987,7 @@ def _scaled_factor(X, route, minimum_norm=False):
     VΛ^{-1/2}, "cholesky" C⁻ᵀ, "qr" R⁻¹; ``deficient`` per problem, where a factor of full rank was not found
     (the minimum-norm factor is then L: with ``minimum_norm``, checked for truncation by _warn_truncated)."""
     size = max(X.shape[-2:])
-    if route in ("auto", "svd") or route == "qr" and (minimum_norm or X.shape[-2] < X.shape[-1]):
+    if route in ("auto", "exact", "svd") or route == "qr" and (minimum_norm or X.shape[-2] < X.shape[-1]):
         _, s, V = _svd_factors(X)
         if minimum_norm:
             _warn_truncated(route, X, np.isfinite(s).sum(axis=-1))
