@@ -89,7 +89,8 @@ PyTorch and JAX on the CPU make each small product of a batch a call of its own;
 threaded numerics are several times faster there and backward stable on every kind of data (they measure κ²,
 take Householder QR where the Gram route cannot serve, and give the minimum-norm solution with a
 RankDeficientWarning where X is rank-deficient, as route "svd" does, where the array-API code raises). The
-refined exact solution of the float64 data is the NumPy module's route "exact" (the accuracy reference). Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax.vmap``,
+refined exact solution of the float64 data is the NumPy module's route "exact" (the accuracy reference).
+Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax.vmap``,
 ``jax.grad``, ``torch.compile``, ``torch.func``, ``torch.vmap``, and PyTorch tensors that require grad; so do
 other devices, other routes and dtypes, and ``HOST_NUMERICS = False``. Its answers agree with the NumPy module's
 to about cond(X) eps where κ² eps is well under 1.
@@ -117,8 +118,8 @@ from array_api_compat import (
     is_torch_namespace,
 )
 
-__all__ = ["ROUTES", "REFINEMENT_STEPS", "RankDeficientWarning", "coefficients", "predict", "attention_parameters", "attention_scores",
-           "RecursiveLeastSquares", "multi_layer_predict"]
+__all__ = ["ROUTES", "REFINEMENT_STEPS", "RankDeficientWarning", "coefficients", "predict", "attention_parameters",
+           "attention_scores", "RecursiveLeastSquares", "multi_layer_predict"]
 
 ROUTES = ("auto", "cholesky", "eigh", "svd", "qr")
 
