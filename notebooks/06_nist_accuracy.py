@@ -121,12 +121,12 @@ display(Markdown("**LRE (correct significant digits; 15 = all certified digits)*
 nist_figure(table)  # derive.experiments.figures
 
 # %% [markdown]
-# For problems of this size the generated `exact` route works on $X$ itself: it scales the columns by exact powers
-# of two, solves by QR and refines with exactly rounded residuals, so it reaches the ceiling — the exact solution
-# of the float64 data — on every set, ill-conditioned ones included. The default `auto` route is backward stable
-# at lstsq's cost (Householder QR where the Gram route cannot serve): lstsq's digits, within one. The bare `eigh`
-# route works with the Gram matrix $X^\top X$, whose condition number is the square of that of $X$: it keeps every
-# digit on the well-conditioned sets (NoInt1/2, $\operatorname{cond}(X) = 1$) and loses digits on all the others, how many
+# For problems of this size the generated `exact` route works on $X$ itself: it scales the columns by exact powers of
+# two, solves by QR and refines with exactly rounded residuals, so it reaches the ceiling — the exact solution of the
+# float64 data — on every set, ill-conditioned ones included. The default `auto` route is backward stable at lstsq's
+# cost (Householder QR where the Gram route cannot serve): lstsq's digits, within one. The bare `eigh` route works
+# with the Gram matrix $X^\top X$, whose condition number is the square of that of $X$: it keeps every digit on the
+# well-conditioned sets (NoInt1/2, $\operatorname{cond}(X) = 1$) and loses digits on all the others, how many
 # depending on more than $\operatorname{cond}(X)$ alone. The numbers, set by set, are written below from the table
 # (not by hand). `exact` takes the Gram route only for large, well-conditioned problems.
 
