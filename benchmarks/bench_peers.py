@@ -137,10 +137,11 @@ def run(name, found, ref, repeats, base_key):
     results = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(repeats):  # interleaved: every solver once per round
-            for k, f in found.items():
+        keys = list(found)
+        for r in range(repeats):  # interleaved: every solver once per round, the order rotated round by round
+            for k in keys[r % len(keys):] + keys[: r % len(keys)]:
                 t = time.perf_counter()
-                results[k] = f()
+                results[k] = found[k]()
                 times[k].append(time.perf_counter() - t)
     base = float(np.median(times[base_key]))
     for k in found:
