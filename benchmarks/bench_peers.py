@@ -13,6 +13,7 @@ estimator): at least 0.5 is the aim of issue 30.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 import warnings
@@ -138,8 +139,10 @@ def run(name, found, ref, repeats, base_key):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         keys = list(found)
-        for r in range(repeats):  # interleaved: every solver once per round, the order rotated round by round
-            for k in keys[r % len(keys):] + keys[: r % len(keys)]:
+        order = np.random.default_rng(0)
+        for _ in range(repeats):  # interleaved: every solver once per round, in a new random order each round
+            for k in order.permutation(keys):
+                gc.collect()  # the garbage of the solver before (statsmodels makes much) is not charged to this one
                 t = time.perf_counter()
                 results[k] = found[k]()
                 times[k].append(time.perf_counter() - t)
