@@ -187,16 +187,22 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
         return beta, L, P
 
     def _fit_module(self, X, Y, ridge):
-        """(β, L, P) by the generated module's route: coefficients, and the attention parameters of X (for ridge, of
-        the least-squares problem [√λ I; X] β = [0; Y])."""
+        """(β, L, P) by the generated module's route: the coefficients, and the attention parameters, which depend on
+        the data only through XᵀX and XᵀY: those of the small problem of T = R[:, :p], U = R[:, p:] for R of
+        [X Y] = QR (TᵀT = XᵀX and TᵀU = XᵀY exactly, at most p + k rows: one Householder QR instead of the SVD of
+        X), for ridge of [√λ I; T] and [0; U] (the least-squares problem [√λ I; X] β = [0; Y])."""
         module = generated_numpy()
-        # (XᵀX + λI)⁻¹XᵀY by the module's ridge=, accurate relative to X's own scale for every λ on every route
-        beta = module.coefficients(X, Y, route=self.route, ridge=ridge)  # (p, k)
+        p = X.shape[1]
+        R = np.linalg.qr(np.hstack([X, Y]), mode="r")
+        T, U = R[:, :p], R[:, p:]
+        # (XᵀX + λI)⁻¹XᵀY by the module's ridge=, accurate relative to X's own scale for every λ on every route;
+        # "auto" from T β = U (Householder least squares: the same solutions, the minimum-norm one included, since
+        # TᵀT = XᵀX and TᵀU = XᵀY), the other routes from the data themselves
+        beta = module.coefficients(*((T, U) if self.route == "auto" else (X, Y)), route=self.route, ridge=ridge)
         if ridge:
-            p = X.shape[1]
-            X = np.vstack([np.sqrt(ridge) * np.eye(p), X])
-            Y = np.vstack([np.zeros((p, Y.shape[1])), Y])
-        L, _, _, P = module.attention_parameters(X, Y, route=self.route)
+            T = np.vstack([np.sqrt(ridge) * np.eye(p), T])
+            U = np.vstack([np.zeros((p, U.shape[1])), U])
+        L, _, _, P = module.attention_parameters(T, U, route=self.route)
         return beta, L, P
 
     def predict(self, X):
