@@ -204,3 +204,28 @@ def test_estimator_sample_weight_equals_sklearns(fit_intercept, ridge):
     np.testing.assert_allclose(ours.query_key_ @ ours.query_key_.T, np.linalg.inv(G), rtol=1e-8)
     with pytest.raises(ValueError, match="[Nn]egative"):
         OLSAttentionRegressor().fit(X, y, sample_weight=-w)
+
+
+def test_estimator_on_rank_deficient_features_says_so_and_matches_linear_regression():
+    """The issue's grid-search case: polynomial features with a dependent column, fitted through R of [X y]."""
+    pytest.importorskip("sklearn")
+    from sklearn.linear_model import LinearRegression
+
+    from derive.sklearn import OLSAttentionRegressor, generated_numpy
+
+    rng = np.random.default_rng(21)
+    Z = rng.standard_normal((300, 6))
+    X = np.column_stack([Z, Z[:, 0] * Z[:, 1], Z[:, 2] ** 2, Z[:, 0] + Z[:, 3]])  # 9 columns of rank 8
+    y = rng.standard_normal(300)
+    with pytest.warns(generated_numpy().RankDeficientWarning, match="numerical rank 8 of 9 columns"):
+        ours = OLSAttentionRegressor().fit(X, y)
+    peer = LinearRegression().fit(X, y)
+    np.testing.assert_allclose(ours.coef_, peer.coef_, rtol=1e-9, atol=1e-11)
+    assert abs(ours.intercept_ - peer.intercept_) <= 1e-9 * max(1.0, abs(peer.intercept_))
+    Xc = X - X.mean(axis=0)
+    np.testing.assert_allclose(Xc @ ours.query_key_ @ ours.output_projection_, Xc @ peer.coef_, rtol=1e-8, atol=1e-10)
+    for ridge in (1e-3, 10.0):  # ridge on the same data: XᵀX + λI is regular
+        ridged = OLSAttentionRegressor(ridge=ridge).fit(X, y)
+        G = Xc.T @ Xc + ridge * np.eye(9)
+        np.testing.assert_allclose(ridged.coef_, np.linalg.solve(G, Xc.T @ (y - y.mean())), rtol=1e-8)
+        np.testing.assert_allclose(ridged.query_key_ @ ridged.query_key_.T, np.linalg.inv(G), rtol=1e-7)
