@@ -14,7 +14,7 @@ from types import ModuleType
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 __all__ = ["OLSAttentionRegressor", "generated_numpy"]
 
@@ -31,9 +31,13 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    route : {"auto", "eigh", "cholesky", "svd", "qr"}, default="auto"
-        The route of the generated module's ``coefficients`` (``"auto"``: the least-squares solution of the data
-        as given, refined where the data need it).
+    route : {"auto", "exact", "eigh", "cholesky", "svd", "qr"}, default="auto"
+        The route of the generated module's ``coefficients``. ``"auto"``: where XᵀX + λI (of the centred, weighted
+        data) is well-conditioned (cond eps <= 1e-9, from its eigenvalues), one Cholesky factorization of it
+        gives β (the cholesky route, then one refinement step with the residual) and the attention factor
+        L = C⁻ᵀ, at the cost of scikit-learn's ``Ridge(solver="cholesky")``: one pass of XᵀX; elsewhere the
+        module's backward stable ``"auto"`` route. ``"exact"``: the least-squares solution of the float64 data
+        (refined; several times slower where the data are ill-conditioned).
     fit_intercept : bool, default=True
         Fit an intercept: X and y are centred (column means) before the fit, as ``LinearRegression`` does.
     ridge : float or None, default=None
@@ -79,8 +83,9 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     def _check_params(self):
-        if self.route not in ("auto", "eigh", "cholesky", "svd", "qr"):
-            raise ValueError(f"route must be one of 'auto', 'eigh', 'cholesky', 'svd', 'qr', not {self.route!r}")
+        if self.route not in ("auto", "exact", "eigh", "cholesky", "svd", "qr"):
+            raise ValueError(f"route must be one of 'auto', 'exact', 'eigh', 'cholesky', 'svd', 'qr', not "
+                             f"{self.route!r}")
         if self.ridge is None:
             return
         try:  # float() of a huge integer (10**400) raises OverflowError: it is not a finite float either
@@ -90,7 +95,7 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
         if isinstance(self.ridge, (bool, np.bool_)) or not (math.isfinite(value) and value >= 0):
             raise ValueError(f"ridge must be None or a finite number >= 0, not {self.ridge!r}")
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the coefficients and the attention parameters.
 
         Parameters
@@ -99,6 +104,10 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
             The design.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             The targets.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            Non-negative weights, one per sample: minimises Σ w_i ‖y_i − x_i β − b‖² (+ λ‖β‖²), as
+            ``LinearRegression`` and ``Ridge`` do with ``sample_weight`` (weighted means for the intercept, the
+            rows then scaled by √w_i; a weight of 0 drops its row).
 
         Returns
         -------
@@ -107,30 +116,94 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
         """
         self._check_params()
         X, y = validate_data(self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32])
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)  # no copy of float64 data
         y = np.asarray(y, dtype=np.float64)
         vector = y.ndim == 1
         Y = y[:, None] if vector else y
+        root = None
+        if sample_weight is not None:
+            weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            root = np.sqrt(weights)[:, None]
         if self.fit_intercept:
-            x_mean, y_mean = X.mean(axis=0), Y.mean(axis=0)
-            X, Y = X - x_mean, Y - y_mean
+            w = None if root is None else root[:, 0] ** 2
+            x_mean, y_mean = np.average(X, axis=0, weights=w), np.average(Y, axis=0, weights=w)
+            X, Y = X - x_mean, Y - y_mean  # the one copy of X, as LinearRegression and Ridge make
+            if root is not None:
+                X *= root
+                Y *= root
         else:
             x_mean, y_mean = np.zeros(X.shape[1]), np.zeros(Y.shape[1])
-        module = generated_numpy()
+            if root is not None:
+                X, Y = X * root, Y * root
         ridge = float(self.ridge) if self.ridge else None
-        # (XᵀX + λI)⁻¹XᵀY by the module's ridge=, accurate relative to X's own scale for every λ on every route
-        beta = module.coefficients(X, Y, route=self.route, ridge=ridge)  # (p, k)
-        if ridge:  # the attention parameters of the least-squares problem [√λ I; X] β = [0; Y]
-            p = X.shape[1]
-            X = np.vstack([np.sqrt(ridge) * np.eye(p), X])
-            Y = np.vstack([np.zeros((p, Y.shape[1])), Y])
-        L, _, _, P = module.attention_parameters(X, Y, route=self.route)
+        found = self._fit_gram(X, Y, ridge) if self.route == "auto" else None
+        if found is None:
+            beta, L, P = self._fit_module(X, Y, ridge)
+        else:
+            beta, L, P = found
         intercept = y_mean - x_mean @ beta
         self.coef_ = beta[:, 0] if vector else beta.T
         self.intercept_ = float(intercept[0]) if vector else intercept
         self.query_key_ = L
         self.output_projection_ = P[:, 0] if vector else P
         return self
+
+    _GRAM_TRUST = 1e-9  # route "auto": the Cholesky factor of XᵀX + λI where its cond eps is at most this
+
+    @staticmethod
+    def _fit_gram(X, Y, ridge):
+        """(β, L, P) from one Cholesky factorization XᵀX + λI = CCᵀ (the generated module's printed cholesky route,
+        β = C⁻ᵀC⁻¹XᵀY, then one refinement step β += C⁻ᵀC⁻¹(Xᵀ(Y − Xβ) − λβ), which leaves about a backward
+        stable solver's error), L = C⁻ᵀ and P = LᵀXᵀY; None where the squares leave [2^-500, 2^500], anything is
+        not finite, or cond(XᵀX + λI) eps, from its eigenvalues, is over _GRAM_TRUST: the module's routes then."""
+        module = generated_numpy()
+        with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+            G = X.T @ X
+            XtY = X.T @ Y
+            squares = G.diagonal()
+            top = np.abs(XtY).max(axis=0)
+            if not (2.0**-500 <= squares.min() and squares.max() <= 2.0**500 and np.isfinite(XtY).all()
+                    and top.max() <= 2.0**500 and (top.min() >= 2.0**-500 or not top.any())):
+                return None
+            if ridge:
+                G[np.diag_indices_from(G)] += ridge
+            w = np.linalg.eigvalsh(G)
+            if not (w[0] > 0 and w[-1] / w[0] * np.finfo(np.float64).eps <= OLSAttentionRegressor._GRAM_TRUST):
+                return None
+            try:
+                C = np.linalg.cholesky(G)
+            except np.linalg.LinAlgError:
+                return None
+            solve = module.PRINTED["cholesky"]  # β̂ from XᵀX + λI = CCᵀ (cholesky_route)
+            beta = solve(C, XtY)
+            gradient = X.T @ (Y - X @ beta)
+            if ridge:
+                gradient -= ridge * beta
+            beta = beta + solve(C, gradient)
+            L = np.linalg.solve(C, np.eye(len(C))).T  # C⁻ᵀ: L Lᵀ = (CCᵀ)⁻¹ = (XᵀX + λI)⁻¹
+            P = L.T @ XtY
+        if not (np.isfinite(beta).all() and np.isfinite(L).all() and np.isfinite(P).all()):
+            return None
+        return beta, L, P
+
+    def _fit_module(self, X, Y, ridge):
+        """(β, L, P) by the generated module's route: the coefficients, and the attention parameters, which depend on
+        the data only through XᵀX and XᵀY: those of the small problem of T = R[:, :p], U = R[:, p:] for R of
+        [X Y] = QR (TᵀT = XᵀX and TᵀU = XᵀY exactly, at most p + k rows: one Householder QR instead of the SVD of
+        X), for ridge of [√λ I; T] and [0; U] (the least-squares problem [√λ I; X] β = [0; Y])."""
+        module = generated_numpy()
+        p = X.shape[1]
+        R = np.linalg.qr(np.hstack([X, Y]), mode="r")
+        T, U = R[:, :p], R[:, p:]
+        # (XᵀX + λI)⁻¹XᵀY by the module's ridge=, accurate relative to X's own scale for every λ on every route;
+        # "auto" from T β = U (Householder least squares: the same solutions, the minimum-norm one included, since
+        # TᵀT = XᵀX and TᵀU = XᵀY), the other routes from the data themselves
+        beta = module.coefficients(*((T, U) if self.route == "auto" else (X, Y)), route=self.route, ridge=ridge)
+        if ridge:
+            T = np.vstack([np.sqrt(ridge) * np.eye(p), T])
+            U = np.vstack([np.zeros((p, U.shape[1])), U])
+        L, _, _, P = module.attention_parameters(T, U, route=self.route)
+        return beta, L, P
 
     def predict(self, X):
         """Predictions X β + intercept.

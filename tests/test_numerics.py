@@ -316,7 +316,11 @@ def test_numpy_routes_and_rank_deficiency(numpy_printed, route):
     np.testing.assert_allclose(X @ W_V @ P, X @ want, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(nn.attention_scores(X, Q, route=route) @ Y, Q @ want, rtol=1e-9, atol=1e-12)
     X[:, 3] = X[:, 0] - X[:, 1]
-    got = nn.coefficients(X, Y, route=route)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = nn.coefficients(X, Y, route=route)
+    said = [w for w in caught if issubclass(w.category, nn.RankDeficientWarning)]
+    assert bool(said) == (route == "auto")  # "auto" says that X is rank-deficient
     assert np.linalg.norm(got - np.linalg.pinv(X) @ Y) <= 1e-8 * np.linalg.norm(got)
 
 
@@ -324,7 +328,8 @@ def test_numpy_batched_auto_uses_each_problems_route(numpy_printed):
     rng = np.random.default_rng(9)
     X, Y = rng.normal(size=(200, 30, 3)), rng.normal(size=(200, 30))
     X[5, :, 2] = X[5, :, 1]  # rank-deficient
-    got = nn.coefficients(X, Y)
+    with pytest.warns(nn.RankDeficientWarning, match="numerical rank 2 of 3 columns"):
+        got = nn.coefficients(X, Y)
     for b in (0, 5, 199):
         np.testing.assert_allclose(got[b], np.linalg.pinv(X[b]) @ Y[b], rtol=1e-9, atol=1e-12)
 

@@ -75,7 +75,7 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
     X = np.column_stack([np.ones(36), x])
     y = -0.25 + 1.002 * x + np.sin(x)
     exact = exact_least_squares(X, y)
-    assert np.array_equal(nn.coefficients(X, y), exact)  # bit for bit
+    assert np.array_equal(nn.coefficients(X, y, route="exact"), exact)  # bit for bit
     assert len(integer_steps) == 1 and exact_path == []  # the trust test rejected it; exact gradients sufficed
     rng = np.random.default_rng(16)
     refined = 0
@@ -87,7 +87,7 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
         Y = X @ rng.standard_normal((p, k)) * 10.0 ** rng.integers(-3, 3) + rng.standard_normal((n, k))
         want = np.column_stack([exact_least_squares(X, Y[:, j]) for j in range(k)])
         before = len(integer_steps)
-        error = np.max(np.abs(nn.coefficients(X, Y) - want) / np.abs(want))
+        error = np.max(np.abs(nn.coefficients(X, Y, route="exact") - want) / np.abs(want))
         refined += len(integer_steps) > before
         limit = 4 * np.finfo(float).eps if len(integer_steps) > before else 1e-11  # refined: to the last bit
         assert error <= limit, (trial, error)
@@ -95,7 +95,7 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
     monkeypatch.setattr(nn, "_refine_wide", lambda *a: None)  # steps that do not converge: the QR path
     monkeypatch.setattr(nn, "_refine_exactly", lambda *a: None)
     X = np.column_stack([np.ones(36), x])
-    assert np.array_equal(nn.coefficients(X, y), exact) and len(exact_path) >= 1
+    assert np.array_equal(nn.coefficients(X, y, route="exact"), exact) and len(exact_path) >= 1
 
 
 def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
@@ -105,7 +105,7 @@ def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
     exact = exact_least_squares(X, y)
     lstsq = np.linalg.lstsq(X, y, rcond=None)[0]
     wide = spy(monkeypatch, "_refine_wide")
-    beta = nn.coefficients(X, y)  # 10,000 products: extended-precision steps
+    beta = nn.coefficients(X, y, route="exact")  # 10,000 products: extended-precision steps
     assert len(wide) == 1
     assert np.max(np.abs(beta - exact)) <= 1e-18 * np.max(np.abs(exact))  # about 2^-64 of the largest
     assert np.max(np.abs(beta - exact) / np.abs(exact)) <= 1e-13  # the small coefficient too, to 1e-13
@@ -113,7 +113,7 @@ def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
     original = nn._minus_products
     monkeypatch.setattr(nn, "_minus_products", lambda *a, **k: sums.append(a[3]) or original(*a, **k))
     monkeypatch.setattr(nn, "_refine_wide", lambda *a: None)  # no extended steps: the QR path
-    beta = nn.coefficients(X, y)
+    beta = nn.coefficients(X, y, route="exact")
     assert sums and not any(sums)  # 10,000 products: past _FSUM_LIMIT, extended precision, not math.fsum per row
     assert np.max(np.abs(beta - exact) / np.abs(exact)) <= 1e-13
     assert np.max(np.abs(beta - exact)) <= np.max(np.abs(lstsq - exact))

@@ -20,20 +20,21 @@ Routes:
                 and β̂ = R⁻¹QᵀY (gauge_invariance, lemma qr_route): backward stable, for ill-conditioned X. A
                 rank-deficient X (R's singular values under max(n, p) eps of the largest) gets the minimum-norm
                 solution from the SVD of R (pseudo_inverse), as the NumPy module gives: that of X scaled by one
-                power of two.
+                power of two, with a RankDeficientWarning naming the numerical rank and the condition estimate.
 Results are NumPy arrays (β̂ is p×k); :func:`predict` returns a Dask array for Dask queries. The computation
 runs on whatever scheduler is active: the default threads, or a ``dask.distributed`` client.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import dask
 import dask.array as da
 import numpy as np
 
-__all__ = ["ROUTES", "coefficients", "predict"]
+__all__ = ["ROUTES", "RankDeficientWarning", "coefficients", "predict"]
 
 ROUTES = ("auto", "cholesky", "tsqr")
 _EPS = np.finfo(np.float64).eps
@@ -197,6 +198,11 @@ def _route_cholesky(X, Y, G, XtY, C, d, risk, steps=4):
     return d[:, None] * beta
 
 
+class RankDeficientWarning(UserWarning, RuntimeWarning):
+    """X is numerically rank-deficient: the answer is the minimum-norm least-squares solution (as numpy.linalg.lstsq
+    and the NumPy module's "auto" give); the message names the numerical rank and the condition estimate."""
+
+
 def _route_tsqr(X, Y):
     """β̂ = R⁻¹QᵀY from X = QR by tsqr (R and QᵀY in one pass). QR commutes with scaling columns by powers of two
     (the R of X D is R D), so the rank is judged on R with its columns scaled to norms in [0.5, 1), as the NumPy
@@ -228,6 +234,9 @@ def _route_tsqr(X, Y):
     R_u = R * np.ldexp(1.0, kx - c)[None, :]  # the R of X 2^-c (exact but for underflow far under the tolerance)
     U, s, Vt = np.linalg.svd(R_u)
     kept = s > s[0] * max(n, p) * _EPS
+    warnings.warn(f"X is rank-deficient: numerical rank {int(kept.sum())} of {p} columns, condition estimate "
+                  f"{(s[0] / s[-1] if s[-1] > 0 else np.inf):.1e} (singular values under max(n, p) eps of the largest "
+                  f"dropped): the minimum-norm least-squares solution is returned", RankDeficientWarning, stacklevel=4)
     beta_u = Vt[kept].T @ ((U[:, kept].T @ QtY) / s[kept][:, None])
     return _unscale(beta_u, np.broadcast_to(ky[None, :] - c, beta_u.shape))
 

@@ -35,9 +35,9 @@ Routes (each evaluates a kernel-checked identity on the column-scaled data):
                 (REFINEMENT_STEPS, 2) preconditioned gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ) (preconditioned_gd)
                 with the residuals in the input precision. Each step shrinks the error that forming XᵀX causes by
                 about κ² eps (κ the condition number of the column-scaled X), so where κ² eps is well under 1 the
-                answer is in the accuracy class of a backward-stable solver (lstsq). Less accurate than the NumPy
-                module's "auto", which measures κ², refines until β stops moving, solves exactly rounded for small
-                problems and switches to QR or the SVD for hard ones: here κ² eps near or over 1 (cond(X) over about
+                answer is in the accuracy class of a backward-stable solver (lstsq). Less robust than the NumPy
+                module's "auto", which measures κ² and switches to Householder QR or the SVD for hard ones (its
+                "exact" route refines to the exact solution): here κ² eps near or over 1 (cond(X) over about
                 1e7 in float64, 3e3 in float32, once columns are scaled) leaves an inaccurate answer, and a rank-
                 deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there. On concrete
                 CPU arrays "auto" is the NumPy module's instead (see "On the CPU" below).
@@ -59,9 +59,11 @@ exactly the bytes it hashed, compiled afresh into a new module object (no import
 cache in ``__pycache__`` runs in their place, and no second read of a file that may have changed). The arrays
 are read in place (``Tensor.numpy()``, ``numpy.asarray``) and β comes back in their namespace and dtype. Eager
 PyTorch and JAX on the CPU make each small product of a batch a call of its own; the NumPy module's packed,
-threaded numerics are several times faster there and the accuracy reference (they measure κ², refine until β
-stops moving, and give the minimum-norm solution where X is rank-deficient, as route "svd" does, where the
-array-API code raises). Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax.vmap``,
+threaded numerics are several times faster there and backward stable on every kind of data (they measure κ²,
+take Householder QR where the Gram route cannot serve, and give the minimum-norm solution with a
+RankDeficientWarning where X is rank-deficient, as route "svd" does, where the array-API code raises). The
+refined exact solution of the float64 data is the NumPy module's route "exact" (the accuracy reference).
+Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax.vmap``,
 ``jax.grad``, ``torch.compile``, ``torch.func``, ``torch.vmap``, and PyTorch tensors that require grad; so do
 other devices, other routes and dtypes, and ``HOST_NUMERICS = False``. Its answers agree with the NumPy module's
 to about cond(X) eps where κ² eps is well under 1.
@@ -75,6 +77,7 @@ import numbers
 import sys
 import threading
 import types
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,8 +91,8 @@ from array_api_compat import (
     is_torch_namespace,
 )
 
-__all__ = ["ROUTES", "REFINEMENT_STEPS", "coefficients", "predict", "attention_parameters", "attention_scores",
-           "RecursiveLeastSquares", "multi_layer_predict"]
+__all__ = ["ROUTES", "REFINEMENT_STEPS", "RankDeficientWarning", "coefficients", "predict", "attention_parameters",
+           "attention_scores", "RecursiveLeastSquares", "multi_layer_predict"]
 
 ROUTES = ("auto", "cholesky", "eigh", "svd", "qr")
 
@@ -502,6 +505,12 @@ def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
 
 # --- concrete arrays in CPU memory: the NumPy module's "auto" ------------------------------
 
+
+class RankDeficientWarning(UserWarning, RuntimeWarning):
+    """On the CPU, route "auto" (the NumPy module's): X is numerically rank-deficient, and the answer is the
+    minimum-norm least-squares solution; the message names the numerical rank and the condition estimate."""
+
+
 _HOST_LOCK = threading.Lock()
 _HOST_LOADED: dict[str, Any] = {}  # path -> the loaded NumPy module, or None where it is absent or not ours
 
@@ -576,7 +585,14 @@ def _host_solve(xp, X, Y, route, refine, check_finite, lam):
     host = _host_module()
     if host is None:
         return None
-    beta = host.coefficients(*views, ridge=lam)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        beta = host.coefficients(*views, ridge=lam)
+    for found in caught:  # the host module's classes live in a module made at run time: said as this module's own
+        category = RankDeficientWarning if found.category.__name__ == "RankDeficientWarning" else found.category
+        if category.__module__.startswith("_ols_attention_host_"):
+            category = RuntimeWarning
+        warnings.warn(str(found.message), category, stacklevel=4)
     return xp.asarray(beta, device=device(X))
 
 
