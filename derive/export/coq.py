@@ -54,6 +54,9 @@ def _dim(d) -> str:
     d = sympy.sympify(d)
     if d in _DIM_ORDER:  # the sum of a block partition: its parts in the partition's order (Coq's type)
         return "(" + " + ".join(_dim(a) for a in _DIM_ORDER[d]) + ")%N"
+    indexed = _index_dim(d)
+    if indexed is not None:
+        return indexed
     if isinstance(d, sympy.Symbol) and d in _SHIFTED:  # n = n_c + c: n - c is a variable of its own
         return f"({_shifted_name(d)} + {_SHIFTED[d]})%N"
     if isinstance(d, sympy.Symbol):
@@ -147,6 +150,18 @@ def _index(e) -> str:
             and isinstance(e.args[1], sympy.Symbol):
         return _ident(e.args[1].name) + ".+1" * int(e.args[0])
     raise Unsupported(f"the family index {e} is not exported (0, a symbol, a symbol plus a number are)")
+
+
+def _index_dim(d) -> str | None:
+    """A size that depends on an index symbol t (the prefix X_t has t rows): t + k (k ≥ 0) is `idx t.+k` of the
+    prelude (`idx t.+1` is `idx t + 1` by conversion, the size of `col_mx (X t) x^T`); None for other sizes."""
+    indices = [s for s in d.free_symbols if _is_index(s)]
+    if not indices:
+        return None
+    rest = d - indices[0]
+    if len(indices) != 1 or not isinstance(rest, sympy.Integer) or rest < 0:
+        raise Unsupported(f"the size {d} depends on an index other than as t + k (k ≥ 0; not exported)")
+    return f"(idx {_ident(indices[0].name)}{'.+1' * int(rest)})"
 
 
 def _mtype(rows, cols) -> str:
@@ -640,7 +655,16 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
     coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
     if len(mats) == 1 and type(mats[0]) is Identity and coeff in (facts.positive or {}):
         return f"(@posdef_scalar R {_dim(t.shape[0])} {_scalar(coeff)} {facts.positive[coeff]})"
-    if type(t) is MatAdd and len(t.args) == 2 and depth < 3:
+    if type(t) is Identity:
+        return f"(@posdef_one R {_dim(t.shape[0])})"
+    if type(t) in (Inverse, Transpose) and depth < 5:  # (A⁻¹)ᵀ... of a positive definite A
+        try:
+            inner = _pd(t.args[0], facts, depth + 1)
+        except Unsupported:
+            inner = None
+        if inner is not None:
+            return f"({'posdef_inv' if type(t) is Inverse else 'posdef_tr'} {inner})"
+    if type(t) is MatAdd and len(t.args) == 2 and depth < 5:
         a, b = t.args
         for first, second, lemma in ((a, b, "posdef_add_psd"), (b, a, "psd_add_posdef")):
             try:
@@ -664,6 +688,8 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
             return f"(psd_gram {show(ast(mats[1]), False)})"
         if len(mats) == 3 and mats[2] == canon(Transpose(mats[0])):  # F M Fᵀ, any F
             return f"(psd_congr_t {show(ast(mats[0]), False)} {_psd(mats[1], facts, depth)})"
+        if len(mats) == 3 and type(mats[0]) is Transpose and mats[2] == mats[0].args[0]:  # Gᵀ M G, any G
+            return f"(psd_congr_tt {show(ast(mats[2]), False)} {_psd(mats[1], facts, depth)})"
     if depth < 3:
         for lhs, rhs, proof in facts.equations:
             for other, product, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
@@ -676,6 +702,11 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
                         return f"(psd_congr {p} {_unit(mats[0], facts)} {_psd(other, facts, depth + 1)})"
                     except Unsupported:
                         continue
+    if depth < 5:  # a positive definite matrix
+        try:
+            return f"(posdef_psd {_pd(t, facts, depth + 1)})"
+        except Unsupported:
+            pass
     raise Unsupported(f"the positive semidefiniteness of {t} is judged by the kernel in a way the export does "
                       "not model")
 
@@ -861,7 +892,7 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         for i in [i for i, m in enumerate(ms) if type(m) is MatAdd]:
             terms = [mul(coeff, ms[:i], term, ms[i + 1:]) for term in ms[i].args]
             left = f"!(mulmxDr {show(ast(mul(ms[:i])), False)}) " if i else ""  # only this sum is distributed
-            out.append((add(terms), f"ltac:(by rewrite {left}?mulmxDl; {facts.norm})",
+            out.append((add(terms), f"ltac:(by rewrite {left}?mulmxDl ?scalerDr; {facts.norm})",
                         ("add", [ast(t) for t in terms])))  # in the order of the sum distributed
     elif rule == "collect" and type(sub) is MatAdd:  # two adjacent terms c A and -c A cancel (to 0)
         args = list(sub.args)
@@ -944,11 +975,11 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         if table is None or name not in table:
             raise Unsupported(f"the rule {rule} is not exported (citations of theorems, induction steps and "
                               "predicate hypotheses are not modelled)")
-        lhs, rhs, proof = table[name]
+        lhs, rhs, proof, *trees = table[name]  # trees: the sides as printed, for a theorem stated out of order
         if sub == lhs:
-            out.append((rhs, proof))
+            out.append((rhs, proof, *(trees[::-1] if trees else [])))
         if sub == rhs:
-            out.append((lhs, f"esym {proof}"))
+            out.append((lhs, f"esym {proof}", *trees))
     elif rule not in _SUPPORTED_RULES and not facts.unchecked:
         raise Unsupported(f"the kernel rule {rule} is not exported")
     return out
@@ -1021,7 +1052,8 @@ def _find(before, after, rule, facts, lemmas, defs):
             except Exception:  # noqa: BLE001  a result that does not fit: not this position
                 continue
             if canon(rebuilt) == after:
-                yield ctx, sub, result, proof, (tree[0] if tree else ast(result))
+                yield ctx, sub, result, proof, (tree[0] if tree else ast(result)), (tree[1] if len(tree) > 1 else
+                                                                                   ast(sub))
 
 
 def _key(a):
@@ -1119,13 +1151,13 @@ def _perm_lemma(name: str, order: list[int]) -> str:
 def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     found, flipped, any_found, perms = None, False, False, None
     for flip, (start, end) in ((False, (before, after)), (True, (after, before))):
-        for ctx, lhs, rhs, proof, rtree in _find(start, end, rule, facts, lemmas, defs):
+        for ctx, lhs, rhs, proof, rtree, ltree in _find(start, end, rule, facts, lemmas, defs):
             any_found = True
             used: dict = {}
-            p0 = _permutations(flat(ast(start)), flat(_replace_hole(ctx, ast(lhs))), used)
+            p0 = _permutations(flat(ast(start)), flat(_replace_hole(ctx, ltree)), used)
             p1 = _permutations(flat(_replace_hole(ctx, rtree)), flat(ast(end)), used)
             if p0 is not None and p1 is not None:
-                found, flipped, perms = (ctx, lhs, rhs, proof), flip, (p0, p1, used, rtree)
+                found, flipped, perms = (ctx, lhs, rhs, proof), flip, (p0, p1, used, rtree, ltree)
                 break
         if found is not None:
             break
@@ -1141,15 +1173,15 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     start, end = (after, before) if flipped else (before, after)
     rows, cols = lhs.shape
     e0, e1 = show(ast(start)), show(ast(end))
-    c0, c1 = show(_replace_hole(ctx, ast(lhs))), show(_replace_hole(ctx, rtree))
+    p0, p1, used, rtree, ltree = perms
+    c0, c1 = show(_replace_hole(ctx, ltree)), show(_replace_hole(ctx, rtree))
     goal = f"{e1} = {e0}" if flipped else f"{e0} = {e1}"
-    p0, p1, used, rtree = perms
     lemmas_ = "".join(_perm_lemma(f"{n}_{name}", order) + "\n" for n, order in used.items())
     # a rewrite rewrites every occurrence of its instance (one sum twice in a term): each rewrite once
     r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p0))
     r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p1))
     lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.",
-             f"have rule_ : {show(ast(lhs))} = {show(rtree)} := {proof}.",
+             f"have rule_ : {show(ltree)} = {show(rtree)} := {proof}.",
              f"have e0_ : {e0} = {c0} by {facts.norm}{r0}.",
              f"have e1_ : {c1} = {e1} by {facts.norm}{r1}.",
              f"have e_ := etrans e0_ (etrans (congr1 (fun Z_ : {_mtype(rows, cols)} => "
@@ -1327,10 +1359,16 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
                 raise Unsupported(f"cites {proof.theorem}: its hypothesis {h.name} is not an equation here")
             found = f"(ltac:(done) : {show(ast(lhs))} = {show(ast(rhs))})"
         args.append(found if found.startswith("(") or " " not in found else f"({found})")
+    # the cited theorem is stated as written (its sums perhaps out of the kernel's order): its sides as printed
+    # there, instantiated, are given too, and the step lemma reorders the sums around them
+    stated = []
     for side in (proof.claim.lhs, proof.claim.rhs):
-        if flat(ast(side)) != flat(ast(canon(side))):
-            raise Unsupported(f"cites {proof.theorem}, stated out of the kernel's order of sums (not exported)")
-    return inst(proof.claim.lhs), inst(proof.claim.rhs), f"(@{_ident(proof.theorem)} {' '.join(args)})"
+        tree = ast(side.xreplace(dimmap).xreplace(matmap))
+        if _key(flat(tree)) != _key(flat(ast(inst(side)))):
+            raise Unsupported(f"cites {proof.theorem}: its statement, instantiated, is not its kernel form")
+        stated.append(tree)
+    return (inst(proof.claim.lhs), inst(proof.claim.rhs), f"(@{_ident(proof.theorem)} {' '.join(args)})",
+            *stated)
 
 
 def _needs_rcf(data: dict, exported: dict) -> bool:
@@ -1435,13 +1473,40 @@ def _defined(tid: str, proof, facts: _Facts) -> str:
 
 def _family(f) -> str:
     """A family: free data `Variable x : nat -> 'M[R]_(r, c)`, or a recurrence as a Fixpoint on its index."""
-    if f.index in f.rows.free_symbols | f.cols.free_symbols:
-        raise Unsupported(f"the family {f.name} has members of a size that depends on the index (not exported)")
     fn, iv = _ident(f.name), _ident(f.index.name)
-    if f.base is None:
+    if f.index in f.rows.free_symbols | f.cols.free_symbols:
+        _indexed_family(f)
+        if f.base is None:
+            return f"Variable {fn} : forall {iv} : nat, {_mtype(f.rows, f.cols)}."
+    elif f.base is None:
         return f"Variable {fn} : nat -> {_mtype(f.rows, f.cols)}."
     return (f"Fixpoint {fn} ({iv} : nat) {{struct {iv}}} : {_mtype(f.rows, f.cols)} :=\n"
-            f"  match {iv} with 0 => {show(ast(canon(f.base)))} | {iv}.+1 => {show(ast(canon(f.step)))} end.")
+            f"  match {iv} return {_mtype(f.rows, f.cols)} with 0 => {show(ast(canon(f.base)))}\n"
+            f"  | {iv}.+1 => {show(ast(canon(f.step)))} end.")
+
+
+def _indexed_family(f) -> None:
+    """A family whose members' size depends on the index: the size must be the index itself (`idx s` rows or
+    columns, the other size fixed), and a recurrence must add one row (`col_mx (F s) B`) or one column
+    (`row_mx (F s) B`) per step, so that Coq's type of the step, `idx s + 1`, is `idx s.+1` by conversion."""
+    s = f.index
+    along = [k for k, size in enumerate((f.rows, f.cols)) if s in size.free_symbols]
+    if len(along) != 1 or (f.rows, f.cols)[along[0]] != s:
+        raise Unsupported(f"the family {f.name} has members of size {f.rows} × {f.cols} (an index-dependent size "
+                          "is exported when it is the index itself, in one direction)")
+    if f.base is None:
+        return
+    grid = blocks_of(f.step) if isinstance(f.step, BlockMatrix) else None
+    member = FamilyMatrix(f.name, s, f.rows, f.cols)
+    if along[0] == 0:
+        ok = grid is not None and len(grid) == 2 and len(grid[0]) == 1 and grid[0][0] == member \
+            and grid[1][0].shape[0] == 1
+    else:
+        ok = grid is not None and len(grid) == 1 and len(grid[0]) == 2 and grid[0][0] == member \
+            and grid[0][1].shape[1] == 1
+    if not ok:
+        raise Unsupported(f"the family {f.name} has members of a size that depends on the index, and its step does "
+                          "not add one row (or column) below (or right of) the member before (not exported)")
 
 
 def _induction(lem, facts: _Facts, lemmas: dict, defs: dict, unchecked: bool, cite) -> str:
@@ -1583,10 +1648,19 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
                 entry = (canon(h.lhs), canon(h.rhs), hn)
                 local.equations.append(entry)
                 local.equations_by_name[h.name] = entry
+        # a lemma about an index t (D[t + 1] = ...) holds for every t: a section of its own binds t, and later
+        # chains cite it at t, `(L t)`
+        at = sorted({n.name for e in (lem.lhs, lem.rhs, *[s.expr for s in lem.steps])
+                     for n in sympy.preorder_traversal(e) if _is_index(n)})
+        if at and not lem.hypotheses:
+            head.append(f"Section {ln}_section.")
+        if at:
+            head.append("Variables " + " ".join(_ident(v) for v in at) + " : nat.")
         body = _chain(f"{ln}", canon(lem.lhs), canon(lem.rhs), lem.steps, local, lemmas, defs, "Lemma", ln, cite)
-        out += head + [body] + ([f"End {ln}_section.", ""] if lem.hypotheses else [])
+        out += head + [body] + ([f"End {ln}_section.", ""] if lem.hypotheses or at else [])
         if not lem.hypotheses:
-            lemmas[lem.name] = (canon(lem.lhs), canon(lem.rhs), ln)
+            lemmas[lem.name] = (canon(lem.lhs), canon(lem.rhs), f"({ln} {' '.join(_ident(v) for v in at)})"
+                                if at else ln)
             facts.equations.append(lemmas[lem.name])
     free = sorted({n.name for side in (proof.claim.lhs, proof.claim.rhs) for n in sympy.preorder_traversal(side)
                    if _is_index(n)})
