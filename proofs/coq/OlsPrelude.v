@@ -251,6 +251,9 @@ Qed.
 Lemma psd_congr_t m n (F : 'M[R]_(m, n)) (M : 'M[R]_n) : psd M -> psd (F *m M *m F^T).
 Proof. by move=> pM v; move: (pM (F^T *m v)); rewrite trmx_mul trmxK !mulmxA. Qed.
 
+Lemma psd_congr_tt m n (F : 'M[R]_(n, m)) (M : 'M[R]_n) : psd M -> psd (F^T *m M *m F).
+Proof. by move=> pM; have := psd_congr_t F^T pM; rewrite trmxK. Qed.
+
 Lemma posdef_add_psd n (A B : 'M[R]_n) : posdef A -> psd B -> posdef (A + B).
 Proof.
 move=> pA pB v nz.
@@ -432,3 +435,42 @@ Lemma sum_perm (V : zmodType) (s : seq V) (p q : seq nat) : perm_eq p q ->
   \sum_(i <- p) nth 0 s i = \sum_(i <- q) nth 0 s i.
 Proof. exact: perm_big. Qed.
 End Perm.
+
+(* Sizes that depend on an index (the prefix X_t has t rows): `idx t` is t, computed so that
+   `idx t.+1` is `idx t + 1` by conversion, the number of rows of `col_mx (X t) x^T` (MathComp's `addn`
+   recurses on its first argument, so `t + 1` alone would not reduce to `t.+1` for a variable t). *)
+Fixpoint idx (s : nat) : nat := if s is s'.+1 then (idx s' + 1)%N else 0%N.
+
+Lemma idxE s : idx s = s.
+Proof. by elim: s => //= s ->; rewrite addn1. Qed.
+
+(* More of the kernel's positive-definiteness judgments: I, transposes and inverses of positive definite
+   matrices (x = Ay: xᵀA⁻¹x = yᵀAᵀy), and a positive definite matrix is positive semidefinite. *)
+Section PosDefMore.
+Variable R : realFieldType.
+
+Lemma posdef_one n : posdef (1%:M : 'M[R]_n).
+Proof. by move=> v nz; rewrite mulmx1 sqnorm_gt0. Qed.
+
+Lemma posdef_tr n (A : 'M[R]_n) : posdef A -> posdef A^T.
+Proof.
+move=> pd v nz; have e : (v^T *m A^T *m v) 0 0 = ((v^T *m A^T *m v)^T) 0 0 by rewrite [RHS]mxE.
+by rewrite e !trmx_mul !trmxK mulmxA; apply: pd.
+Qed.
+
+Lemma posdef_inv n (A : 'M[R]_n) : posdef A -> posdef (invmx A).
+Proof.
+move=> pd v nz; have uA := posdef_unit pd.
+have ev : v = A *m (invmx A *m v) by rewrite mulmxA mulmxV ?mul1mx.
+have nz' : invmx A *m v != 0 by apply: contra nz => /eqP h; rewrite ev h mulmx0.
+have -> : v^T *m invmx A *m v = (invmx A *m v)^T *m A^T *m (invmx A *m v).
+  by rewrite -trmx_mul -ev mulmxA.
+exact: (posdef_tr pd nz').
+Qed.
+
+Lemma posdef_psd n (A : 'M[R]_n) : posdef A -> psd A.
+Proof.
+move=> pd v; case: (altP (v =P 0)) => [->|nz]; last by apply: Order.POrderTheory.ltW; apply: pd.
+by rewrite mulmx0 mxE.
+Qed.
+End PosDefMore.
