@@ -474,3 +474,13 @@ move=> pd v; case: (altP (v =P 0)) => [->|nz]; last by apply: Order.POrderTheory
 by rewrite mulmx0 mxE.
 Qed.
 End PosDefMore.
+
+(* Rational constants in R are images of rationals (`ratr`, a field morphism), whose arithmetic Coq computes:
+   c_1 + ... + c_k = c for rational constants, as `collect` sums coefficients: `rat_eq` with a == b computed in
+   rat, and x, y rewritten to images of rationals (`ratr_natE`, the morphism's laws). *)
+Section Rat.
+Variable R : numFieldType.
+Lemma ratr_natE (n : nat) : (n%:R : R) = ratr (n%:R). Proof. by rewrite ratr_nat. Qed.
+Lemma rat_eq (a b : rat) (x y : R) : a == b -> x = ratr a -> y = ratr b -> x = y.
+Proof. by move/eqP=> -> -> ->. Qed.
+End Rat.

@@ -901,6 +901,7 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             if mul(m1) == mul(m2) and sympy.simplify(c1 + c2) == 0:
                 rest = args[:i] + [ZeroMatrix(*sub.shape)] + args[i + 2:]
                 out.append((add(rest), "ltac:(by rewrite ?subrK ?addrK ?addNr ?subrr ?addr0 ?add0r)"))
+        out += _collect_group(sub)
     elif rule == "power_combine" and mats and len(mats) == 2:
         (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
         b = canon(b1)
@@ -982,6 +983,49 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             out.append((lhs, f"esym {proof}", *trees))
     elif rule not in _SUPPORTED_RULES and not facts.unchecked:
         raise Unsupported(f"the kernel rule {rule} is not exported")
+    return out
+
+
+# the terms c_i M of a group, from (c_1 + ... + c_k) *: M: the sum of scalings split, and each c_i *: M brought
+# to the form `show` prints it in (`M`, `- M`, `- (c *: M)`)
+_COLLECT_SPLIT = "?mulr1n ?mulNr ?scaleN1r ?scale1r ?scaleNr"  # after k - 1 `rewrite [RHS]scalerDl` (not `!`: a
+# numeral 2%:R is 1 + 1 by conversion, and would be split too)
+
+
+def _collect_group(sub) -> list:
+    """``collect`` of every group of two or more terms of the sum ``sub`` with one matrix part M and rational
+    coefficients (any number of terms, anywhere in the sum): (result, Coq proof, result tree, sum tree) with the
+    group first in the sum tree, so the proof rewrites its left-associated prefix c_1 M + ... + c_k M to c M:
+    the scalings summed (`scalerDl`) and c_1 + ... + c_k = c proved in `rat`, which computes (`ratr`, a field
+    morphism; the prelude's `ratr_natE` and `rat_eq`)."""
+    groups: dict = {}
+    for index, term in enumerate(sub.args):
+        coeff, mats = factors_of(term)
+        groups.setdefault(mul(mats), []).append((index, coeff))
+    out = []
+    for part, members in groups.items():
+        coeffs = [sympy.sympify(c) for _, c in members]
+        if len(members) < 2 or not all(isinstance(c, sympy.Rational) for c in coeffs):
+            continue
+        total = sympy.Add(*coeffs)
+        collected = mul(total, part)
+        taken = {index for index, _ in members}
+        rest = [a for index, a in enumerate(sub.args) if index not in taken]
+        group = ("add", [ast(sub.args[i]) for i, _ in members])
+        ctree = ast(collected)
+        mt = show(ast(part), False)
+        cs = " + ".join(_scalar(c) for c in coeffs)
+        split = (f"(ltac:(by rewrite {' '.join(['[in RHS]scalerDl'] * (len(coeffs) - 1))} {_COLLECT_SPLIT}) : "
+                 f"{show(group)} = ({cs}) *: {mt})")
+        scalar = (f"(ltac:(apply: (@rat_eq R ({cs}) {_scalar(total)}) => //; by rewrite ?(@ratr_natE R) "
+                  f"-?(rmorphN, fmorph_div, rmorphD, rmorphM, rmorphB)) : ({cs}) = {_scalar(total)})")
+        tail = "?mulr1n ?mulr0n ?mulNr ?scaleN1r ?scale1r ?scaleNr ?scale0r"
+        proof = (f"ltac:(by rewrite {split} {scalar} {tail})" if not rest else
+                 f"ltac:(have g_ : {show(group)} = {show(ctree)} := ltac:(by rewrite {split} {scalar} {tail}); "
+                 "by rewrite g_)")
+        ltree = ("add", group[1] + [ast(r) for r in rest]) if rest else group
+        rtree = ("add", [ctree] + [ast(r) for r in rest]) if rest else ctree
+        out.append((add(rest, collected) if rest else collected, proof, rtree, ltree))
     return out
 
 
