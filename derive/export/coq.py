@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sympy
-from sympy import Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose, ZeroMatrix
+from sympy import (Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Trace, Transpose,
+                   ZeroMatrix)
 
 from ..certificates.format import CertificateError, proof_from_data
 from ..kernel.proof import Induction
@@ -240,6 +241,8 @@ def _scalar(c) -> str:
         return f"({_scalar(c.p)} / {_scalar(c.q)})"
     if isinstance(c, sympy.Symbol) and not c.assumptions0.get("integer"):
         return _ident(c.name)
+    if isinstance(c, Trace) and tuple(c.arg.shape) == (1, 1):  # a 1×1 matrix read as a scalar: its entry
+        return f"({show(ast(canon(c.arg)), False)} 0 0)"
     if isinstance(c, sympy.Mul):
         return "(" + " * ".join(_scalar(a) for a in c.args) + ")"
     if isinstance(c, sympy.Add):
@@ -288,6 +291,11 @@ def _sign(c, facts: _Facts) -> tuple[frozenset, str]:
         if c in (facts.positive or {}):
             return frozenset({1}), f"(sgin_pos {facts.positive[c]})"
         return _UNKNOWN, f"(@sgin_any R {_ident(c.name)})"
+    if isinstance(c, Trace) and tuple(c.arg.shape) == (1, 1):  # tr s > 0 for s positive definite
+        try:
+            return frozenset({1}), f"(sgin_tr_pos {_pd(c.arg, facts)})"
+        except Unsupported:
+            return _UNKNOWN, f"(@sgin_any R {_scalar(c)})"
     if isinstance(c, (sympy.Mul, sympy.Add)):
         signs, proof = _sign(c.args[0], facts)
         for a in c.args[1:]:
@@ -902,6 +910,12 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                 rest = args[:i] + [ZeroMatrix(*sub.shape)] + args[i + 2:]
                 out.append((add(rest), "ltac:(by rewrite ?subrK ?addrK ?addNr ?subrr ?addr0 ?add0r)"))
         out += _collect_group(sub)
+    elif rule == "scalar_matrix" and mats and len(mats) == 2:  # s B = (s 0 0) B, A s = (s 0 0) A, s 1×1
+        for i, lemma in ((0, "scalar11_left"), (1, "scalar11_right")):
+            s1 = mats[i]
+            if tuple(s1.shape) == (1, 1) and type(s1) not in (Identity, ZeroMatrix):
+                other = mats[1 - i]
+                out.append((mul(Trace(s1), other), f"{lemma} {' '.join(show(ast(m), False) for m in mats)}"))
     elif rule == "power_combine" and mats and len(mats) == 2:
         (b1, e1), (b2, e2) = exponent_form(mats[0]), exponent_form(mats[1])
         b = canon(b1)
@@ -1084,7 +1098,7 @@ _SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", 
                     "block_inverse_diagonal", "block_scale", "block_identity", "block_zero",
                     "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
                     "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
-                    "inverse_product", "zero_mul", "zero_add", "distribute"}
+                    "inverse_product", "zero_mul", "zero_add", "distribute", "scalar_matrix"}
 
 
 def _find(before, after, rule, facts, lemmas, defs):
