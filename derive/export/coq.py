@@ -19,14 +19,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sympy
-from sympy import (Basic, BlockMatrix, Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Trace, Transpose,
-                   ZeroMatrix)
+from sympy import (
+    Basic,
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Trace,
+    Transpose,
+    ZeroMatrix,
+)
 
 from ..certificates.format import CertificateError, proof_from_data
 from ..kernel.proof import Induction
 from ..kernel.terms import FamilyMatrix, add, block, blocks_of, canon, exponent_form, factors_of, mul, power
 
-__all__ = ["PRELUDE", "CoqExport", "Unsupported", "export_certificates", "theorem_file", "write_export"]
+__all__ = ["JUDGMENT_TRANSLATIONS", "PRELUDE", "RULE_TRANSLATIONS", "CoqExport", "Unsupported", "export_certificates",
+           "theorem_file", "write_export"]
 
 PRELUDE = "OlsPrelude"
 _PRELUDE_TEXT = (Path(__file__).with_name("OlsPrelude.v")).read_text()
@@ -1094,11 +1106,65 @@ def _block_product(left, right, norm: str = _NORM):
     return [(result, "erefl" if lemma == "erefl" else f"ltac:(by rewrite ({lemma} {args}); {norm})", tree)]
 
 
-_SUPPORTED_RULES = {"power_combine", "collect", "block_add", "block_transpose", "block_single", "block_multiply",
-                    "block_inverse_diagonal", "block_scale", "block_identity", "block_zero",
-                    "identity_mul", "inverse_cancel", "transpose_product", "transpose_transpose", "transpose_inverse",
-                    "transpose_zero", "transpose_sum", "transpose_symmetric", "inverse_inverse", "inverse_identity",
-                    "inverse_product", "zero_mul", "zero_add", "distribute", "scalar_matrix"}
+#: How each rule of the kernel (``derive.kernel.axioms.AXIOMS``) and each kind of citation is proved in Coq: the
+#: MathComp or prelude lemma applied at the located sub-term.  ``tests/test_coq.py`` fails when the kernel has a
+#: rule without an entry here (a rule added later must come with its translation) and when a rule is used by no
+#: exported and compiled example.
+RULE_TRANSLATIONS: dict[str, str] = {
+    "transpose_product": "trmx_mul (linearN/linearZ first for a scaled product)",
+    "transpose_transpose": "trmxK",
+    "transpose_sum": "raddfD",
+    "transpose_symmetric": "the symmetry, proved as the kernel judges it (_sym)",
+    "transpose_inverse": "trmx_inv",
+    "transpose_zero": "trmx0",
+    "inverse_product": "inverse_product (inverse_scale for c A B), unitmx facts by _unit",
+    "inverse_identity": "invmx1",
+    "inverse_inverse": "invmxK",
+    "inverse_cancel": "mulVmx/mulmxV with the unitmx fact",
+    "power_combine": "npow_combine/ipow_combine (integer exponents), pow_combine (mpow, halves)",
+    "identity_mul": "mulmx1/mul1mx",
+    "zero_mul": "mulmx0/mul0mx",
+    "zero_add": "addr0/add0r",
+    "collect": "subrK/addrK (a cancelling pair); scalerDl and rat_eq (any group with rational coefficients)",
+    "distribute": "mulmxDl/mulmxDr (scalerDr under a coefficient)",
+    "block_multiply": "mul_row_col, mul_row_block, mul_block_col, mulmx_block, mul_col_row, mul_col_mx, mul_mx_row",
+    "block_transpose": "tr_row_mx/tr_col_mx/tr_block_mx",
+    "block_single": "erefl ([A] is A)",
+    "block_add": "add_row_mx/add_col_mx/add_block_mx",
+    "block_scale": "scale_row_mx/scale_col_mx/scale_block_mx (opp_*_mx for c < 0)",
+    "block_identity": "scalar_mx_block",
+    "block_zero": "row_mx0/col_mx0/block_mx0",
+    "block_inverse_diagonal": "inverse_block_diag with the unitmx facts of both blocks",
+    "scalar_matrix": "scalar11_left/scalar11_right (s = (s 0 0)%:M, mx11_scalar)",
+    "hyp": "the hypothesis (a quantified one applied to the step's instance)",
+    "def": "erefl (Definition)",
+    "lemma": "the lemma (an induction lemma at the step's index)",
+    "thm": "the cited theorem applied to the instance and to proofs of its hypotheses",
+    "base": "erefl (the Fixpoint at 0)",
+    "step": "erefl (the Fixpoint at s.+1)",
+    "hyp:IH": "the induction hypothesis of the step's section",
+}
+
+#: How each judgment of the kernel (``derive.kernel.judgments``) is proved in Coq: the exporter's function that
+#: writes the proof term, the way the kernel judged it.
+JUDGMENT_TRANSLATIONS: dict[str, str] = {
+    "invertible": "_unit",  # A \in unitmx
+    "positive_definite": "_pd",  # posdef A
+    "positive_semidefinite": "_psd",  # psd A
+    "diagonal": "_diag",  # is_diag_mx A
+    "symmetric": "_sym",  # A^T = A
+    "sign": "_sign",  # sgin x s
+    "positive": "_sign",
+    "nonnegative": "_sign",
+    "nonzero": "_nonzero",  # x != 0
+    "positive_power_base": "_check_powers",  # is_diag_mx and posdef of the base of mpow
+    "member_defined": "_family",  # a Fixpoint: every member is defined
+    "check_defined": "_defined",  # the <id>_defined lemma
+    "defined_canon": "_defined",
+}
+
+_SUPPORTED_RULES = {rule for rule in RULE_TRANSLATIONS if ":" not in rule} - {"hyp", "def", "lemma", "thm", "base",
+                                                                               "step"}
 
 
 def _find(before, after, rule, facts, lemmas, defs):
