@@ -474,3 +474,34 @@ move=> pd v; case: (altP (v =P 0)) => [->|nz]; last by apply: Order.POrderTheory
 by rewrite mulmx0 mxE.
 Qed.
 End PosDefMore.
+
+(* Rational constants in R are images of rationals (`ratr`, a field morphism), whose arithmetic Coq computes:
+   c_1 + ... + c_k = c for rational constants, as `collect` sums coefficients: `rat_eq` with a == b computed in
+   rat, and x, y rewritten to images of rationals (`ratr_natE`, the morphism's laws). *)
+Section Rat.
+Variable R : numFieldType.
+Lemma ratr_natE (n : nat) : (n%:R : R) = ratr (n%:R). Proof. by rewrite ratr_nat. Qed.
+Lemma rat_eq (a b : rat) (x y : R) : a == b -> x = ratr a -> y = ratr b -> x = y.
+Proof. by move/eqP=> -> -> ->. Qed.
+End Rat.
+
+(* A 1×1 matrix read as a scalar (the kernel's tr s, printed `s 0 0`): `scalar_matrix` moves it out of a
+   product, A s B = (s 0 0) A B; it is positive when s is positive definite (x = 1). *)
+Section OneByOne.
+Variable R : realFieldType.
+
+Lemma scalar11_mid m p (A : 'M[R]_(m, 1)) (s : 'M[R]_1) (B : 'M[R]_(1, p)) : A *m s *m B = s 0 0 *: (A *m B).
+Proof. by rewrite {1}[s]mx11_scalar mul_mx_scalar scalemxAl. Qed.
+
+Lemma scalar11_left p (s : 'M[R]_1) (B : 'M[R]_(1, p)) : s *m B = s 0 0 *: B.
+Proof. by rewrite {1}[s]mx11_scalar mul_scalar_mx. Qed.
+
+Lemma scalar11_right m (A : 'M[R]_(m, 1)) (s : 'M[R]_1) : A *m s = s 0 0 *: A.
+Proof. by rewrite {1}[s]mx11_scalar mul_mx_scalar. Qed.
+
+Lemma sgin_tr_pos (s : 'M[R]_1) : posdef s -> sgin (s 0 0) [:: Posz 1].
+Proof.
+move=> pd; apply: sgin_pos; have := pd 1%:M; rewrite trmx1 mul1mx mulmx1; apply.
+by apply/negP=> /eqP/matrixP/(_ 0 0); rewrite !mxE /= => /eqP; rewrite oner_eq0.
+Qed.
+End OneByOne.
