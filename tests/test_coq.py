@@ -133,9 +133,22 @@ def test_a_family_of_another_index_dependent_size_is_refused_with_the_reason():
     # the new row on top, [[v_{s+1}ᵀ], [V_s]]: Coq's size would be 1 + idx s (the export adds rows below)
     head, rest = family["step"].split("[[", 1)
     top, bottom = rest.rsplit("]]", 1)[0].split("], [")
-    family["step"] = f"{head}[[{bottom}], [{top}]]]))"
+    family["step"] = f"{head}[[{bottom}], [{top}]]))"
     export = export_certificates([data], unchecked=True)
-    assert "does not add one row" in export.skipped["fast_weight_delta_rule"]
+    reason = export.skipped["fast_weight_delta_rule"]  # s + 1 split as [1, s] here and as [s, 1] in the steps
+    assert "split by blocks in two orders" in reason or "does not add one row" in reason, reason
+    from sympy import Symbol
+
+    from derive.export.coq import Unsupported, _indexed_family
+    from derive.kernel.proof import Family
+    from derive.kernel.terms import FamilyMatrix, block
+
+    s, p = Symbol("s", integer=True, nonnegative=True), Symbol("p", integer=True, positive=True)
+    x = FamilyMatrix("x", s + 1, 1, p)
+    with pytest.raises(Unsupported, match="does not add one row"):
+        _indexed_family(Family("X", s, s, p, x, block([[x], [FamilyMatrix("X", s, s, p)]])))
+    with pytest.raises(Unsupported, match="an index-dependent size is exported when it is the index itself"):
+        _indexed_family(Family("X", s, 2 * s, p))
 
 
 @pytest.mark.slow

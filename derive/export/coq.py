@@ -1604,6 +1604,9 @@ def _family(f) -> str:
             return f"Variable {fn} : forall {iv} : nat, {_mtype(f.rows, f.cols)}."
     elif f.base is None:
         return f"Variable {fn} : nat -> {_mtype(f.rows, f.cols)}."
+    else:
+        return (f"Fixpoint {fn} ({iv} : nat) {{struct {iv}}} : {_mtype(f.rows, f.cols)} :=\n"
+                f"  match {iv} with 0 => {show(ast(canon(f.base)))} | {iv}.+1 => {show(ast(canon(f.step)))} end.")
     return (f"Fixpoint {fn} ({iv} : nat) {{struct {iv}}} : {_mtype(f.rows, f.cols)} :=\n"
             f"  match {iv} return {_mtype(f.rows, f.cols)} with 0 => {show(ast(canon(f.base)))}\n"
             f"  | {iv}.+1 => {show(ast(canon(f.step)))} end.")

@@ -25,11 +25,9 @@ Fixpoint Y (s : nat) {struct s} : 'M[R]_((idx s), k) :=
   match s return 'M[R]_((idx s), k) with 0 => (0 : 'M[R]_(0, k))
   | s.+1 => col_mx (Y s) (y s.+1)^T end.
 Fixpoint P (s : nat) {struct s} : 'M[R]_(p, p) :=
-  match s return 'M[R]_(p, p) with 0 => (lambda^-1) *: (1%:M : 'M[R]_(p))
-  | s.+1 => - ((P s) *m (x s.+1) *m (invmx ((x s.+1)^T *m (P s) *m (x s.+1) + (1%:M : 'M[R]_(1)))) *m (x s.+1)^T *m (P s)) + (P s) end.
+  match s with 0 => (lambda^-1) *: (1%:M : 'M[R]_(p)) | s.+1 => - ((P s) *m (x s.+1) *m (invmx ((x s.+1)^T *m (P s) *m (x s.+1) + (1%:M : 'M[R]_(1)))) *m (x s.+1)^T *m (P s)) + (P s) end.
 Fixpoint m_S (s : nat) {struct s} : 'M[R]_(p, k) :=
-  match s return 'M[R]_(p, k) with 0 => (0 : 'M[R]_(p, k))
-  | s.+1 => (x s.+1) *m (y s.+1)^T + (m_S s) end.
+  match s with 0 => (0 : 'M[R]_(p, k)) | s.+1 => (x s.+1) *m (y s.+1)^T + (m_S s) end.
 
 Lemma slow_memory_base_1_s1 : lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (X 0).
 Proof.

@@ -18,8 +18,7 @@ Variable v : nat -> 'M[R]_(d_v, 1).
 Variable k : nat -> 'M[R]_(d_k, 1).
 Variable q : nat -> 'M[R]_(d_k, 1).
 Fixpoint m_S (s : nat) {struct s} : 'M[R]_(d_v, d_k) :=
-  match s return 'M[R]_(d_v, d_k) with 0 => (0 : 'M[R]_(d_v, d_k))
-  | s.+1 => (v s.+1) *m (k s.+1)^T + (m_S s) end.
+  match s with 0 => (0 : 'M[R]_(d_v, d_k)) | s.+1 => (v s.+1) *m (k s.+1)^T + (m_S s) end.
 Fixpoint V (s : nat) {struct s} : 'M[R]_((idx s), d_v) :=
   match s return 'M[R]_((idx s), d_v) with 0 => (0 : 'M[R]_(0, d_v))
   | s.+1 => col_mx (V s) (v s.+1)^T end.
@@ -27,8 +26,7 @@ Fixpoint K (s : nat) {struct s} : 'M[R]_((idx s), d_k) :=
   match s return 'M[R]_((idx s), d_k) with 0 => (0 : 'M[R]_(0, d_k))
   | s.+1 => col_mx (K s) (k s.+1)^T end.
 Fixpoint D (s : nat) {struct s} : 'M[R]_(d_v, d_k) :=
-  match s return 'M[R]_(d_v, d_k) with 0 => (0 : 'M[R]_(d_v, d_k))
-  | s.+1 => beta *: ((- ((D s) *m (k s.+1)) + (v s.+1)) *m (k s.+1)^T) + (D s) end.
+  match s with 0 => (0 : 'M[R]_(d_v, d_k)) | s.+1 => beta *: ((- ((D s) *m (k s.+1)) + (v s.+1)) *m (k s.+1)^T) + (D s) end.
 
 Lemma memory_sum_base_s1 : (m_S 0) = (0 : 'M[R]_(d_v, d_k)).
 Proof.

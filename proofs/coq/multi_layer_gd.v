@@ -22,20 +22,15 @@ Definition W_K : 'M[R]_((p + k)%N, p) := col_mx (1%:M : 'M[R]_(p)) (0 : 'M[R]_(k
 Definition W_V : 'M[R]_((p + k)%N, (p + k)%N) := block_mx (0 : 'M[R]_(p, p)) (0 : 'M[R]_(p, k)) (0 : 'M[R]_(k, p)) (- (1%:M : 'M[R]_(k))).
 Definition m_R : 'M[R]_((p + k)%N, k) := col_mx (0 : 'M[R]_(p, k)) (1%:M : 'M[R]_(k)).
 Fixpoint beta (s : nat) {struct s} : 'M[R]_(p, k) :=
-  match s return 'M[R]_(p, k) with 0 => (0 : 'M[R]_(p, k))
-  | s.+1 => - (Gamma *m X^T *m (- Y + X *m (beta s))) + (beta s) end.
+  match s with 0 => (0 : 'M[R]_(p, k)) | s.+1 => - (Gamma *m X^T *m (- Y + X *m (beta s))) + (beta s) end.
 Fixpoint C (s : nat) {struct s} : 'M[R]_(n, (p + k)%N) :=
-  match s return 'M[R]_(n, (p + k)%N) with 0 => row_mx X Y
-  | s.+1 => (C s) *m W_Q *m ((C s) *m W_K)^T *m (C s) *m W_V + (C s) end.
+  match s with 0 => row_mx X Y | s.+1 => (C s) *m W_Q *m ((C s) *m W_K)^T *m (C s) *m W_V + (C s) end.
 Fixpoint m_T (s : nat) {struct s} : 'M[R]_(m, (p + k)%N) :=
-  match s return 'M[R]_(m, (p + k)%N) with 0 => row_mx X_q (0 : 'M[R]_(m, k))
-  | s.+1 => (m_T s) *m W_Q *m ((C s) *m W_K)^T *m (C s) *m W_V + (m_T s) end.
+  match s with 0 => row_mx X_q (0 : 'M[R]_(m, k)) | s.+1 => (m_T s) *m W_Q *m ((C s) *m W_K)^T *m (C s) *m W_V + (m_T s) end.
 Fixpoint P (s : nat) {struct s} : 'M[R]_(p, p) :=
-  match s return 'M[R]_(p, p) with 0 => (1%:M : 'M[R]_(p))
-  | s.+1 => (- (Gamma *m X^T *m X) + (1%:M : 'M[R]_(p))) *m (P s) end.
+  match s with 0 => (1%:M : 'M[R]_(p)) | s.+1 => (- (Gamma *m X^T *m X) + (1%:M : 'M[R]_(p))) *m (P s) end.
 Fixpoint m_S (s : nat) {struct s} : 'M[R]_(p, p) :=
-  match s return 'M[R]_(p, p) with 0 => (0 : 'M[R]_(p, p))
-  | s.+1 => (P s) + (m_S s) end.
+  match s with 0 => (0 : 'M[R]_(p, p)) | s.+1 => (P s) + (m_S s) end.
 
 Lemma context_tokens_base_s1 : (C 0) = row_mx X Y.
 Proof.
