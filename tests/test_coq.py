@@ -554,7 +554,8 @@ def _constructs() -> dict[str, tuple[dict, str]]:
 
 
 def _more_constructs() -> dict[str, tuple[dict, str]]:
-    """collect of any number of terms, scalar_matrix (a 1×1 factor read as a scalar), inverse_inverse."""
+    """collect of any number of terms (rational coefficients, or rational multiples of one scalar monomial),
+    scalar_matrix (a 1×1 factor read as a scalar), inverse_inverse."""
     from sympy import Q, Rational, S, Symbol, Trace
     from sympy.matrices.expressions import MatrixSymbol, Transpose, ZeroMatrix
 
@@ -575,6 +576,15 @@ def _more_constructs() -> dict[str, tuple[dict, str]]:
     result = mul(Rational(-2, 3), a)
     out["collect_negative"] = (_checked("collect_negative", [], add([mul(Rational(-1, 3), a)] * 2), result,
                                         [(result, "collect")]), "rat_eq")
+    lam, mu = Symbol("lambda", positive=True), Symbol("mu", positive=True)
+    # λAB + B − ½λAB = ½λAB + B: rational multiples of one scalar monomial (mulrDl, then the sum in rat)
+    result = add([mul(lam / 2, a, b), b])
+    out["collect_scalar"] = (_checked("collect_scalar", [], add([mul(lam, a, b), b, mul(-lam / 2, a, b)]), result,
+                                      [(result, "collect")]), "mulrDl")
+    result = add([b, ZeroMatrix(n, n)])  # −2λμA + B + λμA + λμA = B + 0
+    out["collect_scalar_cancel"] = (_checked("collect_scalar_cancel", [], add([mul(-2 * lam * mu, a), b,
+                                                                               mul(lam * mu, a), mul(lam * mu, a)]),
+                                             result, [(result, "collect")]), "rat_eq")
     s, u, w = MatrixSymbol("s", 1, 1), MatrixSymbol("u", n, 1), MatrixSymbol("w", 1, n)
     result = mul(2 * Trace(s), u, w)
     out["scalar_matrix"] = (_checked("scalar_matrix_example", [], mul(2, u, s, w), result,

@@ -1014,16 +1014,16 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
 
 # the terms c_i M of a group, from (c_1 + ... + c_k) *: M: the sum of scalings split, and each c_i *: M brought
 # to the form `show` prints it in (`M`, `- M`, `- (c *: M)`)
-_COLLECT_SPLIT = "?mulr1n ?mulNr ?scaleN1r ?scale1r ?scaleNr"  # after k - 1 `rewrite [RHS]scalerDl` (not `!`: a
+_COLLECT_SPLIT = "?mulr1n ?mulNr ?mul1r ?scaleN1r ?scale1r ?scaleNr"  # after k - 1 `rewrite [RHS]scalerDl` (not `!`: a
 # numeral 2%:R is 1 + 1 by conversion, and would be split too)
 
 
 def _collect_group(sub) -> list:
-    """``collect`` of every group of two or more terms of the sum ``sub`` with one matrix part M and rational
-    coefficients (any number of terms, anywhere in the sum): (result, Coq proof, result tree, sum tree) with the
-    group first in the sum tree, so the proof rewrites its left-associated prefix c_1 M + ... + c_k M to c M:
-    the scalings summed (`scalerDl`) and c_1 + ... + c_k = c proved in `rat`, which computes (`ratr`, a field
-    morphism; the prelude's `ratr_natE` and `rat_eq`)."""
+    """``collect`` of every group of two or more terms of the sum ``sub`` with one matrix part M and coefficients
+    c_i = q_i m, q_i rational, m one scalar monomial (any number of terms, anywhere in the sum): (result, Coq proof,
+    result tree, sum tree) with the group first in the sum tree, so the proof rewrites its left-associated prefix
+    c_1 M + ... + c_k M to c M: the scalings summed (`scalerDl`), m factored out (`mulrDl`) and q_1 + ... + q_k = q
+    proved in `rat`, which computes (`ratr`, a field morphism; the prelude's `ratr_natE` and `rat_eq`)."""
     groups: dict = {}
     for index, term in enumerate(sub.args):
         coeff, mats = factors_of(term)
@@ -1031,7 +1031,15 @@ def _collect_group(sub) -> list:
     out = []
     for part, members in groups.items():
         coeffs = [sympy.sympify(c) for _, c in members]
-        if len(members) < 2 or not all(isinstance(c, sympy.Rational) for c in coeffs):
+        # c_i = q_i m: rational q_i, one scalar monomial m (m = 1: rational constants)
+        split_q = [c.as_coeff_Mul() for c in coeffs]
+        common = {m for _, m in split_q}
+        if len(members) < 2 or len(common) != 1 or not all(isinstance(q, sympy.Rational) for q, _ in split_q):
+            continue
+        monomial = common.pop()
+        try:
+            _scalar(monomial)
+        except Unsupported:
             continue
         total = sympy.Add(*coeffs)
         collected = mul(total, part)
@@ -1043,8 +1051,7 @@ def _collect_group(sub) -> list:
         cs = " + ".join(_scalar(c) for c in coeffs)
         split = (f"(ltac:(by rewrite {' '.join(['[in RHS]scalerDl'] * (len(coeffs) - 1))} {_COLLECT_SPLIT}) : "
                  f"{show(group)} = ({cs}) *: {mt})")
-        scalar = (f"(ltac:(apply: (@rat_eq R ({cs}) {_scalar(total)}) => //; by rewrite ?(@ratr_natE R) "
-                  f"-?(rmorphN, fmorph_div, rmorphD, rmorphM, rmorphB)) : ({cs}) = {_scalar(total)})")
+        scalar = _rational_sum([q for q, _ in split_q], monomial, cs, _scalar(total))
         tail = "?mulr1n ?mulr0n ?mulNr ?scaleN1r ?scale1r ?scaleNr ?scale0r"
         proof = (f"ltac:(by rewrite {split} {scalar} {tail})" if not rest else
                  f"ltac:(have g_ : {show(group)} = {show(ctree)} := ltac:(by rewrite {split} {scalar} {tail}); "
@@ -1053,6 +1060,21 @@ def _collect_group(sub) -> list:
         rtree = ("add", [ctree] + [ast(r) for r in rest]) if rest else ctree
         out.append((add(rest, collected) if rest else collected, proof, rtree, ltree))
     return out
+
+
+def _rational_sum(qs: list, monomial, cs: str, total: str) -> str:
+    """A Coq proof term of `cs = total`: c_1 + ... + c_k = c for c_i = q_i m (printed `cs`, `total`), q_i rational
+    and m one scalar monomial: (q_1 + ... + q_k) m by `mulrDl`, and q_1 + ... + q_k = q computed in `rat`."""
+    q_sum = " + ".join(_scalar(q) for q in qs)
+    q_total = _scalar(sympy.Add(*qs))
+    rat = (f"(ltac:(apply: (@rat_eq R ({q_sum}) {q_total}) => //; by rewrite ?(@ratr_natE R) "
+           f"-?(rmorphN, fmorph_div, rmorphD, rmorphM, rmorphB)) : ({q_sum}) = {q_total})")
+    if monomial == 1:
+        return rat
+    m = _scalar(monomial)
+    factor = (f"(ltac:(by rewrite {' '.join(['[in RHS]mulrDl'] * (len(qs) - 1))} ?mulrA ?mulr1n ?mul1r) : "
+              f"({cs}) = ({q_sum}) * {m})")
+    return f"(ltac:(by rewrite {factor} {rat} ?mulrA ?mulr1n ?mulr0n ?mul1r ?mul0r) : ({cs}) = {total})"
 
 
 def _integer_power_combine(mats, base, j: int, k: int, facts: _Facts) -> list:
@@ -1125,7 +1147,8 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "identity_mul": "mulmx1/mul1mx",
     "zero_mul": "mulmx0/mul0mx",
     "zero_add": "addr0/add0r",
-    "collect": "subrK/addrK (a cancelling pair); scalerDl and rat_eq (any group with rational coefficients)",
+    "collect": "subrK/addrK (a cancelling pair); scalerDl, mulrDl and rat_eq (any group of rational multiples of one "
+               "scalar monomial)",
     "distribute": "mulmxDl/mulmxDr (scalerDr under a coefficient)",
     "block_multiply": "mul_row_col, mul_row_block, mul_block_col, mulmx_block, mul_col_row, mul_col_mx, mul_mx_row",
     "block_transpose": "tr_row_mx/tr_col_mx/tr_block_mx",
