@@ -557,7 +557,7 @@ def _more_constructs() -> dict[str, tuple[dict, str]]:
     """collect of any number of terms (rational coefficients, or rational multiples of one scalar monomial),
     scalar_matrix (a 1×1 factor read as a scalar), inverse_inverse."""
     from sympy import Q, Rational, S, Symbol, Trace
-    from sympy.matrices.expressions import MatrixSymbol, Transpose, ZeroMatrix
+    from sympy.matrices.expressions import Identity, MatrixSymbol, Transpose, ZeroMatrix
 
     from derive.kernel import Hypothesis
     from derive.kernel.terms import add, inv, mul
@@ -593,6 +593,16 @@ def _more_constructs() -> dict[str, tuple[dict, str]]:
     out["scalar_division"] = (_checked("scalar_division", [Hypothesis("s_positive", Q.positive_definite(s), S.true)],
                                        mul(1 / Trace(s), Transpose(Transpose(u)), w), result,
                                        [(result, "transpose_transpose")]), "(sgin_tr_pos s_positive)")
+    # invertible as positive definite: λA + GGᵀ (c M with c > 0, G Gᵀ), λA + HᵀH + 2GGᵀ (a pd term and psd ones)
+    k = Symbol("k", integer=True, positive=True)
+    g, h = MatrixSymbol("G", n, k), MatrixSymbol("H", k, n)
+    positive = Hypothesis("A_positive", Q.positive_definite(a), S.true)
+    m = add([mul(lam, a), mul(g, Transpose(g))])
+    out["pd_scaled_plus_gram"] = (_checked("pd_scaled_plus_gram", [positive], mul(inv(m), m), Identity(n),
+                                           [(Identity(n), "inverse_cancel")]), "(posdef_scale (sgin_gt0")
+    m = add([mul(Transpose(h), h), mul(2, g, Transpose(g)), mul(lam, a)])
+    out["pd_sum_of_three"] = (_checked("pd_sum_of_three", [positive], mul(m, inv(m)), Identity(n),
+                                       [(Identity(n), "inverse_cancel")]), "(psd_scale (Order.POrderTheory.ltW (sgin_gt0")
     out["inverse_inverse"] = (_checked("inverse_inverse_example",
                                        [Hypothesis("A_invertible", Q.invertible(a), S.true)], inv(inv(a)), a,
                                        [(a, "inverse_inverse")]), "invmxK")

@@ -677,6 +677,10 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
         return f"(@posdef_scalar R {_dim(t.shape[0])} {_scalar(coeff)} {facts.positive[coeff]})"
     if type(t) is Identity:
         return f"(@posdef_one R {_dim(t.shape[0])})"
+    if type(t) is MatMul and coeff != 1 and depth < 5:  # c M, c > 0 by the signs, M positive definite
+        positive = _positive_scale(coeff, mul(mats), facts, depth, _pd)
+        if positive is not None:
+            return f"(posdef_scale {positive[0]} {positive[1]})"
     if type(t) in (Inverse, Transpose) and depth < 5:  # (A⁻¹)ᵀ... of a positive definite A
         try:
             inner = _pd(t.args[0], facts, depth + 1)
@@ -692,10 +696,39 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
             except Unsupported:
                 continue
             return f"({lemma} {pd} {ps})" if lemma == "posdef_add_psd" else f"({lemma} {ps} {pd})"
+    if type(t) is MatAdd and len(t.args) > 2 and depth < 5:  # t_1 + ... + t_k: one positive definite, the rest psd
+        for j in range(len(t.args)):
+            try:
+                pd = _pd(t.args[j], facts, depth + 1)
+                psds = [_psd(a, facts, depth + 1) if i != j else None for i, a in enumerate(t.args)]
+            except Unsupported:
+                continue
+            proof = pd if j == 0 else None
+            for i in range(1, len(t.args)):  # left-associated, as printed
+                if proof is None:  # the prefix before the positive definite term: psd
+                    prefix = psds[0]
+                    for k in range(1, j):
+                        prefix = f"(psd_add {prefix} {psds[k]})"
+                    proof = f"(psd_add_posdef {prefix} {pd})"
+                    continue
+                if i > j:
+                    proof = f"(posdef_add_psd {proof} {psds[i]})"
+            return proof
     if facts.unchecked and depth == 0:
         return f"(ltac:(done) : posdef {show(ast(t), False)})"
     raise Unsupported(f"the positive definiteness of {t} is judged by the kernel in a way the export does not "
                       "model")
+
+
+def _positive_scale(coeff, m, facts: _Facts, depth: int, judge) -> tuple[str, str] | None:
+    """(proof of `0 < c`, proof of the judgment of M) for c M with c positive by the kernel's signs, or None."""
+    signs, sign = _sign(coeff, facts)
+    if signs != {1}:
+        return None
+    try:
+        return f"(sgin_gt0 {sign})", judge(m, facts, depth + 1)
+    except Unsupported:
+        return None
 
 
 def _psd(t, facts: _Facts, depth: int = 0) -> str:
@@ -722,6 +755,23 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
                         return f"(psd_congr {p} {_unit(mats[0], facts)} {_psd(other, facts, depth + 1)})"
                     except Unsupported:
                         continue
+    if type(t) is MatMul and factors_of(t)[0] == 1:
+        mats = factors_of(t)[1]
+        if len(mats) == 2 and type(mats[1]) is Transpose and mats[1].args[0] == mats[0]:  # B Bᵀ
+            return f"(psd_gram_t {show(ast(mats[0]), False)})"
+    if type(t) is MatMul and factors_of(t)[0] != 1 and depth < 5:  # c M, c > 0, M positive semidefinite
+        coeff, mats = factors_of(t)
+        positive = _positive_scale(coeff, mul(mats), facts, depth, _psd)
+        if positive is not None:
+            return f"(psd_scale (Order.POrderTheory.ltW {positive[0]}) {positive[1]})"
+    if type(t) is MatAdd and depth < 5:  # a sum of positive semidefinite terms
+        try:
+            proof = _psd(t.args[0], facts, depth + 1)
+            for a in t.args[1:]:
+                proof = f"(psd_add {proof} {_psd(a, facts, depth + 1)})"
+            return proof
+        except Unsupported:
+            pass
     if depth < 5:  # a positive definite matrix
         try:
             return f"(posdef_psd {_pd(t, facts, depth + 1)})"

@@ -505,3 +505,24 @@ move=> pd; apply: sgin_pos; have := pd 1%:M; rewrite trmx1 mul1mx mulmx1; apply.
 by apply/negP=> /eqP/matrixP/(_ 0 0); rewrite !mxE /= => /eqP; rewrite oner_eq0.
 Qed.
 End OneByOne.
+
+(* More of the kernel's judgments of (semi)definiteness: c M for c > 0 (c ≥ 0), sums of positive semidefinite
+   terms, B Bᵀ. *)
+Section DefMore.
+Variable R : realFieldType.
+
+Lemma posdef_scale n (c : R) (A : 'M[R]_n) : 0 < c -> posdef A -> posdef (c *: A).
+Proof. by move=> cp pd v nz; rewrite -scalemxAr -scalemxAl mxE mulr_gt0 // pd. Qed.
+
+Lemma psd_scale n (c : R) (A : 'M[R]_n) : 0 <= c -> psd A -> psd (c *: A).
+Proof. by move=> cp ps v; rewrite -scalemxAr -scalemxAl mxE mulr_ge0 // ps. Qed.
+
+Lemma psd_add n (A B : 'M[R]_n) : psd A -> psd B -> psd (A + B).
+Proof. by move=> pA pB v; rewrite mulmxDr mulmxDl mxE addr_ge0 // ?pA ?pB. Qed.
+
+Lemma psd_gram_t m n (B : 'M[R]_(m, n)) : psd (B *m B^T).
+Proof. by have := psd_gram B^T; rewrite trmxK. Qed.
+End DefMore.
+
+Lemma sgin_gt0 (R : realFieldType) (x : R) : sgin x [:: Posz 1] -> 0 < x.
+Proof. by rewrite /sgin inE => /eqP h; rewrite -sgz_cp0 h. Qed.
