@@ -690,3 +690,23 @@ def test_coq_rejects_a_low_rank_update_without_its_small_matrix_invertible(tmp_p
     assert export.exported == ["low_rank_example"]
     write_export(export, tmp_path)
     assert compile_export(tmp_path, export.exported)["low_rank_example"] != "ok"
+
+
+@needs_coq
+def test_coq_rejects_a_wrong_collect(tmp_path):
+    """½A + ½A = 3A (a wrong sum of coefficients) and λA + λA = 3λA, exported unchecked: Coq refuses both."""
+    from sympy import Rational, Symbol
+    from sympy.matrices.expressions import MatrixSymbol
+
+    from derive.kernel.terms import add, mul
+
+    n, lam = Symbol("n", integer=True, positive=True), Symbol("lambda", positive=True)
+    a = MatrixSymbol("A", n, n)
+    wrong = [_forged("wrong_collect", [], add([mul(Rational(1, 2), a)] * 2), mul(3, a), [(mul(3, a), "collect")]),
+             _forged("wrong_scalar_collect", [], add([mul(lam, a)] * 2), mul(3 * lam, a),
+                     [(mul(3 * lam, a), "collect")])]
+    export = export_certificates(wrong, unchecked=True)
+    assert export.exported == ["wrong_collect", "wrong_scalar_collect"]
+    write_export(export, tmp_path)
+    verdicts = compile_export(tmp_path, export.exported)
+    assert all(verdict != "ok" for verdict in verdicts.values()), verdicts
