@@ -602,7 +602,8 @@ def _more_constructs() -> dict[str, tuple[dict, str]]:
                                            [(Identity(n), "inverse_cancel")]), "(posdef_scale (sgin_gt0")
     m = add([mul(Transpose(h), h), mul(2, g, Transpose(g)), mul(lam, a)])
     out["pd_sum_of_three"] = (_checked("pd_sum_of_three", [positive], mul(m, inv(m)), Identity(n),
-                                       [(Identity(n), "inverse_cancel")]), "(psd_scale (Order.POrderTheory.ltW (sgin_gt0")
+                                       [(Identity(n), "inverse_cancel")]),
+                              "(psd_scale (Order.POrderTheory.ltW (sgin_gt0")
     out["inverse_inverse"] = (_checked("inverse_inverse_example",
                                        [Hypothesis("A_invertible", Q.invertible(a), S.true)], inv(inv(a)), a,
                                        [(a, "inverse_inverse")]), "invmxK")
