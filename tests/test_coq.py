@@ -557,12 +557,13 @@ def _more_constructs() -> dict[str, tuple[dict, str]]:
     """collect of any number of terms (rational coefficients, or rational multiples of one scalar monomial),
     scalar_matrix (a 1×1 factor read as a scalar), inverse_inverse."""
     from sympy import Q, Rational, S, Symbol, Trace
-    from sympy.matrices.expressions import Identity, MatrixSymbol, Transpose, ZeroMatrix
+    from sympy.matrices.expressions import Identity, MatPow, MatrixSymbol, Transpose, ZeroMatrix
 
     from derive.kernel import Hypothesis
     from derive.kernel.terms import add, inv, mul
 
     n = Symbol("n", integer=True, positive=True)
+    lam_ = MatrixSymbol("Lambda", n, n)
     a, b = MatrixSymbol("A", n, n), MatrixSymbol("B", n, n)
     half, out = Rational(1, 2), {}
     # ½A + B + ½A + A = 2A + B: three terms, not adjacent, a rational sum
@@ -604,6 +605,13 @@ def _more_constructs() -> dict[str, tuple[dict, str]]:
     out["pd_sum_of_three"] = (_checked("pd_sum_of_three", [positive], mul(m, inv(m)), Identity(n),
                                        [(Identity(n), "inverse_cancel")]),
                               "(psd_scale (Order.POrderTheory.ltW (sgin_gt0")
+    # (Λᵀ)^½ (Λᵀ)^½ = Λᵀ: Λᵀ diagonal (diag_tr) and positive definite (posdef_tr), as the kernel judges a root's base
+    root = MatPow(Transpose(lam_), Rational(1, 2))
+    out["root_of_transpose"] = (_checked("root_of_transpose", [Hypothesis("Lambda_diagonal", Q.diagonal(lam_), S.true),
+                                                               Hypothesis("Lambda_positive",
+                                                                          Q.positive_definite(lam_), S.true)],
+                                         mul(root, root), Transpose(lam_), [(Transpose(lam_), "power_combine")]),
+                                "(diag_tr Lambda_diagonal)")
     out["inverse_inverse"] = (_checked("inverse_inverse_example",
                                        [Hypothesis("A_invertible", Q.invertible(a), S.true)], inv(inv(a)), a,
                                        [(a, "inverse_inverse")]), "invmxK")

@@ -526,3 +526,20 @@ End DefMore.
 
 Lemma sgin_gt0 (R : realFieldType) (x : R) : sgin x [:: Posz 1] -> 0 < x.
 Proof. by rewrite /sgin inE => /eqP h; rewrite -sgz_cp0 h. Qed.
+
+(* The kernel's diagonal judgment: transposes, c M, -M and products of diagonal matrices are diagonal. *)
+Section DiagMore.
+Variable R : realFieldType.
+
+Lemma diag_tr n (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx A^T.
+Proof. by rewrite is_diag_trmx. Qed.
+
+Lemma diag_scale n (c : R) (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx (c *: A).
+Proof. by move=> /is_diag_mxP h; apply/is_diag_mxP => i j ne; rewrite mxE h // mulr0. Qed.
+
+Lemma diag_opp n (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx (- A).
+Proof. by move=> /is_diag_mxP h; apply/is_diag_mxP => i j ne; rewrite mxE h // oppr0. Qed.
+
+Lemma diag_mul n (A B : 'M[R]_n) : is_diag_mx A -> is_diag_mx B -> is_diag_mx (A *m B).
+Proof. by move=> /diag_mxP [d ->] /diag_mxP [e ->]; rewrite mulmx_diag diag_mx_is_diag. Qed.
+End DiagMore.

@@ -782,13 +782,29 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
 
 
 def _diag(t, facts: _Facts) -> str:
-    """A Coq proof of `is_diag_mx t`: a hypothesis, c I, a sum of diagonal matrices."""
+    """A Coq proof of `is_diag_mx t`: a hypothesis, I, c I, transposes, c D_1 ... D_r and sums of diagonal
+    matrices."""
     t = canon(t)
     if t in facts.diag:
         return facts.diag[t]
     coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
     if len(mats) == 1 and type(mats[0]) is Identity and coeff != 1:
         return f"(@diag_scalar R {_dim(t.shape[0])} {_scalar(coeff)})"
+    if type(t) is Identity:
+        return f"(@scalar_mx_is_diag R {_dim(t.shape[0])} 1)"
+    if type(t) is Transpose:
+        return f"(diag_tr {_diag(t.args[0], facts)})"
+    if type(t) is MatMul and all(m.shape[0] == m.shape[1] for m in mats):  # c D_1 ... D_r, square diagonal D_i
+        proof = _diag(mats[0], facts)
+        for m in mats[1:]:
+            proof = f"(diag_mul {proof} {_diag(m, facts)})"
+        if coeff == 1:
+            return proof
+        if coeff == -1:
+            return f"(diag_opp {proof})"
+        if coeff.could_extract_minus_sign():
+            return f"(diag_opp (diag_scale {_scalar(-coeff)} {proof}))"
+        return f"(diag_scale {_scalar(coeff)} {proof})"
     if type(t) is MatAdd:
         proof = _diag(t.args[0], facts)
         for a in t.args[1:]:
