@@ -612,6 +612,17 @@ def _more_constructs() -> dict[str, tuple[dict, str]]:
                                                                           Q.positive_definite(lam_), S.true)],
                                          mul(root, root), Transpose(lam_), [(Transpose(lam_), "power_combine")]),
                                 "(diag_tr Lambda_diagonal)")
+    # positive definite congruences: λBᵀB with B invertible (posdef_gram_unit), F A Fᵀ with F invertible
+    # (posdef_congr); hypotheses about matrices the claim does not name (B, F, A) are declared too
+    bb, ff = MatrixSymbol("Bsq", n, n), MatrixSymbol("F", n, n)
+    units = [Hypothesis("A_positive", Q.positive_definite(a), S.true),
+             Hypothesis("F_invertible", Q.invertible(ff), S.true), Hypothesis("B_invertible", Q.invertible(bb), S.true)]
+    m = add([mul(lam, Transpose(bb), bb), mul(g, Transpose(g))])
+    out["pd_gram_unit"] = (_checked("pd_gram_unit", units, mul(inv(m), m), Identity(n),
+                                    [(Identity(n), "inverse_cancel")]), "(posdef_gram_unit B_invertible)")
+    m = add([mul(ff, a, Transpose(ff)), mul(g, Transpose(g))])
+    out["pd_congruence"] = (_checked("pd_congruence", units, mul(inv(m), m), Identity(n),
+                                     [(Identity(n), "inverse_cancel")]), "(posdef_congr F_invertible A_positive)")
     out["inverse_inverse"] = (_checked("inverse_inverse_example",
                                        [Hypothesis("A_invertible", Q.invertible(a), S.true)], inv(inv(a)), a,
                                        [(a, "inverse_inverse")]), "invmxK")

@@ -677,6 +677,18 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
         return f"(@posdef_scalar R {_dim(t.shape[0])} {_scalar(coeff)} {facts.positive[coeff]})"
     if type(t) is Identity:
         return f"(@posdef_one R {_dim(t.shape[0])})"
+    if type(t) is MatMul and coeff == 1 and len(mats) == 2 and mats[0] == canon(Transpose(mats[1])) \
+            and mats[1].shape[0] == mats[1].shape[1] and type(mats[0]) is Transpose:  # BᵀB, B square invertible
+        try:
+            return f"(posdef_gram_unit {_unit(mats[1], facts)})"
+        except Unsupported:
+            pass
+    if type(t) is MatMul and coeff == 1 and len(mats) == 3 and mats[2] == canon(Transpose(mats[0])) \
+            and type(mats[0]) is not Transpose and mats[0].shape[0] == mats[0].shape[1] and depth < 5:
+        try:  # F M Fᵀ, F square invertible, M positive definite
+            return f"(posdef_congr {_unit(mats[0], facts)} {_pd(mats[1], facts, depth + 1)})"
+        except Unsupported:
+            pass
     if type(t) is MatMul and coeff != 1 and depth < 5:  # c M, c > 0 by the signs, M positive definite
         positive = _positive_scale(coeff, mul(mats), facts, depth, _pd)
         if positive is not None:
@@ -1513,7 +1525,7 @@ def _parameters(proof, scalars: dict | None = None):
     for h in proof.hypotheses:
         if h.forall:
             raise Unsupported(f"hypothesis {h.name} is universally quantified (not exported)")
-        terms += [h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs]
+        terms += [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]
     for d in proof.definitions:
         terms += [d.symbol, d.rhs]
     for f in proof.families:
@@ -1612,7 +1624,7 @@ def _check_powers(proof, facts: _Facts) -> None:
         return
     terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
     terms += [d.rhs for d in proof.definitions]
-    terms += [h.lhs.args[0] if h.is_predicate else h.lhs for h in proof.hypotheses]
+    terms += [h.lhs.arguments[0] if h.is_predicate else h.lhs for h in proof.hypotheses]
     terms += [h.rhs for h in proof.hypotheses if not h.is_predicate]
     for lem in proof.lemmas:
         terms += [lem.lhs, lem.rhs, *[s.expr for s in lem.steps]]
@@ -1758,7 +1770,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     proof = proof_from_data({**data, "cites": []})
     tid = _ident(proof.theorem)
     terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
-    terms += [t for h in proof.hypotheses for t in ([h.lhs.args[0]] if h.is_predicate else [h.lhs, h.rhs])]
+    terms += [t for h in proof.hypotheses for t in ([h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs])]
     terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
     for lem in proof.lemmas:
         terms += [lem.lhs, lem.rhs, *[s.expr for s in getattr(lem, "steps", [])]]

@@ -543,3 +543,25 @@ Proof. by move=> /is_diag_mxP h; apply/is_diag_mxP => i j ne; rewrite mxE h // o
 Lemma diag_mul n (A B : 'M[R]_n) : is_diag_mx A -> is_diag_mx B -> is_diag_mx (A *m B).
 Proof. by move=> /diag_mxP [d ->] /diag_mxP [e ->]; rewrite mulmx_diag diag_mx_is_diag. Qed.
 End DiagMore.
+
+(* Positive definite congruences: F M Fᵀ for F square invertible and M positive definite; BᵀB for B invertible. *)
+Section CongrPD.
+Variable R : realFieldType.
+
+Lemma posdef_congr n (F M : 'M[R]_n) : F \in unitmx -> posdef M -> posdef (F *m M *m F^T).
+Proof.
+move=> uF pd v nz; have nz' : F^T *m v != 0.
+  apply: contra nz => /eqP h; have := congr1 (mulmx (invmx F^T)) h.
+  by rewrite mulmx0 mulmxA mulVmx ?unitmx_tr // mul1mx => ->.
+by have := pd _ nz'; rewrite trmx_mul trmxK !mulmxA.
+Qed.
+
+Lemma posdef_gram_unit n (B : 'M[R]_n) : B \in unitmx -> posdef (B^T *m B).
+Proof.
+move=> uB v nz; have nz' : B *m v != 0.
+  apply: contra nz => /eqP h; have := congr1 (mulmx (invmx B)) h.
+  by rewrite mulmx0 mulmxA mulVmx // mul1mx => ->.
+have -> : v^T *m (B^T *m B) *m v = (B *m v)^T *m (B *m v) by rewrite trmx_mul !mulmxA.
+exact: sqnorm_gt0.
+Qed.
+End CongrPD.
