@@ -275,6 +275,9 @@ Qed.
 Lemma psd_congr_t m n (F : 'M[R]_(m, n)) (M : 'M[R]_n) : psd M -> psd (F *m M *m F^T).
 Proof. by move=> pM v; move: (pM (F^T *m v)); rewrite trmx_mul trmxK !mulmxA. Qed.
 
+Lemma psd_congr_tt m n (F : 'M[R]_(n, m)) (M : 'M[R]_n) : psd M -> psd (F^T *m M *m F).
+Proof. by move=> pM; have := psd_congr_t F^T pM; rewrite trmxK. Qed.
+
 Lemma posdef_add_psd n (A B : 'M[R]_n) : posdef A -> psd B -> posdef (A + B).
 Proof.
 move=> pA pB v nz.
@@ -524,3 +527,133 @@ Lemma inverse_block_schur_mirror m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]
 Proof. by move=> eT -> uD uT; rewrite eT in uT *; apply: mul1_invmx; exact: schur_mirror_mul_inv. Qed.
 End Schur.
 (* ---- end of the Schur-complement section ---- *)
+
+(* Sizes that depend on an index (the prefix X_t has t rows): `idx t` is t, computed so that
+   `idx t.+1` is `idx t + 1` by conversion, the number of rows of `col_mx (X t) x^T` (MathComp's `addn`
+   recurses on its first argument, so `t + 1` alone would not reduce to `t.+1` for a variable t). *)
+Fixpoint idx (s : nat) : nat := if s is s'.+1 then (idx s' + 1)%N else 0%N.
+
+Lemma idxE s : idx s = s.
+Proof. by elim: s => //= s ->; rewrite addn1. Qed.
+
+(* More of the kernel's positive-definiteness judgments: I, transposes and inverses of positive definite
+   matrices (x = Ay: xᵀA⁻¹x = yᵀAᵀy), and a positive definite matrix is positive semidefinite. *)
+Section PosDefMore.
+Variable R : realFieldType.
+
+Lemma posdef_one n : posdef (1%:M : 'M[R]_n).
+Proof. by move=> v nz; rewrite mulmx1 sqnorm_gt0. Qed.
+
+Lemma posdef_tr n (A : 'M[R]_n) : posdef A -> posdef A^T.
+Proof.
+move=> pd v nz; have e : (v^T *m A^T *m v) 0 0 = ((v^T *m A^T *m v)^T) 0 0 by rewrite [RHS]mxE.
+by rewrite e !trmx_mul !trmxK mulmxA; apply: pd.
+Qed.
+
+Lemma posdef_inv n (A : 'M[R]_n) : posdef A -> posdef (invmx A).
+Proof.
+move=> pd v nz; have uA := posdef_unit pd.
+have ev : v = A *m (invmx A *m v) by rewrite mulmxA mulmxV ?mul1mx.
+have nz' : invmx A *m v != 0 by apply: contra nz => /eqP h; rewrite ev h mulmx0.
+have -> : v^T *m invmx A *m v = (invmx A *m v)^T *m A^T *m (invmx A *m v).
+  by rewrite -trmx_mul -ev mulmxA.
+exact: (posdef_tr pd nz').
+Qed.
+
+Lemma posdef_psd n (A : 'M[R]_n) : posdef A -> psd A.
+Proof.
+move=> pd v; case: (altP (v =P 0)) => [->|nz]; last by apply: Order.POrderTheory.ltW; apply: pd.
+by rewrite mulmx0 mxE.
+Qed.
+End PosDefMore.
+
+(* Rational constants in R are images of rationals (`ratr`, a field morphism), whose arithmetic Coq computes:
+   c_1 + ... + c_k = c for rational constants, as `collect` sums coefficients: `rat_eq` with a == b computed in
+   rat, and x, y rewritten to images of rationals (`ratr_natE`, the morphism's laws). *)
+Section Rat.
+Variable R : numFieldType.
+Lemma ratr_natE (n : nat) : (n%:R : R) = ratr (n%:R). Proof. by rewrite ratr_nat. Qed.
+Lemma rat_eq (a b : rat) (x y : R) : a == b -> x = ratr a -> y = ratr b -> x = y.
+Proof. by move/eqP=> -> -> ->. Qed.
+End Rat.
+
+(* A 1×1 matrix read as a scalar (the kernel's tr s, printed `s 0 0`): `scalar_matrix` moves it out of a
+   product, A s B = (s 0 0) A B; it is positive when s is positive definite (x = 1). *)
+Section OneByOne.
+Variable R : realFieldType.
+
+Lemma scalar11_mid m p (A : 'M[R]_(m, 1)) (s : 'M[R]_1) (B : 'M[R]_(1, p)) : A *m s *m B = s 0 0 *: (A *m B).
+Proof. by rewrite {1}[s]mx11_scalar mul_mx_scalar scalemxAl. Qed.
+
+Lemma scalar11_left p (s : 'M[R]_1) (B : 'M[R]_(1, p)) : s *m B = s 0 0 *: B.
+Proof. by rewrite {1}[s]mx11_scalar mul_scalar_mx. Qed.
+
+Lemma scalar11_right m (A : 'M[R]_(m, 1)) (s : 'M[R]_1) : A *m s = s 0 0 *: A.
+Proof. by rewrite {1}[s]mx11_scalar mul_mx_scalar. Qed.
+
+Lemma sgin_tr_pos (s : 'M[R]_1) : posdef s -> sgin (s 0 0) [:: Posz 1].
+Proof.
+move=> pd; apply: sgin_pos; have := pd 1%:M; rewrite trmx1 mul1mx mulmx1; apply.
+by apply/negP=> /eqP/matrixP/(_ 0 0); rewrite !mxE /= => /eqP; rewrite oner_eq0.
+Qed.
+End OneByOne.
+
+(* More of the kernel's judgments of (semi)definiteness: c M for c > 0 (c ≥ 0), sums of positive semidefinite
+   terms, B Bᵀ. *)
+Section DefMore.
+Variable R : realFieldType.
+
+Lemma posdef_scale n (c : R) (A : 'M[R]_n) : 0 < c -> posdef A -> posdef (c *: A).
+Proof. by move=> cp pd v nz; rewrite -scalemxAr -scalemxAl mxE mulr_gt0 // pd. Qed.
+
+Lemma psd_scale n (c : R) (A : 'M[R]_n) : 0 <= c -> psd A -> psd (c *: A).
+Proof. by move=> cp ps v; rewrite -scalemxAr -scalemxAl mxE mulr_ge0 // ps. Qed.
+
+Lemma psd_add n (A B : 'M[R]_n) : psd A -> psd B -> psd (A + B).
+Proof. by move=> pA pB v; rewrite mulmxDr mulmxDl mxE addr_ge0 // ?pA ?pB. Qed.
+
+Lemma psd_gram_t m n (B : 'M[R]_(m, n)) : psd (B *m B^T).
+Proof. by have := psd_gram B^T; rewrite trmxK. Qed.
+End DefMore.
+
+Lemma sgin_gt0 (R : realFieldType) (x : R) : sgin x [:: Posz 1] -> 0 < x.
+Proof. by rewrite /sgin inE => /eqP h; rewrite -sgz_cp0 h. Qed.
+
+(* The kernel's diagonal judgment: transposes, c M, -M and products of diagonal matrices are diagonal. *)
+Section DiagMore.
+Variable R : realFieldType.
+
+Lemma diag_tr n (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx A^T.
+Proof. by rewrite is_diag_trmx. Qed.
+
+Lemma diag_scale n (c : R) (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx (c *: A).
+Proof. by move=> /is_diag_mxP h; apply/is_diag_mxP => i j ne; rewrite mxE h // mulr0. Qed.
+
+Lemma diag_opp n (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx (- A).
+Proof. by move=> /is_diag_mxP h; apply/is_diag_mxP => i j ne; rewrite mxE h // oppr0. Qed.
+
+Lemma diag_mul n (A B : 'M[R]_n) : is_diag_mx A -> is_diag_mx B -> is_diag_mx (A *m B).
+Proof. by move=> /diag_mxP [d ->] /diag_mxP [e ->]; rewrite mulmx_diag diag_mx_is_diag. Qed.
+End DiagMore.
+
+(* Positive definite congruences: F M Fᵀ for F square invertible and M positive definite; BᵀB for B invertible. *)
+Section CongrPD.
+Variable R : realFieldType.
+
+Lemma posdef_congr n (F M : 'M[R]_n) : F \in unitmx -> posdef M -> posdef (F *m M *m F^T).
+Proof.
+move=> uF pd v nz; have nz' : F^T *m v != 0.
+  apply: contra nz => /eqP h; have := congr1 (mulmx (invmx F^T)) h.
+  by rewrite mulmx0 mulmxA mulVmx ?unitmx_tr // mul1mx => ->.
+by have := pd _ nz'; rewrite trmx_mul trmxK !mulmxA.
+Qed.
+
+Lemma posdef_gram_unit n (B : 'M[R]_n) : B \in unitmx -> posdef (B^T *m B).
+Proof.
+move=> uB v nz; have nz' : B *m v != 0.
+  apply: contra nz => /eqP h; have := congr1 (mulmx (invmx B)) h.
+  by rewrite mulmx0 mulmxA mulVmx // mul1mx => ->.
+have -> : v^T *m (B^T *m B) *m v = (B *m v)^T *m (B *m v) by rewrite trmx_mul !mulmxA.
+exact: sqnorm_gt0.
+Qed.
+End CongrPD.

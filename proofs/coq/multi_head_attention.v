@@ -517,7 +517,7 @@ Qed.
 
 Lemma heads_are_ols_s15 : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y.
 Proof.
-have rule_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y := ltac:(by rewrite ?mulmxDl; rewrite ?mulmxA ?addrA).
+have rule_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y := ltac:(by rewrite ?mulmxDl ?scalerDr; rewrite ?mulmxA ?addrA).
 have e0_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
@@ -899,7 +899,7 @@ Qed.
 
 Lemma multi_head_attention_s19 : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y := ltac:(by rewrite ?mulmxDl; rewrite ?mulmxA ?addrA).
+have rule_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y := ltac:(by rewrite ?mulmxDl ?scalerDr; rewrite ?mulmxA ?addrA).
 have e0_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
 have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
