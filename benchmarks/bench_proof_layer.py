@@ -2,7 +2,9 @@
 
 Each command runs in a fresh interpreter from the checkout root; the figure is the CPU time (user + system) of
 that process and its children (``resource.getrusage(RUSAGE_CHILDREN)``), which a busy machine does not inflate
-the way it inflates wall time.  Run: ``python benchmarks/bench_proof_layer.py``.
+the way it inflates wall time.  Run: ``python benchmarks/bench_proof_layer.py``; ``--certificates`` prints, in
+one process (like ``derive check`` of all of them), the CPU seconds of checking each library certificate from its
+file (read, parse, kernel, cited certificates included) and the kernel's work units.
 """
 
 from __future__ import annotations
@@ -43,7 +45,27 @@ def cpu_seconds(argv: list[str]) -> tuple[float, float, int]:
     return cpu, wall, done.returncode
 
 
+def certificate_seconds() -> None:
+    """CPU seconds of ``verify_certificate`` per library certificate, in the order ``derive check`` takes them."""
+    sys.path.insert(0, str(ROOT))
+    from derive.certificates import read_certificate, verify_certificate
+    from derive.cli import _builtin_library
+
+    library = _builtin_library()
+    total = 0.0
+    for path in sorted(glob.glob(str(ROOT / "proofs/certificates/*.json"))):
+        started = time.process_time()
+        theorem = verify_certificate(read_certificate(path), library, time_limit=120)
+        spent = time.process_time() - started
+        total += spent
+        print(f"{theorem.id:30} {theorem.steps:4d} steps {spent:6.3f} s CPU", flush=True)
+    print(f"{'all':30} {'':10} {total:6.3f} s CPU")
+
+
 def main() -> int:
+    if "--certificates" in sys.argv[1:]:
+        certificate_seconds()
+        return 0
     for name, argv in COMMANDS.items():
         cpu, wall, code = cpu_seconds(argv)
         print(f"{name:45} {cpu:6.2f} s CPU {wall:7.2f} s wall  exit {code}", flush=True)

@@ -204,7 +204,8 @@ def _cmd_list(args) -> int:
 def _cmd_prove(args) -> int:
     ids = _select(args.ids)
     out = _output_dir(args.certificates) if args.certificates else None
-    records = pipeline.prove(ids, witness=args.witness, search=args.search)
+    records = pipeline.prove(ids, witness=args.witness, search=args.search,
+                             progress=_witness_progress if args.witness else None)
     if out is not None:
         pipeline.write_certificates(records, out)
     if args.json:
@@ -228,6 +229,19 @@ def _cmd_prove(args) -> int:
               + f"; {len(records) - searched} replayed from their records, {searched} searched")
     _record_problems()
     return 0 if all(r["status"] == "verified" for r in records) else 1
+
+
+def _witness_progress(index: int, total: int, record: dict) -> None:
+    """One line on stderr as each theorem's proof and witness are done: ``derive prove --witness`` takes seconds
+    to minutes per theorem, and the table comes only at the end."""
+    if "witness" in record:
+        w = record["witness"]
+        verdict = (f"witness: {w['instances']} instances, identities p = "
+                   + ", ".join(str(i["p"]) for i in w["identities"]))
+    else:
+        verdict = "FAILED: " + _one_line(record.get("error", "not verified"))
+    print(f"derive: [{index}/{total}] {record['id']}: {verdict} ({record['seconds']:.1f} s)", file=sys.stderr,
+          flush=True)
 
 
 def _record_problems() -> None:

@@ -38,12 +38,14 @@ class UserInputError(Exception):
     """Something the user gave cannot be used (a symbols file, a route a theorem file declares): exit status 2."""
 
 
-def prove(ids: Sequence[str], witness: bool = False, search: bool = False) -> list[dict]:
+def prove(ids: Sequence[str], witness: bool = False, search: bool = False,
+          progress: Callable[[int, int, dict], None] | None = None) -> list[dict]:
     """Check each theorem; one record per theorem (``theorem`` set when verified, ``searched`` when its proof was
     found by running its function rather than replayed from its record: :mod:`derive.records`).
 
     With ``search``, every theorem asked for is searched again (``derive prove --search``) and its record
     rewritten.  With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
+    ``progress``, when given, is called with (index, total, record) as each theorem is done.
     """
     from .authoring.registry import checked, searched
 
@@ -74,6 +76,8 @@ def prove(ids: Sequence[str], witness: bool = False, search: bool = False) -> li
             record["error"] = f"{theorem_id}: building the proof raised {type(exc).__name__}: {exc}"
         record["seconds"] = round(time.perf_counter() - start, 3)
         records.append(record)
+        if progress is not None:
+            progress(len(records), len(ids), record)
     return records
 
 

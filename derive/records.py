@@ -10,7 +10,7 @@ Where the record lives:
 
 * the built-in library: ``proofs/certificates/`` of the checkout (``<id>.json``, the certificates the tests
   pin byte for byte, and ``SOURCES``: one line per theorem, its id, the SHA-256 of the file that defines it
-  and that file's name);
+  and that file's name); an installed package ships a copy in ``derive/data/records/`` (read only);
 * a user's library (``--library FILE``): a folder beside the module, ``<stem>.proofs/``, or the folder given
   by ``--record DIR``, laid out the same way.
 
@@ -33,12 +33,16 @@ from .certificates.format import CertificateError, certificate_text, proof_from_
 from .files import write_atomic
 from .kernel import ProofError, Theorem, check, proof_to_data
 
-__all__ = ["LIBRARY_RECORD", "SOURCES", "STATEMENT_DATA", "FolderStore", "attach", "install", "library_statements",
-           "regenerate", "source_digest", "sources_text", "statement_data_text", "store"]
+__all__ = ["LIBRARY_RECORD", "PACKAGED_RECORD", "SOURCES", "STATEMENT_DATA", "FolderStore", "attach", "builtin_record",
+           "install", "library_statements", "regenerate", "source_digest",
+           "sources_text", "statement_data_text", "store"]
 
 PACKAGE = Path(__file__).resolve().parent
-#: The built-in library's record, in a checkout (absent from an installed package: there it searches).
+#: The built-in library's record, in a checkout (absent from an installed package: see PACKAGED_RECORD).
 LIBRARY_RECORD = PACKAGE.parent / "proofs" / "certificates"
+#: The same record as an installed package ships it (copied from the checkout's by setup.py's build_py);
+#: replayed, never written (an installed package's files are not the user's to change).
+PACKAGED_RECORD = PACKAGE / "data" / "records"
 #: The statements of the built-in theorems, shipped in the package for ``derive check``.
 STATEMENT_DATA = PACKAGE / "data" / "statements.json"
 SOURCES = "SOURCES"
@@ -60,9 +64,10 @@ def source_digest(item: TheoremEntry) -> tuple[str, str] | None:
 class FolderStore:
     """Records in folders: the built-in library's, and one per attached user module (see the module doc)."""
 
-    def __init__(self, builtin: Path | None = None, write: bool = True):
+    def __init__(self, builtin: Path | None = None, write: bool = True, builtin_write: bool = True):
         self.builtin = builtin
         self.write = write
+        self.builtin_write = builtin_write  # False for the record an installed package ships
         self.folders: dict[str, Path] = {}  # user module name -> its record folder
         self.replayed: set[str] = set()
         self.problems: list[str] = []  # records that could not be written, one line each
@@ -103,7 +108,7 @@ class FolderStore:
     def record(self, item: TheoremEntry, statement: Statement, theorem: Theorem) -> None:
         folder = self.folder(item)
         source = source_digest(item)
-        if not self.write or folder is None or source is None:
+        if not self.write or folder is None or source is None or (folder == self.builtin and not self.builtin_write):
             return
         with self._lock:
             try:
@@ -149,10 +154,19 @@ def install() -> FolderStore | None:
     if mode == "off":
         registry.use_record_store(None)
         return None
-    builtin = LIBRARY_RECORD if LIBRARY_RECORD.is_dir() else None
-    made = FolderStore(builtin, write=mode != "read")
+    builtin = builtin_record()
+    made = FolderStore(builtin, write=mode != "read", builtin_write=builtin == LIBRARY_RECORD)
     registry.use_record_store(made)
     return made
+
+
+def builtin_record() -> Path | None:
+    """Where the built-in library's record is read: the checkout's ``proofs/certificates``, else the copy an
+    installed package ships (``derive/data/records``), else None (every built-in theorem is searched)."""
+    for folder in (LIBRARY_RECORD, PACKAGED_RECORD):
+        if (folder / SOURCES).is_file():
+            return folder
+    return None
 
 
 def store() -> FolderStore | None:

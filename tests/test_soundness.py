@@ -44,6 +44,7 @@ from derive.kernel import (
     Theorem,
     check,
 )
+from derive.kernel.budget import metered
 from derive.kernel.terms import (
     TermError,
     add,
@@ -279,7 +280,13 @@ def kind_of(label: str) -> str:
 
 def term_mutants(term: Basic) -> dict[str, list[tuple[str, Basic]]]:
     """Mutants of ``term`` by kind: (label, mutated term); only those with a new canonical form."""
+    with metered(None):  # one memo of normal forms for the term and its mutants, which share most sub-terms
+        return _term_mutants(term)
+
+
+def _term_mutants(term: Basic) -> dict[str, list[tuple[str, Basic]]]:
     original = canon(term)
+    normal = canon(original)  # what a mutant's normal form is compared with (same_term), computed once
     out: dict[str, list[tuple[str, Basic]]] = {}
     for path, node in positions(original):
         for kind, neutral, build in node_mutations(node):
@@ -287,8 +294,11 @@ def term_mutants(term: Basic) -> dict[str, list[tuple[str, Basic]]]:
                 mutated = replace_at(original, path, build())
             except TermError:
                 continue  # cannot be built
-            if same_term(mutated, original):
-                continue
+            try:
+                if canon(mutated) == normal:
+                    continue
+            except TermError:
+                pass  # no normal form: not the same term (as same_term says)
             label = f"{kind}@{path}" + (" (neutral)" if neutral else "")
             out.setdefault(kind.split("[")[0], []).append((label, mutated))
     return out

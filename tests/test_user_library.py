@@ -46,6 +46,11 @@ def test_the_witness_samples_the_users_theorems_from_their_hypotheses(workdir):
     assert result.returncode == 0, result.stdout + result.stderr
     rows = json.loads(result.stdout)
     assert all(r["status"] == "verified" and r["witness"]["instances"] > 0 for r in rows)
+    # progress on stderr, one line per theorem as its witness is done (the JSON comes only at the end)
+    progress = result.stderr.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in progress] == [f"[{i}/3] {tid}" for i, tid in enumerate(USER_IDS, 1)]
+    assert all(f"witness: {r['witness']['instances']} instances, identities p = 1, 2" in line
+               for r, line in zip(rows, progress, strict=True))
     (workdir / "unsampleable.py").write_text(
         "from sympy import MatrixSymbol, Q\n"
         "from derive import Hypothesis, ProofBuilder, dim, mul, predicate, theorem, transpose\n"
@@ -59,7 +64,8 @@ def test_the_witness_samples_the_users_theorems_from_their_hypotheses(workdir):
         "    return b.proof()\n")
     result = run(workdir, "prove", "--library", "unsampleable.py", "--witness")
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    (line,) = result.stderr.strip().splitlines()
+    (progress, line) = result.stderr.strip().splitlines()
+    assert progress.startswith("derive: [1/1] gram_is_s: FAILED: ") and "cannot sample hypothesis gram" in progress
     assert "the witness cannot check the proof" in line and "cannot sample hypothesis gram" in line
 
 

@@ -2111,17 +2111,16 @@ def compile_export(out: Path, names: list[str], timeout: float = 300, jobs: int 
     called with each id and verdict as it is known.  The result is in the order of ``names``.
     """
     import os
-    import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
     flags = ["-Q", ".", "OLS", "-w", "-notation-overridden,-ambiguous-paths"]
-    run = subprocess.run([coqc(), *flags, f"{PRELUDE}.v"], cwd=out, capture_output=True, text=True,
-                         timeout=timeout)
+    compiled = _cached_coqc(out, flags, timeout)
+    run = compiled(PRELUDE)
     if run.returncode:
         return {name: f"the prelude failed: {run.stdout}{run.stderr}".strip() for name in names}
 
     def one(name: str) -> str:
-        run = subprocess.run([coqc(), *flags, f"{name}.v"], cwd=out, capture_output=True, text=True, timeout=timeout)
+        run = compiled(name)
         text = (run.stdout + run.stderr).strip()
         if run.returncode:
             verdict = text.splitlines()[-1] if text else f"coqc exited with {run.returncode}"
@@ -2148,3 +2147,40 @@ def compile_export(out: Path, names: list[str], timeout: float = 300, jobs: int 
                 results[name] = verdict
             pending = [n for n in pending if n not in results]
     return {name: results[name] for name in names}
+
+
+def _cached_coqc(out: Path, flags: list[str], timeout: float) -> Callable:
+    """``compile(name)``: coqc on ``out/name.v``, or its ``.vo`` and output from the content-keyed cache of
+    :mod:`.coqcache` (a file is only ever compiled after the files it imports, so their keys are known)."""
+    import subprocess
+
+    from .coqcache import CoqCache
+
+    cache = CoqCache.open(coqc(), flags)
+    keys: dict[str, str | None] = {}
+
+    def key(name: str) -> str | None:
+        if name not in keys:
+            keys[name] = None  # an import cycle (never generated) is simply not cached
+            try:
+                text = (Path(out) / f"{name}.v").read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+            lines = re.findall(r"^From OLS Require Import ([\w ]+)\.", text, re.MULTILINE)
+            imports = [key(imported) for line in lines for imported in line.split()]
+            if all(i is not None for i in imports):
+                keys[name] = cache.key(name, text, imports)
+        return keys[name]
+
+    def compile_(name: str):
+        known = key(name) if cache is not None else None
+        vo = Path(out) / f"{name}.vo"
+        output = cache.fetch(known, vo) if known is not None else None
+        if output is not None:
+            return subprocess.CompletedProcess([coqc(), *flags, f"{name}.v"], 0, output, "")
+        run = subprocess.run([coqc(), *flags, f"{name}.v"], cwd=out, capture_output=True, text=True, timeout=timeout)
+        if run.returncode == 0 and known is not None and vo.is_file():
+            cache.store(known, vo, run.stdout)
+        return run
+
+    return compile_

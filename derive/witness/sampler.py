@@ -37,6 +37,7 @@ runs on random rationals (instances) and on symbols (identities of rational func
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -384,11 +385,18 @@ class _Symbols:
 
 
 def _ordered_atoms(term: Basic, types) -> list:
+    return list(_ordered_atoms_of(term, types))
+
+
+@functools.lru_cache(maxsize=8192)
+def _ordered_atoms_of(term: Basic, types) -> tuple:
+    """The distinct sub-terms of ``types`` in ``term``, in preorder (remembered: the sampler asks it of the same
+    terms for every instance and dimension)."""
     seen: dict = {}
     for node in sympy.preorder_traversal(term):
         if isinstance(node, types):
             seen.setdefault(node, None)
-    return list(seen)
+    return tuple(seen)
 
 
 def _symbols(proof: Proof) -> _Symbols:
