@@ -29,58 +29,6 @@ Fixpoint P (s : nat) {struct s} : 'M[R]_(p, p) :=
 Fixpoint m_S (s : nat) {struct s} : 'M[R]_(p, k) :=
   match s with 0 => (0 : 'M[R]_(p, k)) | s.+1 => (x s.+1) *m (y s.+1)^T + (m_S s) end.
 
-Lemma slow_memory_base_1_s1 : lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (X 0).
-Proof.
-have rule_ : (X 0) = (0 : 'M[R]_(0, p)) := erefl.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (X 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, p) => lambda *: (1%:M : 'M[R]_(p)) + (Z_)^T *m (X 0)) rule_) e1_).
-exact: e_.
-Qed.
-
-Lemma slow_memory_base_1_s2 : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (0 : 'M[R]_(0, p)).
-Proof.
-have rule_ : (X 0) = (0 : 'M[R]_(0, p)) := erefl.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (X 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (0 : 'M[R]_(0, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (0 : 'M[R]_(0, p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, p) => lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m Z_) rule_) e1_).
-exact: e_.
-Qed.
-
-Lemma slow_memory_base_1_s3 : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (0 : 'M[R]_(0, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, 0)) *m (0 : 'M[R]_(0, p)).
-Proof.
-have rule_ : (0 : 'M[R]_(0, p))^T = (0 : 'M[R]_(p, 0)) := trmx0 _ _ _.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (0 : 'M[R]_(0, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(0, p))^T *m (0 : 'M[R]_(0, p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, 0)) *m (0 : 'M[R]_(0, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, 0)) *m (0 : 'M[R]_(0, p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, 0) => lambda *: (1%:M : 'M[R]_(p)) + Z_ *m (0 : 'M[R]_(0, p))) rule_) e1_).
-exact: e_.
-Qed.
-
-Lemma slow_memory_base_1_s4 : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, 0)) *m (0 : 'M[R]_(0, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)).
-Proof.
-have rule_ : (0 : 'M[R]_(p, 0)) *m (0 : 'M[R]_(0, p)) = (0 : 'M[R]_(p, p)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, 0)) *m (0 : 'M[R]_(0, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, 0)) *m (0 : 'M[R]_(0, p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => lambda *: (1%:M : 'M[R]_(p)) + Z_) rule_) e1_).
-exact: e_.
-Qed.
-
-Lemma slow_memory_base_1_s5 : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) = lambda *: (1%:M : 'M[R]_(p)).
-Proof.
-have rule_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) = lambda *: (1%:M : 'M[R]_(p)) := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) = lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) = lambda *: (1%:M : 'M[R]_(p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
-exact: e_.
-Qed.
-
-Lemma slow_memory_base_1 : lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)).
-Proof.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) = lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) = lambda *: (1%:M : 'M[R]_(p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-exact: (etrans e0_ (etrans slow_memory_base_1_s1 (etrans slow_memory_base_1_s2 (etrans slow_memory_base_1_s3 (etrans slow_memory_base_1_s4 (etrans slow_memory_base_1_s5 e1_)))))).
-Qed.
-
 Section slow_memory_step_1_section.
 Variables t : nat.
 Lemma slow_memory_step_1_s1 : lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1).
@@ -179,12 +127,30 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
 
-Lemma slow_memory_base_s4 : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)).
+Lemma slow_memory_base_s4 : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))).
 Proof.
-have rule_ : lambda *: (1%:M : 'M[R]_(p)) = lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0) := esym slow_memory_base_1.
-have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) = lambda *: (1%:M : 'M[R]_(p)) := ltac:(by rewrite ?addr0 ?add0r).
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (Z_)) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma slow_memory_base_s5 : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))).
+Proof.
+have rule_ : (X 0)^T *m (0 : 'M[R]_(0, p)) = (0 : 'M[R]_(p, p)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (lambda *: (1%:M : 'M[R]_(p)) + Z_)) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma slow_memory_base_s6 : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)).
+Proof.
+have rule_ : (0 : 'M[R]_(0, p)) = (X 0) := esym erefl.
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, p) => invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
@@ -192,7 +158,7 @@ Lemma slow_memory_base : (P 0) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *
 Proof.
 have e0_ : (P 0) = (P 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
 have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-exact: (etrans e0_ (etrans slow_memory_base_s1 (etrans slow_memory_base_s2 (etrans slow_memory_base_s3 (etrans slow_memory_base_s4 e1_))))).
+exact: (etrans e0_ (etrans slow_memory_base_s1 (etrans slow_memory_base_s2 (etrans slow_memory_base_s3 (etrans slow_memory_base_s4 (etrans slow_memory_base_s5 (etrans slow_memory_base_s6 e1_))))))).
 Qed.
 
 Section slow_memory_induction.
