@@ -525,6 +525,20 @@ def _constructs() -> dict[str, tuple[dict, str]]:
     prediction = mul(transpose(u), a, v)  # issue 29: a literally 1×1 matrix is its own transpose
     out["transpose_scalar"] = (_checked("transpose_scalar_example", [], transpose(prediction), prediction,
                                         [(prediction, "transpose_scalar")]), "rewrite !ord1 mxE")
+    # the Schur-complement block inverses (issue 29), S = D − CA⁻¹B and T = A − BD⁻¹C
+    schur, mirror = add([d, mul(-1, c, inv(a), b)]), add([a, mul(-1, b, inv(d), c)])
+    whole = inv(block([[a, b], [c, d]]))
+    result = block([[add([inv(a), mul(inv(a), b, inv(schur), c, inv(a))]), mul(-1, inv(a), b, inv(schur))],
+                    [mul(-1, inv(schur), c, inv(a)), inv(schur)]])
+    out["block_inverse_schur"] = (_checked("block_inverse_schur_example",
+                                           [invertible, Hypothesis("S_invertible", Q.invertible(schur), S.true)],
+                                           whole, result, [(result, "block_inverse_schur")]), "inverse_block_schur")
+    result = block([[inv(mirror), mul(-1, inv(mirror), b, inv(d))],
+                    [mul(-1, inv(d), c, inv(mirror)), add([inv(d), mul(inv(d), c, inv(mirror), b, inv(d))])]])
+    out["block_inverse_schur_mirror"] = (
+        _checked("block_inverse_schur_mirror_example", [Hypothesis("D_invertible", Q.invertible(d), S.true),
+                                                        Hypothesis("T_invertible", Q.invertible(mirror), S.true)],
+                 whole, result, [(result, "block_inverse_schur_mirror")]), "inverse_block_schur_mirror")
     update = add([mul(-2, b, c, a), a])  # A - 2 (B C) A: the update split between C and A
     small = add([Identity(k), mul(-2, c, a, inv(a), b)])
     out["low_rank_scaled"] = (_checked("low_rank_scaled", [invertible, Hypothesis("S_invertible",

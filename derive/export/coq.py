@@ -1387,6 +1387,12 @@ JUDGMENT_TRANSLATIONS: dict[str, str] = {
     "member_defined": "_family",  # a Fixpoint: every member is defined
     "check_defined": "_defined",  # the <id>_defined lemma
     "defined_canon": "_defined",
+    # the parts of the Schur judgment (a 2×2 block matrix invertible by A and S = D − CA⁻¹B, or D and T): _unit
+    # proves it by the prelude's unit_block_schur / unit_block_schur_mirror
+    "schur_blocks": "_unit",
+    "schur_complement": "_unit",
+    # a coefficient's divisors non-zero (scalar hypotheses and sizes as coefficients are refused by the export)
+    "require_coefficient_defined": "_nonzero",
 }
 
 _SUPPORTED_RULES = {rule for rule in RULE_TRANSLATIONS if ":" not in rule} - {"hyp", "def", "lemma", "thm", "base",
