@@ -342,7 +342,8 @@ def test_latex_of_a_proof_using_the_rule(partitioned):
 # --- the soundness fuzzer ---------------------------------------------------------------------------------------
 
 
-def test_the_fuzzer_writes_schur_steps_and_refutes_nothing_on_this_kernel():
+@pytest.mark.parametrize("proofs", [pytest.param(10, id="10"), pytest.param(40, id="40", marks=pytest.mark.slow)])
+def test_the_fuzzer_writes_schur_steps_and_refutes_nothing_on_this_kernel(proofs):
     """Focused on the Schur rules, the generator uses both (and inverts [[A, v], [−vᵀ, λI₁]]); the oracle refutes
     none of what the kernel accepts.  With the complement's check removed the fuzzer finds the hole
     (tests/test_fuzz.py::test_the_fuzzer_finds_the_hole_when_it_is_put_back[schur])."""
@@ -356,9 +357,11 @@ def test_the_fuzzer_writes_schur_steps_and_refutes_nothing_on_this_kernel():
         except Skip:
             continue
         rules += [s.rule for c in (*proof.lemmas, proof.claim) for s in getattr(c, "steps", ())]
+        if {"block_inverse_schur", "block_inverse_schur_mirror"} <= set(rules):
+            break
     assert {"block_inverse_schur", "block_inverse_schur_mirror"} <= set(rules)
-    report = run(3, 30, mutants=2, samples=2, focus={"schur"})
-    assert report.accepted >= 20 and not report.crashes
+    report = run(3, proofs, mutants=2, samples=2, focus={"schur"})  # a focused proof costs about 3 s
+    assert report.accepted >= 0.6 * proofs and not report.crashes
     assert not report.findings, report.summary()
 
 
