@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 # Tests replay recorded proofs but never write a record (a test that needs writing switches it on itself);
 # set before derive is imported, which installs the record store.
 os.environ.setdefault("DERIVE_RECORDS", "read")
@@ -24,3 +26,10 @@ def registered_only_while(load):
         for name in set(sys.modules) - modules:
             if name.startswith("_derive_user_library_"):
                 del sys.modules[name]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _registry_as_the_module_found_it():
+    """Theorems a test module registers (``load_library``, ``@theorem`` in a test) are unregistered after the module,
+    so no other module in the same process or xdist worker sees them (``derive build`` would write them too)."""
+    yield from registered_only_while(lambda: None)
