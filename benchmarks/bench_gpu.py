@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_frameworks import optimality as framework_optimality
+from bench_frameworks import problems
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,28 +45,12 @@ def load_xp():
     return module
 
 
-def problems(kind: str, B: int, n: int, p: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(B, n, p))
-    if kind == "uncentred":
-        X[..., 0] = 1.0
-        X[..., 1:] += 50.0
-    y = X @ rng.normal(size=(B, p, 1)) + rng.normal(size=(B, n, 1))
-    return X, y[..., 0]
-
-
 def optimality(X, y, beta) -> tuple[float, float]:
-    """(median, max) over problems of ‖Xᵀ(Xβ − y)‖ / (‖X‖²‖β‖ + ‖X‖‖y‖), residuals in long double."""
+    """bench_frameworks' optimality error (median, max); NaN where a solver returned a non-finite β."""
     beta = np.asarray(beta, dtype=np.float64)
     if not np.all(np.isfinite(beta)):
         return float("nan"), float("nan")
-    Xl, yl, bl = (np.asarray(a, dtype=np.longdouble) for a in (X, y, beta))
-    r = np.einsum("bij,bj->bi", Xl, bl) - yl
-    g = np.linalg.norm(np.einsum("bij,bi->bj", Xl, r).astype(np.float64), axis=-1)
-    nx = np.linalg.norm(X, axis=(-2, -1))
-    scale = nx**2 * np.linalg.norm(beta, axis=-1) + nx * np.linalg.norm(y, axis=-1)
-    e = g / scale
-    return float(np.median(e)), float(e.max())
+    return framework_optimality(X, y, beta)
 
 
 def median_time(run, sync, repeats: int) -> float:

@@ -707,20 +707,27 @@ _LOW_RANK_NORM = ("rewrite ?scale1r ?scaleN1r; do ?[rewrite -scalemxAl | rewrite
 _LOW_RANK_EQ = f"ltac:(first [by {_LOW_RANK_NORM} | by rewrite [LHS]addrC; {_LOW_RANK_NORM}])"
 
 
-def _low_rank_unit(t, facts: _Facts, depth: int) -> str | None:
-    """A Coq proof of `t \\in unitmx` for t = A + c U V (one term of the sum the update c U V, split between two of
-    its factors; the other terms A) with A invertible and I + c V A⁻¹ U invertible, as the kernel judges a
-    low-rank update (the prelude's `unit_lowrank_eq`), or None."""
+def _updates_of_invertible_bases(t, facts: _Facts, depth: int, fewest: int):
+    """(c, factors, A, proof that A is invertible) for each term c·F₁⋯F_r (r ≥ ``fewest``) of the sum t whose other
+    terms A are shown invertible: the candidate updates of the low-rank and capacitance judgments."""
     for position, update in enumerate(t.args):
         coeff, mats = factors_of(update)
         rest = [a for i, a in enumerate(t.args) if i != position]
-        if len(mats) < 2 or (position != len(t.args) - 1 and len(t.args) > 2):
+        if len(mats) < fewest or (position != len(t.args) - 1 and len(t.args) > 2):
             continue  # the equation is proved by re-association, with the update last (or first of two)
         base = canon(add(rest))
         try:
             unit_base = _unit(base, facts, depth + 1)
         except Unsupported:
             continue
+        yield coeff, mats, base, unit_base
+
+
+def _low_rank_unit(t, facts: _Facts, depth: int) -> str | None:
+    """A Coq proof of `t \\in unitmx` for t = A + c U V (one term of the sum the update c U V, split between two of
+    its factors; the other terms A) with A invertible and I + c V A⁻¹ U invertible, as the kernel judges a
+    low-rank update (the prelude's `unit_lowrank_eq`), or None."""
+    for coeff, mats, base, unit_base in _updates_of_invertible_bases(t, facts, depth, 2):
         for split in range(1, len(mats)):
             left, right = mul(mats[:split]), mul(mats[split:])
             small = canon(add([Identity(left.shape[1]), mul(coeff, right, Inverse(base), left)]))
@@ -742,16 +749,7 @@ def _capacitance_unit(t, facts: _Facts, depth: int) -> str | None:
     """A Coq proof of `t \\in unitmx` for t = A + c U C V (one term of the sum the update, C one square factor of it
     with factors on both sides; the other terms A) with A, C and C⁻¹ + c V A⁻¹ U invertible, as the kernel judges
     Woodbury's capacitance (the prelude's `unit_capacitance_eq`), or None."""
-    for position, update in enumerate(t.args):
-        coeff, mats = factors_of(update)
-        rest = [a for i, a in enumerate(t.args) if i != position]
-        if len(mats) < 3 or (position != len(t.args) - 1 and len(t.args) > 2):
-            continue  # the equation is proved by re-association, with the update last (or first of two)
-        base = canon(add(rest))
-        try:
-            unit_base = _unit(base, facts, depth + 1)
-        except Unsupported:
-            continue
+    for coeff, mats, base, unit_base in _updates_of_invertible_bases(t, facts, depth, 3):
         for middle in range(1, len(mats) - 1):
             core = mats[middle]
             if core.shape[0] != core.shape[1]:
