@@ -1285,6 +1285,26 @@ def _nearest_step(engine: Engine, left: Basic, right: Basic) -> str:
 MAX_CROSS_DEPTH = 2  # cross-multiplications nested inside the lemmas of one another
 
 
+def _one_level_deeper(tactic):
+    """A tactic that proves a lemma by ``.auto`` in turn: None at MAX_CROSS_DEPTH nested levels (counted on the
+    builder, shared by every such tactic), else the tactic one level deeper."""
+
+    @functools.wraps(tactic)
+    def nested(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
+        builder = engine.chain.builder
+        depth = getattr(builder, "_cross_depth", 0)
+        if depth >= MAX_CROSS_DEPTH:
+            return None
+        builder._cross_depth = depth + 1
+        try:
+            return tactic(engine, left, right)
+        finally:
+            builder._cross_depth = depth
+
+    return nested
+
+
+@_one_level_deeper
 def _cross_multiply(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
     """Clear an inverse at an end of one side by multiplying it into the other: the moves from ``left`` to
     ``right``, or None.
@@ -1294,25 +1314,17 @@ def _cross_multiply(engine: Engine, left: Basic, right: Basic) -> list[Move] | N
     needs (A + uvᵀ) R = I, and (XᵀX + λI)⁻¹Xᵀ = Xᵀ(XXᵀ + λI)⁻¹ needs Xᵀ(XXᵀ + λI) = (XᵀX + λI)Xᵀ; each lemma
     is proved by ``.auto`` in turn.
     """
-    builder = engine.chain.builder
-    depth = getattr(builder, "_cross_depth", 0)
-    if depth >= MAX_CROSS_DEPTH:
-        return None
-    builder._cross_depth = depth + 1
-    try:
-        stripped = _strip_common_factors(engine, left, right)
-        if stripped is not None:
-            engine.tried.append("a lemma for the factors between the common outer ones")
-            return stripped
-        for a, b, flipped in ((left, right, False), (right, left, True)):
-            for end in ("first", "last"):
-                moves = _clear_inverse(engine, a, b, end)
-                if moves is not None:
-                    engine.tried.append(f"cross-multiplication by the {end} factor of {_show(a)}")
-                    return _reverse(a, moves) if flipped else moves
-        return None
-    finally:
-        builder._cross_depth = depth
+    stripped = _strip_common_factors(engine, left, right)
+    if stripped is not None:
+        engine.tried.append("a lemma for the factors between the common outer ones")
+        return stripped
+    for a, b, flipped in ((left, right, False), (right, left, True)):
+        for end in ("first", "last"):
+            moves = _clear_inverse(engine, a, b, end)
+            if moves is not None:
+                engine.tried.append(f"cross-multiplication by the {end} factor of {_show(a)}")
+                return _reverse(a, moves) if flipped else moves
+    return None
 
 
 def _strip_common_factors(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
@@ -1436,6 +1448,7 @@ def _strategies(engine: Engine) -> Iterator[tuple[str | None, set]]:
 MAX_THROUGH_FACTORS = 3  # inverse arguments tried as the factor K, by size
 
 
+@_one_level_deeper
 def _multiply_through(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
     """L = R from the lemma K L = K R (or L K = R K, or K L K = K R K) for a square invertible K whose inverse
     occurs in L or R: L = I L = K⁻¹ K L = K⁻¹ K R = I R = R.  The lemma is proved by ``.auto``, where K meets
@@ -1447,21 +1460,13 @@ def _multiply_through(engine: Engine, left: Basic, right: Basic) -> list[Move] |
     from both sides together, in an order of their own, so the result does not depend on which side is
     written first.
     """
-    builder = engine.chain.builder
-    depth = getattr(builder, "_cross_depth", 0)
-    if depth >= MAX_CROSS_DEPTH:
-        return None
-    builder._cross_depth = depth + 1
-    try:
-        for K in _through_factors(engine, left, right):
-            for where in ("left", "right", "both"):
-                moves = _through(engine, left, right, K, where)
-                if moves is not None:
-                    engine.tried.append(f"both sides multiplied by {_show(K)} on the {where}")
-                    return moves
-        return None
-    finally:
-        builder._cross_depth = depth
+    for K in _through_factors(engine, left, right):
+        for where in ("left", "right", "both"):
+            moves = _through(engine, left, right, K, where)
+            if moves is not None:
+                engine.tried.append(f"both sides multiplied by {_show(K)} on the {where}")
+                return moves
+    return None
 
 
 def _through_factors(engine: Engine, left: Basic, right: Basic) -> list[Basic]:
