@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import registered_only_while
 from sympy import Identity, Integer, MatrixSymbol, Q, Rational, Trace, ZeroMatrix, preorder_traversal
 from sympy.matrices.expressions import BlockMatrix, MatAdd, MatMul
 
@@ -216,7 +215,9 @@ def test_the_random_terms_cover_every_kind_of_node():
             "ZeroMatrix", "MatAdd", "MatMul", "Transpose"} <= seen
 
 
-def _all_theorems() -> list:
+@pytest.fixture(scope="module")
+def theorems() -> list:
+    """Every theorem (the user files' theorems are unregistered after this module: tests/conftest.py)."""
     from derive.library import LIBRARY
 
     out = [checked(theorem_id) for theorem_id in LIBRARY]
@@ -228,12 +229,6 @@ def _all_theorems() -> list:
     out += [cited] + [_random_term_theorem(index_, cited) for index_ in range(RANDOM_TERM_THEOREMS)]
     out += [_induction_theorem(explicit) for explicit in (False, True)]
     return out
-
-
-@pytest.fixture(scope="module")
-def theorems():
-    """Every theorem; the user files' theorems are unregistered again after this module's tests."""
-    yield from registered_only_while(_all_theorems)
 
 
 def test_every_certificate_prove_writes_passes_check_in_a_fresh_process(theorems, tmp_path):

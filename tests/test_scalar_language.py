@@ -46,18 +46,8 @@ lam, mu = scalar("lambda"), scalar("mu", positive=True)
 
 @pytest.fixture(scope="module")
 def demo():
-    """The three theorems of tests/data/user_scalars.py, checked; unregistered afterwards, so that tests in the
-    same process that list every registered theorem (the article, the LaTeX fragments) see the library only."""
-    from derive.authoring import registry
-
-    before = set(registry._REGISTRY)
-    modules = set(sys.modules)
-    yield {theorem_id: checked(theorem_id) for theorem_id in load_library(str(DATA / "user_scalars.py"))}
-    for theorem_id in set(registry._REGISTRY) - before:
-        del registry._REGISTRY[theorem_id]
-    for name in set(sys.modules) - modules:
-        if name.startswith("_derive_user_library_user_scalars"):
-            del sys.modules[name]
+    """The three theorems of tests/data/user_scalars.py, checked (unregistered after this module: tests/conftest.py)."""
+    return {theorem_id: checked(theorem_id) for theorem_id in load_library(str(DATA / "user_scalars.py"))}
 
 
 def _rational(rng: random.Random, rows: int, cols: int) -> Matrix:

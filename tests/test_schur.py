@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import registered_only_while
 from sympy import Matrix, Q, Rational, S, Symbol, eye, zeros
 from sympy.matrices.expressions import (
     BlockMatrix,
@@ -280,9 +279,8 @@ def test_a_block_diagonal_matrix_is_no_special_case():
 
 
 @pytest.fixture(scope="module")
-def partitioned():
-    yield from registered_only_while(
-        lambda: [checked(theorem_id) for theorem_id in load_library(str(DATA / "user_partitioned.py"))])
+def partitioned():  # unregistered after this module (tests/conftest.py)
+    return [checked(theorem_id) for theorem_id in load_library(str(DATA / "user_partitioned.py"))]
 
 
 def test_partitioned_regression_is_checked_and_uses_the_schur_rule(partitioned):
