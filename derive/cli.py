@@ -205,7 +205,8 @@ def _cmd_prove(args) -> int:
     ids = _select(args.ids)
     out = _output_dir(args.certificates) if args.certificates else None
     records = pipeline.prove(ids, witness=args.witness, search=args.search,
-                             progress=_witness_progress if args.witness else None)
+                             progress=_witness_progress if args.witness else None,
+                             starting=_witness_starting if args.witness else None)
     if out is not None:
         pipeline.write_certificates(records, out)
     if args.json:
@@ -231,6 +232,12 @@ def _cmd_prove(args) -> int:
     return 0 if all(r["status"] == "verified" for r in records) else 1
 
 
+def _witness_starting(index: int, total: int, theorem_id: str) -> None:
+    """One line on stderr as each theorem's proof and witness start: a theorem whose witness takes a while (a
+    user's block theorem) is named before the wait, not only after it."""
+    print(f"derive: [{index}/{total}] {theorem_id}: proving and witnessing ...", file=sys.stderr, flush=True)
+
+
 def _witness_progress(index: int, total: int, record: dict) -> None:
     """One line on stderr as each theorem's proof and witness are done: ``derive prove --witness`` takes seconds
     to minutes per theorem, and the table comes only at the end."""
@@ -238,6 +245,9 @@ def _witness_progress(index: int, total: int, record: dict) -> None:
         w = record["witness"]
         verdict = (f"witness: {w['instances']} instances, identities p = "
                    + ", ".join(str(i["p"]) for i in w["identities"]))
+        at_points = sum(i.get("points", 0) for i in w["identities"])
+        if at_points:
+            verdict += f" ({at_points} chain checks at random points)"
     else:
         verdict = "FAILED: " + _one_line(record.get("error", "not verified"))
     print(f"derive: [{index}/{total}] {record['id']}: {verdict} ({record['seconds']:.1f} s)", file=sys.stderr,

@@ -39,18 +39,22 @@ class UserInputError(Exception):
 
 
 def prove(ids: Sequence[str], witness: bool = False, search: bool = False,
-          progress: Callable[[int, int, dict], None] | None = None) -> list[dict]:
+          progress: Callable[[int, int, dict], None] | None = None,
+          starting: Callable[[int, int, str], None] | None = None) -> list[dict]:
     """Check each theorem; one record per theorem (``theorem`` set when verified, ``searched`` when its proof was
     found by running its function rather than replayed from its record: :mod:`derive.records`).
 
     With ``search``, every theorem asked for is searched again (``derive prove --search``) and its record
     rewritten.  With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
-    ``progress``, when given, is called with (index, total, record) as each theorem is done.
+    ``progress``, when given, is called with (index, total, record) as each theorem is done, and ``starting``
+    with (index, total, theorem id) as each one starts (a long witness is then never silent).
     """
     from .authoring.registry import checked, searched
 
     records = []
     for theorem_id in ids:
+        if starting is not None:
+            starting(len(records) + 1, len(ids), theorem_id)
         start = time.perf_counter()
         record = {"id": theorem_id, "status": "failed", "steps": 0, "seconds": 0.0}
         try:

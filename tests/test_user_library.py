@@ -64,7 +64,8 @@ def test_the_witness_samples_the_users_theorems_from_their_hypotheses(workdir):
         "    return b.proof()\n")
     result = run(workdir, "prove", "--library", "unsampleable.py", "--witness")
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    (progress, line) = result.stderr.strip().splitlines()
+    (starting, progress, line) = result.stderr.strip().splitlines()
+    assert starting == "derive: [1/1] gram_is_s: proving and witnessing ..."  # named before the wait
     assert progress.startswith("derive: [1/1] gram_is_s: FAILED: ") and "cannot sample hypothesis gram" in progress
     assert "the witness cannot check the proof" in line and "cannot sample hypothesis gram" in line
 

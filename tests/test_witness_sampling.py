@@ -121,7 +121,8 @@ def test_derive_prove_reports_that_the_witness_cannot_check_the_proof(tmp_path: 
     result = subprocess.run([sys.executable, "-m", "derive", "prove", "--library", "heads.py", "--witness",
                              "two_heads_gram"], capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ))
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    (progress, line) = result.stderr.strip().splitlines()  # the progress line as the theorem is done, then why
+    (starting, progress, line) = result.stderr.strip().splitlines()  # a line as it starts and as it is done, then why
+    assert starting == "derive: [1/1] two_heads_gram: proving and witnessing ..."  # named before the wait
     assert progress.startswith("derive: [1/1] two_heads_gram: FAILED: ") and "cannot sample" in progress
     assert "two_heads_gram: the witness cannot check the proof:" in line and "refutes" not in line
     assert "cannot sample hypothesis X_full_rank" in line and "tried p = 2, 3, 4" in line and "sampling={" in line

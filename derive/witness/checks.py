@@ -27,6 +27,7 @@ dimensions, then says that it cannot sample, which dimensions it tried and how t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import time
@@ -46,7 +47,9 @@ from ..kernel import Chain, Hypothesis, Induction, Proof, Step
 from ..kernel.scalars import scalar_kind
 from ..kernel.terms import FamilyMatrix, index_kind
 from .evaluate import (
+    SYMBOLIC_TERM_LIMIT,
     RecurrenceUndefined,
+    SymbolicTooLarge,
     UndefinedValue,
     WitnessError,
     _Arith,
@@ -63,6 +66,7 @@ from .evaluate import (
     _RationalArith,
     _shape_of,
     _to_domain,
+    symbolic_term_limit,
 )
 from .sampler import (
     INDEX,
@@ -70,6 +74,7 @@ from .sampler import (
     SHAPES,
     Sample,
     Sampler,
+    Source,
     _random_source,
     _symbol_source,
     _Symbols,
@@ -150,14 +155,19 @@ def _define(proof: Proof, ctx: _Ctx, chain: str) -> None:
             raise WitnessError(f"definition {d.name}: {exc.reason}", proof.theorem, chain) from None
 
 
-def _scalar_values(table: _Symbols, rng: random.Random, zeros: Iterable[Symbol] = ()) -> dict[Symbol, Any]:
+def _scalar_values(table: _Symbols, rng: random.Random, zeros: Iterable[Symbol] = (), *,
+                   points: bool = False) -> dict[Symbol, Any]:
     """Values of the theorem's scalar symbols for one instance: positive rationals for positive ones, non-zero
-    rationals for real ones, 0 for those in ``zeros`` (draws nothing when the theorem has no scalar)."""
+    rationals for real ones, 0 for those in ``zeros`` (draws nothing when the theorem has no scalar); with
+    ``points``, the large random integers of an identity checked at random points (:func:`_point_source`)."""
     zeros = set(zeros)
     out = {}
     for sym in table.scalars.values():
         positive = scalar_kind(sym) == "positive"
-        value = _positive_rational(rng) if positive else _rational(rng)
+        if points:
+            value = _point_value(rng, positive)
+        else:
+            value = _positive_rational(rng) if positive else _rational(rng)
         out[sym] = QQ(0) if sym in zeros else value
     return _solve_scalar_equations(table, out, QQ)
 
@@ -194,10 +204,12 @@ class _Tally:
     degenerate: int = 0  # degenerate instances checked
     degenerate_steps: int = 0  # steps checked on degenerate instances (not counted in ``steps``)
     skipped: int = 0  # degenerate instances at which the statement is undefined
+    parameters: int = 0  # (identities at random points) the most parameters one point drew
 
     def add(self, other: _Tally) -> None:
         for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+            combine = max if f.name == "parameters" else int.__add__
+            setattr(self, f.name, combine(getattr(self, f.name), getattr(other, f.name)))
 
 
 class _Skip(Exception):
@@ -539,24 +551,28 @@ def _sampler_for(proof: Proof, sampler: Sampler | None) -> Sampler:
 
 def _instance(proof: Proof, table: _Symbols, sampler: Sampler, chain: Chain, induction: Induction | None,
               label: str, tally: _Tally, shape: Mapping[str, int], zeros: Sequence[Symbol] = (),
-              singular: bool = False, lenient: bool = False) -> tuple[_Ctx, random.Random]:
+              singular: bool = False, lenient: bool = False, points: bool = False) -> tuple[_Ctx, random.Random]:
     """One sample for ``chain`` satisfying its hypotheses, with IH defined on it.  A draw on which a value is
     undefined (a recurrence, a solve) or a hypothesis the sampler does not construct fails is drawn again, up to
-    :data:`ATTEMPTS` times, before the witness says it cannot sample."""
+    :data:`ATTEMPTS` times, before the witness says it cannot sample.  With ``points``, the parameters are the
+    large random integers of an identity checked at random points (:func:`_identity_at_points`)."""
     hyps = (*proof.hypotheses, *(h for h in chain.hypotheses if induction is None))
     failure: WitnessError | None = None
     dims: Mapping[str, int] | None = None
     for attempt in range(ATTEMPTS):
         rng = random.Random(label if attempt == 0 else f"{label}/again {attempt}")
-        scalars = _scalar_values(table, rng, zeros)
+        scalars = _scalar_values(table, rng, zeros, points=points)
         scratch = _Tally()
         try:
-            sample = sampler(_random_source(rng, scalars=scalars, degenerate=singular), shape, chain.name)
+            source = (_point_source(rng, scalars, scratch) if points
+                      else _random_source(rng, scalars=scalars, degenerate=singular))
+            sample = sampler(source, shape, chain.name)
             dims = sample.dims
-            ctx = _sampled_context(proof, table, sample, _RationalArith(), chain.name, hyps, rng, scratch, scalars,
+            arith = _PointArith() if points else _RationalArith()
+            ctx = _sampled_context(proof, table, sample, arith, chain.name, hyps, rng, scratch, scalars,
                                    lenient=lenient)
             _recurrences(chain, ctx)
-            _induction_hypothesis(proof, chain, induction, ctx)
+            _induction_hypothesis(proof, chain, induction, ctx, identity=points)
         except UndefinedValue as exc:
             failure = exc
             continue
@@ -639,6 +655,62 @@ def check_instances(proof: Proof, trials: int = 1, seed: int = 0, *, sampler: Sa
                           time.perf_counter() - start, tally.degenerate, tally.skipped, tally.degenerate_steps)
 
 
+# --- identities at random points (Schwartz–Zippel) -------------------------------------
+# A chain whose rational functions grow past the term limit (SymbolicTooLarge) is checked at IDENTITY_POINTS
+# random points instead: the generic sampler draws every parameter as an independent uniform integer of
+# POINT_BITS bits (non-zero; positive ones positive), and everything is evaluated exactly over QQ.  If lhs − rhs
+# is not the zero rational function, its numerator is a non-zero polynomial of some degree D in the parameters,
+# and by the Schwartz–Zippel lemma it vanishes at such a point with probability at most D / 2**POINT_BITS (for
+# the sizes the witness runs, D is in the thousands at most: below 1e-15 per point, 1e-30 for two).  A claim
+# that differs at a point is refuted for certain (the point satisfies every hypothesis, verified exactly).
+
+#: Independent random points per chain checked at points.
+IDENTITY_POINTS = 2
+#: Bits of the random integers drawn as parameters at those points.
+POINT_BITS = 64
+
+
+def _point_value(rng: random.Random, positive: bool):
+    """A uniform non-zero integer of :data:`POINT_BITS` bits, as a rational (positive when ``positive``)."""
+    value = rng.randint(1, 2**POINT_BITS)
+    return QQ(value if positive or rng.random() < 0.5 else -value)
+
+
+def _point_source(rng: random.Random, scalars: Mapping[Symbol, Any], tally: _Tally) -> Source:
+    """Parameters for a random point: the sampler's general parametrisation (as for instances), at large
+    integers (their number, with the scalars', is counted in ``tally.parameters``)."""
+    tally.parameters = len(scalars)
+
+    def draw(positive: bool):
+        tally.parameters += 1
+        return _point_value(rng, positive)
+
+    return Source(QQ, draw, symbolic=False, scalars=scalars)
+
+
+class _PointArith(_RationalArith):
+    """Exact rationals at a random point: a sign there is not a sign for all parameters, so every inequality
+    checked is counted as a sign point (as the symbolic route counts those it cannot prove)."""
+
+    def sign(self, x, rng: random.Random) -> tuple[int, bool]:
+        return (x > 0) - (x < 0), False
+
+
+def _identity_at_points(proof: Proof, table: _Symbols, sampler: Sampler, chain: Chain, induction: Induction | None,
+                        p: int, steps: bool, seed: int, tally: _Tally) -> None:
+    """The chain's claim (with ``steps``, every step) at :data:`IDENTITY_POINTS` random points satisfying the
+    hypotheses, for a chain too large for rational-function arithmetic."""
+    for point in range(IDENTITY_POINTS):
+        label = f"{seed}/points/{proof.theorem}/{chain.name}/{p}/{point}"
+        attempt = functools.partial(_instance, proof, table, sampler, chain, induction, label, tally, points=True)
+        ctx, _ = _grown(attempt, identity_shape(p), proof, table, chain)
+        if steps:
+            _check_chain(proof, chain, ctx, tally)
+        elif not _equal(_eval(chain.lhs, ctx), _eval(chain.rhs, ctx)):
+            raise WitnessError(f"the claim is not an identity of rational functions for p = {p} (it fails at a "
+                               "random point satisfying the hypotheses)", proof.theorem, chain.name)
+
+
 # --- identities of rational functions ------------------------------------------------
 
 
@@ -654,6 +726,7 @@ class IdentityReport:
     sign_points: int  # inequalities (positive minors) not provable by the sign test, checked at sample points
     steps: int  # steps checked as identities (when ``steps=True``)
     seconds: float
+    points: int = 0  # chains too large for rational functions, checked at random points instead
 
 
 def identity_shape(p: int) -> dict[str, int]:
@@ -684,7 +757,8 @@ def _dry_run(proof: Proof, table: _Symbols, sampler: Sampler, shape: Mapping[str
 
 
 def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 0,
-                   proof: Proof | None = None, sampler: Sampler | None = None) -> IdentityReport:
+                   proof: Proof | None = None, sampler: Sampler | None = None,
+                   term_limit: int | None = SYMBOLIC_TERM_LIMIT) -> IdentityReport:
     """Check each chain's claim of a theorem as an identity of rational functions in dimension ``p``.
 
     The theorem's sampler runs once on random numbers (a dry run, to learn which parameters it draws) and
@@ -695,6 +769,10 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
     function.  With ``steps``, every step is compared as well.  Chains whose dry runs drew the same sample
     share one symbolic sample (whose hypotheses are checked for each).  An induction's step chain also needs
     its IH, the claim at the variable, to hold identically.
+
+    A chain whose rational functions grow past ``term_limit`` polynomial terms in one operation (None: no
+    limit) is checked at random points instead (:func:`_identity_at_points`; counted in ``points``): the
+    limit counts terms, not seconds, so which chains take that route is the same on every machine.
     """
     start = time.perf_counter()
     if proof is None:
@@ -741,17 +819,25 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
         tally.add(scratch)
         return ctx
 
+    points = 0
     for chain, induction in chains:
         rng = random.Random(f"{seed}/identity/{proof.theorem}/{chain.name}/{p}")
         attempt = functools.partial(symbolic, chain, induction, rng)
-        ctx = _grown(attempt, identity_shape(p), proof, table, chain)
-        if steps:
-            _check_chain(proof, chain, ctx, tally)
-        elif not _equal(_eval(chain.lhs, ctx), _eval(chain.rhs, ctx)):
-            raise WitnessError(f"the claim is not an identity of rational functions for p = {p}", proof.theorem,
-                               chain.name)
-    return IdentityReport(proof.theorem, p, len(chains), parameters, tally.hypotheses, tally.unproved_signs,
-                          tally.steps, time.perf_counter() - start)
+        before = dataclasses.replace(tally)
+        try:
+            with symbolic_term_limit(term_limit):
+                ctx = _grown(attempt, identity_shape(p), proof, table, chain)
+                if steps:
+                    _check_chain(proof, chain, ctx, tally)
+                elif not _equal(_eval(chain.lhs, ctx), _eval(chain.rhs, ctx)):
+                    raise WitnessError(f"the claim is not an identity of rational functions for p = {p}",
+                                       proof.theorem, chain.name)
+        except SymbolicTooLarge:
+            tally = before  # what the abandoned symbolic run counted is not reported
+            points += 1
+            _identity_at_points(proof, table, sampler, chain, induction, p, steps, seed, tally)
+    return IdentityReport(proof.theorem, p, len(chains), max(parameters, tally.parameters), tally.hypotheses,
+                          tally.unproved_signs, tally.steps, time.perf_counter() - start, points)
 
 
 # --- the gradient formula ------------------------------------------------------------
@@ -829,8 +915,8 @@ def witness_all(proof: Proof, *, trials: int = 1, seed: int = 0,
         "instances": inst.instances,
         "hypotheses": inst.hypotheses,
         "steps": inst.steps,
-        "identities": [{"p": r.p, "chains": r.chains, "parameters": r.parameters, "sign_points": r.sign_points}
-                       for r in ids],
+        "identities": [{"p": r.p, "chains": r.chains, "parameters": r.parameters, "sign_points": r.sign_points,
+                        **({"points": r.points} if r.points else {})} for r in ids],
     }
     if proof.theorem == "preconditioned_gd":
         summary["gradient"] = [list(s) for p in identity_dims for s in check_gradient(p).shapes]

@@ -15,6 +15,8 @@ so the checks can tell a sample at which the statement is undefined from a refut
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -241,10 +243,50 @@ def _is_function_field(domain) -> bool:
     return bool(getattr(domain, "is_FractionField", False))
 
 
+class SymbolicTooLarge(Exception):
+    """A rational-function computation grew past :data:`SYMBOLIC_TERM_LIMIT` polynomial terms (its gcd cancellations
+    would take minutes): the identity check then evaluates that chain at random points (Schwartz–Zippel).  Not a
+    :class:`WitnessError`: it says nothing about the proof."""
+
+
+#: The most polynomial terms one fraction-free matrix operation may hold over a field of rational functions before
+#: :class:`SymbolicTooLarge` (a count of terms, not seconds: the route taken is the same on any machine and load).
+#: Every library theorem's identity checks stay far below it; see docs/kernel.md, "The second witness".
+SYMBOLIC_TERM_LIMIT = 4_000
+_term_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("witness_term_limit", default=None)
+_term_peak = [0]  # the largest size seen (measurement of the limit's margin)
+
+
+@contextlib.contextmanager
+def symbolic_term_limit(limit: int | None):
+    """Within the block, fraction-free operations over rational functions raise :class:`SymbolicTooLarge` past
+    ``limit`` polynomial terms (None: no limit)."""
+    token = _term_limit.set(limit)
+    try:
+        yield
+    finally:
+        _term_limit.reset(token)
+
+
+def _meter(*polys_or_matrices) -> None:
+    """Count the polynomial terms of a fraction-free operation's operands or result against the limit."""
+    limit = _term_limit.get()
+    size = 0
+    for x in polys_or_matrices:
+        if isinstance(x, DomainMatrix):
+            size += sum(len(e) for row in x.to_list() for e in row)
+        else:
+            size += len(x)
+    _term_peak[0] = max(_term_peak[0], size)
+    if limit is not None and size > limit:
+        raise SymbolicTooLarge(f"{size} polynomial terms (limit {limit})")
+
+
 def _split(a: DomainMatrix) -> tuple[DomainMatrix, Any]:
     """a = N / d with N a matrix of polynomials and d the lcm of the entries' denominators."""
     ring = a.domain.get_ring()
     rows = a.to_list()
+    _meter(*(e.denom for row in rows for e in row))  # the lcm below takes gcds of the denominators
     d = ring.one
     for row in rows:
         for e in row:
@@ -254,6 +296,7 @@ def _split(a: DomainMatrix) -> tuple[DomainMatrix, Any]:
 
 
 def _join(numer: DomainMatrix, d, domain) -> DomainMatrix:
+    _meter(numer, d)
     rows = [[domain.field((x, d)) for x in row] for row in numer.to_list()]
     return DomainMatrix(rows, numer.shape, domain)
 
@@ -262,6 +305,7 @@ def _matmul(a: DomainMatrix, b: DomainMatrix) -> DomainMatrix:
     if not _is_function_field(a.domain):
         return a * b
     (na, da), (nb, db) = _split(a), _split(b)
+    _meter(na, nb)
     return _join(na * nb, da * db, a.domain)
 
 
@@ -277,7 +321,10 @@ def _det(a: DomainMatrix):
     if not _is_function_field(a.domain):
         return a.det()
     n, d = _split(a)
-    return a.domain.field((n.det(), d ** a.shape[0]))
+    _meter(n, n)
+    det, power = n.det(), d ** a.shape[0]
+    _meter(det, power)  # before the gcd that cancels them
+    return a.domain.field((det, power))
 
 
 def _adj_det(n: DomainMatrix) -> tuple[DomainMatrix, Any]:
@@ -297,6 +344,7 @@ def _inv(a: DomainMatrix) -> DomainMatrix:
     if not _is_function_field(a.domain):
         return a.inv()
     n, d = _split(a)
+    _meter(n, n)
     adj, det = _adj_det(n)
     if not det:
         raise DMNonInvertibleMatrixError("singular")
