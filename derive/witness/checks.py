@@ -704,8 +704,8 @@ def _identity_at_points(proof: Proof, table: _Symbols, sampler: Sampler, chain: 
         label = f"{seed}/points/{proof.theorem}/{chain.name}/{p}/{point}"
         attempt = functools.partial(_instance, proof, table, sampler, chain, induction, label, tally, points=True)
         ctx, _ = _grown(attempt, identity_shape(p), proof, table, chain)
-        if steps:
-            _check_chain(proof, chain, ctx, tally)
+        if steps:  # each step is counted once, as on the symbolic route
+            _check_chain(proof, chain, ctx, tally if point == 0 else _Tally())
         elif not _equal(_eval(chain.lhs, ctx), _eval(chain.rhs, ctx)):
             raise WitnessError(f"the claim is not an identity of rational functions for p = {p} (it fails at a "
                                "random point satisfying the hypotheses)", proof.theorem, chain.name)
