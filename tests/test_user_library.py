@@ -46,9 +46,14 @@ def test_the_witness_samples_the_users_theorems_from_their_hypotheses(workdir):
     assert result.returncode == 0, result.stdout + result.stderr
     rows = json.loads(result.stdout)
     assert all(r["status"] == "verified" and r["witness"]["instances"] > 0 for r in rows)
-    # progress on stderr, one line per theorem as its witness is done (the JSON comes only at the end)
-    progress = result.stderr.strip().splitlines()
-    assert [line.split(":")[1].strip() for line in progress] == [f"[{i}/3] {tid}" for i, tid in enumerate(USER_IDS, 1)]
+    # progress on stderr, one line per theorem as it starts and one as its witness is done (the JSON comes only at
+    # the end)
+    lines = result.stderr.strip().splitlines()
+    starting, progress = lines[0::2], lines[1::2]
+    expected = [f"[{i}/3] {tid}" for i, tid in enumerate(USER_IDS, 1)]
+    assert [line.split(":")[1].strip() for line in starting] == expected
+    assert all(line.endswith(": proving and witnessing ...") for line in starting)
+    assert [line.split(":")[1].strip() for line in progress] == expected
     assert all(f"witness: {r['witness']['instances']} instances, identities p = 1, 2" in line
                for r, line in zip(rows, progress, strict=True))
     (workdir / "unsampleable.py").write_text(

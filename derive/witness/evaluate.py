@@ -254,7 +254,6 @@ class SymbolicTooLarge(Exception):
 #: Every library theorem's identity checks stay far below it; see docs/kernel.md, "The second witness".
 SYMBOLIC_TERM_LIMIT = 4_000
 _term_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("witness_term_limit", default=None)
-_term_peak = [0]  # the largest size seen (measurement of the limit's margin)
 
 
 @contextlib.contextmanager
@@ -277,7 +276,6 @@ def _meter(*polys_or_matrices) -> None:
             size += sum(len(e) for row in x.to_list() for e in row)
         else:
             size += len(x)
-    _term_peak[0] = max(_term_peak[0], size)
     if limit is not None and size > limit:
         raise SymbolicTooLarge(f"{size} polynomial terms (limit {limit})")
 
