@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,8 @@ from ..kernel.proof import Family
 from ..kernel.scalars import scalar_kind, size_kind
 from ..kernel.terms import FamilyMatrix, blocks_of, index_kind
 
-__all__ = ["UndefinedValue", "WitnessError", "evaluate", "mul"]
+__all__ = ["SYMBOLIC_TERM_LIMIT", "SymbolicTooLarge", "UndefinedValue", "WitnessError", "evaluate", "mul",
+           "symbolic_term_limit"]
 
 
 class WitnessError(ValueError):
@@ -257,7 +258,7 @@ _term_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("witnes
 
 
 @contextlib.contextmanager
-def symbolic_term_limit(limit: int | None):
+def symbolic_term_limit(limit: int | None) -> Iterator[None]:
     """Within the block, fraction-free operations over rational functions raise :class:`SymbolicTooLarge` past
     ``limit`` polynomial terms (None: no limit)."""
     token = _term_limit.set(limit)
@@ -270,13 +271,15 @@ def symbolic_term_limit(limit: int | None):
 def _meter(*polys_or_matrices) -> None:
     """Count the polynomial terms of a fraction-free operation's operands or result against the limit."""
     limit = _term_limit.get()
+    if limit is None:
+        return
     size = 0
     for x in polys_or_matrices:
         if isinstance(x, DomainMatrix):
             size += sum(len(e) for row in x.to_list() for e in row)
         else:
             size += len(x)
-    if limit is not None and size > limit:
+    if size > limit:
         raise SymbolicTooLarge(f"{size} polynomial terms (limit {limit})")
 
 
