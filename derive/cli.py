@@ -450,7 +450,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
     p.add_argument("--certificates", metavar="DIR", help="write DIR/<id>.json for each verified theorem")
     p.add_argument("--witness", action="store_true",
-                   help="also re-evaluate every step exactly on random instances and as identities (p = 1, 2)")
+                   help="also re-evaluate every step exactly on random instances and as identities (p = 1, 2; "
+                        "chains too large for rational functions at random points)")
     p.add_argument("--search", action="store_true",
                    help="search every proof again (.auto) instead of replaying the recorded one, and record it")
     p.set_defaults(run=_cmd_prove)

@@ -7,7 +7,8 @@ Three checks:
   claim sides and every step must evaluate to the same matrix.
 * :func:`check_identity` — the same sampler run with symbolic parameters (a Cayley-transform
   orthogonal matrix of symbols, Λ = diag(s_i²), free symbolic matrices) in concrete dimensions, so each
-  chain's claim is checked as an identity of rational functions over ``QQ(params)``.
+  chain's claim is checked as an identity of rational functions over ``QQ(params)``; a chain whose rational
+  functions grow past a term limit is checked at random large-integer points instead (Schwartz–Zippel).
 * :func:`check_gradient` — the gradient formula ∇_β ½‖Y − Xβ‖²_F = Xᵀ(Xβ − Y), which
   :func:`derive.constructions.gd_step_from_zero` takes as given, by SymPy differentiation.
 
