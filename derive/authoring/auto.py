@@ -1184,8 +1184,25 @@ def _validated(engine: Engine, chain, moves: list[Move], target: Basic) -> list[
     raise AssertionError("unreachable")
 
 
+def _subject_lemmas(engine: Engine) -> None:
+    """Lemmas S = nf(S) for the subjects S of the predicate hypotheses (issue 29: definedness that follows).
+
+    A hypothesis such as "X₂ᵀM₁X₂ is invertible" with M₁ := I − X₁(X₁ᵀX₁)⁻¹X₁ᵀ speaks about a term the kernel's
+    judgments meet only in normal form (the Schur complement X₂ᵀX₂ − X₂ᵀX₁(X₁ᵀX₁)⁻¹X₁ᵀX₂ of X₁ᵀX₁ in XᵀX).  The
+    lemma S = nf(S) is an equation the judgments follow, so the normal form inherits the predicate.  Only asked
+    when a side is not defined; each lemma is an ordinary chain the kernel checks."""
+    for name in sorted(engine.ctx.predicates):
+        for subject in list(engine.ctx.predicates[name]):
+            if isinstance(subject, MatrixSymbol) or subject in engine.argument_lemma:
+                continue
+            engine.argument_lemma[subject] = engine.prove_lemma(subject)
+
+
 def _prepare(engine: Engine, term: Basic, label: str) -> tuple[Basic, list[Move]]:
-    """``term`` must be defined; arguments of inverses that normalise to something invertible may make it so."""
+    """``term`` must be defined; arguments of inverses that normalise to something invertible may make it so,
+    and so may the normal forms of the predicate hypotheses' subjects (:func:`_subject_lemmas`)."""
+    if not engine.defined(term):
+        _subject_lemmas(engine)
     moves = [] if engine.defined(term) else engine.argument_lemmas(term)
     if not engine.defined(term):
         try:
