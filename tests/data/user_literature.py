@@ -10,7 +10,7 @@ written first.  ``derive prove --library`` calls the functions with no argument.
 
 Kinds: Frisch–Waugh–Lovell, GLS by whitening, Woodbury, ridge as OLS on augmented rows (with λ = μ²),
 hat-matrix and residual identities, ridge shrinkage (both orders of the product), the k-step gradient-descent
-closed form, one Newton step, forgetting-factor recursive least squares, causal linear attention as prefix
+closed form, one Newton step, the push-through identity, causal linear attention as prefix
 sums, the one-layer LSA prediction of the ICL papers, heads as one wide head, the leave-one-out deletion
 formula and the residual sum of squares.
 """
@@ -289,29 +289,6 @@ def newton_one_step(swap: bool = False):
 
 # --- recursive least squares with forgetting, causal linear attention ---------------------------------------
 
-gamma = scalar("gamma", positive=True)
-x, yt = family("x", (p, 1)), family("y", (k, 1))
-
-
-@theorem(glossary={"x": "the example at each step", "R": "the discounted Gram matrix",
-                   "P": "the RLS gain matrix", "gamma": "the forgetting factor"})
-def rls_forgetting(swap: bool = False):
-    R = family("R", (p, p)).recurrence(mul(lam, Ip), lambda s: add(mul(gamma, R[s]), mul(x[s + 1], transpose(x[s + 1]))))
-
-    def rls_update(P, v):
-        denominator = add(mul(gamma, Identity(1)), mul(transpose(v), P, v))
-        return mul(1 / gamma, add(P, mul(-1, P, v, inv(denominator), transpose(v), P)))
-
-    P = family("P", (p, p)).recurrence(mul(1 / lam, Ip), lambda s: rls_update(P[s], x[s + 1]))
-    b = ProofBuilder(
-        "rls_forgetting", "Recursive least squares with a forgetting factor",
-        "With R_0 = λI, R_t = γR_{t−1} + x_tx_tᵀ and P_0 = λ⁻¹I, "
-        "P_t = γ⁻¹(P_{t−1} − P_{t−1}x_t(γ + x_tᵀP_{t−1}x_t)⁻¹x_tᵀP_{t−1}): P_t = R_t⁻¹ for every t.",
-        families=[x, R, P],
-    )
-    by_induction(b, "gain_is_inverse", t, P[t], inv(R[t]), swap)
-    claim(b.main, P[t], inv(R[t]), swap)
-    return b.proof()
 
 
 @theorem(glossary={"K": "the keys so far, one per row", "V": "the values so far", "S": "the fast-weight state"})
