@@ -49,7 +49,14 @@ from sympy.matrices.expressions import (
 
 from ..kernel import ProofError, Step
 from ..kernel.axioms import AXIOMS, equation_rule, scalar_equation_rule
-from ..kernel.checking import _statement_symbols, one_step, resolve_rule, rewrites
+from ..kernel.checking import (
+    _statement_symbols,
+    is_scalar_hypothesis,
+    one_step,
+    resolve_rule,
+    rewrites,
+    scalar_hypothesis_holds,
+)
 from ..kernel.judgments import OutOfTime, check_defined, defined_canon
 from ..kernel.scalars import canon_coefficient
 from ..kernel.terms import (
@@ -240,6 +247,10 @@ def _equations_hold(theorem, binding: dict, ctx) -> bool:
     mats = {v.xreplace(dims): t for v, t in binding.items() if isinstance(v, MatrixSymbol)}
     known = {(a, b) for a, b in ctx.equations} | {(b, a) for a, b in ctx.equations}
     for h in theorem.proof.hypotheses:
+        if is_scalar_hypothesis(h):
+            if not scalar_hypothesis_holds(h, dims, ctx):
+                return False
+            continue
         if h.is_predicate:
             continue
         try:

@@ -287,7 +287,7 @@ def newton_one_step(swap: bool = False):
     return b.proof()
 
 
-# --- recursive least squares with forgetting, causal linear attention ---------------------------------------
+# --- causal linear attention ------------------------------------------------------------------------------
 
 
 
