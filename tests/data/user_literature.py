@@ -293,10 +293,11 @@ def newton_one_step(swap: bool = False):
 
 @theorem(glossary={"K": "the keys so far, one per row", "V": "the values so far", "S": "the fast-weight state"})
 def causal_linear_attention(swap: bool = False):
-    kf, vf = family("k", (p, 1)), family("v", (k, 1))
+    d = dim("d")  # the width of the values
+    kf, vf = family("k", (p, 1)), family("v", (d, 1))
     K = family("K", lambda s: (s, p)).recurrence(ZeroMatrix(0, p), lambda s: block([[K[s]], [transpose(kf[s + 1])]]))
-    Vv = family("V", lambda s: (s, k)).recurrence(ZeroMatrix(0, k), lambda s: block([[Vv[s]], [transpose(vf[s + 1])]]))
-    S = family("S", (k, p)).recurrence(ZeroMatrix(k, p), lambda s: add(S[s], mul(vf[s + 1], transpose(kf[s + 1]))))
+    Vv = family("V", lambda s: (s, d)).recurrence(ZeroMatrix(0, d), lambda s: block([[Vv[s]], [transpose(vf[s + 1])]]))
+    S = family("S", (d, p)).recurrence(ZeroMatrix(d, p), lambda s: add(S[s], mul(vf[s + 1], transpose(kf[s + 1]))))
     b = ProofBuilder(
         "causal_linear_attention", "Causal linear attention is a prefix sum",
         "The state S_t = S_{t−1} + v_tk_tᵀ (S_0 = 0) is V_tᵀK_t, so the output S_tq at step t is the causal "
