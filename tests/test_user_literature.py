@@ -225,6 +225,10 @@ def test_citing_it_where_the_scalar_hypothesis_does_not_hold_is_refused(scaled, 
 
 # --- downstream: prove, check in a fresh process, codegen ---------------------------------------------------
 
+ROUTES = ("fwl_coefficients", "gls_coefficients", "woodbury_inverse", "dual_ridge_weights", "augmented_ridge", "hat",
+          "lsa_prediction", "deleted_inverse")
+
+
 def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "derive", *args], capture_output=True, text=True, cwd=cwd,
                           env={**os.environ, "DERIVE_RECORDS": "on"}, timeout=900)
@@ -254,8 +258,9 @@ def test_codegen_prints_every_route_of_the_file(proved):
                   "--out", "code", "--strict")
     assert result.returncode == 0, result.stdout + result.stderr
     text = (proved / "code" / "ols_attention.py").read_text()
-    for route in ("def fwl_coefficients(", "def augmented_ridge(", "def hat("):
-        assert route in text
+    for route in ROUTES:
+        assert f"def {route}(" in text
+    assert "not printed" not in result.stdout + result.stderr
     spec = importlib.util.spec_from_file_location("generated_literature", proved / "code" / "ols_attention.py")
     generated = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generated)
@@ -268,6 +273,18 @@ def test_codegen_prints_every_route_of_the_file(proved):
     assert np.allclose(generated.augmented_ridge(Xv, Yv, muv), ridge_v)
     hat_v = generated.hat(Xv)
     assert np.allclose(hat_v @ hat_v, hat_v) and np.allclose(hat_v @ Xv, Xv)
+    Lv = np.tril(rng.standard_normal((20, 20))) + 5 * np.eye(20)
+    Sv = Lv @ Lv.T
+    gls = np.linalg.solve(Xv.T @ np.linalg.solve(Sv, Xv), Xv.T @ np.linalg.solve(Sv, Yv))
+    assert np.allclose(generated.gls_coefficients(Xv, Yv, Sv), gls)
+    Av, Uv, Cv, Vv = (rng.standard_normal((3, 3)) + 4 * np.eye(3), rng.standard_normal((3, 2)),
+                      rng.standard_normal((2, 2)) + 3 * np.eye(2), rng.standard_normal((2, 3)))
+    assert np.allclose(generated.woodbury_inverse(Av, Uv, Cv, Vv), np.linalg.inv(Av + Uv @ Cv @ Vv))
+    assert np.allclose(generated.dual_ridge_weights(Xv, 0.7), np.linalg.solve(Xv.T @ Xv + 0.7 * np.eye(3), Xv.T))
+    yv, Gam, xq = rng.standard_normal((20, 1)), rng.standard_normal((3, 3)), rng.standard_normal((3, 1))
+    assert np.allclose(generated.lsa_prediction(Xv, yv, Gam, xq), yv.T @ Xv @ Gam @ xq / 20)  # 1/n from X's rows
+    Gv, xi = Xv.T @ Xv, Xv[:1].T
+    assert np.allclose(generated.deleted_inverse(Gv, xi), np.linalg.inv(Gv - xi @ xi.T))
 
 
 def test_the_statements_are_canonical_terms():

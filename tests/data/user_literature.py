@@ -96,7 +96,8 @@ X_w, Y_w = MatrixSymbol("X_w", n, p), MatrixSymbol("Y_w", n, k)
 
 
 @theorem(glossary={"Sigma": "the noise covariance", "L": "its Cholesky factor",
-                   "X_w": "whitened regressors", "Y_w": "whitened targets"})
+                   "X_w": "whitened regressors", "Y_w": "whitened targets"},
+         routes=[Route("gls_coefficients", "main", {"X": "X", "Y": "Y", "Sigma": "Sigma"})])
 def gls_whitening(swap: bool = False):
     gls_gram = mul(transpose(X), inv(Sigma), X)
     b = ProofBuilder(
@@ -118,7 +119,8 @@ U, V = MatrixSymbol("U", p, m), MatrixSymbol("V", m, p)
 
 
 @theorem(glossary={"A": "an invertible matrix", "C": "an invertible core", "U": "a tall factor",
-                   "V": "a wide factor"})
+                   "V": "a wide factor"},
+         routes=[Route("woodbury_inverse", "main", {"A": "A", "U": "U", "C": "C", "V": "V"})])
 def woodbury_identity(swap: bool = False):
     capacitance = add(inv(C), mul(V, inv(A), U))
     b = ProofBuilder(
@@ -132,7 +134,7 @@ def woodbury_identity(swap: bool = False):
     return b.proof()
 
 
-@theorem
+@theorem(routes=[Route("dual_ridge_weights", "main", {"X": "X", "lambda": "lam"})])
 def push_through(swap: bool = False):
     """The push-through identity of kernel ridge regression: (XᵀX + λI)⁻¹Xᵀ = Xᵀ(XXᵀ + λI)⁻¹."""
     b = ProofBuilder(
@@ -313,7 +315,8 @@ def causal_linear_attention(swap: bool = False):
 # --- in-context learning: the one-layer LSA prediction, heads ---------------------------------------------
 
 @theorem(glossary={"y": "the context targets, one column", "Gamma": "the layer's preconditioner",
-                   "x_q": "the query, one column"})
+                   "x_q": "the query, one column"},
+         routes=[Route("lsa_prediction", "main", {"X": "X", "y": "y", "Gamma": "Gamma", "x_q": "x_q"})])
 def lsa_prediction(swap: bool = False):
     yc, Gamma, x_q = MatrixSymbol("y", n, 1), MatrixSymbol("Gamma", p, p), MatrixSymbol("x_q", p, 1)
     b = ProofBuilder(
@@ -354,7 +357,8 @@ def heads_concatenate(swap: bool = False):
 x_i = MatrixSymbol("x_i", p, 1)
 
 
-@theorem(glossary={"x_i": "the deleted example", "G": "the Gram matrix $X^\\top X$"})
+@theorem(glossary={"x_i": "the deleted example", "G": "the Gram matrix $X^\\top X$"},
+         routes=[Route("deleted_inverse", "main", {"G": "G", "x_i": "x_i"})])
 def leave_one_out_inverse(swap: bool = False):
     G = MatrixSymbol("G", p, p)
     leverage = add(Identity(1), mul(-1, transpose(x_i), inv(G), x_i))  # 1 − h_i
