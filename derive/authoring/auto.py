@@ -1233,9 +1233,10 @@ def _subject_lemmas(engine: Engine) -> None:
 def _prepare(engine: Engine, term: Basic, label: str) -> tuple[Basic, list[Move]]:
     """``term`` must be defined; arguments of inverses that normalise to something invertible may make it so,
     and so may the normal forms of the predicate hypotheses' subjects (:func:`_subject_lemmas`)."""
-    if not engine.defined(term):
-        _subject_lemmas(engine)
     moves = [] if engine.defined(term) else engine.argument_lemmas(term)
+    if not engine.defined(term):  # only where the arguments' lemmas alone do not make it defined
+        _subject_lemmas(engine)
+        moves = moves + engine.argument_lemmas(moves[-1].expr if moves else term)
     if not engine.defined(term):
         try:
             check_defined(term, engine.ctx)
