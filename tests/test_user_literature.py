@@ -41,9 +41,25 @@ LIBRARY = DATA / "user_literature.py"
 BUDGET = 30.0  # CPU seconds a statement may take, per orientation
 NEAR_MISS_TIMEOUT = 8.0
 
-_spec = importlib.util.spec_from_file_location("user_literature", LIBRARY)
-lit = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(lit)
+
+
+def _load_unregistered():
+    """The file as a module whose theorem functions the tests call (with ``swap``), its @theorem registrations
+    taken back at once: it is imported while the tests are collected, before the per-module fixture that undoes
+    registrations (tests/conftest.py) starts, and no other test module may see its routes or theorems."""
+    from derive.authoring import registry
+
+    registry.entries()  # the built-in theorems first: they stay
+    before = set(registry._REGISTRY)
+    spec = importlib.util.spec_from_file_location("user_literature", LIBRARY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for theorem_id in set(registry._REGISTRY) - before:
+        del registry._REGISTRY[theorem_id]
+    return module
+
+
+lit = _load_unregistered()
 
 IDS = ["frisch_waugh_lovell", "gls_whitening", "woodbury_identity", "push_through", "ridge_augmented_rows",
        "hat_idempotent", "hat_symmetric", "hat_reproduces_X", "residuals_orthogonal", "residual_maker_idempotent",
