@@ -65,7 +65,7 @@ IDS = ["frisch_waugh_lovell", "gls_whitening", "woodbury_identity", "push_throug
        "hat_idempotent", "hat_symmetric", "hat_reproduces_X", "residuals_orthogonal", "residual_maker_idempotent",
        "residual_sum_of_squares", "ridge_shrinkage", "ridge_shrinkage_commuted", "ridge_towards_ols",
        "gd_closed_form", "newton_one_step", "causal_linear_attention", "lsa_prediction", "heads_as_wide_head",
-       "heads_concatenate", "leave_one_out_inverse"]
+       "heads_concatenate", "leave_one_out_inverse", "leave_one_out_coefficients"]
 
 
 @pytest.mark.parametrize("swap", [False, True], ids=["as_written", "swapped"])
@@ -106,6 +106,7 @@ WOODBURY = [predicate("A_invertible", Q.invertible, A), predicate("C_invertible"
             predicate("capacitance_invertible", Q.invertible, capacitance)]
 G, x_i = MatrixSymbol("G", p, p), lit.x_i
 leverage = add(Identity(1), mul(-1, transpose(x_i), inv(G), x_i))
+Y_i, B_hat = MatrixSymbol("y_i", k, 1), MatrixSymbol("beta_hat", p, k)
 yc, Gamma, x_q = MatrixSymbol("y", n, 1), MatrixSymbol("Gamma", p, p), MatrixSymbol("x_q", p, 1)
 W1, W2 = MatrixSymbol("W_1", p, k), MatrixSymbol("W_2", p, k)
 FWL_HYPOTHESES = [predicate("controls_full_rank", Q.invertible, lit.gram1),
@@ -132,6 +133,11 @@ NEAR_MISSES = {
                            add(inv(G), mul(-1, inv(G), x_i, inv(leverage), transpose(x_i), inv(G))),
                            [predicate("G_invertible", Q.invertible, G),
                             predicate("leverage_below_one", Q.invertible, leverage)], []),
+    "leave_one_out_coefficients_sign": (
+        mul(inv(add(G, mul(-1, x_i, transpose(x_i)))), add(MatrixSymbol("b", p, k), mul(-1, x_i, transpose(Y_i)))),
+        add(B_hat, mul(inv(G), x_i, inv(leverage), add(transpose(Y_i), mul(-1, transpose(x_i), B_hat)))),
+        [predicate("G_invertible", Q.invertible, G), predicate("leverage_below_one", Q.invertible, leverage)],
+        [Definition("beta_hat", B_hat, mul(inv(G), MatrixSymbol("b", p, k)))]),
     "residual_maker_fixes_X": (mul(add(In, mul(-1, H)), X), X, *HAT),
     "residual_maker_square_sign": (mul(add(In, mul(-1, H)), add(In, mul(-1, H))), add(In, H), *HAT),
     "rss_without_residual_maker": (add(mul(transpose(Y), Y), mul(-1, transpose(Y), X, lit.beta_hat)),
@@ -242,7 +248,7 @@ def test_citing_it_where_the_scalar_hypothesis_does_not_hold_is_refused(scaled, 
 # --- downstream: prove, check in a fresh process, codegen ---------------------------------------------------
 
 ROUTES = ("fwl_coefficients", "gls_coefficients", "woodbury_inverse", "dual_ridge_weights", "augmented_ridge", "hat",
-          "lsa_prediction", "deleted_inverse")
+          "lsa_prediction", "deleted_inverse", "deleted_coefficients")
 
 
 def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -301,6 +307,9 @@ def test_codegen_prints_every_route_of_the_file(proved):
     assert np.allclose(generated.lsa_prediction(Xv, yv, Gam, xq), yv.T @ Xv @ Gam @ xq / 20)  # 1/n from X's rows
     Gv, xi = Xv.T @ Xv, Xv[:1].T
     assert np.allclose(generated.deleted_inverse(Gv, xi), np.linalg.inv(Gv - xi @ xi.T))
+    bv, yi = Xv.T @ Yv, Yv[:1].T  # the coefficients without example 0, from the full fit's G and b
+    without = np.linalg.lstsq(Xv[1:], Yv[1:], rcond=None)[0]
+    assert np.allclose(generated.deleted_coefficients(Gv, bv, xi, yi), without)
 
 
 def test_the_statements_are_canonical_terms():

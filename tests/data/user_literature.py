@@ -370,3 +370,23 @@ def leave_one_out_inverse(swap: bool = False):
     claim(b.main, inv(add(G, mul(-1, x_i, transpose(x_i)))),
           add(inv(G), mul(inv(G), x_i, inv(leverage), transpose(x_i), inv(G))), swap)
     return b.proof()
+
+
+@theorem(glossary={"x_i": "the deleted example", "y_i": "its target", "G": "the Gram matrix $X^\\top X$",
+                   "b": "the moments $X^\\top Y$", "beta_hat": "the coefficients on all examples"},
+         routes=[Route("deleted_coefficients", "main", {"G": "G", "b": "b", "x_i": "x_i", "y_i": "y_i"})])
+def leave_one_out_coefficients(swap: bool = False):
+    G, b_, y_i = MatrixSymbol("G", p, p), MatrixSymbol("b", p, k), MatrixSymbol("y_i", k, 1)
+    fitted = MatrixSymbol("beta_hat", p, k)
+    leverage = add(Identity(1), mul(-1, transpose(x_i), inv(G), x_i))  # 1 − h_i
+    b = ProofBuilder(
+        "leave_one_out_coefficients", "The leave-one-out coefficients",
+        "Deleting example i from G = XᵀX and b = XᵀY, the coefficients are β̂ − G⁻¹x_i(1 − h_i)⁻¹(y_iᵀ − x_iᵀβ̂), "
+        "β̂ = G⁻¹b, h_i = x_iᵀG⁻¹x_i: the full fit corrected by the residual of the deleted example.",
+        [predicate("G_invertible", Q.invertible, G), predicate("leverage_below_one", Q.invertible, leverage)],
+        [Definition("beta_hat", fitted, mul(inv(G), b_))],
+    )
+    claim(b.main, mul(inv(add(G, mul(-1, x_i, transpose(x_i)))), add(b_, mul(-1, x_i, transpose(y_i)))),
+          add(fitted, mul(-1, inv(G), x_i, inv(leverage), add(transpose(y_i), mul(-1, transpose(x_i), fitted)))),
+          swap)
+    return b.proof()
