@@ -94,6 +94,55 @@ def test_the_claims_are_stated_as_written_in_either_orientation():
         assert (ahead.lhs, ahead.rhs) == (behind.rhs, behind.lhs)
 
 
+# --- other ways of writing the same identities ---------------------------------------------------------------
+
+def _variants() -> dict:
+    """name: (lhs, rhs, hypotheses, definitions) — the file's identities as other papers write them."""
+    X, Y, H, gram, beta_hat, In = lit.X, lit.Y, lit.H, lit.gram, lit.beta_hat, lit.In
+    residual = add(Y, mul(-1, X, beta_hat))
+    x_q, yc, Gamma = MatrixSymbol("x_q", lit.p, 1), MatrixSymbol("y", lit.n, 1), MatrixSymbol("Gamma", lit.p, lit.p)
+    M1 = add(In, mul(-1, lit.X1, inv(lit.gram1), transpose(lit.X1)))  # unfolded, no definition
+    X12 = block([[lit.X1, lit.X2]])
+    select = block([[ZeroMatrix(lit.q, lit.p), Identity(lit.q)]])
+    A, U, V, m = lit.A, lit.U, lit.V, lit.m
+    core = add(Identity(m), mul(V, inv(A), U))
+    return {
+        "rss_as_residuals_squared": (mul(transpose(residual), residual), mul(transpose(Y), add(In, mul(-1, H)), Y),
+                                     [lit.GRAM_INVERTIBLE], [lit.HAT, lit.OLS]),
+        "hat_idempotent_as_product": (mul(H, H), H, [lit.GRAM_INVERTIBLE], [lit.HAT]),
+        "newton_with_the_gradient_factored": (
+            add(lit.beta0, mul(-1, inv(gram), transpose(X), add(mul(X, lit.beta0), mul(-1, Y)))), beta_hat,
+            [lit.GRAM_INVERTIBLE], [lit.OLS]),
+        "lsa_with_gamma_in_the_middle": (mul(transpose(x_q), Gamma, mul(1 / lit.n, transpose(X), yc)),
+                                         mul(1 / lit.n, transpose(yc), X, transpose(Gamma), x_q), [], []),
+        "fwl_with_the_residual_maker_written_out": (
+            mul(select, inv(mul(transpose(X12), X12)), transpose(X12), lit.y),
+            mul(inv(mul(transpose(lit.X2), M1, lit.X2)), transpose(lit.X2), M1, lit.y),
+            [predicate("controls", Q.invertible, lit.gram1),
+             predicate("residualised", Q.invertible, mul(transpose(lit.X2), M1, lit.X2))], []),
+        "woodbury_with_the_identity_core": (
+            inv(add(A, mul(U, V))), add(inv(A), mul(-1, inv(A), U, inv(core), V, inv(A))),
+            [predicate("A_invertible", Q.invertible, A), predicate("core_invertible", Q.invertible, core)], []),
+    }
+
+
+VARIANTS = _variants()
+
+
+@pytest.mark.parametrize("swap", [False, True], ids=["as_written", "swapped"])
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_other_ways_of_writing_them_are_proved_too(name, swap):
+    lhs, rhs, hypotheses, definitions = VARIANTS[name]
+    if swap:
+        lhs, rhs = rhs, lhs
+    b = ProofBuilder(name, name, name, list(hypotheses), list(definitions))
+    start = time.process_time()
+    b.main(lhs).auto(rhs, timeout=BUDGET)
+    theorem = check(b.proof())
+    assert (theorem.proof.claim.lhs, theorem.proof.claim.rhs) == (canon(lhs), canon(rhs))
+    assert time.process_time() - start < BUDGET
+
+
 # --- near misses: each refused, from either side ------------------------------------------------------------
 
 n, p, k, q, m = lit.n, lit.p, lit.k, lit.q, lit.m
