@@ -398,3 +398,21 @@ def test_forgetting_factor_rls_is_proved_by_auto(swap):
     1 + xᵀ(γR)⁻¹x to meet (``.auto`` writes a 1×1 sum under an inverse with the identity's coefficient 1)."""
     theorem = check(_rls_forgetting(swap), work_limit=1_000_000)
     assert theorem.proof.lemmas[0].name == "gain_is_inverse"
+
+
+def test_a_certificate_citing_it_checks_in_a_fresh_process(scaled, tmp_path):
+    """The certificate carries the cited theorem with its scalar hypothesis; ``derive check`` re-checks both, and
+    a certificate whose citing proof assumes another value is refused."""
+    from derive.certificates import certificate_text
+
+    good = tmp_path / "citer.json"
+    good.write_text(certificate_text(_cite(scaled, [Hypothesis("same_penalty", lam_c, mu_c ** 2)])))
+    result = _run(tmp_path, "check", str(good))
+    assert result.returncode == 0 and "verified theorem citer" in result.stdout, result.stdout + result.stderr
+    forged = tmp_path / "forged.json"  # the citing proof's hypothesis changed in the file: λ = 2μ²
+    forged.write_text(good.read_text().replace("Pow(Symbol('mu', positive=True), Integer(2))",
+                                               "Mul(Integer(2), Pow(Symbol('mu', positive=True), Integer(2)))", 1))
+    assert forged.read_text() != good.read_text()
+    result = _run(tmp_path, "check", str(forged))
+    assert result.returncode != 0 and "scalar hypothesis penalty of theorem scaled_by_penalty does not hold" in (
+        result.stdout + result.stderr), result.stdout + result.stderr
