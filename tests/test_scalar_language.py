@@ -312,13 +312,26 @@ def _replace_symbol(proof: Proof, old, new) -> Proof:
     return Proof(proof.theorem, proof.title, proof.statement, hyps, proof.definitions, lemmas, claim, proof.cites)
 
 
-def test_a_theorem_with_a_scalar_hypothesis_cannot_be_cited(demo):
+def test_a_theorem_with_a_scalar_hypothesis_is_cited_only_where_the_hypothesis_holds(demo):
+    """Cited where the citing proof assumes the same λ = μ² (a lemma by ``.auto`` shows the instance's Gram matrix
+    invertible); refused, naming the scalar hypothesis, where it assumes nothing or λ = 2μ² (issue 29)."""
     ridge = demo["ridge_as_augmented_ols"]
     Z = MatrixSymbol("Z", n, p)
-    b = ProofBuilder("cites_ridge", "t", "t", [Hypothesis("lambda_mu", lam, mu ** 2)])
-    with pytest.raises(ProofError, match="scalar hypothesis"):
-        b.main(ridge.proof.claim.lhs.xreplace({X: Z})).rw("thm:ridge_as_augmented_ols", instance=((X, Z),))
-    assert ridge  # the demo itself checks
+    augmented = block([[Z], [mul(mu, Identity(p))]])
+    lhs, rhs = (side.xreplace({X: Z}) for side in (ridge.proof.claim.lhs, ridge.proof.claim.rhs))
+    for hypotheses, holds in (([Hypothesis("lambda_mu", lam, mu ** 2)], True), ([], False),
+                              ([Hypothesis("lambda_mu", lam, 2 * mu ** 2)], False)):
+        b = ProofBuilder("cites_ridge", "t", "t", hypotheses)
+        b.cite(ridge)
+        b.lemma("augmented_gram", mul(transpose(augmented), augmented)).auto(
+            add(mul(transpose(Z), Z), mul(mu ** 2, Identity(p))))  # true whatever λ is
+        if holds:
+            b.main(lhs).rw("thm:ridge_as_augmented_ols", instance=((X, Z),)).qed(rhs)
+            assert check(b.proof()).proof.claim.steps[0].rule == "thm:ridge_as_augmented_ols"
+        else:
+            with pytest.raises(ProofError, match="scalar hypothesis lambda_mu of theorem ridge_as_augmented_ols "
+                                                 "does not hold here"):
+                b.main(lhs).rw("thm:ridge_as_augmented_ols", instance=((X, Z),))
 
 
 # --- certificates, LaTeX, Coq -----------------------------------------------------------------------------------

@@ -48,8 +48,15 @@ from sympy.matrices.expressions import (
 )
 
 from ..kernel import ProofError, Step
-from ..kernel.axioms import AXIOMS, equation_rule
-from ..kernel.checking import _statement_symbols, one_step, resolve_rule, rewrites
+from ..kernel.axioms import AXIOMS, equation_rule, scalar_equation_rule
+from ..kernel.checking import (
+    _statement_symbols,
+    is_scalar_hypothesis,
+    one_step,
+    resolve_rule,
+    rewrites,
+    scalar_hypothesis_holds,
+)
 from ..kernel.judgments import OutOfTime, check_defined, defined_canon
 from ..kernel.scalars import canon_coefficient
 from ..kernel.terms import (
@@ -240,6 +247,10 @@ def _equations_hold(theorem, binding: dict, ctx) -> bool:
     mats = {v.xreplace(dims): t for v, t in binding.items() if isinstance(v, MatrixSymbol)}
     known = {(a, b) for a, b in ctx.equations} | {(b, a) for a, b in ctx.equations}
     for h in theorem.proof.hypotheses:
+        if is_scalar_hypothesis(h):
+            if not scalar_hypothesis_holds(h, dims, ctx):
+                return False
+            continue
         if h.is_predicate:
             continue
         try:
@@ -401,6 +412,25 @@ def _expand_power(node: Basic) -> Basic | None:
     return None
 
 
+def _monic_denominator(node: Basic) -> Basic | None:
+    """(cI + S)⁻¹ = (c(I + S/c))⁻¹ for a literally 1×1 sum with an identity term cI, c ≠ 1 (``distribute`` read
+    backwards; ``inverse_product`` then takes 1/c out): scalar denominators are written with the identity's
+    coefficient 1, so (γ + xᵀPx)⁻¹ and (1/γ)(1 + xᵀPx/γ)⁻¹ meet (issue 29: recursive least squares with a
+    forgetting factor against Sherman–Morrison).  Only 1×1 sums, so matrix resolvents (XᵀX + λI)⁻¹ keep their
+    form."""
+    if not isinstance(node, Inverse) or not isinstance(node.args[0], MatAdd):
+        return None
+    total = node.args[0]
+    if shape(total) != (1, 1):
+        return None
+    for i, term in enumerate(total.args):
+        coeff, mats = factors_of(term)
+        if len(mats) == 1 and isinstance(mats[0], Identity) and coeff != 1:
+            rest = [mul(1 / coeff, a) for j, a in enumerate(total.args) if j != i]
+            return Inverse(mul(coeff, add(mats[0], *rest)))
+    return None
+
+
 def _directed_axioms() -> list[Source]:
     """The axioms in the order the normaliser tries them: cancellations first, expansions last."""
     plain = ["transpose_transpose", "transpose_zero", "transpose_symmetric", "transpose_product",
@@ -408,6 +438,7 @@ def _directed_axioms() -> list[Source]:
              "inverse_cancel", "identity_mul", "zero_mul", "zero_add", "collect", "block_single", "block_zero",
              "block_identity", "block_inverse_diagonal", "inverse_product"]
     out: list[Source] = [_Unscalarise()] + [RuleSource(name, AXIOMS[name]) for name in plain]
+    out.append(CheckedSource("distribute", _monic_denominator))
     out.append(RuleSource("power_combine", AXIOMS["power_combine"], accept=_combine_reduces))
     out.append(CheckedSource("power_combine", _expand_power))
     out.append(_FactorToCancel())
@@ -529,6 +560,7 @@ class Engine:
         hypotheses = [e.source() for e in eqs if not e.name.startswith(("lemma:", "def:"))] + [
             e.source() for e in constant]
         definitions = [e.source() for e in reversed(eqs) if e.name.startswith("def:") and e not in constant]
+        hypotheses += _scalar_hypotheses(self.ctx)
         return (cited + lemmas + hypotheses + [_TransposedZero()] + _directed_axioms() + definitions
                 + [e.source() for e in deferred] + [_UnfoldFamilies(), _InverseTactic()])
 
@@ -1184,9 +1216,27 @@ def _validated(engine: Engine, chain, moves: list[Move], target: Basic) -> list[
     raise AssertionError("unreachable")
 
 
+def _subject_lemmas(engine: Engine) -> None:
+    """Lemmas S = nf(S) for the subjects S of the predicate hypotheses (issue 29: definedness that follows).
+
+    A hypothesis such as "X₂ᵀM₁X₂ is invertible" with M₁ := I − X₁(X₁ᵀX₁)⁻¹X₁ᵀ speaks about a term the kernel's
+    judgments meet only in normal form (the Schur complement X₂ᵀX₂ − X₂ᵀX₁(X₁ᵀX₁)⁻¹X₁ᵀX₂ of X₁ᵀX₁ in XᵀX).  The
+    lemma S = nf(S) is an equation the judgments follow, so the normal form inherits the predicate.  Only asked
+    when a side is not defined; each lemma is an ordinary chain the kernel checks."""
+    for name in sorted(engine.ctx.predicates):
+        for subject in list(engine.ctx.predicates[name]):
+            if isinstance(subject, MatrixSymbol) or subject in engine.argument_lemma:
+                continue
+            engine.argument_lemma[subject] = engine.prove_lemma(subject)
+
+
 def _prepare(engine: Engine, term: Basic, label: str) -> tuple[Basic, list[Move]]:
-    """``term`` must be defined; arguments of inverses that normalise to something invertible may make it so."""
+    """``term`` must be defined; arguments of inverses that normalise to something invertible may make it so,
+    and so may the normal forms of the predicate hypotheses' subjects (:func:`_subject_lemmas`)."""
     moves = [] if engine.defined(term) else engine.argument_lemmas(term)
+    if not engine.defined(term):  # only where the arguments' lemmas alone do not make it defined
+        _subject_lemmas(engine)
+        moves = moves + engine.argument_lemmas(moves[-1].expr if moves else term)
     if not engine.defined(term):
         try:
             check_defined(term, engine.ctx)
@@ -1236,6 +1286,9 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
     engine.flips, engine.goal, engine.goal_all = set(), None, False
     if getattr(engine.chain.builder, "_through_lemma", False):  # a lemma of multiplying through: normal forms only
         engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}", "auto")
+    flipped = _flip_scalars(engine, left_nf, right_nf)
+    if flipped is not None:
+        return prefix + left_steps + flipped + _reverse(right_start, right_steps) + suffix
     crossed = _cross_multiply(engine, left_nf, right_nf)
     if crossed is not None:
         return prefix + left_steps + crossed + _reverse(right_start, right_steps) + suffix
@@ -1248,6 +1301,55 @@ def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
     engine.chain._fail(f"auto found no chain: {_differ(left_nf, right_nf)}; {_tried(engine)}"
                        f"{_nearest_step(engine, left_nf, right_nf)}", "auto")
     raise AssertionError("unreachable")
+
+
+def _scalar_hypotheses(ctx) -> list[Source]:
+    """The scalar hypotheses λ = r (issue 29), directed: λ rewritten into r in a product's coefficient, so both
+    sides of a claim speak about r only (ridge as OLS on [X; μI] with λ = μ²: λI becomes μ²I).  Never r back into
+    λ, which would undo it.  In the order of their names (the result does not depend on the statement's order)."""
+    return [RuleSource(name, scalar_equation_rule(symbol, value), accept=_scalar_eliminated(symbol))
+            for name, (symbol, value) in sorted(ctx.scalar_equations.items())]
+
+
+def _scalar_eliminated(symbol: Basic) -> Callable:
+    return lambda matched, result: not result.has(symbol) or result.count(symbol) < matched.count(symbol)
+
+
+def _literally_scalar(term: Basic) -> bool:
+    """Literally 1×1 (its shape is 1×1 as written): ``transpose_scalar`` may turn it into its transpose."""
+    rows, cols = shape(term)
+    return rows == 1 and cols == 1
+
+
+def _flip_scalars(engine: Engine, left: Basic, right: Basic) -> list[Move] | None:
+    """Moves from ``left`` to ``right`` through Mᵀ = M for literally 1×1 M (issue 29: yᵀXΓx_q = x_qᵀΓᵀXᵀy).
+
+    A 1×1 side written one way and its transpose written the other normalise apart, because the normaliser
+    pushes transposes inward and never turns a product around.  Either the whole left side, or each of its
+    1×1 summands that the right side does not have as it stands, is replaced by its transpose
+    (``transpose_scalar``) and normalised again; the moves are kept when they reach ``right``."""
+    if not _literally_scalar(left) or left == right:
+        return None
+    candidates = [((), left)]
+    if isinstance(left, MatAdd):
+        wanted = set(right.args) if isinstance(right, MatAdd) else {right}
+        candidates += [((i,), a) for i, a in enumerate(left.args) if a not in wanted]
+    for path, part in candidates:
+        engine.tick()
+        flipped = canon(_replace_at(left, path, Transpose(part)))
+        if flipped == left:
+            continue
+        first = Move(flipped, "transpose_scalar")
+        try:
+            if not engine.defined(flipped) or not one_step(left, flipped, AXIOMS["transpose_scalar"], engine.ctx):
+                continue
+        except (TermError, ValueError, TypeError):
+            continue
+        nf, steps = engine.normalise(flipped)
+        if nf == right:
+            engine.tried.append("a 1×1 side turned into its transpose")
+            return [first, *steps]
+    return None
 
 
 def _tried(engine: Engine) -> str:

@@ -286,6 +286,9 @@ class ProofBuilder:
 
     def proof(self) -> Proof:
         """The :class:`~derive.Proof` built so far (after the main chain is closed), for the kernel to check."""
+        if not hasattr(self, "claim"):  # a clear error, not an AttributeError, when the main chain was never closed
+            raise ProofError(self.theorem, "main", None, None, "the proof has no main claim: close one with "
+                             "b.main(lhs).auto(rhs), .qed(rhs) or .qed() before b.proof()")
         return self._proof(self.claim)
 
 

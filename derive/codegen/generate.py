@@ -310,7 +310,11 @@ class _FoldingMixin:
         return self._vector_shift(out, " + ".join(f"({c})" for c in shift)) if shift else out
 
     def _print_Symbol(self, expr):
-        """A scalar of the theorem (λ), named by the route like its matrices, else by its own name."""
+        """A scalar of the theorem (λ), named by the route like its matrices, else by its own name; a dimension
+        as a coefficient (the 1/n of a sample mean) is the size read off an argument's shape."""
+        dims = getattr(self, "dims", {})
+        if expr in dims:
+            return f"({dims[expr]})"
         name = str(expr.name)
         python = self.route.names.get(name, name)
         if not python.isidentifier() or keyword.iskeyword(python):

@@ -760,6 +760,8 @@ def _cited_theorem(rng: random.Random, name: str):
     A = w.symbol("A", p, p, "pd")
     B = w.symbol("B", p, p, "inv")
     w.hypotheses += [Hypothesis("A_pd", Q.positive_definite(A), S.true), Hypothesis("B_inv", Q.invertible(B), S.true)]
+    if rng.random() < 0.4:  # a cited theorem with a scalar hypothesis nu = r (issue 29: cited where it holds)
+        w.hypotheses.append(Hypothesis("nu_def", nu, rng.choice(NU_VALUES)))
     w.symbol("v", p, 1, "free")
     ctx = _context(w, name)
     terms = Terms(w, ctx)
@@ -774,6 +776,15 @@ def _cited_theorem(rng: random.Random, name: str):
     return None
 
 
+def _share_scalar_hypothesis(world: World, cited) -> None:
+    """Usually the citing world assumes the cited theorem's nu = r too (then ``thm:`` may be used); sometimes it
+    does not, or assumes another r, and every citation must be refused (the oracle samples nu freely then)."""
+    theirs = next((h for h in cited.proof.hypotheses if h.name == "nu_def"), None)
+    if theirs is None or _nu_value(world) is not None or not world.chance(0.7):
+        return
+    world.hypotheses.append(Hypothesis("nu_def", nu, theirs.rhs))
+
+
 def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozenset()) -> Generated:
     """A random proof (raises :class:`Skip` when this attempt built nothing usable)."""
     world = build_world(rng, focus)
@@ -781,6 +792,7 @@ def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozense
         cited = _cited_theorem(rng, f"{name}_cited")
         if cited is not None:
             world.cites.append(cited)
+            _share_scalar_hypothesis(world, cited)
     # definitions
     if world.chance(0.45, "circular_definition"):
         ctx = _context(world, name)

@@ -410,6 +410,19 @@ def _holds(lhs: Basic, rhs: Basic, ctx: Context) -> bool:
     return any((lhs, rhs) in ((a, b), (b, a)) for a, b in known)
 
 
+def scalar_hypothesis_holds(h: Hypothesis, dims: dict, ctx: Context) -> bool:
+    """A cited theorem's scalar hypothesis λ = r holds in the citing context: λ is not instantiated (a scalar
+    symbol stands for itself; an instance names matrices and dimensions only) and the citing proof has the
+    scalar hypothesis λ = r' with r' and r (its dimensions instantiated) one coefficient in normal form."""
+    if h.lhs in dims:
+        return False
+    try:
+        value = canon_coefficient(h.rhs.xreplace(dims), canon)
+    except (CoefficientError, TermError, PolynomialError, ValueError, TypeError):
+        return False
+    return any(symbol == h.lhs and known == value for symbol, known in ctx.scalar_equations.values())
+
+
 def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
     """The claim of a checked theorem, instantiated, once its instantiated hypotheses hold here.
 
@@ -421,8 +434,6 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
         fail(f"theorem {theorem.id} has a hypothesis that binds variables; it cannot be cited")
     if cited.families:
         fail(f"theorem {theorem.id} declares families of matrices; it cannot be cited (its families are its own)")
-    if any(is_scalar_hypothesis(h) for h in cited.hypotheses):
-        fail(f"theorem {theorem.id} has a scalar hypothesis; it cannot be cited (not yet)")
     symbols = _statement_symbols(cited)
     given = dict(step.instance)
     if len(given) != len(step.instance):
@@ -443,7 +454,11 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
     judgments = {"invertible": invertible, "positive_definite": positive_definite, "symmetric": symmetric,
                  "diagonal": diagonal}
     for h in cited.hypotheses:
-        if h.is_predicate:
+        if is_scalar_hypothesis(h):
+            if not scalar_hypothesis_holds(h, dims, ctx):
+                fail(f"scalar hypothesis {h.name} of theorem {theorem.id} does not hold here: {h.lhs} = "
+                     f"{h.rhs.xreplace(dims)} is not a scalar hypothesis of this proof")
+        elif h.is_predicate:
             name = next(k for k, v in PREDICATES.items() if h.lhs.function == v)
             subject = instance(h.lhs.arguments[0])
             if not judgments[name](subject, ctx):
