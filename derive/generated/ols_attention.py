@@ -1595,7 +1595,25 @@ def _auto_fast_small(X, Y):
         if refined is not None and np.isfinite(refined).all():
             return refined
     _require_finite(("X", X), ("Y", Y))
-    return _householder(X, Y, G.diagonal())
+    return _svd_least_squares(X, Y, G.diagonal())
+
+
+def _svd_least_squares(X, Y, squares):
+    """One small problem that the Gram answer cannot serve (ill-conditioned or rank-deficient): X⁺Y (pseudo_inverse)
+    by one LAPACK call, numpy.linalg.lstsq (the SVD, gelsd: singular values under max(n, p) eps of the largest
+    dropped), which also gives the numerical rank and the condition estimate that a RankDeficientWarning names;
+    one call costs less than the several a factorization in Python takes (QR, then an SVD of R for the rank test,
+    then a solve), and answers as lstsq does. Where X is rank-deficient only because its columns differ in scale
+    (the column-scaled X may still have full rank), ``_householder`` decides on the column-scaled QR instead."""
+    beta, _, rank, s = np.linalg.lstsq(X, Y, rcond=None)
+    n, p = X.shape
+    if rank == p:
+        return beta
+    d = np.sqrt(squares)  # X = A D with A of unit columns: cond(A) <= cond(X) max(d) / min(d)
+    if not s[-1] * d.max() <= s[0] * d.min() * max(n, p) * _EPS:  # A may have full rank: the scaled QR decides
+        return _householder(X, Y, squares)
+    _warn_rank(int(rank), p, float(s[0] / s[-1]) if s[-1] > 0 else math.inf)
+    return beta
 
 
 def _route_fast(X, Y):
