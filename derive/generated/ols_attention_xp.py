@@ -1178,4 +1178,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "5f78aa4a82b560d12d515ed462364d76f4926307e5fbb66869e194d03e4921fd"
+HOST_MODULE_SHA256 = "8789094bc871fab42af844845fd04db4a69149db172154c2f9b14aaaae81f1ab"
