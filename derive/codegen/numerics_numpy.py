@@ -41,10 +41,12 @@ Routes (each evaluates a kernel-checked identity, on the column-scaled data):
             factor and its pivot estimate κ² of cond(X D⁻¹)² (D the column norms); the Cholesky answer where the
             estimate trusts every coefficient (as "exact" below); else, for κ² eps < 1e-6, at most three
             preconditioned gradient steps with float64 gradients (the corrected semi-normal equations: about a
-            backward stable solver's error); else Householder QR of [X D⁻¹ Y] (one LAPACK factorization, Q never
-            formed), β = D⁻¹R⁻¹QᵀY. Where R is numerically singular (a singular value under max(n, p) eps of the
-            largest), the minimum-norm solution from the SVD of the p×p RD, with a RankDeficientWarning naming the
-            numerical rank and the condition estimate. One large problem: as "exact" (its refinement costs a few
+            backward stable solver's error); else one LAPACK call, numpy.linalg.lstsq (gelsd: X⁺Y from the SVD,
+            singular values under max(n, p) eps of the largest dropped), whose numerical rank and singular values
+            name a RankDeficientWarning where X is rank-deficient (with the condition estimate); only where that
+            rank may depend on the columns' scales, Householder QR of [X D⁻¹ Y] (one LAPACK factorization, Q never
+            formed) decides: β = D⁻¹R⁻¹QᵀY where the column-scaled R has full rank, else the minimum-norm
+            solution from the SVD of the p×p RD. One large problem: as "exact" (its refinement costs a few
             passes over X; 12-17 times faster than lstsq on tall data), with that warning where rank-deficient.
             A stack: as "exact", but its hard problems by QR without refinement (and the warning).
             Data whose squared column norms leave [2^-500, 2^500] take the "exact" path (column-scaled).
@@ -1495,7 +1497,7 @@ def _refine_fast(X, Y, beta, C, risk):
     the estimated cond² eps (``risk``, under _GRAM_RISK), down to the rounding of the gradient, about a backward
     stable solver's error (Björck). Stops when the next correction would be under κ eps or the corrections stop
     shrinking (the rounding is then all that is left); None where they are still over √eps of β after the last
-    step or stopped shrinking there (the estimate was wrong: the caller takes QR)."""
+    step or stopped shrinking there (the estimate was wrong: the caller takes the SVD), or β is not finite."""
     floor = max(math.sqrt(risk * _EPS), _EPS)  # κ eps: the forward error of a backward stable solver
     rate = 10 * risk
     tiny = isinstance(C, list)
@@ -1508,7 +1510,10 @@ def _refine_fast(X, Y, beta, C, risk):
         else:
             delta = _cholesky_solve(C, g)
         beta = beta + delta
-        size = float(np.abs(delta).max()) / max(float(np.abs(beta).max()), 1e-300)
+        top = float(np.abs(beta).max())
+        if not math.isfinite(top):  # NaN or infinity (the caller then takes the SVD, which names NaN in the data)
+            return None
+        size = float(np.abs(delta).max()) / max(top, 1e-300)
         if not size <= math.sqrt(_EPS) and size > previous / 2:  # not converging (also NaN)
             return None
         following = size * (rate if previous == math.inf else min(rate, size / previous))
@@ -1561,10 +1566,11 @@ def _auto_fast_small(X, Y):
         return _auto_small_scaled(X, Y)
     if found is not None:
         beta, C, squares, risk = found
-        if _trusted(beta.T.tolist(), squares, risk):
+        # trusted needs risk max|Dβ| <= _TRUST min|Dβ|: never where risk > _TRUST (the usual reason not to trust)
+        if risk <= _TRUST and _trusted(beta.T.tolist(), squares, risk):
             return beta
         refined = _refine_fast(X, Y, beta, C, risk)
-        if refined is not None and np.isfinite(refined).all():
+        if refined is not None:  # finite: _refine_fast returns None for NaN and infinity
             return refined
     _require_finite(("X", X), ("Y", Y))
     return _svd_least_squares(X, Y, G.diagonal())

@@ -1178,4 +1178,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "8789094bc871fab42af844845fd04db4a69149db172154c2f9b14aaaae81f1ab"
+HOST_MODULE_SHA256 = "141972e93278491cf12942b3b49b9b2103c7a07f41b38eb2592de79ae98a1d8e"
