@@ -276,3 +276,18 @@ def test_rank_deficient_with_columns_scaled_apart_is_the_minimum_norm_of_x_as_gi
     with pytest.warns(oa.RankDeficientWarning, match="numerical rank 5 of 6"):
         got = oa.coefficients(X, y)
     assert relative(got, np.linalg.pinv(X) @ y) <= 1e-10
+
+
+@pytest.mark.parametrize("n, p, k", [(50, 200, 1), (8, 30, 2), (3, 7, 1)])
+def test_wide_full_row_rank_is_the_minimum_norm_without_a_warning(oa, n, p, k):
+    """p > n, full row rank: X⁺Y (one LAPACK call), pinv's answer, and nothing said; a wide X of lower rank warns."""
+    rng = np.random.default_rng(n * p)
+    X, Y = rng.standard_normal((n, p)), rng.standard_normal((n, k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = oa.coefficients(X, Y)
+    assert relative(got, np.linalg.pinv(X) @ Y) <= 1e-12
+    low = rng.standard_normal((n, n - 1)) @ rng.standard_normal((n - 1, p))  # rank n - 1 < n
+    with pytest.warns(oa.RankDeficientWarning, match=rf"numerical rank {n - 1} of {p} columns"):
+        got = oa.coefficients(low, Y)
+    assert relative(got, np.linalg.pinv(low) @ Y) <= 1e-10

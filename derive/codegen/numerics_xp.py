@@ -22,7 +22,11 @@ refinement steps is fixed, and shapes are all that the code inspects. So the fun
 ``jax.vmap``, ``torch.compile`` and are differentiable (``jax.grad``, ``torch.autograd``). Checks of values
 (NaN or infinity in the data, a result that is not finite because X is rank-deficient) run only where the
 values are concrete: not under ``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``,
-where shapes and dtypes are still checked and a failure shows as NaN in the result.
+where shapes and dtypes are still checked and a failure shows as NaN in the result. On concrete PyTorch tensors
+the Gram routes ("auto", "cholesky") read the device once per call: the finite checks of X and Y, the Cholesky
+pivots (``torch.linalg.cholesky_ex``, which does not test its result on the host) and the result's check are
+combined into one value, and only where it says that one failed are they read one by one to name it (four reads,
+each a wait for a GPU, before; counted in ``tests/test_xp_host_reads.py``).
 
 Columns are scaled by powers of two (``2.0 ** -k`` with an integral k: exact where the namespace's power is, as
 in NumPy and PyTorch); β follows exactly from the scaled problem's solution. Routes "eigh", "svd", "qr" and the

@@ -49,7 +49,11 @@ refinement steps is fixed, and shapes are all that the code inspects. So the fun
 ``jax.vmap``, ``torch.compile`` and are differentiable (``jax.grad``, ``torch.autograd``). Checks of values
 (NaN or infinity in the data, a result that is not finite because X is rank-deficient) run only where the
 values are concrete: not under ``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``,
-where shapes and dtypes are still checked and a failure shows as NaN in the result.
+where shapes and dtypes are still checked and a failure shows as NaN in the result. On concrete PyTorch tensors
+the Gram routes ("auto", "cholesky") read the device once per call: the finite checks of X and Y, the Cholesky
+pivots (``torch.linalg.cholesky_ex``, which does not test its result on the host) and the result's check are
+combined into one value, and only where it says that one failed are they read one by one to name it (four reads,
+each a wait for a GPU, before; counted in ``tests/test_xp_host_reads.py``).
 
 Columns are scaled by powers of two (``2.0 ** -k`` with an integral k: exact where the namespace's power is, as
 in NumPy and PyTorch); β follows exactly from the scaled problem's solution. Routes "eigh", "svd", "qr" and the
@@ -1178,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "141972e93278491cf12942b3b49b9b2103c7a07f41b38eb2592de79ae98a1d8e"
+HOST_MODULE_SHA256 = "cfef9f0e7f8efe410ff203f1b6b1b8def48b02dbe153e45d6e3d3e7ad4bcc751"
