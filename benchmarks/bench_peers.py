@@ -257,7 +257,8 @@ def main() -> None:
     parser.add_argument("--held-back", action="store_true",
                         help="other shapes of each kind (held_back_cases), the estimator against LinearRegression and "
                              "Ridge with and without sample_weight; a summary of the worst ratio per case at the end")
-    parser.add_argument("--only", default="", help="run only the cases whose name contains this text")
+    parser.add_argument("--only", default="", help="run only the cases whose name contains this text (or one of "
+                                                    "several, separated by '|')")
     args = parser.parse_args()
     from bench_rls import generated_module  # noqa: PLC0415
 
@@ -267,7 +268,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     summary = []
     for name, X, y, lam, w in (held_back_cases if args.held_back else cases)(rng):
-        if args.only not in name:
+        if not any(text in name for text in args.only.split("|")):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -277,7 +278,7 @@ def main() -> None:
     estimators = held_back_estimator_cases(rng) if args.held_back else [estimator_case(rng)]
     for name, _X, _y, *rest in estimators:
         reference, found = rest if len(rest) == 2 else ("Ridge(cholesky)", rest[0])
-        if args.only not in name:
+        if not any(text in name for text in args.only.split("|")):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

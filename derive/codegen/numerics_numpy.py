@@ -1572,7 +1572,8 @@ def _auto_fast_small(X, Y):
         refined = _refine_fast(X, Y, beta, C, risk)
         if refined is not None:  # finite: _refine_fast returns None for NaN and infinity
             return refined
-    _require_finite(("X", X), ("Y", Y))
+    # X and Y are finite here: NaN or infinity in X reaches XᵀX's diagonal, in Y XᵀY, and both sent the data to the
+    # scaled path above (found False), which names them
     return _svd_least_squares(X, Y, G.diagonal())
 
 

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "cfef9f0e7f8efe410ff203f1b6b1b8def48b02dbe153e45d6e3d3e7ad4bcc751"
+HOST_MODULE_SHA256 = "a5cc48d14349c6fe54bdc5258c0aa70727f24a64b7b3a92f6c5dbfdd01781ba0"
