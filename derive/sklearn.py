@@ -34,10 +34,10 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
     route : {"auto", "exact", "eigh", "cholesky", "svd", "qr"}, default="auto"
         The route of the generated module's ``coefficients``. ``"auto"``: where XᵀX + λI (of the centred, weighted
         data) is well-conditioned (cond eps <= 1e-9, from its eigenvalues), one Cholesky factorization of it
-        gives β (the cholesky route, then one refinement step with the residual) and the attention factor
-        L = C⁻ᵀ, at the cost of scikit-learn's ``Ridge(solver="cholesky")``: one pass of XᵀX; elsewhere the
-        module's backward stable ``"auto"`` route. ``"exact"``: the least-squares solution of the float64 data
-        (refined; several times slower where the data are ill-conditioned).
+        gives β (the cholesky route, then, where cond eps > 1e-14, one refinement step with the residual) and
+        the attention factor L = C⁻ᵀ, at the cost of scikit-learn's ``Ridge(solver="cholesky")``: one pass of XᵀX;
+        elsewhere the module's backward stable ``"auto"`` route. ``"exact"``: the least-squares solution of the
+        float64 data (refined; several times slower where the data are ill-conditioned).
     fit_intercept : bool, default=True
         Fit an intercept: X and y are centred (column means) before the fit, as ``LinearRegression`` does.
     ridge : float or None, default=None
@@ -149,11 +149,13 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
         return self
 
     _GRAM_TRUST = 1e-9  # route "auto": the Cholesky factor of XᵀX + λI where its cond eps is at most this
+    _GRAM_REFINE = 1e-14  # ... and one refinement step where it is over this (as the module's ridge)
 
     @staticmethod
     def _fit_gram(X, Y, ridge):
         """(β, L, P) from one Cholesky factorization XᵀX + λI = CCᵀ (the generated module's printed cholesky route,
-        β = C⁻ᵀC⁻¹XᵀY, then one refinement step β += C⁻ᵀC⁻¹(Xᵀ(Y − Xβ) − λβ), which leaves about a backward
+        β = C⁻ᵀC⁻¹XᵀY, then, where cond eps is over _GRAM_REFINE, one refinement step
+        β += C⁻ᵀC⁻¹(Xᵀ(Y − Xβ) − λβ), which leaves about a backward
         stable solver's error), L = C⁻ᵀ and P = LᵀXᵀY; None where the squares leave [2^-500, 2^500], anything is
         not finite, or cond(XᵀX + λI) eps, from its eigenvalues, is over _GRAM_TRUST: the module's routes then."""
         module = generated_numpy()
@@ -176,10 +178,11 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
                 return None
             solve = module.PRINTED["cholesky"]  # β̂ from XᵀX + λI = CCᵀ (cholesky_route)
             beta = solve(C, XtY)
-            gradient = X.T @ (Y - X @ beta)
-            if ridge:
-                gradient -= ridge * beta
-            beta = beta + solve(C, gradient)
+            if w[-1] / w[0] * np.finfo(np.float64).eps > OLSAttentionRegressor._GRAM_REFINE:
+                gradient = X.T @ (Y - X @ beta)  # two passes over X: only where the step can change a digit
+                if ridge:
+                    gradient -= ridge * beta
+                beta = beta + solve(C, gradient)
             L = np.linalg.solve(C, np.eye(len(C))).T  # C⁻ᵀ: L Lᵀ = (CCᵀ)⁻¹ = (XᵀX + λI)⁻¹
             P = L.T @ XtY
         if not (np.isfinite(beta).all() and np.isfinite(L).all() and np.isfinite(P).all()):

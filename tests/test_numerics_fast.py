@@ -229,3 +229,65 @@ def test_estimator_on_rank_deficient_features_says_so_and_matches_linear_regress
         G = Xc.T @ Xc + ridge * np.eye(9)
         np.testing.assert_allclose(ridged.coef_, np.linalg.solve(G, Xc.T @ (y - y.mean())), rtol=1e-8)
         np.testing.assert_allclose(ridged.query_key_ @ ridged.query_key_.T, np.linalg.inv(G), rtol=1e-7)
+
+
+# --- the rank-deficient path of small problems: one LAPACK least-squares call (issue 30, held-back shapes) -----------
+
+
+@pytest.mark.parametrize("n, p, r, k", [(300, 20, 15, 1), (120, 12, 7, 3), (40, 6, 5, 2)])
+def test_small_rank_deficient_answer_is_lstsqs_minimum_norm_and_said(oa, n, p, r, k):
+    """Random factors of rank r: the minimum-norm solution (pinv's, to rounding), warned with rank and condition."""
+    rng = np.random.default_rng(n + p + r)
+    X = rng.standard_normal((n, r)) @ rng.standard_normal((r, p))
+    Y = rng.standard_normal((n, k))
+    with pytest.warns(oa.RankDeficientWarning, match=rf"numerical rank {r} of {p} columns, condition estimate"):
+        got = oa.coefficients(X, Y)
+    want = np.linalg.pinv(X) @ Y
+    assert relative(got, want) <= 1e-12
+    with pytest.warns(oa.RankDeficientWarning, match=rf"numerical rank {r} of {p}"):  # a vector y: the same
+        np.testing.assert_allclose(oa.coefficients(X, Y[:, 0]), got[:, 0], rtol=0, atol=1e-14 * np.abs(got).max())
+
+
+def test_rank_that_depends_on_column_scales_is_decided_on_the_scaled_columns(oa):
+    """Full rank once the columns are scaled, but a column 1e-60 times the others falls under lstsq's tolerance on X
+    as given (and a near-collinear pair keeps the Gram answer out): the least-squares solution, no warning, where
+    numpy.linalg.lstsq drops that column's coefficient."""
+    rng = np.random.default_rng(44)
+    X = rng.standard_normal((200, 5))
+    X[:, 4] = X[:, 0] + 1e-6 * rng.standard_normal(200)  # cond about 1e6 once scaled: not the Gram answer
+    X[:, 2] *= 1e-60
+    beta = np.array([1.0, -2.0, 3e60, 0.5, 1.5])
+    y = X @ beta + 1e-3 * rng.standard_normal(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", oa.RankDeficientWarning)
+        got = oa.coefficients(X, y)
+    exact = oa.coefficients(X, y, route="exact")
+    assert np.all(np.abs(got - exact) <= 1e-8 * np.abs(exact)), (got, exact)
+    assert abs(np.linalg.lstsq(X, y, rcond=None)[0][2]) < 1.0  # lstsq dropped it (and the test would not test)
+
+
+def test_rank_deficient_with_columns_scaled_apart_is_the_minimum_norm_of_x_as_given(oa):
+    """Rank-deficient once scaled too (a repeated column), columns 1e3 apart: the minimum norm of X as given, which
+    differs from that of the column-scaled X scaled back."""
+    rng = np.random.default_rng(45)
+    X = rng.standard_normal((150, 6)) * np.array([1.0, 1e3, 1.0, 1e-3, 1.0, 1.0])
+    X[:, 5] = X[:, 1] / 1e3 + X[:, 2]
+    y = rng.standard_normal(150)
+    with pytest.warns(oa.RankDeficientWarning, match="numerical rank 5 of 6"):
+        got = oa.coefficients(X, y)
+    assert relative(got, np.linalg.pinv(X) @ y) <= 1e-10
+
+
+@pytest.mark.parametrize("n, p, k", [(50, 200, 1), (8, 30, 2), (3, 7, 1)])
+def test_wide_full_row_rank_is_the_minimum_norm_without_a_warning(oa, n, p, k):
+    """p > n, full row rank: X⁺Y (one LAPACK call), pinv's answer, and nothing said; a wide X of lower rank warns."""
+    rng = np.random.default_rng(n * p)
+    X, Y = rng.standard_normal((n, p)), rng.standard_normal((n, k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = oa.coefficients(X, Y)
+    assert relative(got, np.linalg.pinv(X) @ Y) <= 1e-12
+    low = rng.standard_normal((n, n - 1)) @ rng.standard_normal((n - 1, p))  # rank n - 1 < n
+    with pytest.warns(oa.RankDeficientWarning, match=rf"numerical rank {n - 1} of {p} columns"):
+        got = oa.coefficients(low, Y)
+    assert relative(got, np.linalg.pinv(low) @ Y) <= 1e-10

@@ -69,10 +69,12 @@ Routes (each evaluates a kernel-checked identity, on the column-scaled data):
             factor and its pivot estimate κ² of cond(X D⁻¹)² (D the column norms); the Cholesky answer where the
             estimate trusts every coefficient (as "exact" below); else, for κ² eps < 1e-6, at most three
             preconditioned gradient steps with float64 gradients (the corrected semi-normal equations: about a
-            backward stable solver's error); else Householder QR of [X D⁻¹ Y] (one LAPACK factorization, Q never
-            formed), β = D⁻¹R⁻¹QᵀY. Where R is numerically singular (a singular value under max(n, p) eps of the
-            largest), the minimum-norm solution from the SVD of the p×p RD, with a RankDeficientWarning naming the
-            numerical rank and the condition estimate. One large problem: as "exact" (its refinement costs a few
+            backward stable solver's error); else one LAPACK call, numpy.linalg.lstsq (gelsd: X⁺Y from the SVD,
+            singular values under max(n, p) eps of the largest dropped), whose numerical rank and singular values
+            name a RankDeficientWarning where X is rank-deficient (with the condition estimate); only where that
+            rank may depend on the columns' scales, Householder QR of [X D⁻¹ Y] (one LAPACK factorization, Q never
+            formed) decides: β = D⁻¹R⁻¹QᵀY where the column-scaled R has full rank, else the minimum-norm
+            solution from the SVD of the p×p RD. One large problem: as "exact" (its refinement costs a few
             passes over X; 12-17 times faster than lstsq on tall data), with that warning where rank-deficient.
             A stack: as "exact", but its hard problems by QR without refinement (and the warning).
             Data whose squared column norms leave [2^-500, 2^500] take the "exact" path (column-scaled).
@@ -1355,7 +1357,7 @@ def _auto_large(X, Y, warn=False):
     column-scaled data (``_scaled``, a copy of X) where the squared column norms of X or Y leave the safe range.
     ``warn``: a RankDeficientWarning where the minimum-norm solution is returned (route "auto")."""
     if X.shape[0] < X.shape[1]:  # wide: rank-deficient, and the SVD of X is no larger than X
-        return _minimum_norm(X, Y, "auto", warn=warn)
+        return _wide_minimum_norm(X, Y) if warn else _minimum_norm(X, Y, "auto")
     G, XtY = _gram(X, Y)
     if _needs_scaling(X, np.diagonal(G)) or _needs_scaling(Y, _column_squares(Y)):
         Xs, Ys, kx, ky = _scaled(X, Y)
@@ -1523,7 +1525,7 @@ def _refine_fast(X, Y, beta, C, risk):
     the estimated cond² eps (``risk``, under _GRAM_RISK), down to the rounding of the gradient, about a backward
     stable solver's error (Björck). Stops when the next correction would be under κ eps or the corrections stop
     shrinking (the rounding is then all that is left); None where they are still over √eps of β after the last
-    step or stopped shrinking there (the estimate was wrong: the caller takes QR)."""
+    step or stopped shrinking there (the estimate was wrong: the caller takes the SVD), or β is not finite."""
     floor = max(math.sqrt(risk * _EPS), _EPS)  # κ eps: the forward error of a backward stable solver
     rate = 10 * risk
     tiny = isinstance(C, list)
@@ -1536,7 +1538,10 @@ def _refine_fast(X, Y, beta, C, risk):
         else:
             delta = _cholesky_solve(C, g)
         beta = beta + delta
-        size = float(np.abs(delta).max()) / max(float(np.abs(beta).max()), 1e-300)
+        top = float(np.abs(beta).max())
+        if not math.isfinite(top):  # NaN or infinity (the caller then takes the SVD, which names NaN in the data)
+            return None
+        size = float(np.abs(delta).max()) / max(top, 1e-300)
         if not size <= math.sqrt(_EPS) and size > previous / 2:  # not converging (also NaN)
             return None
         following = size * (rate if previous == math.inf else min(rate, size / previous))
@@ -1579,8 +1584,8 @@ def _auto_fast_small(X, Y):
     k = Y.shape[1]
     if p == 1 and n * k <= _ONE_COLUMN_EXACT:
         return _one_column(X, Y)
-    if n < p:  # wider than tall: the minimum-norm solution, from the SVD of X
-        return _minimum_norm(X, Y, "auto", warn=True)
+    if n < p:  # wider than tall: the minimum-norm solution
+        return _wide_minimum_norm(X, Y)
     with np.errstate(over="ignore", invalid="ignore"):  # out of range: the exact route scales
         G = X.T.dot(X)
         XtY = X.T.dot(Y)
@@ -1589,13 +1594,47 @@ def _auto_fast_small(X, Y):
         return _auto_small_scaled(X, Y)
     if found is not None:
         beta, C, squares, risk = found
-        if _trusted(beta.T.tolist(), squares, risk):
+        # trusted needs risk max|Dβ| <= _TRUST min|Dβ|: never where risk > _TRUST (the usual reason not to trust)
+        if risk <= _TRUST and _trusted(beta.T.tolist(), squares, risk):
             return beta
         refined = _refine_fast(X, Y, beta, C, risk)
-        if refined is not None and np.isfinite(refined).all():
+        if refined is not None:  # finite: _refine_fast returns None for NaN and infinity
             return refined
+    # X and Y are finite here: NaN or infinity in X reaches XᵀX's diagonal, in Y XᵀY, and both sent the data to the
+    # scaled path above (found False), which names them
+    return _svd_least_squares(X, Y, G.diagonal())
+
+
+def _svd_least_squares(X, Y, squares):
+    """One small problem that the Gram answer cannot serve (ill-conditioned or rank-deficient): X⁺Y (pseudo_inverse)
+    by one LAPACK call, numpy.linalg.lstsq (the SVD, gelsd: singular values under max(n, p) eps of the largest
+    dropped), which also gives the numerical rank and the condition estimate that a RankDeficientWarning names;
+    one call costs less than the several a factorization in Python takes (QR, then an SVD of R for the rank test,
+    then a solve), and answers as lstsq does. Where X is rank-deficient only because its columns differ in scale
+    (the column-scaled X may still have full rank), ``_householder`` decides on the column-scaled QR instead."""
+    beta, _, rank, s = np.linalg.lstsq(X, Y, rcond=None)
+    n, p = X.shape
+    if rank == p:
+        return beta
+    d = np.sqrt(squares)  # X = A D with A of unit columns: cond(A) <= cond(X) max(d) / min(d)
+    if not s[-1] * d.max() <= s[0] * d.min() * max(n, p) * _EPS:  # A may have full rank: the scaled QR decides
+        return _householder(X, Y, squares)
+    _warn_rank(int(rank), p, float(s[0] / s[-1]) if s[-1] > 0 else math.inf)
+    return beta
+
+
+def _wide_minimum_norm(X, Y):
+    """One problem wider than tall (n < p), route "auto": X⁺Y (pseudo_inverse) by one LAPACK call, numpy.linalg.lstsq
+    (gelsd, which scales data far from 1 itself), where X has full row rank (numerical rank n: then every column
+    scaling has it too, and nothing is truncated); at 200 × 1000 about half the time of the SVD with its vectors.
+    Else, or where the answer is not finite, ``_minimum_norm`` (the SVD of X: the RankDeficientWarning, and the
+    AccuracyWarning where columns scaled apart fall under the tolerance)."""
     _require_finite(("X", X), ("Y", Y))
-    return _householder(X, Y, G.diagonal())
+    with np.errstate(all="ignore"):
+        beta, _, rank, _ = np.linalg.lstsq(X, Y, rcond=None)
+    if rank == X.shape[0] and np.isfinite(beta).all():
+        return beta
+    return _minimum_norm(X, Y, "auto", warn=True)
 
 
 def _route_fast(X, Y):
@@ -1704,11 +1743,12 @@ _RIDGE_REFINE = 1e-14  # ... with one float64 refinement step where it is over t
 
 
 def _ridge_gram(X, Y, ridge):
-    """Ridge of one problem with p <= n, route "auto": (XᵀX + λI)⁻¹XᵀY by one Cholesky factorization of XᵀX + λI
-    (ridge_route with the cholesky_route factor), as scikit-learn's Ridge(solver="cholesky") and
-    scipy.linalg.solve(..., assume_a="pos") compute it, where cond(XᵀX + λI) eps is under _RIDGE_TRUST: bounded
-    first by (trace(XᵀX) + pλ) / λ (λ_min >= λ), and where that bound is too loose computed from the p eigenvalues.
-    One float64 refinement step (residual Xᵀ(Y − Xβ) − λβ) where cond eps is over _RIDGE_REFINE. None where the
+    """Ridge of one problem with p <= n, route "auto": (XᵀX + λI)⁻¹XᵀY (ridge_route) by one LAPACK solve of the
+    p×p XᵀX + λI, as scikit-learn's Ridge(solver="cholesky") and scipy.linalg.solve(..., assume_a="pos") compute
+    it, where cond(XᵀX + λI) eps is under _RIDGE_TRUST: bounded first by (trace(XᵀX) + pλ) / λ (λ_min >= λ); where
+    that bound is over _RIDGE_REFINE, one float64 refinement step (residual Xᵀ(Y − Xβ) − λβ), and where the bound
+    is also over _RIDGE_TRUST and the step's correction is too (it is about cond eps |β|), the condition is computed
+    from the p eigenvalues. None where the
     squares leave the safe range, anything overflows, or the condition is too large: the caller then solves the
     augmented least-squares problem [√λ I; X] β = [0; Y], accurate at every scale."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -1722,20 +1762,21 @@ def _ridge_gram(X, Y, ridge):
             return None
         G[np.diag_indices_from(G)] += ridge
         bound = float(G.trace()) / ridge * _EPS
-        if bound > _RIDGE_TRUST:
-            w = np.linalg.eigvalsh(G)
-            if not w[0] > 0:
-                return None
-            bound = float(w[-1] / w[0]) * _EPS
-            if bound > _RIDGE_TRUST:
-                return None
+        # G is symmetric positive definite (λ > 0): one LAPACK solve, backward stable; the Cholesky factor's two
+        # triangular solves would each be a general solve in NumPy (no triangular solve): 1,000 × 500 took 2.5×
         try:
-            C = np.linalg.cholesky(G)
+            beta = np.linalg.solve(G, XtY)
+            if bound > _RIDGE_REFINE:
+                delta = np.linalg.solve(G, X.T @ (Y - X @ beta) - ridge * beta)
+                # the correction is about the first solve's error, cond eps |β|: where it is over _RIDGE_TRUST (or
+                # NaN) the condition is measured, from the eigenvalues (the bound above is loose: p times at least)
+                if bound > _RIDGE_TRUST and not np.abs(delta).max() <= _RIDGE_TRUST * np.abs(beta).max():
+                    w = np.linalg.eigvalsh(G)
+                    if not (w[0] > 0 and float(w[-1] / w[0]) * _EPS <= _RIDGE_TRUST):
+                        return None
+                beta = beta + delta
         except np.linalg.LinAlgError:
             return None
-        beta = _cholesky_solve(C, XtY)
-        if bound > _RIDGE_REFINE:
-            beta = beta + _cholesky_solve(C, X.T @ (Y - X @ beta) - ridge * beta)
     return beta if np.isfinite(beta).all() else None
 
 
@@ -1789,6 +1830,9 @@ def _ridge_dual_conditioned(X, Y, ridge):
         K = _plus_identity(X @ Xt, ridge)
         if not np.isfinite(K).all():
             return None
+        beta = _ridge_dual_settled(X, Xt, K, Y, ridge)
+        if beta is not None:
+            return beta
         w = np.linalg.eigvalsh(K)
         low, high = w[..., 0], w[..., -1]
         if not (low > np.finfo(float).tiny / _EPS).all() or (high / low * _EPS > _DUAL_RISK).any():
@@ -1802,6 +1846,24 @@ def _ridge_dual_conditioned(X, Y, ridge):
         except np.linalg.LinAlgError:
             return None
         beta = Xt @ alpha
+    return beta if np.isfinite(beta).all() else None
+
+
+def _ridge_dual_settled(X, Xt, K, Y, ridge):
+    """Xᵀα with α = K⁻¹Y (K = XXᵀ + λI, finite) by one LAPACK solve and one refinement step (residual in float64),
+    without the n eigenvalues of K, where the step's correction is under _DUAL_RISK of α in every problem: the
+    correction is about the first solve's error, cond(K) eps |α|, so that is the case where cond(K) eps is about
+    _DUAL_RISK or less (the usual one, XXᵀ of full rank), and the refined α is then as accurate as the
+    eigenvalue test would have let through. None otherwise (the caller measures cond(K) from its eigenvalues)."""
+    try:
+        alpha = np.linalg.solve(K, Y)
+        delta = np.linalg.solve(K, Y - X @ (Xt @ alpha) - ridge * alpha)
+    except np.linalg.LinAlgError:
+        return None
+    size = np.abs(alpha).max(axis=(-2, -1))
+    if not (np.abs(delta).max(axis=(-2, -1)) <= _DUAL_RISK * size).all() or not (size > 0).all():
+        return None  # also where anything is NaN
+    beta = Xt @ (alpha + delta)
     return beta if np.isfinite(beta).all() else None
 
 
@@ -1859,9 +1921,10 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto", rid
         λ > 0: ridge regression. The route then solves the least-squares problem of the rows √λ I stacked on X
         (whose Gram matrix is XᵀX + λI: "eigh" evaluates V(Λ + λI)⁻¹VᵀXᵀY, lemma ridge_route; "svd" uses the
         SVD of X itself, V S(S² + λ)⁻¹UᵀY), accurate relative to X's own scale for every λ. With
-        ``route="auto"`` and p <= n, one Cholesky factorization of XᵀX + λI where its condition (bounded by its
-        trace over λ, else from its eigenvalues) times eps is under 1e-12, with one float64 refinement step over
-        1e-14 (scikit-learn's Ridge(solver="cholesky") at about its cost); else the augmented problem. With
+        ``route="auto"`` and p <= n, one LAPACK solve of XᵀX + λI where its condition (bounded by its trace over
+        λ, else judged by the refinement step's correction, else from its eigenvalues) times eps is under 1e-12,
+        with one float64 refinement step over 1e-14 (scikit-learn's Ridge(solver="cholesky") at about its cost);
+        else the augmented problem. With
         ``route="auto"`` or ``"exact"`` and more columns than rows (p > n) the dual (token) route Xᵀ(XXᵀ + λI)⁻¹Y
         (kernel_ridge_push_through, lemma dual_route) is taken instead, an n×n Cholesky factorization with one
         step of refinement, where (‖X‖_F² + λ) eps / λ, a bound on its error to first order, is under 1e-10

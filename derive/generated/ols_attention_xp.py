@@ -49,7 +49,11 @@ refinement steps is fixed, and shapes are all that the code inspects. So the fun
 ``jax.vmap``, ``torch.compile`` and are differentiable (``jax.grad``, ``torch.autograd``). Checks of values
 (NaN or infinity in the data, a result that is not finite because X is rank-deficient) run only where the
 values are concrete: not under ``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``,
-where shapes and dtypes are still checked and a failure shows as NaN in the result.
+where shapes and dtypes are still checked and a failure shows as NaN in the result. On concrete PyTorch tensors
+the Gram routes ("auto", "cholesky") read the device once per call: the finite checks of X and Y, the Cholesky
+pivots (``torch.linalg.cholesky_ex``, which does not test its result on the host) and the result's check are
+combined into one value, and only where it says that one failed are they read one by one to name it (four reads,
+each a wait for a GPU, before; counted in ``tests/test_xp_host_reads.py``).
 
 Columns are scaled by powers of two (``2.0 ** -k`` with an integral k: exact where the namespace's power is, as
 in NumPy and PyTorch); β follows exactly from the scaled problem's solution. Routes "eigh", "svd", "qr" and the
@@ -441,35 +445,74 @@ def _linalg_error(exc: Exception) -> bool:
     return "LinAlgError" in {c.__name__ for c in type(exc).__mro__} or "positive-definite" in str(exc)
 
 
+_NOT_POSITIVE_DEFINITE = ("XᵀX is not positive definite once the columns of X are scaled: X is rank-deficient or too "
+                          "ill-conditioned for the Cholesky route; use route='qr' where X has full column rank "
+                          "(backward stable, also in float32) or route='svd' where it is rank-deficient (the "
+                          "minimum-norm solution)")
+_NOT_FINITE_HINT = ("X is rank-deficient or too ill-conditioned for this route (or the solution overflows); use "
+                    "route='qr' where X has full column rank, route='svd' where it is rank-deficient")
+
+
 def _cholesky(xp, G):
     try:
         return xp.linalg.cholesky(G)
     except Exception as exc:  # NumPy, array_api_strict and PyTorch raise their own LinAlgError; JAX gives NaN
         if _linalg_error(exc):
-            raise ValueError("XᵀX is not positive definite once the columns of X are scaled: X is rank-deficient "
-                             "or too ill-conditioned for the Cholesky route; use route='svd'") from None
+            raise ValueError(_NOT_POSITIVE_DEFINITE) from None
         raise
 
 
-def _route_cholesky(xp, X, Y, steps, check_finite):
+def _deferred_checks(xp, *arrays) -> bool:
+    """Whether the checks of the Gram route wait for one combined read at the end (``_read_checks``): concrete
+    PyTorch tensors, where every read of a value (``bool``, ``.item()``, and ``torch.linalg.cholesky``'s own test
+    of its result) makes the host wait for the device; one read instead of four per call."""
+    return is_torch_namespace(xp) and _concrete(*arrays)
+
+
+def _route_cholesky(xp, X, Y, steps, check_finite, pending=None):
     """β on the data as given; the columns scaled by powers of two inside XᵀX only: d from XᵀX's diagonal, so
-    the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X is made."""
+    the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X is made. With ``pending`` (a
+    list; PyTorch, ``_deferred_checks``) the checks are appended to it as (flag, message) pairs, in the order in
+    which they would have been made, instead of reading the values here (``_read_checks`` reads them at once)."""
     G = X.mT @ X
     XtY = X.mT @ Y
     squares = xp.linalg.diagonal(G)
-    if check_finite:  # NaN or infinity in X reaches XᵀX's diagonal; in Y, XᵀY
+    if check_finite and pending is not None:  # NaN or infinity in X reaches XᵀX's diagonal; in Y, XᵀY
+        pending.append((xp.all(xp.isfinite(squares)), "X contains NaN or infinity"))
+        pending.append((xp.all(xp.isfinite(XtY)), "Y contains NaN or infinity"))
+    elif check_finite:
         _require_finite(xp, X=squares)
         _require_finite(xp, Y=XtY)
     positive = squares > 0
     k = xp.floor(xp.log2(xp.where(positive, squares, xp.ones_like(squares))) / 2)
     d = 2.0 ** (-xp.where(positive, k, xp.zeros_like(k)))  # (..., p)
-    C = _cholesky(xp, G * d[..., :, None] * d[..., None, :])
+    G_s = G * d[..., :, None] * d[..., None, :]
+    if pending is None:
+        C = _cholesky(xp, G_s)
+    else:  # the factor without a test of the device's result; a failed pivot is read with the other checks
+        C, info = sys.modules["torch"].linalg.cholesky_ex(G_s)
+        pending.append((xp.all(info == 0), _NOT_POSITIVE_DEFINITE))
     XtY = d[..., :, None] * XtY
     beta = _printed("cholesky")(C, XtY)
     for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
         XtY = d[..., :, None] * (X.mT @ (Y - X @ (d[..., :, None] * beta)))
         beta = beta + _printed("cholesky")(C, XtY)
     return d[..., :, None] * _mark_deficient(xp, C, beta, max(X.shape[-2:]))
+
+
+def _read_checks(xp, pending):
+    """One read of the device for every pending check (all of them combined by ``&``); only where one failed are
+    they read one by one, to raise the first failing one's ValueError, as the checks made in turn would."""
+    if not pending:
+        return
+    combined = pending[0][0]
+    for flag, _ in pending[1:]:
+        combined = combined & flag
+    if bool(combined):
+        return
+    for flag, message in pending:
+        if not bool(flag):
+            raise ValueError(message)
 
 
 def _mark_deficient(xp, C, beta, size):
@@ -513,9 +556,13 @@ def _route_qr(xp, X, Y):
 def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
     """β of the data as given (X, Y validated, (..., n, k)): the route on the column-scaled data, unscaled."""
     if route in ("auto", "cholesky"):
-        beta = _route_cholesky(xp, X, Y, refine if route == "auto" else 0, check_finite)
-        _require_finite_result(xp, beta, "the least-squares solution",
-                               "X is rank-deficient (or the solution overflows); use route='svd'")
+        pending = [] if _deferred_checks(xp, X, Y) else None
+        beta = _route_cholesky(xp, X, Y, refine if route == "auto" else 0, check_finite, pending)
+        if pending is None:
+            _require_finite_result(xp, beta, "the least-squares solution", _NOT_FINITE_HINT)
+        else:
+            pending.append((xp.all(xp.isfinite(beta)), f"the least-squares solution is not finite: {_NOT_FINITE_HINT}"))
+            _read_checks(xp, pending)
         return beta
     X_s, Y_s, sx, _, inv_sy = _scaled(xp, X, Y)
     if route == "eigh":
@@ -1135,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "533e0386059500cfde182c07edf612eb3bec38823ea7ff3e56d11aea3b86b951"
+HOST_MODULE_SHA256 = "a5cc48d14349c6fe54bdc5258c0aa70727f24a64b7b3a92f6c5dbfdd01781ba0"
