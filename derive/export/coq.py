@@ -36,7 +36,19 @@ from sympy import (
 from ..certificates.format import CertificateError, proof_from_data
 from ..kernel.proof import Induction
 from ..kernel.scalars import is_one_by_one
-from ..kernel.terms import FamilyMatrix, add, block, blocks_of, canon, exponent_form, factors_of, mul, power
+from ..kernel.terms import (
+    FamilyMatrix,
+    add,
+    block,
+    blocks_of,
+    canon,
+    children,
+    exponent_form,
+    factors_of,
+    mul,
+    power,
+    rebuild,
+)
 
 __all__ = ["JUDGMENT_TRANSLATIONS", "PRELUDE", "RULE_TRANSLATIONS", "CoqExport", "Unsupported", "export_certificates",
            "theorem_file", "write_export"]
@@ -558,6 +570,7 @@ class _Facts:
     positive: dict = None  # scalar symbol -> Coq proof of `0 < symbol`
     norm: str = _NORM  # the tactic that re-associates (and, with scalars, moves coefficients out)
     forall: dict = None  # name -> a quantified local hypothesis
+    definitions: list = None  # (symbol, normal form of its value, Coq name): what unfolding may replace (issue 29)
 
 
 def _unit(t, facts: _Facts, depth: int = 0) -> str:
@@ -634,6 +647,10 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         capacitance = _capacitance_unit(t, facts, depth)  # issue 29
         if capacitance is not None:
             return capacitance
+    if depth < 3:  # issue 29: unfolded through definitions and equations, a fact or a matrix shown invertible
+        unfolded = _by_unfolding(t, facts, depth, _unit, "unit_eq", facts.unit)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
@@ -1020,6 +1037,144 @@ def _symbols(terms, scalars: dict | None = None):
                     raise Unsupported(f"the scalar {node} occurs; scalars are not exported")
                 scalars[node.name] = node
     return mats, dims
+
+
+# --- issue 29: judgments through definitions and equations (the kernel's unfolding) -------------------------------
+# The kernel judges a term it cannot judge as it stands *unfolded* (``derive.kernel.judgments._by_unfolding``):
+# defined symbols, and symbols an equation equates to a term without them, replaced; transposes pushed to the
+# leaves; inverses of products of invertible square factors split.  The export does the same on both sides of an
+# equation t = u (t the term judged, u a fact, a side of an equation, or t unfolded) in Python, exactly as the Coq
+# tactic it writes rewrites them: `rewrite /S` (a definition) or the equation, round by round; `trmx_mul`, `trmxK`,
+# `trmx_inv`, `trmx1`; `inverse_product` at each split with the `unitmx` facts of its factors; and the sides must then
+# print the same up to association (`mulmxA`), or the route is not taken.  Coq checks the rewriting (`unit_eq`,
+# `sym_eq`, `posdef_eq`, `diag_eq` carry the judgment over the equation).
+
+_UNFOLD_ROUNDS = 3
+_UNFOLD_TR = "do ?[rewrite trmx_mul | rewrite trmxK | rewrite trmx_inv | rewrite trmx1]"
+
+
+def _unfolding_table(facts: _Facts) -> list:
+    """(leaf, value, Coq rewrite item) for each definition and equation one side of which is a matrix symbol (or a
+    family member) not in the other, the first for each leaf (the kernel's ``_substitutions``)."""
+    out, seen = [], set()
+    for symbol, value, name in facts.definitions or ():
+        if symbol not in seen and not value.has(symbol):
+            out.append((symbol, value, f"/{name}"))
+            seen.add(symbol)
+    for lhs, rhs, proof in facts.equations:
+        for leaf, value, item in ((lhs, rhs, proof), (rhs, lhs, f"-{proof}")):
+            if type(leaf) in (MatrixSymbol, FamilyMatrix) and leaf not in seen and not value.has(leaf):
+                out.append((leaf, value, item))
+                seen.add(leaf)
+                break
+    return out
+
+
+def _pushed_transposes(t):
+    """``t`` with transposes pushed to the leaves as `trmx_mul`, `trmxK`, `trmx_inv`, `trmx1` rewrite it; Unsupported
+    for a transpose of a sum, of a scaled product or of a power (not rewritten by the tactic)."""
+    if type(t) is Transpose:
+        inner = t.args[0]
+        if type(inner) is Transpose:
+            return _pushed_transposes(inner.args[0])
+        if type(inner) is MatMul:
+            coeff, mats = factors_of(inner)
+            if coeff != 1:
+                raise Unsupported(f"unfolding the transpose of the scaled product {inner} is not exported")
+            return mul([_pushed_transposes(Transpose(m)) for m in reversed(mats)])
+        if type(inner) is Inverse:
+            return Inverse(_pushed_transposes(Transpose(inner.args[0])))
+        if type(inner) is Identity:
+            return inner
+        if type(inner) in (MatrixSymbol, FamilyMatrix, ZeroMatrix):
+            return t
+        raise Unsupported(f"unfolding the transpose of {type(inner).__name__} {inner} is not exported")
+    if type(t) in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix):
+        return rebuild(t, [_pushed_transposes(c) for c in children(t)])
+    return t
+
+
+def _split_inverses(t, facts: _Facts, depth: int, items: list):
+    """``t`` with the inverse of each product of invertible square factors split, innermost first; ``items`` gets
+    the Coq rewrite of each split, `inverse_product` of the product's first factors and its last one."""
+    if type(t) not in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix):
+        return t
+    t = rebuild(t, [_split_inverses(c, facts, depth, items) for c in children(t)])
+    if type(t) is not Inverse or type(t.args[0]) is not MatMul:
+        return t
+    coeff, mats = factors_of(t.args[0])
+    if coeff != 1 or not all(m.shape[0] == m.shape[1] for m in mats):
+        return t
+    try:
+        units = [_unit(m, facts, depth + 1) for m in mats]
+    except Unsupported:
+        return t
+    for j in range(len(mats) - 1, 0, -1):
+        head = units[0]
+        for u in units[1:j]:
+            head = f"(unit_mul {head} {u})"
+        items.append(f"?(@inverse_product _ _ {show(ast(mul(mats[:j])), False)} {show(ast(mats[j]), False)} "
+                     f"{head} {units[j]})")
+    return mul([Inverse(m) for m in reversed(mats)])
+
+
+def _unfolding_equation(a, b, facts: _Facts, depth: int) -> str | None:
+    """A Coq proof of `a = b` (both printed by ``show``) by unfolding both sides as the kernel does, or None when
+    they do not unfold to the same product up to association."""
+    sides, tactic = [a, b], []
+    table = _unfolding_table(facts)
+    for _ in range(_UNFOLD_ROUNDS):
+        items = []
+        for leaf, value, item in table:
+            if any(s.has(leaf) for s in sides):
+                sides = [s.xreplace({leaf: value}) for s in sides]
+                items.append(item)
+        if not items:
+            break
+        tactic.append(f"rewrite {' '.join(items)}")
+    sides = [_pushed_transposes(s) for s in sides]
+    tactic += [_UNFOLD_TR, "rewrite ?mulmxA"]
+    splits: list = []
+    sides = [_split_inverses(s, facts, depth, splits) for s in sides]
+    tactic += [f"rewrite {item} ?mulmxA" for item in splits]
+    if show(flat(ast(sides[0]))) != show(flat(ast(sides[1]))):
+        return None
+    return f"(ltac:({'; '.join(tactic)}; by rewrite ?mulmxA) : {show(ast(a))} = {show(ast(b))})"
+
+
+def _by_unfolding(t, facts: _Facts, depth: int, judge, carry: str, known: dict | None = None) -> str | None:
+    """The kernel's judgment through unfolding, proved: ``t`` equal by unfolding to a fact (``known``: term -> proof),
+    to a side of an equation whose other side ``judge`` shows, or to its unfolded form, which ``judge`` shows; the
+    judgment is carried over the equation by the prelude's ``carry`` (A = B -> P B -> P A)."""
+    if not _unfolding_table(facts) and not t.has(Transpose) and not t.has(Inverse):
+        return None  # nothing to unfold, no transpose to push, no inverse to split
+    try:
+        for fact, proof in (known or {}).items():
+            if fact != t:
+                eq = _unfolding_equation(t, fact, facts, depth)
+                if eq is not None:
+                    return f"({carry} {eq} {proof})"
+        for lhs, rhs, p in facts.equations:
+            for side, other, po in ((lhs, rhs, p), (rhs, lhs, f"(esym {p})")):
+                if side != t and other != t and side.shape == t.shape:
+                    eq = _unfolding_equation(t, side, facts, depth)
+                    if eq is not None:
+                        try:
+                            return f"({carry} {eq} ({carry} {po} {judge(other, facts, depth + 1)}))"
+                        except Unsupported:
+                            pass
+        sides, table = [t], _unfolding_table(facts)
+        for _ in range(_UNFOLD_ROUNDS):
+            for leaf, value, _ in table:
+                sides = [s.xreplace({leaf: value}) if s.has(leaf) else s for s in sides]
+        unfolded = canon(_split_inverses(_pushed_transposes(sides[0]), facts, depth, []))
+        if unfolded != t:
+            eq = _unfolding_equation(t, unfolded, facts, depth)
+            if eq is not None:
+                return f"({carry} {eq} {judge(unfolded, facts, depth + 1)})"
+    except Unsupported:
+        return None
+    return None
 
 
 # --- step proofs -----------------------------------------------------------------------------------------
@@ -1999,6 +2154,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         body = show(ast(canon(d.rhs)))
         out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {body}.")
         defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {body})")
+    facts.definitions = [(d.symbol, canon(d.rhs), _ident(d.symbol.name)) for d in proof.definitions]  # issue 29
     out += late
     out += [_family(f) for f in proof.families]
     out.append("")
@@ -2012,6 +2168,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
                        unchecked, facts.positive, facts.norm, {})
         local.equations_by_name = dict(facts.equations_by_name)
+        local.definitions = facts.definitions
         head = []
         if lem.hypotheses:
             head.append(f"Section {ln}_section.")
