@@ -266,6 +266,8 @@ def _scalar(c) -> str:
         return f"({_scalar(c.p)} / {_scalar(c.q)})"
     if isinstance(c, sympy.Symbol) and not c.assumptions0.get("integer"):
         return _ident(c.name)
+    if _is_dimension(c):  # issue 29: a dimension as a coefficient, the number n in R (n > 0 by a hypothesis)
+        return f"({_dim(c)}%:R : R)"
     if isinstance(c, Trace) and tuple(c.arg.shape) == (1, 1):  # a 1×1 matrix read as a scalar: its entry
         return f"({show(ast(canon(c.arg)), False)} 0 0)"
     if isinstance(c, sympy.Mul):
@@ -279,6 +281,22 @@ def _scalar(c) -> str:
         return f"({_scalar(c.base)}^-1)" if k == -1 else f"(({_scalar(c.base)} ^+ {-k})^-1)"
     raise Unsupported(f"the scalar {c} is not exported (rational constants, scalar symbols, sums, products and "
                       "integer powers are)")
+
+
+def _is_dimension(c) -> bool:
+    """A dimension symbol (``derive.dim``: a positive integer), not an index."""
+    return isinstance(c, sympy.Symbol) and bool(c.assumptions0.get("integer")) and not _is_index(c) \
+        and not isinstance(c, sympy.Dummy)
+
+
+def _coefficient_dimensions(terms) -> list:
+    """The dimensions that occur in a coefficient of these terms (issue 29: 1/n), by name."""
+    out = set()
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            if type(node) is MatMul:
+                out |= {s for s in sympy.sympify(factors_of(node)[0]).free_symbols if _is_dimension(s)}
+    return sorted(out, key=lambda s: s.name)
 
 
 # --- signs of scalars: the kernel's sign judgment, proved in Coq ------------------------------------------
@@ -312,9 +330,13 @@ def _sign(c, facts: _Facts) -> tuple[frozenset, str]:
         sp, pp = _sign(c.p, facts)
         _, pq = _sign(c.q, facts)
         return sp, f"(sgin_mul {pp} (sgin_inv (sgin_neq0 {pq} isT) {pq}))"
-    if isinstance(c, sympy.Symbol) and not c.assumptions0.get("integer"):
+    if isinstance(c, sympy.Symbol) and (not c.assumptions0.get("integer") or _is_dimension(c)):
         if c in (facts.positive or {}):
             return frozenset({1}), f"(sgin_pos {facts.positive[c]})"
+        for symbol, value, hn in (facts.scalar_hyps or {}).values():  # issue 29: λ = r, λ has r's signs
+            if symbol == c and not value.has(c):
+                signs, proof = _sign(value, facts)
+                return signs, f"(sgin_eq {hn} {proof})"
         return _UNKNOWN, f"(@sgin_any R {_ident(c.name)})"
     if isinstance(c, Trace) and tuple(c.arg.shape) == (1, 1):  # tr s > 0 for s positive definite
         try:
@@ -571,6 +593,12 @@ class _Facts:
     norm: str = _NORM  # the tactic that re-associates (and, with scalars, moves coefficients out)
     forall: dict = None  # name -> a quantified local hypothesis
     definitions: list = None  # (symbol, normal form of its value, Coq name): what unfolding may replace (issue 29)
+    scalar_hyps: dict = None  # hypothesis name -> (scalar symbol λ, value r, Coq name) of λ = r (issue 29)
+
+    def extras_from(self, other: _Facts) -> _Facts:
+        """The issue-29 parts shared with ``other`` (definitions, scalar hypotheses); returns self."""
+        self.definitions, self.scalar_hyps = other.definitions, other.scalar_hyps
+        return self
 
 
 def _unit(t, facts: _Facts, depth: int = 0) -> str:
@@ -1237,6 +1265,13 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                          for j in range(len(ms) - 1, 0, -1)]
             proof = rewrites[0][1:-1] if len(ms) == 1 else f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"
             out.append((mul(1 / coeff, [Inverse(m) for m in reversed(ms)]), proof))
+        elif isinstance(coeff, sympy.Pow) and coeff.exp == -1 and all(m.shape[0] == m.shape[1] for m in ms):
+            # issue 29: (d⁻¹ A B)⁻¹ = d B⁻¹ A⁻¹ (d a scalar shown non-zero: 1/n), `invrK` for (d⁻¹)⁻¹ = d
+            rewrites = [f"(inverse_scale {_nonzero(coeff, facts)} {_unit(mul(ms), facts)}) invrK"]
+            rewrites += [f"(inverse_product {_unit(mul(ms[:j]), facts)} {_unit(ms[j], facts)})"
+                         for j in range(len(ms) - 1, 0, -1)]
+            out.append((mul(1 / coeff, [Inverse(m) for m in reversed(ms)]),
+                        f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"))
     elif rule == "zero_mul" and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in factors_of(sub)[1]):
         tactic = "?mulmx0 ?mul0mx" if mats is not None else "?mulmx0 ?mul0mx ?oppr0 ?scaler0"  # c A 0 = 0 too
         out.append((ZeroMatrix(*sub.shape), f"ltac:(by rewrite {tactic})"))
@@ -1330,6 +1365,11 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                         f"inverse_block_diag {_unit(a, facts)} {_unit(d, facts)}"))
     elif rule in ("block_inverse_schur", "block_inverse_schur_mirror"):
         out += _schur_rule(rule, sub, facts)
+    elif rule.startswith("hyp:") and rule[4:] in (facts.scalar_hyps or {}):  # issue 29: λ = r in a coefficient
+        symbol, value, hn = facts.scalar_hyps[rule[4:]]
+        if type(sub) is MatMul and sympy.sympify(factors_of(sub)[0]).has(symbol):
+            coeff, ms = factors_of(sub)
+            out.append((mul(coeff.xreplace({symbol: value}), ms), f"ltac:(by rewrite {hn})"))
     elif ":" in rule:
         kind, name = rule.split(":", 1)
         table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas, "base": lemmas,
@@ -1476,9 +1516,9 @@ def _transpose_scalar_proofs(sub) -> list:
 
 def _refuse_scalar_language(proof) -> None:
     """Unsupported, in one line, for the constructs of issue 29 the export does not model (scalar hypotheses)."""
-    for h in [*proof.hypotheses, *(h for c in (*proof.lemmas, proof.claim) for h in getattr(c, "hypotheses", ()))]:
-        if type(h.lhs) is sympy.Symbol:
-            raise Unsupported(f"the scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) is not exported")
+    for h in [h for c in (*proof.lemmas, proof.claim) for h in getattr(c, "hypotheses", ())]:
+        if type(h.lhs) is sympy.Symbol:  # the theorem's own (λ = μ²) are exported: Hypothesis h : lambda = mu ^+ 2
+            raise Unsupported(f"the local scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) of a lemma is not exported")
 
 
 #: How each rule of the kernel (``derive.kernel.axioms.AXIOMS``) and each kind of citation is proved in Coq: the
@@ -1657,6 +1697,46 @@ def _perm_lemma(name: str, order: list[int]) -> str:
             "by rewrite !big_cons big_nil /= !addr0 ?addrA in h.\nQed.\n")
 
 
+# issue 29: coefficients that the kernel's normal form cancels (d⁻¹ · d = 1 for a divisor d, 1/n of (n⁻¹G)⁻¹ = nG⁻¹):
+# after the scalings are merged (`scalerA`), `mulVf`, `mulfV`, `mulfK`, `divfK`, `mulKf`, `mulVKf` cancel a divisor
+# next to itself, each side condition d != 0 closed by the `have` of d (its proof as the kernel judged it)
+_CANCEL = "; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //"
+
+
+def _cancellations(trees: list, facts: _Facts) -> list[str]:
+    """`have` lines proving d != 0 for each divisor d whose power also occurs positively in a coefficient of the
+    trees (a cancellation the normal form made), or [] when there is none."""
+    coeffs = []
+
+    def walk(a):
+        if a[0] == "scale":
+            coeffs.append(a[1])
+            walk(a[2])
+        elif a[0] in ("mul", "add"):
+            for c in a[1]:
+                walk(c)
+        elif a[0] in ("tr", "inv", "pow"):
+            walk(a[1])
+        elif a[0] == "block":
+            for c in a[3]:
+                walk(c)
+
+    for tree in trees:
+        walk(tree)
+    negative, positive = [], set()
+    for c in coeffs:
+        for node in sympy.preorder_traversal(c):
+            if isinstance(node, sympy.Pow) and isinstance(node.exp, sympy.Integer) and node.exp < 0:
+                if node.base not in negative:
+                    negative.append(node.base)
+        for factor in sympy.Mul.make_args(c):
+            base = factor.base if isinstance(factor, sympy.Pow) and factor.exp > 0 else factor
+            if not (isinstance(factor, sympy.Pow) and factor.exp < 0):
+                positive.add(base)
+    cancelled = [d for d in negative if d in positive]
+    return [f"have nz{i}_ : {_scalar(d)} != 0 := {_nonzero(d, facts)}." for i, d in enumerate(cancelled)]
+
+
 def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     found, flipped, any_found, perms = None, False, False, None
     for flip, (start, end) in ((False, (before, after)), (True, (after, before))):
@@ -1689,7 +1769,11 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     # a rewrite rewrites every occurrence of its instance (one sum twice in a term): each rewrite once
     r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p0))
     r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p1))
-    lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.",
+    cancel, r0, r1 = _cancellations([ast(start), _replace_hole(ctx, ltree), _replace_hole(ctx, rtree), ast(end)],
+                                    facts), r0 + "", r1 + ""
+    if cancel:  # issue 29: a divisor d and d itself in the coefficients (1/n of n G⁻¹): d⁻¹ d = 1, d non-zero
+        r0, r1 = r0 + _CANCEL, r1 + _CANCEL
+    lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.", *cancel,
              f"have rule_ : {show(ltree)} = {show(rtree)} := {proof}.",
              f"have e0_ : {e0} = {c0} by {facts.norm}{r0}.",
              f"have e1_ : {c1} = {e1} by {facts.norm}{r1}.",
@@ -1766,6 +1850,7 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
         elif step.instance and step.rule.startswith("hyp:") and step.rule[4:] in facts.forall:
             here = _Facts(facts.unit, facts.sym, facts.equations, facts.diag, facts.pd, facts.unchecked,
                           facts.positive, facts.norm, facts.forall)
+            here.extras_from(facts)
             here.equations_by_name = {**facts.equations_by_name,
                                       step.rule[4:]: _instance(facts.forall[step.rule[4:]], step.instance)}
             name = f"{prefix}_s{k}"
@@ -1931,6 +2016,8 @@ def _statement_terms(proof) -> list:
     terms = [canon(proof.claim.lhs), canon(proof.claim.rhs)]
     terms += [canon(d.rhs) for d in proof.definitions]
     for h in proof.hypotheses:
+        if type(h.lhs) is sympy.Symbol:  # issue 29: a scalar hypothesis λ = r (its divisors: _statement_trees)
+            continue
         terms += [canon(h.lhs.arguments[0])] if h.is_predicate else [canon(h.lhs), canon(h.rhs)]
     return terms
 
@@ -1939,8 +2026,11 @@ def _statement_trees(proof) -> list:
     """The statement's terms as printed: the claim as stated, the definitions as stated, the hypotheses and the
     recurrences in the kernel's normal form."""
     trees = [ast(proof.claim.lhs), ast(proof.claim.rhs)] + [ast(d.rhs) for d in proof.definitions]
-    trees += [ast(canon(h.lhs.arguments[0])) if h.is_predicate else ast(canon(h.lhs)) for h in proof.hypotheses]
-    trees += [ast(canon(h.rhs)) for h in proof.hypotheses if not h.is_predicate]
+    scalar = [h for h in proof.hypotheses if type(h.lhs) is sympy.Symbol]  # issue 29: λ = r, r a coefficient
+    trees += [("scale", sympy.sympify(h.rhs), ("sym", "_")) for h in scalar]
+    matrix = [h for h in proof.hypotheses if type(h.lhs) is not sympy.Symbol]
+    trees += [ast(canon(h.lhs.arguments[0])) if h.is_predicate else ast(canon(h.lhs)) for h in matrix]
+    trees += [ast(canon(h.rhs)) for h in matrix if not h.is_predicate]
     trees += [ast(canon(t)) for f in proof.families for t in (f.base, f.step) if t is not None]
     return trees
 
@@ -2046,6 +2136,7 @@ def _induction(lem, facts: _Facts, lemmas: dict, defs: dict, unchecked: bool, ci
     base = _chain(f"{ln}_base", *at[0], lem.base, facts, lemmas, defs, "Lemma", f"{ln}_base", cite)
     local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
                    unchecked, facts.positive, facts.norm, {})
+    local.extras_from(facts)
     ih = (canon(lem.lhs), canon(lem.rhs), "IH")
     local.equations_by_name = {**facts.equations_by_name, "IH": ih}
     local.equations.append(ih)
@@ -2096,6 +2187,10 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         out.append("Variables " + " ".join(shifted.get(d, _ident(d)) for d in dims) + " : nat.")
     facts = _Facts({}, {}, [], {}, {}, unchecked, forall={})
     facts.positive, facts.norm = {}, _NORM_SCALARS if scalars or _has_coefficients(proof) else _NORM
+    for d in _coefficient_dimensions(terms):  # issue 29: n as a coefficient, n > 0 as the kernel takes it
+        hn = f"{_ident(d.name)}_dim_positive"
+        out.append(f"Hypothesis {hn} : (0 < {_dim(d)})%N.")
+        facts.positive[d] = f"(@dim_positive R _ {hn})"
     for name in sorted(scalars):
         symbol, sn = scalars[name], _ident(name)
         out.append(f"Variable {sn} : R.")
@@ -2132,11 +2227,19 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
                 facts.diag[canon(m)] = hn
             else:
                 raise Unsupported(f"the predicate {pred} is not exported")
+        elif type(h.lhs) is sympy.Symbol:  # issue 29: a scalar hypothesis λ = r
+            out.append(f"Hypothesis {hn} : {_scalar(h.lhs)} = {_scalar(h.rhs)}.")
+            facts.scalar_hyps = {**(facts.scalar_hyps or {}), h.name: (h.lhs, sympy.sympify(h.rhs), hn)}
         else:
             out.append(f"Hypothesis {hn} : {show(ast(canon(h.lhs)))} = {show(ast(canon(h.rhs)))}.")
             entry = (canon(h.lhs), canon(h.rhs), hn)
             facts.equations.append(entry)
             facts.equations_by_name[h.name] = entry
+    for symbol, value, hn in (facts.scalar_hyps or {}).values():  # λ = r with r > 0: λ > 0 (the kernel's signs)
+        if symbol not in facts.positive and not value.has(symbol):
+            signs, sign_proof = _sign(value, facts)
+            if signs == {1}:
+                facts.positive[symbol] = f"(sgin_gt0 (sgin_eq {hn} {sign_proof}))"
     _check_powers(proof, facts)
 
     def cite(step, facts_here):
@@ -2168,7 +2271,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
                        unchecked, facts.positive, facts.norm, {})
         local.equations_by_name = dict(facts.equations_by_name)
-        local.definitions = facts.definitions
+        local.extras_from(facts)
         head = []
         if lem.hypotheses:
             head.append(f"Section {ln}_section.")
