@@ -567,6 +567,68 @@ def _constructs() -> dict[str, tuple[dict, str]]:
         _checked("symmetric_block_equation", [Hypothesis("N_gram", m, mul(b, transpose(b)))], transpose(diagonal),
                  diagonal, [(diagonal, "transpose_symmetric")]), "sym_block_diag (sym_opp (sym_scale 2%:R (sym_eq")
     out.update(_more_constructs())
+    out.update(_issue29_constructs())
+    return out
+
+
+def _checked_with(theorem, hypotheses, definitions, lhs, rhs, steps) -> dict:
+    """``_checked`` with definitions."""
+    from derive.certificates.format import FORMAT
+    from derive.kernel import Chain, Proof, Step, check, proof_to_data
+
+    claim = Chain("main", lhs, rhs, tuple(Step(e, r) for e, r in steps))
+    proof = Proof(theorem, theorem, theorem, tuple(hypotheses), tuple(definitions), (), claim)
+    check(proof)
+    return {"format": FORMAT, **proof_to_data(proof)}
+
+
+def _issue29_parts():
+    """Symbols and hypotheses of the issue-29 constructs: whitening (Σ = LLᵀ, W := L⁻¹X), λ = μ²."""
+    from sympy import Q, S, Symbol
+    from sympy.matrices.expressions import MatrixSymbol
+
+    from derive.kernel import Definition, Hypothesis
+    from derive.kernel.terms import inv, mul, transpose
+
+    n, k = Symbol("n", integer=True, positive=True), Symbol("k", integer=True, positive=True)
+    x, l_, sigma, w = (MatrixSymbol("X", n, k), MatrixSymbol("L", n, n), MatrixSymbol("Sigma", n, n),
+                       MatrixSymbol("W", n, k))
+    whitening = [Hypothesis("cholesky", sigma, mul(l_, transpose(l_))),
+                 Hypothesis("L_invertible", Q.invertible(l_), S.true),
+                 Hypothesis("gram_invertible", Q.invertible(mul(transpose(x), inv(sigma), x)), S.true)]
+    lam, mu = Symbol("lambda", real=True), Symbol("mu", positive=True)
+    return n, k, x, l_, w, whitening, Definition("W", w, mul(inv(l_), x)), lam, mu, Hypothesis("lambda_mu", lam,
+                                                                                                 mu ** 2)
+
+
+def _issue29_constructs() -> dict[str, tuple[dict, str]]:
+    """The judgments and scalar language of issue 29: invertibility through a definition and an equation (the
+    kernel's unfolding), a dimension as a coefficient (1/n, its cancellation), a scalar hypothesis λ = μ² (a step
+    citing it, and λ > 0 judged from it)."""
+    from sympy import Q, S
+    from sympy.matrices.expressions import Identity, MatrixSymbol
+
+    from derive.kernel import Hypothesis
+    from derive.kernel.terms import add, inv, mul, transpose
+
+    n, k, x, _, w, whitening, definition, lam, mu, lambda_mu = _issue29_parts()
+    out = {}
+    gram = mul(transpose(w), w)  # WᵀW = XᵀL⁻ᵀL⁻¹X = XᵀΣ⁻¹X, invertible by hypothesis
+    out["unfold_definition_equation"] = (
+        _checked_with("unfold_definition_equation", whitening, [definition], mul(inv(gram), gram), Identity(k),
+                      [(Identity(k), "inverse_cancel")]), "(unit_eq (ltac:(rewrite /W cholesky")
+    a, b = MatrixSymbol("A", k, k), MatrixSymbol("B", k, n)
+    unit = Hypothesis("A_invertible", Q.invertible(a), S.true)
+    out["dimension_coefficient"] = (
+        _checked_with("dimension_coefficient", [unit], [], mul(inv(mul(1 / n, a)), 1 / n, b), mul(inv(a), b),
+                      [(mul(inv(a), b), "inverse_product")]), "Hypothesis n_dim_positive : (0 < n)%N.")
+    out["scalar_hypothesis"] = (
+        _checked_with("scalar_hypothesis", [lambda_mu], [], mul(mu ** 2, a), mul(lam, a),
+                      [(mul(lam, a), "hyp:lambda_mu")]), "Hypothesis lambda_mu : lambda = (mu ^+ 2).")
+    ridge = add([mul(lam, Identity(k)), mul(transpose(x), x)])  # λ > 0 as λ = μ², μ > 0: λI + XᵀX invertible
+    out["scalar_hypothesis_sign"] = (
+        _checked_with("scalar_hypothesis_sign", [lambda_mu], [], mul(inv(ridge), ridge), Identity(k),
+                      [(Identity(k), "inverse_cancel")]), "(sgin_gt0 (sgin_eq lambda_mu")
     return out
 
 
@@ -747,3 +809,48 @@ def test_coq_rejects_a_wrong_collect(tmp_path):
     write_export(export, tmp_path)
     verdicts = compile_export(tmp_path, export.exported)
     assert all(verdict != "ok" for verdict in verdicts.values()), verdicts
+
+
+@needs_coq
+def test_coq_rejects_wrong_issue29_translations(tmp_path):
+    """Exported unchecked, Coq refuses: W := LX (not L⁻¹X), whose WᵀW no unfolding shows invertible; a step μ³A = λA
+    citing λ = μ²; a step (n⁻¹A)⁻¹ = n⁻¹A⁻¹ (the coefficient not inverted)."""
+    from sympy import Q, S
+    from sympy.matrices.expressions import Identity, MatrixSymbol
+
+    from derive.kernel import Definition, Hypothesis
+    from derive.kernel.terms import inv, mul, transpose
+
+    n, k, x, l_, w, whitening, _, lam, mu, lambda_mu = _issue29_parts()
+    gram = mul(transpose(w), w)
+    a = MatrixSymbol("A", k, k)
+    wrong = [_forged("wrong_unfolding", whitening, mul(inv(gram), gram), Identity(k),
+                     [(Identity(k), "inverse_cancel")], [Definition("W", w, mul(l_, x))]),
+             _forged("wrong_scalar_hypothesis", [lambda_mu], mul(mu ** 3, a), mul(lam, a),
+                     [(mul(lam, a), "hyp:lambda_mu")]),
+             _forged("wrong_dimension_coefficient", [Hypothesis("A_invertible", Q.invertible(a), S.true)],
+                     inv(mul(1 / n, a)), mul(1 / n, inv(a)),
+                     [(mul(1 / n, inv(a)), "inverse_product")])]
+    export = export_certificates(wrong, unchecked=True)
+    assert export.exported == ["wrong_unfolding", "wrong_scalar_hypothesis", "wrong_dimension_coefficient"], \
+        export.skipped
+    write_export(export, tmp_path)
+    verdicts = compile_export(tmp_path, export.exported)
+    assert all(verdict != "ok" for verdict in verdicts.values()), verdicts
+
+
+@needs_coq
+@pytest.mark.slow
+@pytest.mark.parametrize("library", ["user_definedness", "user_partitioned", "user_routes", "user_scalars"])
+def test_every_user_theorem_file_is_exported_and_accepted_by_coq(tmp_path, capsys, library):
+    """Each of the users' theorem files of tests/data: every theorem exported (exit status 0) and accepted by coqc,
+    closed under the global context (issue 29 item 6)."""
+    path = ROOT / "tests" / "data" / f"{library}.py"
+    status = main(["export", "coq", "--library", str(path), "--record", str(tmp_path / "record"),
+                   "--out", str(tmp_path / "out"), "--compile"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    exported = [line.split()[0] for line in out.splitlines() if line.endswith(" exported")]
+    assert exported, out
+    for tid in exported:
+        assert f"{tid:30} coqc: accepted, closed under the global context" in out, out

@@ -388,6 +388,12 @@ case: ifP => [/orP [] h|_].
     by rewrite sgz0.
   by rewrite ltr0_sgz.
 Qed.
+(* issue 29: a dimension n read as a scalar is the number n%:R, positive for n > 0 (the kernel's dimensions are) *)
+Lemma dim_positive (n : nat) : (0 < n)%N -> 0 < (n%:R : R).
+Proof. by rewrite ltr0n. Qed.
+(* issue 29: a scalar hypothesis x = y gives x the signs of y *)
+Lemma sgin_eq x y s : x = y -> sgin y s -> sgin x s.
+Proof. by move=> ->. Qed.
 End Signs.
 Arguments sgin_pos {R x}.
 Arguments sgin_any {R}.
@@ -399,6 +405,7 @@ Arguments sgin_exp {R} n {x s}.
 Arguments sgin_neq0 {R x s}.
 Arguments sgin_inv {R x s}.
 Arguments sgin_add {R x y s t}.
+Arguments sgin_eq {R x y s}.
 
 Section Pow.
 Variable R : rcfType.
