@@ -629,6 +629,27 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
     out["scalar_hypothesis_sign"] = (
         _checked_with("scalar_hypothesis_sign", [lambda_mu], [], mul(inv(ridge), ridge), Identity(k),
                       [(Identity(k), "inverse_cancel")]), "(sgin_gt0 (sgin_eq lambda_mu")
+    # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
+    from sympy import Rational, Symbol
+    from sympy.matrices.expressions import MatPow
+
+    from derive.kernel import Definition
+
+    b2, p_ = MatrixSymbol("B", k, k), MatrixSymbol("P", k, k)
+    alias, pb, ab = Definition("P", p_, a), mul(p_, b2), mul(a, b2)
+    out["unfold_symmetric"] = (
+        _checked_with("unfold_symmetric", [Hypothesis("AB_symmetric", Q.symmetric(ab), S.true)], [alias],
+                      transpose(pb), pb, [(pb, "transpose_symmetric")]), "(sym_eq (ltac:(rewrite /P")
+    positive = add([mul(Symbol("c", positive=True), Identity(k)), pb])
+    out["unfold_positive_definite"] = (
+        _checked_with("unfold_positive_definite", [Hypothesis("AB_positive", Q.positive_definite(ab), S.true)],
+                      [alias], mul(inv(positive), positive), Identity(k), [(Identity(k), "inverse_cancel")]),
+        "(posdef_eq (ltac:(rewrite /P")
+    root = MatPow(pb, Rational(1, 2))
+    out["unfold_diagonal"] = (
+        _checked_with("unfold_diagonal", [Hypothesis("AB_diagonal", Q.diagonal(ab), S.true),
+                                          Hypothesis("AB_positive", Q.positive_definite(ab), S.true)],
+                      [alias], mul(root, root), pb, [(pb, "power_combine")]), "(diag_eq (ltac:(rewrite /P")
     return out
 
 

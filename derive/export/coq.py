@@ -873,6 +873,10 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
                 if i > j:
                     proof = f"(posdef_add_psd {proof} {psds[i]})"
             return proof
+    if depth < 3:  # issue 29: unfolded through definitions and equations
+        unfolded = _by_unfolding(t, facts, depth, _pd, "posdef_eq", facts.pd)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked and depth == 0:
         return f"(ltac:(done) : posdef {show(ast(t), False)})"
     raise Unsupported(f"the positive definiteness of {t} is judged by the kernel in a way the export does not "
@@ -940,7 +944,21 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
                       "not model")
 
 
-def _diag(t, facts: _Facts) -> str:
+def _diag_product(coeff, mats, facts: _Facts) -> str:
+    """`is_diag_mx (c D_1 ... D_r)` from each D_i diagonal (diag_mul, diag_scale, diag_opp)."""
+    proof = _diag(mats[0], facts)
+    for m in mats[1:]:
+        proof = f"(diag_mul {proof} {_diag(m, facts)})"
+    if coeff == 1:
+        return proof
+    if coeff == -1:
+        return f"(diag_opp {proof})"
+    if coeff.could_extract_minus_sign():
+        return f"(diag_opp (diag_scale {_scalar(-coeff)} {proof}))"
+    return f"(diag_scale {_scalar(coeff)} {proof})"
+
+
+def _diag(t, facts: _Facts, depth: int = 0) -> str:
     """A Coq proof of `is_diag_mx t`: a hypothesis, I, c I, transposes, c D_1 ... D_r and sums of diagonal
     matrices."""
     t = canon(t)
@@ -953,22 +971,25 @@ def _diag(t, facts: _Facts) -> str:
         return f"(@scalar_mx_is_diag R {_dim(t.shape[0])} 1)"
     if type(t) is Transpose:
         return f"(diag_tr {_diag(t.args[0], facts)})"
-    if type(t) is MatMul and all(m.shape[0] == m.shape[1] for m in mats):  # c D_1 ... D_r, square diagonal D_i
-        proof = _diag(mats[0], facts)
-        for m in mats[1:]:
-            proof = f"(diag_mul {proof} {_diag(m, facts)})"
-        if coeff == 1:
-            return proof
-        if coeff == -1:
-            return f"(diag_opp {proof})"
-        if coeff.could_extract_minus_sign():
-            return f"(diag_opp (diag_scale {_scalar(-coeff)} {proof}))"
-        return f"(diag_scale {_scalar(coeff)} {proof})"
+    if type(t) is MatMul and all(m.shape[0] == m.shape[1] for m in mats):
+        try:  # c D_1 ... D_r, square diagonal D_i (else, issue 29, the product unfolded below)
+            return _diag_product(coeff, mats, facts)
+        except Unsupported:
+            if depth >= 3:
+                raise
     if type(t) is MatAdd:
-        proof = _diag(t.args[0], facts)
-        for a in t.args[1:]:
-            proof = f"(diag_add {proof} {_diag(a, facts)})"
-        return proof
+        try:  # a sum of diagonal matrices (else, issue 29, the sum unfolded below)
+            proof = _diag(t.args[0], facts)
+            for a in t.args[1:]:
+                proof = f"(diag_add {proof} {_diag(a, facts)})"
+            return proof
+        except Unsupported:
+            if depth >= 3:
+                raise
+    if depth < 3:  # issue 29: unfolded through definitions and equations
+        unfolded = _by_unfolding(t, facts, depth, _diag, "diag_eq", facts.diag)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked:
         return f"(ltac:(done) : is_diag_mx {show(ast(t), False)})"
     raise Unsupported(f"that {t} is diagonal is judged by the kernel in a way the export does not model")
@@ -999,6 +1020,11 @@ def _sym(t, facts: _Facts, depth: int = 0) -> str:
                         return f"(sym_eq {p} {_sym(other, facts, depth + 1)})"
                     except Unsupported:
                         pass
+    if depth < 3:  # issue 29: unfolded through definitions and equations (symmetric or diagonal facts)
+        known = {**{m: f"(diag_sym {p})" for m, p in (facts.diag or {}).items()}, **facts.sym}
+        unfolded = _by_unfolding(t, facts, depth, _sym, "sym_eq", known)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked and depth == 0:
         return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
     raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
@@ -2186,6 +2212,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         shifted = {d.name: _shifted_name(d) for d in _SHIFTED}
         out.append("Variables " + " ".join(shifted.get(d, _ident(d)) for d in dims) + " : nat.")
     facts = _Facts({}, {}, [], {}, {}, unchecked, forall={})
+    facts.definitions = [(d.symbol, canon(d.rhs), _ident(d.symbol.name)) for d in proof.definitions]  # issue 29
     facts.positive, facts.norm = {}, _NORM_SCALARS if scalars or _has_coefficients(proof) else _NORM
     for d in _coefficient_dimensions(terms):  # issue 29: n as a coefficient, n > 0 as the kernel takes it
         hn = f"{_ident(d.name)}_dim_positive"
@@ -2223,7 +2250,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
                 facts.pd[canon(m)] = hn
                 facts.unit[canon(m)] = f"(posdef_unit {hn})"
             elif pred == "diagonal":
-                out.append(f"Hypothesis {hn} : is_diag_mx {mt}.")
+                out.append(f"Hypothesis {hn} : is_diag_mx {show(ast(m), False)}.")
                 facts.diag[canon(m)] = hn
             else:
                 raise Unsupported(f"the predicate {pred} is not exported")
@@ -2257,7 +2284,6 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         body = show(ast(canon(d.rhs)))
         out.append(f"Definition {dn} : {_mtype(*d.symbol.shape)} := {body}.")
         defs[d.name] = (d.symbol, canon(d.rhs), f"(erefl : {dn} = {body})")
-    facts.definitions = [(d.symbol, canon(d.rhs), _ident(d.symbol.name)) for d in proof.definitions]  # issue 29
     out += late
     out += [_family(f) for f in proof.families]
     out.append("")

@@ -664,3 +664,12 @@ have -> : v^T *m (B^T *m B) *m v = (B *m v)^T *m (B *m v) by rewrite trmx_mul !m
 exact: sqnorm_gt0.
 Qed.
 End CongrPD.
+
+Section Unfolding.
+(* issue 29: a judgment carried over an equation A = B (B unfolded: definitions, equations, transposes pushed) *)
+Variable R : realFieldType.
+Lemma posdef_eq n (A B : 'M[R]_n) : A = B -> posdef B -> posdef A.
+Proof. by move->. Qed.
+Lemma diag_eq n (A B : 'M[R]_n) : A = B -> is_diag_mx B -> is_diag_mx A.
+Proof. by move->. Qed.
+End Unfolding.
