@@ -629,8 +629,20 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
     out["scalar_hypothesis_sign"] = (
         _checked_with("scalar_hypothesis_sign", [lambda_mu], [], mul(inv(ridge), ridge), Identity(k),
                       [(Identity(k), "inverse_cancel")]), "(sgin_gt0 (sgin_eq lambda_mu")
-    # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
+    # collect across monomials: λAB + AB = (λ + 1)AB; 2λA + B − ½μA + λA = (3λ − ½μ)A + B
     from sympy import Rational, Symbol
+
+    lam_, mu_ = Symbol("lambda", positive=True), Symbol("mu", positive=True)
+    a2, b3 = MatrixSymbol("A", k, k), MatrixSymbol("C", k, k)
+    result = mul(lam_ + 1, a2, b3)
+    out["collect_monomials"] = (_checked_with("collect_monomials", [], [], add([mul(lam_, a2, b3), mul(a2, b3)]),
+                                              result, [(result, "collect")]), "= (1%:R + lambda) *: (A *m C)")
+    result = add([mul(3 * lam_ - mu_ / 2, a2), b3])
+    out["collect_monomials_three"] = (
+        _checked_with("collect_monomials_three", [], [], add([mul(2 * lam_, a2), b3, mul(-mu_ / 2, a2),
+                                                              mul(lam_, a2)]), result, [(result, "collect")]),
+        "(etrans (ltac:(by rewrite ?addrA)")
+    # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
     from sympy.matrices.expressions import MatPow
 
     from derive.kernel import Definition
@@ -835,12 +847,12 @@ def test_coq_rejects_a_wrong_collect(tmp_path):
 @needs_coq
 def test_coq_rejects_wrong_issue29_translations(tmp_path):
     """Exported unchecked, Coq refuses: W := LX (not L⁻¹X), whose WᵀW no unfolding shows invertible; a step μ³A = λA
-    citing λ = μ²; a step (n⁻¹A)⁻¹ = n⁻¹A⁻¹ (the coefficient not inverted)."""
+    citing λ = μ²; λA + A = (λ + 2)A; a step (n⁻¹A)⁻¹ = n⁻¹A⁻¹ (the coefficient not inverted)."""
     from sympy import Q, S
     from sympy.matrices.expressions import Identity, MatrixSymbol
 
     from derive.kernel import Definition, Hypothesis
-    from derive.kernel.terms import inv, mul, transpose
+    from derive.kernel.terms import add, inv, mul, transpose
 
     n, k, x, l_, w, whitening, _, lam, mu, lambda_mu = _issue29_parts()
     gram = mul(transpose(w), w)
@@ -849,11 +861,14 @@ def test_coq_rejects_wrong_issue29_translations(tmp_path):
                      [(Identity(k), "inverse_cancel")], [Definition("W", w, mul(l_, x))]),
              _forged("wrong_scalar_hypothesis", [lambda_mu], mul(mu ** 3, a), mul(lam, a),
                      [(mul(lam, a), "hyp:lambda_mu")]),
+             _forged("wrong_monomials_collect", [], add([mul(lam, a), a]), mul(lam + 2, a),
+                     [(mul(lam + 2, a), "collect")]),
              _forged("wrong_dimension_coefficient", [Hypothesis("A_invertible", Q.invertible(a), S.true)],
                      inv(mul(1 / n, a)), mul(1 / n, inv(a)),
                      [(mul(1 / n, inv(a)), "inverse_product")])]
     export = export_certificates(wrong, unchecked=True)
-    assert export.exported == ["wrong_unfolding", "wrong_scalar_hypothesis", "wrong_dimension_coefficient"], \
+    assert export.exported == ["wrong_unfolding", "wrong_scalar_hypothesis", "wrong_monomials_collect",
+                               "wrong_dimension_coefficient"], \
         export.skipped
     write_export(export, tmp_path)
     verdicts = compile_export(tmp_path, export.exported)

@@ -1439,11 +1439,17 @@ def _collect_group(sub) -> list:
         # c_i = q_i m: rational q_i, one scalar monomial m (m = 1: rational constants)
         split_q = [c.as_coeff_Mul() for c in coeffs]
         common = {m for _, m in split_q}
-        if len(members) < 2 or len(common) != 1 or not all(isinstance(q, sympy.Rational) for q, _ in split_q):
+        if len(members) < 2 or not all(isinstance(q, sympy.Rational) for q, _ in split_q):
             continue
-        monomial = common.pop()
+        if len(common) > 1:  # issue 29: several monomials (λA + A = (λ + 1)A), grouped by monomial
+            several = _monomial_groups(members, coeffs, split_q)
+            if several is None:
+                continue
+            members, coeffs, split_q, subgroups = several
+        monomial = common.pop() if len(common) == 1 else None
         try:
-            _scalar(monomial)
+            for m in common | ({monomial} if monomial is not None else set()):
+                _scalar(m)
         except Unsupported:
             continue
         total = sympy.Add(*coeffs)
@@ -1456,7 +1462,8 @@ def _collect_group(sub) -> list:
         cs = " + ".join(_scalar(c) for c in coeffs)
         split = (f"(ltac:(by rewrite {' '.join(['[in RHS]scalerDl'] * (len(coeffs) - 1))} {_COLLECT_SPLIT}) : "
                  f"{show(group)} = ({cs}) *: {mt})")
-        scalar = _rational_sum([q for q, _ in split_q], monomial, cs, _scalar(total))
+        scalar = _rational_sum([q for q, _ in split_q], monomial, cs, _scalar(total)) if monomial is not None \
+            else _monomials_sum(subgroups, cs, total)
         tail = "?mulr1n ?mulr0n ?mulNr ?scaleN1r ?scale1r ?scaleNr ?scale0r"
         proof = (f"ltac:(by rewrite {split} {scalar} {tail})" if not rest else
                  f"ltac:(have g_ : {show(group)} = {show(ctree)} := ltac:(by rewrite {split} {scalar} {tail}); "
@@ -1465,6 +1472,47 @@ def _collect_group(sub) -> list:
         rtree = ("add", [ctree] + [ast(r) for r in rest]) if rest else ctree
         out.append((add(rest, collected) if rest else collected, proof, rtree, ltree))
     return out
+
+
+def _monomial_groups(members: list, coeffs: list, split_q: list):
+    """The members of a collected group ordered by monomial, in the order of the terms of the sum c_1 + ... + c_k
+    as the normal form writes it (issue 29: c_i = q_i m_i with different monomials m_i), and the groups (their
+    coefficients, rational parts, monomial, sum); None when a monomial's coefficients cancel (the sum's terms are
+    then not the groups' sums) or the sum is not written so."""
+    total = sympy.Add(*coeffs)
+    by_monomial: dict = {}
+    for member, c, (q, m) in zip(members, coeffs, split_q, strict=True):
+        by_monomial.setdefault(m, []).append((member, c, q))
+    sums = {m: sympy.Add(*[c for _, c, _ in group]) for m, group in by_monomial.items()}
+    if any(v == 0 for v in sums.values()) or not isinstance(total, sympy.Add) or \
+            sorted(map(sympy.srepr, total.args)) != sorted(map(sympy.srepr, sums.values())):
+        return None
+    order = sorted(by_monomial, key=lambda m: [sympy.srepr(a) for a in total.args].index(sympy.srepr(sums[m])))
+    members_, coeffs_, split_, groups = [], [], [], []
+    for m in order:
+        group = by_monomial[m]
+        members_ += [member for member, _, _ in group]
+        coeffs_ += [c for _, c, _ in group]
+        split_ += [(q, m) for _, _, q in group]
+        groups.append(([c for _, c, _ in group], [q for _, _, q in group], m, sums[m]))
+    return members_, coeffs_, split_, groups
+
+
+def _monomials_sum(groups: list, cs: str, total) -> str:
+    """A Coq proof term of `cs = total` for coefficients of several monomials, ordered by monomial (issue 29):
+    re-associated into one parenthesised sum per monomial (`addrA`), each rewritten to its term of the total by
+    ``_rational_sum`` (`mulrDl`, the rational sum computed in `rat`); "" when there is nothing to rewrite."""
+    parts, rewrites = [], []
+    for cs_j, qs, m, sum_j in groups:
+        text = " + ".join(_scalar(c) for c in cs_j)
+        parts.append(f"({text})")
+        if len(cs_j) > 1:
+            rewrites.append(_rational_sum(qs, m if m != 1 else 1, text, _scalar(sum_j)))
+    grouped = " + ".join(parts)
+    regroup = f"(ltac:(by rewrite ?addrA) : ({cs}) = {grouped})"
+    if not rewrites:  # one coefficient per monomial: the sum is already the total, term for term
+        return ""
+    return (f"(etrans {regroup} (ltac:(by rewrite {' '.join(rewrites)}) : {grouped} = {_scalar(total)}))")
 
 
 def _rational_sum(qs: list, monomial, cs: str, total: str) -> str:
