@@ -642,6 +642,32 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
         _checked_with("collect_monomials_three", [], [], add([mul(2 * lam_, a2), b3, mul(-mu_ / 2, a2),
                                                               mul(lam_, a2)]), result, [(result, "collect")]),
         "(etrans (ltac:(by rewrite ?addrA)")
+    # the kernel's signs of tr s: 1 + tr(gᵀg) > 0 (tr of a positive semidefinite matrix), tr s != 0 (s invertible);
+    # an index t as a coefficient (t >= 0)
+    from sympy import Trace
+
+    g, u, v, s1 = MatrixSymbol("g", k, 1), MatrixSymbol("u", k, 1), MatrixSymbol("v", 1, k), MatrixSymbol("s", 1, 1)
+    result = mul(1 / (1 + Trace(mul(transpose(g), g))), u, v)
+    out["sign_trace_semidefinite"] = (
+        _checked_with("sign_trace_semidefinite", [], [], mul(1 / (1 + Trace(mul(transpose(g), g))),
+                                                             transpose(transpose(u)), v), result,
+                      [(result, "transpose_transpose")]), "(sgin_tr_psd (psd_gram g))")
+    result = mul(1 / Trace(s1), u, v)
+    out["sign_trace_invertible"] = (
+        _checked_with("sign_trace_invertible", [Hypothesis("s_invertible", Q.invertible(s1), S.true)], [],
+                      mul(1 / Trace(s1), transpose(transpose(u)), v), result, [(result, "transpose_transpose")]),
+        "(sgin_tr_unit s_invertible)")
+    t_ = Symbol("t", integer=True, nonnegative=True)
+    out["index_coefficient"] = (
+        _checked_with("index_coefficient", [], [], mul(t_, transpose(transpose(a2))), mul(t_, a2),
+                      [(mul(t_, a2), "transpose_transpose")]), "(t%:R : R) *: A")
+    # positive semidefinite through a transpose and an equation: λI + Mᵀ with M = GGᵀ is invertible
+    m2, g2 = MatrixSymbol("M", k, k), MatrixSymbol("G", k, n)
+    shifted = add([mul(lam_, Identity(k)), transpose(m2)])
+    out["psd_transpose_equation"] = (
+        _checked_with("psd_transpose_equation", [Hypothesis("M_gram", m2, mul(g2, transpose(g2)))], [],
+                      mul(inv(shifted), shifted), Identity(k), [(Identity(k), "inverse_cancel")]),
+        "(psd_tr (psd_eq M_gram")
     # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
     from sympy.matrices.expressions import MatPow
 

@@ -268,6 +268,8 @@ def _scalar(c) -> str:
         return _ident(c.name)
     if _is_dimension(c):  # issue 29: a dimension as a coefficient, the number n in R (n > 0 by a hypothesis)
         return f"({_dim(c)}%:R : R)"
+    if isinstance(c, sympy.Symbol) and _is_index(c):  # issue 29: an index t as a coefficient, t%:R
+        return f"({_index(c)}%:R : R)"
     if isinstance(c, Trace) and tuple(c.arg.shape) == (1, 1):  # a 1×1 matrix read as a scalar: its entry
         return f"({show(ast(canon(c.arg)), False)} 0 0)"
     if isinstance(c, sympy.Mul):
@@ -342,7 +344,17 @@ def _sign(c, facts: _Facts) -> tuple[frozenset, str]:
         try:
             return frozenset({1}), f"(sgin_tr_pos {_pd(c.arg, facts)})"
         except Unsupported:
+            pass
+        try:  # issue 29: tr s >= 0 for s positive semidefinite, != 0 for s invertible
+            return frozenset({0, 1}), f"(sgin_tr_psd {_psd(c.arg, facts)})"
+        except Unsupported:
+            pass
+        try:
+            return frozenset({-1, 1}), f"(sgin_tr_unit {_unit(c.arg, facts)})"
+        except Unsupported:
             return _UNKNOWN, f"(@sgin_any R {_scalar(c)})"
+    if isinstance(c, sympy.Symbol) and _is_index(c):  # issue 29: an index t, the number t%:R >= 0
+        return frozenset({0, 1}), f"(@sgin_index R {_index(c)})"
     if isinstance(c, (sympy.Mul, sympy.Add)):
         signs, proof = _sign(c.args[0], facts)
         for a in c.args[1:]:
@@ -940,8 +952,33 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
             return f"(posdef_psd {_pd(t, facts, depth + 1)})"
         except Unsupported:
             pass
+    more = _psd_more(t, facts, depth)  # issue 29
+    if more is not None:
+        return more
     raise Unsupported(f"the positive semidefiniteness of {t} is judged by the kernel in a way the export does "
                       "not model")
+
+
+def _psd_more(t, facts: _Facts, depth: int) -> str | None:
+    """The rest of the kernel's positive semidefiniteness (issue 29): a square 0 (`psd0`), a transpose (`psd_tr`), a
+    matrix equal by an equation to a positive semidefinite one (`psd_eq`), or so once unfolded."""
+    if type(t) is ZeroMatrix and t.shape[0] == t.shape[1]:
+        return f"(@psd0 R {_dim(t.shape[0])})"
+    try:
+        if type(t) is Transpose:
+            return f"(psd_tr {_psd(t.args[0], facts, depth)})"
+    except Unsupported:
+        pass
+    if depth < 3:
+        for lhs, rhs, proof in facts.equations:
+            for this, other, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+                if this == t and other != t and other.shape[0] == other.shape[1]:
+                    try:
+                        return f"(psd_eq {p} {_psd(other, facts, depth + 1)})"
+                    except Unsupported:
+                        pass
+        return _by_unfolding(t, facts, depth, _psd, "psd_eq", {})
+    return None
 
 
 def _diag_product(coeff, mats, facts: _Facts) -> str:

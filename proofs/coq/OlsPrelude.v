@@ -672,4 +672,33 @@ Lemma posdef_eq n (A B : 'M[R]_n) : A = B -> posdef B -> posdef A.
 Proof. by move->. Qed.
 Lemma diag_eq n (A B : 'M[R]_n) : A = B -> is_diag_mx B -> is_diag_mx A.
 Proof. by move->. Qed.
+Lemma psd_eq n (A B : 'M[R]_n) : A = B -> psd B -> psd A.
+Proof. by move->. Qed.
+Lemma psd_tr n (A : 'M[R]_n) : psd A -> psd A^T.
+Proof.
+move=> ps v; have e : (v^T *m A^T *m v) 0 0 = ((v^T *m A^T *m v)^T) 0 0 by rewrite [RHS]mxE.
+by rewrite e !trmx_mul !trmxK mulmxA; apply: ps.
+Qed.
+Lemma psd0 n : psd (0 : 'M[R]_n).
+Proof. by move=> v; rewrite mulmx0 mul0mx mxE Order.POrderTheory.lexx. Qed.
 End Unfolding.
+
+Section SignsMore.
+(* issue 29: the kernel's signs of tr s (a 1×1 s, read as its entry s 0 0): >= 0 for s positive semidefinite, != 0
+   for s invertible; and of a non-negative number (an index t read as the scalar t%:R) *)
+Variable R : realFieldType.
+Lemma sgin_ge0 (x : R) : 0 <= x -> sgin x [:: Posz 0; Posz 1].
+Proof.
+rewrite Order.POrderTheory.le_eqVlt => /orP [/eqP <- | h]; first by rewrite /sgin sgz0.
+by rewrite /sgin gtr0_sgz.
+Qed.
+Lemma sgin_tr_psd (s : 'M[R]_1) : psd s -> sgin (s 0 0) [:: Posz 0; Posz 1].
+Proof. by move=> ps; apply: sgin_ge0; have := ps 1%:M; rewrite trmx1 mul1mx mulmx1. Qed.
+Lemma sgin_tr_unit (s : 'M[R]_1) : s \in unitmx -> sgin (s 0 0) [:: Negz 0; Posz 1].
+Proof.
+rewrite unitmxE {1}(mx11_scalar s) det_scalar1 unitfE => nz.
+by rewrite /sgin /sgz (negbTE nz); case: (s 0 0 < 0).
+Qed.
+Lemma sgin_index (t : nat) : sgin (t%:R : R) [:: Posz 0; Posz 1].
+Proof. exact/sgin_ge0/ler0n. Qed.
+End SignsMore.
