@@ -605,11 +605,11 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
     """The judgments and scalar language of issue 29: invertibility through a definition and an equation (the
     kernel's unfolding), a dimension as a coefficient (1/n, its cancellation), a scalar hypothesis λ = μ² (a step
     citing it, and λ > 0 judged from it)."""
-    from sympy import Q, S
-    from sympy.matrices.expressions import Identity, MatrixSymbol
+    from sympy import Q, Rational, S, Symbol, Trace
+    from sympy.matrices.expressions import Identity, MatPow, MatrixSymbol, ZeroMatrix
 
-    from derive.kernel import Hypothesis
-    from derive.kernel.terms import add, inv, mul, transpose
+    from derive.kernel import Definition, Hypothesis
+    from derive.kernel.terms import add, block, inv, mul, transpose
 
     n, k, x, _, w, whitening, definition, lam, mu, lambda_mu = _issue29_parts()
     out = {}
@@ -630,8 +630,6 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
         _checked_with("scalar_hypothesis_sign", [lambda_mu], [], mul(inv(ridge), ridge), Identity(k),
                       [(Identity(k), "inverse_cancel")]), "(sgin_gt0 (sgin_eq lambda_mu")
     # collect across monomials: λAB + AB = (λ + 1)AB; 2λA + B − ½μA + λA = (3λ − ½μ)A + B
-    from sympy import Rational, Symbol
-
     lam_, mu_ = Symbol("lambda", positive=True), Symbol("mu", positive=True)
     a2, b3 = MatrixSymbol("A", k, k), MatrixSymbol("C", k, k)
     result = mul(lam_ + 1, a2, b3)
@@ -644,8 +642,6 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
         "(etrans (ltac:(by rewrite ?addrA)")
     # the kernel's signs of tr s: 1 + tr(gᵀg) > 0 (tr of a positive semidefinite matrix), tr s != 0 (s invertible);
     # an index t as a coefficient (t >= 0)
-    from sympy import Trace
-
     g, u, v, s1 = MatrixSymbol("g", k, 1), MatrixSymbol("u", k, 1), MatrixSymbol("v", 1, k), MatrixSymbol("s", 1, 1)
     result = mul(1 / (1 + Trace(mul(transpose(g), g))), u, v)
     out["sign_trace_semidefinite"] = (
@@ -668,11 +664,22 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
         _checked_with("psd_transpose_equation", [Hypothesis("M_gram", m2, mul(g2, transpose(g2)))], [],
                       mul(inv(shifted), shifted), Identity(k), [(Identity(k), "inverse_cancel")]),
         "(psd_tr (psd_eq M_gram")
+    # block-diagonal matrices: [[A, 0], [0, D]]^½ (A, D diagonal positive definite: diag_block_diag,
+    # posdef_block_diag), λI + [[GᵀG, 0], [0, HHᵀ]] invertible (psd_block_diag)
+    d2, h2, g3 = MatrixSymbol("D", n, n), MatrixSymbol("H", n, k), MatrixSymbol("G", k, k)
+    diagonal_blocks = block([[a2, ZeroMatrix(k, n)], [ZeroMatrix(n, k), d2]])
+    root = MatPow(diagonal_blocks, Rational(1, 2))
+    facts_ = [Hypothesis(f"{x}_{p}", getattr(Q, p)(y), S.true) for x, y in (("A", a2), ("D", d2))
+              for p in ("diagonal", "positive_definite")]
+    out["block_diagonal_root"] = (
+        _checked_with("block_diagonal_root", facts_, [], mul(root, root), diagonal_blocks,
+                      [(diagonal_blocks, "power_combine")]), "(posdef_block_diag A_positive_definite")
+    semidefinite = add([mul(lam_, Identity(k + n)), block([[mul(transpose(g3), g3), ZeroMatrix(k, n)],
+                                                            [ZeroMatrix(n, k), mul(h2, transpose(h2))]])])
+    out["block_diagonal_semidefinite"] = (
+        _checked_with("block_diagonal_semidefinite", [], [], mul(inv(semidefinite), semidefinite),
+                      Identity(k + n), [(Identity(k + n), "inverse_cancel")]), "(psd_block_diag (psd_gram G)")
     # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
-    from sympy.matrices.expressions import MatPow
-
-    from derive.kernel import Definition
-
     b2, p_ = MatrixSymbol("B", k, k), MatrixSymbol("P", k, k)
     alias, pb, ab = Definition("P", p_, a), mul(p_, b2), mul(a, b2)
     out["unfold_symmetric"] = (

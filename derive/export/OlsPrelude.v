@@ -702,3 +702,28 @@ Qed.
 Lemma sgin_index (t : nat) : sgin (t%:R : R) [:: Posz 0; Posz 1].
 Proof. exact/sgin_ge0/ler0n. Qed.
 End SignsMore.
+
+Section BlockDiagonal.
+(* issue 29: a block-diagonal matrix [[A, 0], [0, D]] is positive (semi)definite, or diagonal, when A and D are:
+   vᵀ[[A, 0], [0, D]]v = v₁ᵀAv₁ + v₂ᵀDv₂ for v = [v₁; v₂], and v ≠ 0 makes v₁ or v₂ non-zero *)
+Variable R : realFieldType.
+Lemma block_diag_form m n (A : 'M[R]_m) (D : 'M[R]_n) (v : 'cV[R]_(m + n)) :
+  (v^T *m block_mx A 0 0 D *m v) 0 0 =
+  ((usubmx v)^T *m A *m usubmx v) 0 0 + ((dsubmx v)^T *m D *m dsubmx v) 0 0.
+Proof. by rewrite -{1 2}(vsubmxK v) tr_col_mx mul_row_block !mulmx0 addr0 add0r mul_row_col mxE. Qed.
+Lemma psd_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) : psd A -> psd D -> psd (block_mx A 0 0 D).
+Proof. by move=> pA pD v; rewrite block_diag_form addr_ge0. Qed.
+Lemma posdef_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) :
+  posdef A -> posdef D -> posdef (block_mx A 0 0 D).
+Proof.
+move=> pA pD v nz; rewrite block_diag_form.
+have [u0|u0] := eqVneq (usubmx v) 0; have [d0|d0] := eqVneq (dsubmx v) 0.
+- by move: nz; rewrite -(vsubmxK v) u0 d0 col_mx0 eqxx.
+- by rewrite u0 trmx0 !mul0mx [X in X + _]mxE add0r pD.
+- by rewrite d0 trmx0 !mul0mx [X in _ + X]mxE addr0 pA.
+- by rewrite ltr_paddr ?pA // Order.POrderTheory.ltW ?pD.
+Qed.
+Lemma diag_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) :
+  is_diag_mx A -> is_diag_mx D -> is_diag_mx (block_mx A 0 0 D).
+Proof. by move=> dA dD; rewrite is_diag_block_mx // !eqxx dA dD. Qed.
+End BlockDiagonal.

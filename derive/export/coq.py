@@ -885,6 +885,12 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
                 if i > j:
                     proof = f"(posdef_add_psd {proof} {psds[i]})"
             return proof
+    blocks = _two_diagonal_blocks(t)  # issue 29: [[A, 0], [0, D]], A and D positive definite
+    if blocks is not None:
+        try:
+            return f"(posdef_block_diag {_pd(blocks[0], facts, depth)} {_pd(blocks[1], facts, depth)})"
+        except Unsupported:
+            pass
     if depth < 3:  # issue 29: unfolded through definitions and equations
         unfolded = _by_unfolding(t, facts, depth, _pd, "posdef_eq", facts.pd)
         if unfolded is not None:
@@ -959,11 +965,27 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
                       "not model")
 
 
+def _two_diagonal_blocks(t):
+    """(A, D) of a 2 × 2 block matrix [[A, 0], [0, D]] with A and D square, else None."""
+    if type(t) is not BlockMatrix or t.blockshape != (2, 2):
+        return None
+    (a, b), (c, d) = blocks_of(t)
+    if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
+        return a, d
+    return None
+
+
 def _psd_more(t, facts: _Facts, depth: int) -> str | None:
     """The rest of the kernel's positive semidefiniteness (issue 29): a square 0 (`psd0`), a transpose (`psd_tr`), a
     matrix equal by an equation to a positive semidefinite one (`psd_eq`), or so once unfolded."""
     if type(t) is ZeroMatrix and t.shape[0] == t.shape[1]:
         return f"(@psd0 R {_dim(t.shape[0])})"
+    blocks = _two_diagonal_blocks(t)  # [[A, 0], [0, D]], A and D positive semidefinite
+    if blocks is not None:
+        try:
+            return f"(psd_block_diag {_psd(blocks[0], facts, depth)} {_psd(blocks[1], facts, depth)})"
+        except Unsupported:
+            pass
     try:
         if type(t) is Transpose:
             return f"(psd_tr {_psd(t.args[0], facts, depth)})"
@@ -1023,6 +1045,12 @@ def _diag(t, facts: _Facts, depth: int = 0) -> str:
         except Unsupported:
             if depth >= 3:
                 raise
+    blocks = _two_diagonal_blocks(t)  # issue 29: [[A, 0], [0, D]], A and D diagonal
+    if blocks is not None:
+        try:
+            return f"(diag_block_diag {_diag(blocks[0], facts, depth)} {_diag(blocks[1], facts, depth)})"
+        except Unsupported:
+            pass
     if depth < 3:  # issue 29: unfolded through definitions and equations
         unfolded = _by_unfolding(t, facts, depth, _diag, "diag_eq", facts.diag)
         if unfolded is not None:
