@@ -679,6 +679,11 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
     out["block_diagonal_semidefinite"] = (
         _checked_with("block_diagonal_semidefinite", [], [], mul(inv(semidefinite), semidefinite),
                       Identity(k + n), [(Identity(k + n), "inverse_cancel")]), "(psd_block_diag (psd_gram G)")
+    # the root of the inverse of a diagonal matrix (diag_inv; (A⁻¹)^½ (A⁻¹)^½ = A⁻¹ is mpow2 of the base A⁻¹)
+    root = MatPow(inv(a2), Rational(1, 2))
+    out["diagonal_inverse_root"] = (
+        _checked_with("diagonal_inverse_root", facts_[:2], [], mul(root, root), inv(a2),
+                      [(inv(a2), "power_combine")]), "(diag_inv A_diagonal)")
     # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
     b2, p_ = MatrixSymbol("B", k, k), MatrixSymbol("P", k, k)
     alias, pb, ab = Definition("P", p_, a), mul(p_, b2), mul(a, b2)

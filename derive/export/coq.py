@@ -1030,6 +1030,16 @@ def _diag(t, facts: _Facts, depth: int = 0) -> str:
         return f"(@scalar_mx_is_diag R {_dim(t.shape[0])} 1)"
     if type(t) is Transpose:
         return f"(diag_tr {_diag(t.args[0], facts)})"
+    try:  # issue 29: inverses and powers of diagonal matrices (an entrywise power `mpow` is a `diag_mx`)
+        if type(t) is Inverse:
+            return f"(diag_inv {_diag(t.args[0], facts, depth)})"
+        if type(t) is MatPow and _is_integer_power(t):
+            return (f"(@diag_ipow R _ {show(ast(t.args[0]), False)} {_int(int(t.args[1]))} "
+                    f"{_diag(t.args[0], facts, depth)})")
+        if type(t) is MatPow:
+            return f"(diag_mx_is_diag _ : is_diag_mx {show(ast(t), False)})"
+    except Unsupported:
+        pass
     if type(t) is MatMul and all(m.shape[0] == m.shape[1] for m in mats):
         try:  # c D_1 ... D_r, square diagonal D_i (else, issue 29, the product unfolded below)
             return _diag_product(coeff, mats, facts)
@@ -1405,9 +1415,9 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                     raise Unsupported(f"the power {e} is not a multiple of 1/2 (only those are exported)")
                 if type(m) is MatPow:
                     return "erefl"
-                if type(m) is Identity:
+                if e == 0:
                     return f"(esym (mpow0 {bt}))"
-                if type(m) is Inverse:
+                if e == -1:  # by the exponent, not the shape: the base may itself be an inverse, (A⁻¹)^1 = A⁻¹
                     return f"(esym (mpowN2 {hd} {hp}))"
                 return f"(esym (mpow2 {hd} {hp}))"
 

@@ -727,3 +727,22 @@ Lemma diag_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) :
   is_diag_mx A -> is_diag_mx D -> is_diag_mx (block_mx A 0 0 D).
 Proof. by move=> dA dD; rewrite is_diag_block_mx // !eqxx dA dD. Qed.
 End BlockDiagonal.
+
+Section DiagPowers.
+(* issue 29: inverses and integer powers of diagonal matrices are diagonal (invmx is the identity off unitmx) *)
+Variable R : realFieldType.
+Lemma diag_inv n (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx (invmx A).
+Proof.
+move=> dA; have [uA|nuA] := boolP (A \in unitmx); last by rewrite invmx_out.
+move: uA dA => + /diag_mxP [d dE]; rewrite dE => uA.
+have nz i : d 0 i != 0.
+  move: uA; rewrite unitmxE det_diag unitfE; apply: contraNneq => z.
+  by rewrite (bigD1 i) //= z mul0r.
+suff -> : invmx (diag_mx d) = diag_mx (\row_j (d 0 j)^-1) by exact: diag_mx_is_diag.
+apply: mul1_invmx; rewrite mulmx_diag; apply/matrixP => i j; rewrite !mxE mulfV //.
+Qed.
+Lemma diag_npow n (A : 'M[R]_n) m : is_diag_mx A -> is_diag_mx (npow A m).
+Proof. by move=> dA; elim: m => [|m IH] /=; [exact: scalar_mx_is_diag | exact: diag_mul]. Qed.
+Lemma diag_ipow n (A : 'M[R]_n) k : is_diag_mx A -> is_diag_mx (ipow A k).
+Proof. by move=> dA; rewrite /ipow; case: k => m; [exact: diag_npow | apply: diag_inv; exact: diag_npow]. Qed.
+End DiagPowers.
