@@ -684,6 +684,12 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
     out["diagonal_inverse_root"] = (
         _checked_with("diagonal_inverse_root", facts_[:2], [], mul(root, root), inv(a2),
                       [(inv(a2), "power_combine")]), "(diag_inv A_diagonal)")
+    # invertible by a one-sided inverse of more than two factors: A B C = I makes A (and C, if square) invertible
+    b4, c4 = MatrixSymbol("B", k, n), MatrixSymbol("C", n, k)
+    one_sided = Hypothesis("right_inverse", mul(a2, b4, c4), Identity(k))
+    out["one_sided_inverse_product"] = (
+        _checked_with("one_sided_inverse_product", [one_sided], [], mul(inv(a2), a2), Identity(k),
+                      [(Identity(k), "inverse_cancel")]), "(unit_left (ltac:(rewrite ?mulmxA; exact: right_inverse)")
     # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
     b2, p_ = MatrixSymbol("B", k, k), MatrixSymbol("P", k, k)
     alias, pb, ab = Definition("P", p_, a), mul(p_, b2), mul(a, b2)

@@ -672,6 +672,12 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
                 mats = factors_of(prod)[1]
                 if len(mats) == 2 and mats[0].shape[0] == mats[0].shape[1] and t in mats:
                     return f"({'unit_left' if mats[0] == t else 'unit_right'} {p})"
+                if len(mats) > 2 and t.shape[0] == t.shape[1] and t in (mats[0], mats[-1]):  # issue 29: F₁ ⋯ F_r = I
+                    if mats[-1] == t:  # (F₁ ⋯ F_{r-1}) F_r = I, as printed (left-associated)
+                        return f"(unit_right {p})"
+                    rest = show(ast(mul(mats[1:])), False)
+                    return (f"(unit_left (ltac:(rewrite ?mulmxA; exact: {p}) : {show(ast(t), False)} *m {rest} = "
+                            f"{show(ast(one))}))")
     if depth < 3:  # equal to a matrix known invertible, by a hypothesis or a lemma already proved
         for lhs, rhs, proof in facts.equations:
             for this, other, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
