@@ -1687,7 +1687,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "transpose_symmetric": "the symmetry, proved as the kernel judges it (_sym)",
     "transpose_inverse": "trmx_inv",
     "transpose_zero": "trmx0",
-    "inverse_product": "inverse_product (inverse_scale for c A B), unitmx facts by _unit",
+    "inverse_product": "inverse_product (inverse_scale for c A B, invrK for c = 1/d), unitmx facts by _unit",
     "inverse_identity": "invmx1",
     "inverse_inverse": "invmxK",
     "inverse_cancel": "mulVmx/mulmxV with the unitmx fact",
@@ -1696,7 +1696,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "zero_mul": "mulmx0/mul0mx",
     "zero_add": "addr0/add0r",
     "collect": "subrK/addrK (a cancelling pair); scalerDl, mulrDl and rat_eq (any group of rational multiples of one "
-               "scalar monomial)",
+               "scalar monomial, or of several: grouped by monomial, addrA)",
     "distribute": "mulmxDl/mulmxDr (scalerDr under a coefficient)",
     "block_multiply": "mul_row_col, mul_row_block, mul_block_col, mulmx_block, mul_col_row, mul_col_mx, mul_mx_row",
     "block_transpose": "tr_row_mx/tr_col_mx/tr_block_mx",
@@ -1710,7 +1710,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "block_inverse_schur": "inverse_block_schur of the prelude's Schur section, unitmx facts of A and S",
     "block_inverse_schur_mirror": "inverse_block_schur_mirror, unitmx facts of D and T",
     "transpose_scalar": "entrywise on 'M_1 (_transpose_scalar_proofs: ord1, mxE)",
-    "hyp": "the hypothesis (a quantified one applied to the step's instance)",
+    "hyp": "the hypothesis (a quantified one applied to the step's instance; a scalar one, λ = r, by rewriting)",
     "def": "erefl (Definition)",
     "lemma": "the lemma (an induction lemma at the step's index)",
     "thm": "the cited theorem applied to the instance and to proofs of its hypotheses",
@@ -1722,7 +1722,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
 #: How each judgment of the kernel (``derive.kernel.judgments``) is proved in Coq: the exporter's function that
 #: writes the proof term, the way the kernel judged it.
 JUDGMENT_TRANSLATIONS: dict[str, str] = {
-    "invertible": "_unit",  # A \in unitmx
+    "invertible": "_unit",  # A \in unitmx (each judgment also through definitions and equations: _by_unfolding)
     "positive_definite": "_pd",  # posdef A
     "positive_semidefinite": "_psd",  # psd A
     "diagonal": "_diag",  # is_diag_mx A
@@ -1739,7 +1739,8 @@ JUDGMENT_TRANSLATIONS: dict[str, str] = {
     # proves it by the prelude's unit_block_schur / unit_block_schur_mirror
     "schur_blocks": "_unit",
     "schur_complement": "_unit",
-    # a coefficient's divisors non-zero (scalar hypotheses and sizes as coefficients are refused by the export)
+    # a coefficient's divisors non-zero (a scalar hypothesis λ = r gives λ the signs of r: sgin_eq; a dimension n is
+    # n%:R, positive by the hypothesis (0 < n)%N: dim_positive; an index t is t%:R >= 0: sgin_index)
     "require_coefficient_defined": "_nonzero",
 }
 
