@@ -919,8 +919,27 @@ def test_coq_rejects_wrong_issue29_translations(tmp_path):
     assert all(verdict != "ok" for verdict in verdicts.values()), verdicts
 
 
+@pytest.fixture
+def _registry_as_the_test_found_it():
+    """The theorems one test registers are unregistered after it (two user files may name one theorem alike:
+    ridge_as_augmented_ols), as conftest's module fixture does after a module."""
+    import sys
+
+    from derive.authoring import registry
+
+    registry.entries()
+    before, modules = set(registry._REGISTRY), set(sys.modules)
+    yield
+    for theorem_id in set(registry._REGISTRY) - before:
+        del registry._REGISTRY[theorem_id]
+    for name in set(sys.modules) - modules:
+        if name.startswith("_derive_user_library_"):
+            del sys.modules[name]
+
+
 @needs_coq
 @pytest.mark.slow
+@pytest.mark.usefixtures("_registry_as_the_test_found_it")
 @pytest.mark.parametrize("library", ["user_definedness", "user_partitioned", "user_routes", "user_scalars"])
 def test_every_user_theorem_file_is_exported_and_accepted_by_coq(tmp_path, capsys, library):
     """Each of the users' theorem files of tests/data: every theorem exported (exit status 0) and accepted by coqc,
