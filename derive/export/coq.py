@@ -2069,6 +2069,10 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     """(lhs, rhs, Coq proof) of a ``thm:`` step: the cited theorem applied to the instance and to proofs of
     its instantiated hypotheses."""
     proof = proof_from_data({**cited, "cites": []})
+    for h in proof.hypotheses:  # issue 29: its scalar variables and λ = r would be arguments too (not modelled)
+        if type(h.lhs) is sympy.Symbol:
+            raise Unsupported(f"cites {proof.theorem}, whose scalar hypothesis {h.name} is not passed on (citations "
+                              "of theorems with scalar hypotheses are not exported)")
     dims, mats = _parameters(proof)
     given = dict(step.instance)
     dimmap = {k: v for k, v in given.items() if not isinstance(k, MatrixSymbol)}
