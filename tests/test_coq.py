@@ -684,6 +684,12 @@ def _issue29_constructs() -> dict[str, tuple[dict, str]]:
     out["diagonal_inverse_root"] = (
         _checked_with("diagonal_inverse_root", facts_[:2], [], mul(root, root), inv(a2),
                       [(inv(a2), "power_combine")]), "(diag_inv A_diagonal)")
+    # the root of an integer power of a diagonal positive definite matrix (diag_ipow, posdef_ipow)
+    square = MatPow(a2, 2)
+    root = MatPow(square, Rational(1, 2))
+    out["diagonal_power_root"] = (
+        _checked_with("diagonal_power_root", facts_[:2], [], mul(root, root), square, [(square, "power_combine")]),
+        "(@posdef_ipow R _ A 2 (diag_sym A_diagonal) A_positive_definite)")
     # invertible by a one-sided inverse of more than two factors: A B C = I makes A (and C, if square) invertible
     b4, c4 = MatrixSymbol("B", k, n), MatrixSymbol("C", n, k)
     one_sided = Hypothesis("right_inverse", mul(a2, b4, c4), Identity(k))

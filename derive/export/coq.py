@@ -858,6 +858,13 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
         positive = _positive_scale(coeff, mul(mats), facts, depth, _pd)
         if positive is not None:
             return f"(posdef_scale {positive[0]} {positive[1]})"
+    if type(t) is MatPow and _is_integer_power(t) and depth < 5:  # issue 29: A^k, A symmetric positive definite
+        try:
+            base = t.args[0]
+            return (f"(@posdef_ipow R _ {show(ast(base), False)} {_int(int(t.args[1]))} {_sym(base, facts, depth + 1)} "
+                    f"{_pd(base, facts, depth + 1)})")
+        except Unsupported:
+            pass
     if type(t) in (Inverse, Transpose) and depth < 5:  # (A⁻¹)ᵀ... of a positive definite A
         try:
             inner = _pd(t.args[0], facts, depth + 1)
@@ -1419,13 +1426,14 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             def as_pow(m, e):
                 if (2 * e).q != 1:
                     raise Unsupported(f"the power {e} is not a multiple of 1/2 (only those are exported)")
-                if type(m) is MatPow:
-                    return "erefl"
+                # by the exponent, not the shape: the base may itself be an inverse or a power, (A⁻¹)^1 = A⁻¹
                 if e == 0:
                     return f"(esym (mpow0 {bt}))"
-                if e == -1:  # by the exponent, not the shape: the base may itself be an inverse, (A⁻¹)^1 = A⁻¹
+                if e == -1:
                     return f"(esym (mpowN2 {hd} {hp}))"
-                return f"(esym (mpow2 {hd} {hp}))"
+                if e == 1:
+                    return f"(esym (mpow2 {hd} {hp}))"
+                return "erefl"  # mpow b (2e), as printed
 
             j, k = int(2 * e1), int(2 * e2)
             proof = (f"@pow_combine R _ {bt} _ _ _ {_int(j)} {_int(k)} {_int(j + k)} {hp} erefl "

@@ -746,3 +746,30 @@ Proof. by move=> dA; elim: m => [|m IH] /=; [exact: scalar_mx_is_diag | exact: d
 Lemma diag_ipow n (A : 'M[R]_n) k : is_diag_mx A -> is_diag_mx (ipow A k).
 Proof. by move=> dA; rewrite /ipow; case: k => m; [exact: diag_npow | apply: diag_inv; exact: diag_npow]. Qed.
 End DiagPowers.
+
+Section PosdefPowers.
+(* issue 29: an integer power of a symmetric positive definite matrix is positive definite: vᵀA^(2j+1)v =
+   (A^j v)ᵀA(A^j v), vᵀA^(2j)v = (A^j v)ᵀ(A^j v), A^j v ≠ 0 for v ≠ 0 (A invertible); negative powers by posdef_inv *)
+Variable R : realFieldType.
+Lemma posdef_npow n (A : 'M[R]_n) m : A^T = A -> posdef A -> posdef (npow A m).
+Proof.
+move=> sA pA; have uA := posdef_unit pA.
+have sP j : (npow A j)^T = npow A j by have := sym_ipow (Posz j) sA.
+have nzw j (v : 'cV[R]_n) : v != 0 -> npow A j *m v != 0.
+  move=> nz; apply: contra nz => /eqP h; have := congr1 (mulmx (invmx (npow A j))) h.
+  by rewrite mulmx0 mulmxA mulVmx ?npow_unit // mul1mx => ->.
+move=> v nz; rewrite -(odd_double_half m) -addnn.
+case: (odd m) => /=.
+- have -> : v^T *m (A *m npow A (m./2 + m./2)) *m v
+            = (npow A m./2 *m v)^T *m A *m (npow A m./2 *m v).
+    by rewrite -npowD (mulmxA A) npowC trmx_mul sP !mulmxA.
+  exact: pA (nzw _ _ nz).
+- have -> : v^T *m npow A (m./2 + m./2) *m v = (npow A m./2 *m v)^T *m (npow A m./2 *m v).
+    by rewrite trmx_mul sP -npowD !mulmxA.
+  exact: sqnorm_gt0 (nzw _ _ nz).
+Qed.
+Lemma posdef_ipow n (A : 'M[R]_n) k : A^T = A -> posdef A -> posdef (ipow A k).
+Proof.
+by move=> sA pA; rewrite /ipow; case: k => m; [exact: posdef_npow | apply: posdef_inv; exact: posdef_npow].
+Qed.
+End PosdefPowers.
