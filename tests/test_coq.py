@@ -567,6 +567,151 @@ def _constructs() -> dict[str, tuple[dict, str]]:
         _checked("symmetric_block_equation", [Hypothesis("N_gram", m, mul(b, transpose(b)))], transpose(diagonal),
                  diagonal, [(diagonal, "transpose_symmetric")]), "sym_block_diag (sym_opp (sym_scale 2%:R (sym_eq")
     out.update(_more_constructs())
+    out.update(_issue29_constructs())
+    return out
+
+
+def _checked_with(theorem, hypotheses, definitions, lhs, rhs, steps) -> dict:
+    """``_checked`` with definitions."""
+    from derive.certificates.format import FORMAT
+    from derive.kernel import Chain, Proof, Step, check, proof_to_data
+
+    claim = Chain("main", lhs, rhs, tuple(Step(e, r) for e, r in steps))
+    proof = Proof(theorem, theorem, theorem, tuple(hypotheses), tuple(definitions), (), claim)
+    check(proof)
+    return {"format": FORMAT, **proof_to_data(proof)}
+
+
+def _issue29_parts():
+    """Symbols and hypotheses of the issue-29 constructs: whitening (Σ = LLᵀ, W := L⁻¹X), λ = μ²."""
+    from sympy import Q, S, Symbol
+    from sympy.matrices.expressions import MatrixSymbol
+
+    from derive.kernel import Definition, Hypothesis
+    from derive.kernel.terms import inv, mul, transpose
+
+    n, k = Symbol("n", integer=True, positive=True), Symbol("k", integer=True, positive=True)
+    x, l_, sigma, w = (MatrixSymbol("X", n, k), MatrixSymbol("L", n, n), MatrixSymbol("Sigma", n, n),
+                       MatrixSymbol("W", n, k))
+    whitening = [Hypothesis("cholesky", sigma, mul(l_, transpose(l_))),
+                 Hypothesis("L_invertible", Q.invertible(l_), S.true),
+                 Hypothesis("gram_invertible", Q.invertible(mul(transpose(x), inv(sigma), x)), S.true)]
+    lam, mu = Symbol("lambda", real=True), Symbol("mu", positive=True)
+    return n, k, x, l_, w, whitening, Definition("W", w, mul(inv(l_), x)), lam, mu, Hypothesis("lambda_mu", lam,
+                                                                                                 mu ** 2)
+
+
+def _issue29_constructs() -> dict[str, tuple[dict, str]]:
+    """The judgments and scalar language of issue 29: invertibility through a definition and an equation (the
+    kernel's unfolding), a dimension as a coefficient (1/n, its cancellation), a scalar hypothesis λ = μ² (a step
+    citing it, and λ > 0 judged from it)."""
+    from sympy import Q, Rational, S, Symbol, Trace
+    from sympy.matrices.expressions import Identity, MatPow, MatrixSymbol, ZeroMatrix
+
+    from derive.kernel import Definition, Hypothesis
+    from derive.kernel.terms import add, block, inv, mul, transpose
+
+    n, k, x, _, w, whitening, definition, lam, mu, lambda_mu = _issue29_parts()
+    out = {}
+    gram = mul(transpose(w), w)  # WᵀW = XᵀL⁻ᵀL⁻¹X = XᵀΣ⁻¹X, invertible by hypothesis
+    out["unfold_definition_equation"] = (
+        _checked_with("unfold_definition_equation", whitening, [definition], mul(inv(gram), gram), Identity(k),
+                      [(Identity(k), "inverse_cancel")]), "(unit_eq (ltac:(rewrite /W cholesky")
+    a, b = MatrixSymbol("A", k, k), MatrixSymbol("B", k, n)
+    unit = Hypothesis("A_invertible", Q.invertible(a), S.true)
+    out["dimension_coefficient"] = (
+        _checked_with("dimension_coefficient", [unit], [], mul(inv(mul(1 / n, a)), 1 / n, b), mul(inv(a), b),
+                      [(mul(inv(a), b), "inverse_product")]), "Hypothesis n_dim_positive : (0 < n)%N.")
+    out["scalar_hypothesis"] = (
+        _checked_with("scalar_hypothesis", [lambda_mu], [], mul(mu ** 2, a), mul(lam, a),
+                      [(mul(lam, a), "hyp:lambda_mu")]), "Hypothesis lambda_mu : lambda = (mu ^+ 2).")
+    ridge = add([mul(lam, Identity(k)), mul(transpose(x), x)])  # λ > 0 as λ = μ², μ > 0: λI + XᵀX invertible
+    out["scalar_hypothesis_sign"] = (
+        _checked_with("scalar_hypothesis_sign", [lambda_mu], [], mul(inv(ridge), ridge), Identity(k),
+                      [(Identity(k), "inverse_cancel")]), "(sgin_gt0 (sgin_eq lambda_mu")
+    # collect across monomials: λAB + AB = (λ + 1)AB; 2λA + B − ½μA + λA = (3λ − ½μ)A + B
+    lam_, mu_ = Symbol("lambda", positive=True), Symbol("mu", positive=True)
+    a2, b3 = MatrixSymbol("A", k, k), MatrixSymbol("C", k, k)
+    result = mul(lam_ + 1, a2, b3)
+    out["collect_monomials"] = (_checked_with("collect_monomials", [], [], add([mul(lam_, a2, b3), mul(a2, b3)]),
+                                              result, [(result, "collect")]), "= (1%:R + lambda) *: (A *m C)")
+    result = add([mul(3 * lam_ - mu_ / 2, a2), b3])
+    out["collect_monomials_three"] = (
+        _checked_with("collect_monomials_three", [], [], add([mul(2 * lam_, a2), b3, mul(-mu_ / 2, a2),
+                                                              mul(lam_, a2)]), result, [(result, "collect")]),
+        "(etrans (ltac:(by rewrite ?addrA)")
+    # the kernel's signs of tr s: 1 + tr(gᵀg) > 0 (tr of a positive semidefinite matrix), tr s != 0 (s invertible);
+    # an index t as a coefficient (t >= 0)
+    g, u, v, s1 = MatrixSymbol("g", k, 1), MatrixSymbol("u", k, 1), MatrixSymbol("v", 1, k), MatrixSymbol("s", 1, 1)
+    result = mul(1 / (1 + Trace(mul(transpose(g), g))), u, v)
+    out["sign_trace_semidefinite"] = (
+        _checked_with("sign_trace_semidefinite", [], [], mul(1 / (1 + Trace(mul(transpose(g), g))),
+                                                             transpose(transpose(u)), v), result,
+                      [(result, "transpose_transpose")]), "(sgin_tr_psd (psd_gram g))")
+    result = mul(1 / Trace(s1), u, v)
+    out["sign_trace_invertible"] = (
+        _checked_with("sign_trace_invertible", [Hypothesis("s_invertible", Q.invertible(s1), S.true)], [],
+                      mul(1 / Trace(s1), transpose(transpose(u)), v), result, [(result, "transpose_transpose")]),
+        "(sgin_tr_unit s_invertible)")
+    t_ = Symbol("t", integer=True, nonnegative=True)
+    out["index_coefficient"] = (
+        _checked_with("index_coefficient", [], [], mul(t_, transpose(transpose(a2))), mul(t_, a2),
+                      [(mul(t_, a2), "transpose_transpose")]), "(t%:R : R) *: A")
+    # positive semidefinite through a transpose and an equation: λI + Mᵀ with M = GGᵀ is invertible
+    m2, g2 = MatrixSymbol("M", k, k), MatrixSymbol("G", k, n)
+    shifted = add([mul(lam_, Identity(k)), transpose(m2)])
+    out["psd_transpose_equation"] = (
+        _checked_with("psd_transpose_equation", [Hypothesis("M_gram", m2, mul(g2, transpose(g2)))], [],
+                      mul(inv(shifted), shifted), Identity(k), [(Identity(k), "inverse_cancel")]),
+        "(psd_tr (psd_eq M_gram")
+    # block-diagonal matrices: [[A, 0], [0, D]]^½ (A, D diagonal positive definite: diag_block_diag,
+    # posdef_block_diag), λI + [[GᵀG, 0], [0, HHᵀ]] invertible (psd_block_diag)
+    d2, h2, g3 = MatrixSymbol("D", n, n), MatrixSymbol("H", n, k), MatrixSymbol("G", k, k)
+    diagonal_blocks = block([[a2, ZeroMatrix(k, n)], [ZeroMatrix(n, k), d2]])
+    root = MatPow(diagonal_blocks, Rational(1, 2))
+    facts_ = [Hypothesis(f"{x}_{p}", getattr(Q, p)(y), S.true) for x, y in (("A", a2), ("D", d2))
+              for p in ("diagonal", "positive_definite")]
+    out["block_diagonal_root"] = (
+        _checked_with("block_diagonal_root", facts_, [], mul(root, root), diagonal_blocks,
+                      [(diagonal_blocks, "power_combine")]), "(posdef_block_diag A_positive_definite")
+    semidefinite = add([mul(lam_, Identity(k + n)), block([[mul(transpose(g3), g3), ZeroMatrix(k, n)],
+                                                            [ZeroMatrix(n, k), mul(h2, transpose(h2))]])])
+    out["block_diagonal_semidefinite"] = (
+        _checked_with("block_diagonal_semidefinite", [], [], mul(inv(semidefinite), semidefinite),
+                      Identity(k + n), [(Identity(k + n), "inverse_cancel")]), "(psd_block_diag (psd_gram G)")
+    # the root of the inverse of a diagonal matrix (diag_inv; (A⁻¹)^½ (A⁻¹)^½ = A⁻¹ is mpow2 of the base A⁻¹)
+    root = MatPow(inv(a2), Rational(1, 2))
+    out["diagonal_inverse_root"] = (
+        _checked_with("diagonal_inverse_root", facts_[:2], [], mul(root, root), inv(a2),
+                      [(inv(a2), "power_combine")]), "(diag_inv A_diagonal)")
+    # the root of an integer power of a diagonal positive definite matrix (diag_ipow, posdef_ipow)
+    square = MatPow(a2, 2)
+    root = MatPow(square, Rational(1, 2))
+    out["diagonal_power_root"] = (
+        _checked_with("diagonal_power_root", facts_[:2], [], mul(root, root), square, [(square, "power_combine")]),
+        "(@posdef_ipow R _ A 2 (diag_sym A_diagonal) A_positive_definite)")
+    # invertible by a one-sided inverse of more than two factors: A B C = I makes A (and C, if square) invertible
+    b4, c4 = MatrixSymbol("B", k, n), MatrixSymbol("C", n, k)
+    one_sided = Hypothesis("right_inverse", mul(a2, b4, c4), Identity(k))
+    out["one_sided_inverse_product"] = (
+        _checked_with("one_sided_inverse_product", [one_sided], [], mul(inv(a2), a2), Identity(k),
+                      [(Identity(k), "inverse_cancel")]), "(unit_left (ltac:(rewrite ?mulmxA; exact: right_inverse)")
+    # symmetric, positive definite, diagonal through a definition P := A (facts about A B): sym_eq, posdef_eq, diag_eq
+    b2, p_ = MatrixSymbol("B", k, k), MatrixSymbol("P", k, k)
+    alias, pb, ab = Definition("P", p_, a), mul(p_, b2), mul(a, b2)
+    out["unfold_symmetric"] = (
+        _checked_with("unfold_symmetric", [Hypothesis("AB_symmetric", Q.symmetric(ab), S.true)], [alias],
+                      transpose(pb), pb, [(pb, "transpose_symmetric")]), "(sym_eq (ltac:(rewrite /P")
+    positive = add([mul(Symbol("c", positive=True), Identity(k)), pb])
+    out["unfold_positive_definite"] = (
+        _checked_with("unfold_positive_definite", [Hypothesis("AB_positive", Q.positive_definite(ab), S.true)],
+                      [alias], mul(inv(positive), positive), Identity(k), [(Identity(k), "inverse_cancel")]),
+        "(posdef_eq (ltac:(rewrite /P")
+    root = MatPow(pb, Rational(1, 2))
+    out["unfold_diagonal"] = (
+        _checked_with("unfold_diagonal", [Hypothesis("AB_diagonal", Q.diagonal(ab), S.true),
+                                          Hypothesis("AB_positive", Q.positive_definite(ab), S.true)],
+                      [alias], mul(root, root), pb, [(pb, "power_combine")]), "(diag_eq (ltac:(rewrite /P")
     return out
 
 
@@ -747,3 +892,70 @@ def test_coq_rejects_a_wrong_collect(tmp_path):
     write_export(export, tmp_path)
     verdicts = compile_export(tmp_path, export.exported)
     assert all(verdict != "ok" for verdict in verdicts.values()), verdicts
+
+
+@needs_coq
+def test_coq_rejects_wrong_issue29_translations(tmp_path):
+    """Exported unchecked, Coq refuses: W := LX (not L⁻¹X), whose WᵀW no unfolding shows invertible; a step μ³A = λA
+    citing λ = μ²; λA + A = (λ + 2)A; a step (n⁻¹A)⁻¹ = n⁻¹A⁻¹ (the coefficient not inverted)."""
+    from sympy import Q, S
+    from sympy.matrices.expressions import Identity, MatrixSymbol
+
+    from derive.kernel import Definition, Hypothesis
+    from derive.kernel.terms import add, inv, mul, transpose
+
+    n, k, x, l_, w, whitening, _, lam, mu, lambda_mu = _issue29_parts()
+    gram = mul(transpose(w), w)
+    a = MatrixSymbol("A", k, k)
+    wrong = [_forged("wrong_unfolding", whitening, mul(inv(gram), gram), Identity(k),
+                     [(Identity(k), "inverse_cancel")], [Definition("W", w, mul(l_, x))]),
+             _forged("wrong_scalar_hypothesis", [lambda_mu], mul(mu ** 3, a), mul(lam, a),
+                     [(mul(lam, a), "hyp:lambda_mu")]),
+             _forged("wrong_monomials_collect", [], add([mul(lam, a), a]), mul(lam + 2, a),
+                     [(mul(lam + 2, a), "collect")]),
+             _forged("wrong_dimension_coefficient", [Hypothesis("A_invertible", Q.invertible(a), S.true)],
+                     inv(mul(1 / n, a)), mul(1 / n, inv(a)),
+                     [(mul(1 / n, inv(a)), "inverse_product")])]
+    export = export_certificates(wrong, unchecked=True)
+    assert export.exported == ["wrong_unfolding", "wrong_scalar_hypothesis", "wrong_monomials_collect",
+                               "wrong_dimension_coefficient"], \
+        export.skipped
+    write_export(export, tmp_path)
+    verdicts = compile_export(tmp_path, export.exported)
+    assert all(verdict != "ok" for verdict in verdicts.values()), verdicts
+
+
+@pytest.fixture
+def _registry_as_the_test_found_it():
+    """The theorems one test registers are unregistered after it (two user files may name one theorem alike:
+    ridge_as_augmented_ols), as conftest's module fixture does after a module."""
+    import sys
+
+    from derive.authoring import registry
+
+    registry.entries()
+    before, modules = set(registry._REGISTRY), set(sys.modules)
+    yield
+    for theorem_id in set(registry._REGISTRY) - before:
+        del registry._REGISTRY[theorem_id]
+    for name in set(sys.modules) - modules:
+        if name.startswith("_derive_user_library_"):
+            del sys.modules[name]
+
+
+@needs_coq
+@pytest.mark.slow
+@pytest.mark.usefixtures("_registry_as_the_test_found_it")
+@pytest.mark.parametrize("library", ["user_definedness", "user_partitioned", "user_routes", "user_scalars"])
+def test_every_user_theorem_file_is_exported_and_accepted_by_coq(tmp_path, capsys, library):
+    """Each of the users' theorem files of tests/data: every theorem exported (exit status 0) and accepted by coqc,
+    closed under the global context (issue 29 item 6)."""
+    path = ROOT / "tests" / "data" / f"{library}.py"
+    status = main(["export", "coq", "--library", str(path), "--record", str(tmp_path / "record"),
+                   "--out", str(tmp_path / "out"), "--compile"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    exported = [line.split()[0] for line in out.splitlines() if line.endswith(" exported")]
+    assert exported, out
+    for tid in exported:
+        assert f"{tid:30} coqc: accepted, closed under the global context" in out, out

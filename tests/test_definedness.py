@@ -346,20 +346,23 @@ def _export_demo(tmp_path, compile_: bool) -> str:
     return done.stdout + done.stderr
 
 
-def test_the_coq_export_models_the_capacitance_and_refuses_unfolding_in_one_line(tmp_path):
+def test_the_coq_export_models_the_capacitance_and_the_unfolding(tmp_path):
+    """Woodbury's capacitance (unit_capacitance_eq) and, issue 29 item 6, X_wᵀX_w invertible through the definition
+    X_w := L⁻¹X and the equation Σ = LLᵀ: the same rewrites in Coq, carried by unit_eq to XᵀΣ⁻¹X."""
     out = _export_demo(tmp_path, compile_=False)
-    assert "gls_by_whitening               not exported: the invertibility of X_w.T*X_w is judged by the kernel in a " \
-           "way the export does not model" in out, out
-    assert "woodbury_invertible            exported" in out and "woodbury                       exported" in out, out
+    for name in ("gls_by_whitening", "woodbury_invertible", "woodbury"):
+        assert f"{name:30} exported" in out, out
     assert "unit_capacitance_eq" in (tmp_path / "coq" / "woodbury_invertible.v").read_text()
+    assert "(unit_eq (ltac:(rewrite /X_w cholesky" in (tmp_path / "coq" / "gls_by_whitening.v").read_text()
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is installed by .ci/run")
 def test_coq_accepts_the_woodbury_theorems(tmp_path):
-    """Their `_defined` lemma proves A + UCV invertible by the prelude's `unit_capacitance`."""
+    """Their `_defined` lemma proves A + UCV invertible by the prelude's `unit_capacitance`; GLS by whitening's, X_wᵀX_w
+    invertible by unfolding."""
     out = _export_demo(tmp_path, compile_=True)
-    for name in ("woodbury_invertible", "woodbury"):
+    for name in ("gls_by_whitening", "woodbury_invertible", "woodbury"):
         assert f"{name:30} coqc: accepted, closed under the global context" in out, out
 
 

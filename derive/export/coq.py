@@ -36,7 +36,19 @@ from sympy import (
 from ..certificates.format import CertificateError, proof_from_data
 from ..kernel.proof import Induction
 from ..kernel.scalars import is_one_by_one
-from ..kernel.terms import FamilyMatrix, add, block, blocks_of, canon, exponent_form, factors_of, mul, power
+from ..kernel.terms import (
+    FamilyMatrix,
+    add,
+    block,
+    blocks_of,
+    canon,
+    children,
+    exponent_form,
+    factors_of,
+    mul,
+    power,
+    rebuild,
+)
 
 __all__ = ["JUDGMENT_TRANSLATIONS", "PRELUDE", "RULE_TRANSLATIONS", "CoqExport", "Unsupported", "export_certificates",
            "theorem_file", "write_export"]
@@ -254,6 +266,10 @@ def _scalar(c) -> str:
         return f"({_scalar(c.p)} / {_scalar(c.q)})"
     if isinstance(c, sympy.Symbol) and not c.assumptions0.get("integer"):
         return _ident(c.name)
+    if _is_dimension(c):  # issue 29: a dimension as a coefficient, the number n in R (n > 0 by a hypothesis)
+        return f"({_dim(c)}%:R : R)"
+    if isinstance(c, sympy.Symbol) and _is_index(c):  # issue 29: an index t as a coefficient, t%:R
+        return f"({_index(c)}%:R : R)"
     if isinstance(c, Trace) and tuple(c.arg.shape) == (1, 1):  # a 1×1 matrix read as a scalar: its entry
         return f"({show(ast(canon(c.arg)), False)} 0 0)"
     if isinstance(c, sympy.Mul):
@@ -267,6 +283,22 @@ def _scalar(c) -> str:
         return f"({_scalar(c.base)}^-1)" if k == -1 else f"(({_scalar(c.base)} ^+ {-k})^-1)"
     raise Unsupported(f"the scalar {c} is not exported (rational constants, scalar symbols, sums, products and "
                       "integer powers are)")
+
+
+def _is_dimension(c) -> bool:
+    """A dimension symbol (``derive.dim``: a positive integer), not an index."""
+    return isinstance(c, sympy.Symbol) and bool(c.assumptions0.get("integer")) and not _is_index(c) \
+        and not isinstance(c, sympy.Dummy)
+
+
+def _coefficient_dimensions(terms) -> list:
+    """The dimensions that occur in a coefficient of these terms (issue 29: 1/n), by name."""
+    out = set()
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            if type(node) is MatMul:
+                out |= {s for s in sympy.sympify(factors_of(node)[0]).free_symbols if _is_dimension(s)}
+    return sorted(out, key=lambda s: s.name)
 
 
 # --- signs of scalars: the kernel's sign judgment, proved in Coq ------------------------------------------
@@ -300,15 +332,29 @@ def _sign(c, facts: _Facts) -> tuple[frozenset, str]:
         sp, pp = _sign(c.p, facts)
         _, pq = _sign(c.q, facts)
         return sp, f"(sgin_mul {pp} (sgin_inv (sgin_neq0 {pq} isT) {pq}))"
-    if isinstance(c, sympy.Symbol) and not c.assumptions0.get("integer"):
+    if isinstance(c, sympy.Symbol) and (not c.assumptions0.get("integer") or _is_dimension(c)):
         if c in (facts.positive or {}):
             return frozenset({1}), f"(sgin_pos {facts.positive[c]})"
+        for symbol, value, hn in (facts.scalar_hyps or {}).values():  # issue 29: λ = r, λ has r's signs
+            if symbol == c and not value.has(c):
+                signs, proof = _sign(value, facts)
+                return signs, f"(sgin_eq {hn} {proof})"
         return _UNKNOWN, f"(@sgin_any R {_ident(c.name)})"
     if isinstance(c, Trace) and tuple(c.arg.shape) == (1, 1):  # tr s > 0 for s positive definite
         try:
             return frozenset({1}), f"(sgin_tr_pos {_pd(c.arg, facts)})"
         except Unsupported:
+            pass
+        try:  # issue 29: tr s >= 0 for s positive semidefinite, != 0 for s invertible
+            return frozenset({0, 1}), f"(sgin_tr_psd {_psd(c.arg, facts)})"
+        except Unsupported:
+            pass
+        try:
+            return frozenset({-1, 1}), f"(sgin_tr_unit {_unit(c.arg, facts)})"
+        except Unsupported:
             return _UNKNOWN, f"(@sgin_any R {_scalar(c)})"
+    if isinstance(c, sympy.Symbol) and _is_index(c):  # issue 29: an index t, the number t%:R >= 0
+        return frozenset({0, 1}), f"(@sgin_index R {_index(c)})"
     if isinstance(c, (sympy.Mul, sympy.Add)):
         signs, proof = _sign(c.args[0], facts)
         for a in c.args[1:]:
@@ -558,6 +604,13 @@ class _Facts:
     positive: dict = None  # scalar symbol -> Coq proof of `0 < symbol`
     norm: str = _NORM  # the tactic that re-associates (and, with scalars, moves coefficients out)
     forall: dict = None  # name -> a quantified local hypothesis
+    definitions: list = None  # (symbol, normal form of its value, Coq name): what unfolding may replace (issue 29)
+    scalar_hyps: dict = None  # hypothesis name -> (scalar symbol λ, value r, Coq name) of λ = r (issue 29)
+
+    def extras_from(self, other: _Facts) -> _Facts:
+        """The issue-29 parts shared with ``other`` (definitions, scalar hypotheses); returns self."""
+        self.definitions, self.scalar_hyps = other.definitions, other.scalar_hyps
+        return self
 
 
 def _unit(t, facts: _Facts, depth: int = 0) -> str:
@@ -619,6 +672,12 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
                 mats = factors_of(prod)[1]
                 if len(mats) == 2 and mats[0].shape[0] == mats[0].shape[1] and t in mats:
                     return f"({'unit_left' if mats[0] == t else 'unit_right'} {p})"
+                if len(mats) > 2 and t.shape[0] == t.shape[1] and t in (mats[0], mats[-1]):  # issue 29: F₁ ⋯ F_r = I
+                    if mats[-1] == t:  # (F₁ ⋯ F_{r-1}) F_r = I, as printed (left-associated)
+                        return f"(unit_right {p})"
+                    rest = show(ast(mul(mats[1:])), False)
+                    return (f"(unit_left (ltac:(rewrite ?mulmxA; exact: {p}) : {show(ast(t), False)} *m {rest} = "
+                            f"{show(ast(one))}))")
     if depth < 3:  # equal to a matrix known invertible, by a hypothesis or a lemma already proved
         for lhs, rhs, proof in facts.equations:
             for this, other, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
@@ -634,6 +693,10 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
         capacitance = _capacitance_unit(t, facts, depth)  # issue 29
         if capacitance is not None:
             return capacitance
+    if depth < 3:  # issue 29: unfolded through definitions and equations, a fact or a matrix shown invertible
+        unfolded = _by_unfolding(t, facts, depth, _unit, "unit_eq", facts.unit)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
     raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
@@ -795,6 +858,13 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
         positive = _positive_scale(coeff, mul(mats), facts, depth, _pd)
         if positive is not None:
             return f"(posdef_scale {positive[0]} {positive[1]})"
+    if type(t) is MatPow and _is_integer_power(t) and depth < 5:  # issue 29: A^k, A symmetric positive definite
+        try:
+            base = t.args[0]
+            return (f"(@posdef_ipow R _ {show(ast(base), False)} {_int(int(t.args[1]))} {_sym(base, facts, depth + 1)} "
+                    f"{_pd(base, facts, depth + 1)})")
+        except Unsupported:
+            pass
     if type(t) in (Inverse, Transpose) and depth < 5:  # (A⁻¹)ᵀ... of a positive definite A
         try:
             inner = _pd(t.args[0], facts, depth + 1)
@@ -828,6 +898,16 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
                 if i > j:
                     proof = f"(posdef_add_psd {proof} {psds[i]})"
             return proof
+    blocks = _two_diagonal_blocks(t)  # issue 29: [[A, 0], [0, D]], A and D positive definite
+    if blocks is not None:
+        try:
+            return f"(posdef_block_diag {_pd(blocks[0], facts, depth)} {_pd(blocks[1], facts, depth)})"
+        except Unsupported:
+            pass
+    if depth < 3:  # issue 29: unfolded through definitions and equations
+        unfolded = _by_unfolding(t, facts, depth, _pd, "posdef_eq", facts.pd)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked and depth == 0:
         return f"(ltac:(done) : posdef {show(ast(t), False)})"
     raise Unsupported(f"the positive definiteness of {t} is judged by the kernel in a way the export does not "
@@ -891,11 +971,66 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
             return f"(posdef_psd {_pd(t, facts, depth + 1)})"
         except Unsupported:
             pass
+    more = _psd_more(t, facts, depth)  # issue 29
+    if more is not None:
+        return more
     raise Unsupported(f"the positive semidefiniteness of {t} is judged by the kernel in a way the export does "
                       "not model")
 
 
-def _diag(t, facts: _Facts) -> str:
+def _two_diagonal_blocks(t):
+    """(A, D) of a 2 × 2 block matrix [[A, 0], [0, D]] with A and D square, else None."""
+    if type(t) is not BlockMatrix or t.blockshape != (2, 2):
+        return None
+    (a, b), (c, d) = blocks_of(t)
+    if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] and d.shape[0] == d.shape[1]:
+        return a, d
+    return None
+
+
+def _psd_more(t, facts: _Facts, depth: int) -> str | None:
+    """The rest of the kernel's positive semidefiniteness (issue 29): a square 0 (`psd0`), a transpose (`psd_tr`), a
+    matrix equal by an equation to a positive semidefinite one (`psd_eq`), or so once unfolded."""
+    if type(t) is ZeroMatrix and t.shape[0] == t.shape[1]:
+        return f"(@psd0 R {_dim(t.shape[0])})"
+    blocks = _two_diagonal_blocks(t)  # [[A, 0], [0, D]], A and D positive semidefinite
+    if blocks is not None:
+        try:
+            return f"(psd_block_diag {_psd(blocks[0], facts, depth)} {_psd(blocks[1], facts, depth)})"
+        except Unsupported:
+            pass
+    try:
+        if type(t) is Transpose:
+            return f"(psd_tr {_psd(t.args[0], facts, depth)})"
+    except Unsupported:
+        pass
+    if depth < 3:
+        for lhs, rhs, proof in facts.equations:
+            for this, other, p in ((lhs, rhs, proof), (rhs, lhs, f"(esym {proof})")):
+                if this == t and other != t and other.shape[0] == other.shape[1]:
+                    try:
+                        return f"(psd_eq {p} {_psd(other, facts, depth + 1)})"
+                    except Unsupported:
+                        pass
+        return _by_unfolding(t, facts, depth, _psd, "psd_eq", {})
+    return None
+
+
+def _diag_product(coeff, mats, facts: _Facts) -> str:
+    """`is_diag_mx (c D_1 ... D_r)` from each D_i diagonal (diag_mul, diag_scale, diag_opp)."""
+    proof = _diag(mats[0], facts)
+    for m in mats[1:]:
+        proof = f"(diag_mul {proof} {_diag(m, facts)})"
+    if coeff == 1:
+        return proof
+    if coeff == -1:
+        return f"(diag_opp {proof})"
+    if coeff.could_extract_minus_sign():
+        return f"(diag_opp (diag_scale {_scalar(-coeff)} {proof}))"
+    return f"(diag_scale {_scalar(coeff)} {proof})"
+
+
+def _diag(t, facts: _Facts, depth: int = 0) -> str:
     """A Coq proof of `is_diag_mx t`: a hypothesis, I, c I, transposes, c D_1 ... D_r and sums of diagonal
     matrices."""
     t = canon(t)
@@ -908,22 +1043,41 @@ def _diag(t, facts: _Facts) -> str:
         return f"(@scalar_mx_is_diag R {_dim(t.shape[0])} 1)"
     if type(t) is Transpose:
         return f"(diag_tr {_diag(t.args[0], facts)})"
-    if type(t) is MatMul and all(m.shape[0] == m.shape[1] for m in mats):  # c D_1 ... D_r, square diagonal D_i
-        proof = _diag(mats[0], facts)
-        for m in mats[1:]:
-            proof = f"(diag_mul {proof} {_diag(m, facts)})"
-        if coeff == 1:
-            return proof
-        if coeff == -1:
-            return f"(diag_opp {proof})"
-        if coeff.could_extract_minus_sign():
-            return f"(diag_opp (diag_scale {_scalar(-coeff)} {proof}))"
-        return f"(diag_scale {_scalar(coeff)} {proof})"
+    try:  # issue 29: inverses and powers of diagonal matrices (an entrywise power `mpow` is a `diag_mx`)
+        if type(t) is Inverse:
+            return f"(diag_inv {_diag(t.args[0], facts, depth)})"
+        if type(t) is MatPow and _is_integer_power(t):
+            return (f"(@diag_ipow R _ {show(ast(t.args[0]), False)} {_int(int(t.args[1]))} "
+                    f"{_diag(t.args[0], facts, depth)})")
+        if type(t) is MatPow:
+            return f"(diag_mx_is_diag _ : is_diag_mx {show(ast(t), False)})"
+    except Unsupported:
+        pass
+    if type(t) is MatMul and all(m.shape[0] == m.shape[1] for m in mats):
+        try:  # c D_1 ... D_r, square diagonal D_i (else, issue 29, the product unfolded below)
+            return _diag_product(coeff, mats, facts)
+        except Unsupported:
+            if depth >= 3:
+                raise
     if type(t) is MatAdd:
-        proof = _diag(t.args[0], facts)
-        for a in t.args[1:]:
-            proof = f"(diag_add {proof} {_diag(a, facts)})"
-        return proof
+        try:  # a sum of diagonal matrices (else, issue 29, the sum unfolded below)
+            proof = _diag(t.args[0], facts)
+            for a in t.args[1:]:
+                proof = f"(diag_add {proof} {_diag(a, facts)})"
+            return proof
+        except Unsupported:
+            if depth >= 3:
+                raise
+    blocks = _two_diagonal_blocks(t)  # issue 29: [[A, 0], [0, D]], A and D diagonal
+    if blocks is not None:
+        try:
+            return f"(diag_block_diag {_diag(blocks[0], facts, depth)} {_diag(blocks[1], facts, depth)})"
+        except Unsupported:
+            pass
+    if depth < 3:  # issue 29: unfolded through definitions and equations
+        unfolded = _by_unfolding(t, facts, depth, _diag, "diag_eq", facts.diag)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked:
         return f"(ltac:(done) : is_diag_mx {show(ast(t), False)})"
     raise Unsupported(f"that {t} is diagonal is judged by the kernel in a way the export does not model")
@@ -954,6 +1108,11 @@ def _sym(t, facts: _Facts, depth: int = 0) -> str:
                         return f"(sym_eq {p} {_sym(other, facts, depth + 1)})"
                     except Unsupported:
                         pass
+    if depth < 3:  # issue 29: unfolded through definitions and equations (symmetric or diagonal facts)
+        known = {**{m: f"(diag_sym {p})" for m, p in (facts.diag or {}).items()}, **facts.sym}
+        unfolded = _by_unfolding(t, facts, depth, _sym, "sym_eq", known)
+        if unfolded is not None:
+            return unfolded
     if facts.unchecked and depth == 0:
         return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
     raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
@@ -1022,6 +1181,144 @@ def _symbols(terms, scalars: dict | None = None):
     return mats, dims
 
 
+# --- issue 29: judgments through definitions and equations (the kernel's unfolding) -------------------------------
+# The kernel judges a term it cannot judge as it stands *unfolded* (``derive.kernel.judgments._by_unfolding``):
+# defined symbols, and symbols an equation equates to a term without them, replaced; transposes pushed to the
+# leaves; inverses of products of invertible square factors split.  The export does the same on both sides of an
+# equation t = u (t the term judged, u a fact, a side of an equation, or t unfolded) in Python, exactly as the Coq
+# tactic it writes rewrites them: `rewrite /S` (a definition) or the equation, round by round; `trmx_mul`, `trmxK`,
+# `trmx_inv`, `trmx1`; `inverse_product` at each split with the `unitmx` facts of its factors; and the sides must then
+# print the same up to association (`mulmxA`), or the route is not taken.  Coq checks the rewriting (`unit_eq`,
+# `sym_eq`, `posdef_eq`, `diag_eq` carry the judgment over the equation).
+
+_UNFOLD_ROUNDS = 3
+_UNFOLD_TR = "do ?[rewrite trmx_mul | rewrite trmxK | rewrite trmx_inv | rewrite trmx1]"
+
+
+def _unfolding_table(facts: _Facts) -> list:
+    """(leaf, value, Coq rewrite item) for each definition and equation one side of which is a matrix symbol (or a
+    family member) not in the other, the first for each leaf (the kernel's ``_substitutions``)."""
+    out, seen = [], set()
+    for symbol, value, name in facts.definitions or ():
+        if symbol not in seen and not value.has(symbol):
+            out.append((symbol, value, f"/{name}"))
+            seen.add(symbol)
+    for lhs, rhs, proof in facts.equations:
+        for leaf, value, item in ((lhs, rhs, proof), (rhs, lhs, f"-{proof}")):
+            if type(leaf) in (MatrixSymbol, FamilyMatrix) and leaf not in seen and not value.has(leaf):
+                out.append((leaf, value, item))
+                seen.add(leaf)
+                break
+    return out
+
+
+def _pushed_transposes(t):
+    """``t`` with transposes pushed to the leaves as `trmx_mul`, `trmxK`, `trmx_inv`, `trmx1` rewrite it; Unsupported
+    for a transpose of a sum, of a scaled product or of a power (not rewritten by the tactic)."""
+    if type(t) is Transpose:
+        inner = t.args[0]
+        if type(inner) is Transpose:
+            return _pushed_transposes(inner.args[0])
+        if type(inner) is MatMul:
+            coeff, mats = factors_of(inner)
+            if coeff != 1:
+                raise Unsupported(f"unfolding the transpose of the scaled product {inner} is not exported")
+            return mul([_pushed_transposes(Transpose(m)) for m in reversed(mats)])
+        if type(inner) is Inverse:
+            return Inverse(_pushed_transposes(Transpose(inner.args[0])))
+        if type(inner) is Identity:
+            return inner
+        if type(inner) in (MatrixSymbol, FamilyMatrix, ZeroMatrix):
+            return t
+        raise Unsupported(f"unfolding the transpose of {type(inner).__name__} {inner} is not exported")
+    if type(t) in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix):
+        return rebuild(t, [_pushed_transposes(c) for c in children(t)])
+    return t
+
+
+def _split_inverses(t, facts: _Facts, depth: int, items: list):
+    """``t`` with the inverse of each product of invertible square factors split, innermost first; ``items`` gets
+    the Coq rewrite of each split, `inverse_product` of the product's first factors and its last one."""
+    if type(t) not in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix):
+        return t
+    t = rebuild(t, [_split_inverses(c, facts, depth, items) for c in children(t)])
+    if type(t) is not Inverse or type(t.args[0]) is not MatMul:
+        return t
+    coeff, mats = factors_of(t.args[0])
+    if coeff != 1 or not all(m.shape[0] == m.shape[1] for m in mats):
+        return t
+    try:
+        units = [_unit(m, facts, depth + 1) for m in mats]
+    except Unsupported:
+        return t
+    for j in range(len(mats) - 1, 0, -1):
+        head = units[0]
+        for u in units[1:j]:
+            head = f"(unit_mul {head} {u})"
+        items.append(f"?(@inverse_product _ _ {show(ast(mul(mats[:j])), False)} {show(ast(mats[j]), False)} "
+                     f"{head} {units[j]})")
+    return mul([Inverse(m) for m in reversed(mats)])
+
+
+def _unfolding_equation(a, b, facts: _Facts, depth: int) -> str | None:
+    """A Coq proof of `a = b` (both printed by ``show``) by unfolding both sides as the kernel does, or None when
+    they do not unfold to the same product up to association."""
+    sides, tactic = [a, b], []
+    table = _unfolding_table(facts)
+    for _ in range(_UNFOLD_ROUNDS):
+        items = []
+        for leaf, value, item in table:
+            if any(s.has(leaf) for s in sides):
+                sides = [s.xreplace({leaf: value}) for s in sides]
+                items.append(item)
+        if not items:
+            break
+        tactic.append(f"rewrite {' '.join(items)}")
+    sides = [_pushed_transposes(s) for s in sides]
+    tactic += [_UNFOLD_TR, "rewrite ?mulmxA"]
+    splits: list = []
+    sides = [_split_inverses(s, facts, depth, splits) for s in sides]
+    tactic += [f"rewrite {item} ?mulmxA" for item in splits]
+    if show(flat(ast(sides[0]))) != show(flat(ast(sides[1]))):
+        return None
+    return f"(ltac:({'; '.join(tactic)}; by rewrite ?mulmxA) : {show(ast(a))} = {show(ast(b))})"
+
+
+def _by_unfolding(t, facts: _Facts, depth: int, judge, carry: str, known: dict | None = None) -> str | None:
+    """The kernel's judgment through unfolding, proved: ``t`` equal by unfolding to a fact (``known``: term -> proof),
+    to a side of an equation whose other side ``judge`` shows, or to its unfolded form, which ``judge`` shows; the
+    judgment is carried over the equation by the prelude's ``carry`` (A = B -> P B -> P A)."""
+    if not _unfolding_table(facts) and not t.has(Transpose) and not t.has(Inverse):
+        return None  # nothing to unfold, no transpose to push, no inverse to split
+    try:
+        for fact, proof in (known or {}).items():
+            if fact != t:
+                eq = _unfolding_equation(t, fact, facts, depth)
+                if eq is not None:
+                    return f"({carry} {eq} {proof})"
+        for lhs, rhs, p in facts.equations:
+            for side, other, po in ((lhs, rhs, p), (rhs, lhs, f"(esym {p})")):
+                if side != t and other != t and side.shape == t.shape:
+                    eq = _unfolding_equation(t, side, facts, depth)
+                    if eq is not None:
+                        try:
+                            return f"({carry} {eq} ({carry} {po} {judge(other, facts, depth + 1)}))"
+                        except Unsupported:
+                            pass
+        sides, table = [t], _unfolding_table(facts)
+        for _ in range(_UNFOLD_ROUNDS):
+            for leaf, value, _ in table:
+                sides = [s.xreplace({leaf: value}) if s.has(leaf) else s for s in sides]
+        unfolded = canon(_split_inverses(_pushed_transposes(sides[0]), facts, depth, []))
+        if unfolded != t:
+            eq = _unfolding_equation(t, unfolded, facts, depth)
+            if eq is not None:
+                return f"({carry} {eq} {judge(unfolded, facts, depth + 1)})"
+    except Unsupported:
+        return None
+    return None
+
+
 # --- step proofs -----------------------------------------------------------------------------------------
 
 def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
@@ -1082,6 +1379,13 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                          for j in range(len(ms) - 1, 0, -1)]
             proof = rewrites[0][1:-1] if len(ms) == 1 else f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"
             out.append((mul(1 / coeff, [Inverse(m) for m in reversed(ms)]), proof))
+        elif isinstance(coeff, sympy.Pow) and coeff.exp == -1 and all(m.shape[0] == m.shape[1] for m in ms):
+            # issue 29: (d⁻¹ A B)⁻¹ = d B⁻¹ A⁻¹ (d a scalar shown non-zero: 1/n), `invrK` for (d⁻¹)⁻¹ = d
+            rewrites = [f"(inverse_scale {_nonzero(coeff, facts)} {_unit(mul(ms), facts)}) invrK"]
+            rewrites += [f"(inverse_product {_unit(mul(ms[:j]), facts)} {_unit(ms[j], facts)})"
+                         for j in range(len(ms) - 1, 0, -1)]
+            out.append((mul(1 / coeff, [Inverse(m) for m in reversed(ms)]),
+                        f"ltac:(by rewrite {' '.join(rewrites)} ?mulmxA)"))
     elif rule == "zero_mul" and type(sub) is MatMul and any(type(m) is ZeroMatrix for m in factors_of(sub)[1]):
         tactic = "?mulmx0 ?mul0mx" if mats is not None else "?mulmx0 ?mul0mx ?oppr0 ?scaler0"  # c A 0 = 0 too
         out.append((ZeroMatrix(*sub.shape), f"ltac:(by rewrite {tactic})"))
@@ -1122,13 +1426,14 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
             def as_pow(m, e):
                 if (2 * e).q != 1:
                     raise Unsupported(f"the power {e} is not a multiple of 1/2 (only those are exported)")
-                if type(m) is MatPow:
-                    return "erefl"
-                if type(m) is Identity:
+                # by the exponent, not the shape: the base may itself be an inverse or a power, (A⁻¹)^1 = A⁻¹
+                if e == 0:
                     return f"(esym (mpow0 {bt}))"
-                if type(m) is Inverse:
+                if e == -1:
                     return f"(esym (mpowN2 {hd} {hp}))"
-                return f"(esym (mpow2 {hd} {hp}))"
+                if e == 1:
+                    return f"(esym (mpow2 {hd} {hp}))"
+                return "erefl"  # mpow b (2e), as printed
 
             j, k = int(2 * e1), int(2 * e2)
             proof = (f"@pow_combine R _ {bt} _ _ _ {_int(j)} {_int(k)} {_int(j + k)} {hp} erefl "
@@ -1175,6 +1480,11 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                         f"inverse_block_diag {_unit(a, facts)} {_unit(d, facts)}"))
     elif rule in ("block_inverse_schur", "block_inverse_schur_mirror"):
         out += _schur_rule(rule, sub, facts)
+    elif rule.startswith("hyp:") and rule[4:] in (facts.scalar_hyps or {}):  # issue 29: λ = r in a coefficient
+        symbol, value, hn = facts.scalar_hyps[rule[4:]]
+        if type(sub) is MatMul and sympy.sympify(factors_of(sub)[0]).has(symbol):
+            coeff, ms = factors_of(sub)
+            out.append((mul(coeff.xreplace({symbol: value}), ms), f"ltac:(by rewrite {hn})"))
     elif ":" in rule:
         kind, name = rule.split(":", 1)
         table = {"hyp": facts.equations_by_name, "def": defs, "lemma": lemmas, "thm": lemmas, "base": lemmas,
@@ -1218,11 +1528,17 @@ def _collect_group(sub) -> list:
         # c_i = q_i m: rational q_i, one scalar monomial m (m = 1: rational constants)
         split_q = [c.as_coeff_Mul() for c in coeffs]
         common = {m for _, m in split_q}
-        if len(members) < 2 or len(common) != 1 or not all(isinstance(q, sympy.Rational) for q, _ in split_q):
+        if len(members) < 2 or not all(isinstance(q, sympy.Rational) for q, _ in split_q):
             continue
-        monomial = common.pop()
+        if len(common) > 1:  # issue 29: several monomials (λA + A = (λ + 1)A), grouped by monomial
+            several = _monomial_groups(members, coeffs, split_q)
+            if several is None:
+                continue
+            members, coeffs, split_q, subgroups = several
+        monomial = common.pop() if len(common) == 1 else None
         try:
-            _scalar(monomial)
+            for m in common | ({monomial} if monomial is not None else set()):
+                _scalar(m)
         except Unsupported:
             continue
         total = sympy.Add(*coeffs)
@@ -1235,7 +1551,8 @@ def _collect_group(sub) -> list:
         cs = " + ".join(_scalar(c) for c in coeffs)
         split = (f"(ltac:(by rewrite {' '.join(['[in RHS]scalerDl'] * (len(coeffs) - 1))} {_COLLECT_SPLIT}) : "
                  f"{show(group)} = ({cs}) *: {mt})")
-        scalar = _rational_sum([q for q, _ in split_q], monomial, cs, _scalar(total))
+        scalar = _rational_sum([q for q, _ in split_q], monomial, cs, _scalar(total)) if monomial is not None \
+            else _monomials_sum(subgroups, cs, total)
         tail = "?mulr1n ?mulr0n ?mulNr ?scaleN1r ?scale1r ?scaleNr ?scale0r"
         proof = (f"ltac:(by rewrite {split} {scalar} {tail})" if not rest else
                  f"ltac:(have g_ : {show(group)} = {show(ctree)} := ltac:(by rewrite {split} {scalar} {tail}); "
@@ -1244,6 +1561,47 @@ def _collect_group(sub) -> list:
         rtree = ("add", [ctree] + [ast(r) for r in rest]) if rest else ctree
         out.append((add(rest, collected) if rest else collected, proof, rtree, ltree))
     return out
+
+
+def _monomial_groups(members: list, coeffs: list, split_q: list):
+    """The members of a collected group ordered by monomial, in the order of the terms of the sum c_1 + ... + c_k
+    as the normal form writes it (issue 29: c_i = q_i m_i with different monomials m_i), and the groups (their
+    coefficients, rational parts, monomial, sum); None when a monomial's coefficients cancel (the sum's terms are
+    then not the groups' sums) or the sum is not written so."""
+    total = sympy.Add(*coeffs)
+    by_monomial: dict = {}
+    for member, c, (q, m) in zip(members, coeffs, split_q, strict=True):
+        by_monomial.setdefault(m, []).append((member, c, q))
+    sums = {m: sympy.Add(*[c for _, c, _ in group]) for m, group in by_monomial.items()}
+    if any(v == 0 for v in sums.values()) or not isinstance(total, sympy.Add) or \
+            sorted(map(sympy.srepr, total.args)) != sorted(map(sympy.srepr, sums.values())):
+        return None
+    order = sorted(by_monomial, key=lambda m: [sympy.srepr(a) for a in total.args].index(sympy.srepr(sums[m])))
+    members_, coeffs_, split_, groups = [], [], [], []
+    for m in order:
+        group = by_monomial[m]
+        members_ += [member for member, _, _ in group]
+        coeffs_ += [c for _, c, _ in group]
+        split_ += [(q, m) for _, _, q in group]
+        groups.append(([c for _, c, _ in group], [q for _, _, q in group], m, sums[m]))
+    return members_, coeffs_, split_, groups
+
+
+def _monomials_sum(groups: list, cs: str, total) -> str:
+    """A Coq proof term of `cs = total` for coefficients of several monomials, ordered by monomial (issue 29):
+    re-associated into one parenthesised sum per monomial (`addrA`), each rewritten to its term of the total by
+    ``_rational_sum`` (`mulrDl`, the rational sum computed in `rat`); "" when there is nothing to rewrite."""
+    parts, rewrites = [], []
+    for cs_j, qs, m, sum_j in groups:
+        text = " + ".join(_scalar(c) for c in cs_j)
+        parts.append(f"({text})")
+        if len(cs_j) > 1:
+            rewrites.append(_rational_sum(qs, m if m != 1 else 1, text, _scalar(sum_j)))
+    grouped = " + ".join(parts)
+    regroup = f"(ltac:(by rewrite ?addrA) : ({cs}) = {grouped})"
+    if not rewrites:  # one coefficient per monomial: the sum is already the total, term for term
+        return ""
+    return (f"(etrans {regroup} (ltac:(by rewrite {' '.join(rewrites)}) : {grouped} = {_scalar(total)}))")
 
 
 def _rational_sum(qs: list, monomial, cs: str, total: str) -> str:
@@ -1321,9 +1679,9 @@ def _transpose_scalar_proofs(sub) -> list:
 
 def _refuse_scalar_language(proof) -> None:
     """Unsupported, in one line, for the constructs of issue 29 the export does not model (scalar hypotheses)."""
-    for h in [*proof.hypotheses, *(h for c in (*proof.lemmas, proof.claim) for h in getattr(c, "hypotheses", ()))]:
-        if type(h.lhs) is sympy.Symbol:
-            raise Unsupported(f"the scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) is not exported")
+    for h in [h for c in (*proof.lemmas, proof.claim) for h in getattr(c, "hypotheses", ())]:
+        if type(h.lhs) is sympy.Symbol:  # the theorem's own (λ = μ²) are exported: Hypothesis h : lambda = mu ^+ 2
+            raise Unsupported(f"the local scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) of a lemma is not exported")
 
 
 #: How each rule of the kernel (``derive.kernel.axioms.AXIOMS``) and each kind of citation is proved in Coq: the
@@ -1337,7 +1695,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "transpose_symmetric": "the symmetry, proved as the kernel judges it (_sym)",
     "transpose_inverse": "trmx_inv",
     "transpose_zero": "trmx0",
-    "inverse_product": "inverse_product (inverse_scale for c A B), unitmx facts by _unit",
+    "inverse_product": "inverse_product (inverse_scale for c A B, invrK for c = 1/d), unitmx facts by _unit",
     "inverse_identity": "invmx1",
     "inverse_inverse": "invmxK",
     "inverse_cancel": "mulVmx/mulmxV with the unitmx fact",
@@ -1346,7 +1704,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "zero_mul": "mulmx0/mul0mx",
     "zero_add": "addr0/add0r",
     "collect": "subrK/addrK (a cancelling pair); scalerDl, mulrDl and rat_eq (any group of rational multiples of one "
-               "scalar monomial)",
+               "scalar monomial, or of several: grouped by monomial, addrA)",
     "distribute": "mulmxDl/mulmxDr (scalerDr under a coefficient)",
     "block_multiply": "mul_row_col, mul_row_block, mul_block_col, mulmx_block, mul_col_row, mul_col_mx, mul_mx_row",
     "block_transpose": "tr_row_mx/tr_col_mx/tr_block_mx",
@@ -1360,7 +1718,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "block_inverse_schur": "inverse_block_schur of the prelude's Schur section, unitmx facts of A and S",
     "block_inverse_schur_mirror": "inverse_block_schur_mirror, unitmx facts of D and T",
     "transpose_scalar": "entrywise on 'M_1 (_transpose_scalar_proofs: ord1, mxE)",
-    "hyp": "the hypothesis (a quantified one applied to the step's instance)",
+    "hyp": "the hypothesis (a quantified one applied to the step's instance; a scalar one, λ = r, by rewriting)",
     "def": "erefl (Definition)",
     "lemma": "the lemma (an induction lemma at the step's index)",
     "thm": "the cited theorem applied to the instance and to proofs of its hypotheses",
@@ -1372,7 +1730,7 @@ RULE_TRANSLATIONS: dict[str, str] = {
 #: How each judgment of the kernel (``derive.kernel.judgments``) is proved in Coq: the exporter's function that
 #: writes the proof term, the way the kernel judged it.
 JUDGMENT_TRANSLATIONS: dict[str, str] = {
-    "invertible": "_unit",  # A \in unitmx
+    "invertible": "_unit",  # A \in unitmx (each judgment also through definitions and equations: _by_unfolding)
     "positive_definite": "_pd",  # posdef A
     "positive_semidefinite": "_psd",  # psd A
     "diagonal": "_diag",  # is_diag_mx A
@@ -1389,7 +1747,8 @@ JUDGMENT_TRANSLATIONS: dict[str, str] = {
     # proves it by the prelude's unit_block_schur / unit_block_schur_mirror
     "schur_blocks": "_unit",
     "schur_complement": "_unit",
-    # a coefficient's divisors non-zero (scalar hypotheses and sizes as coefficients are refused by the export)
+    # a coefficient's divisors non-zero (a scalar hypothesis λ = r gives λ the signs of r: sgin_eq; a dimension n is
+    # n%:R, positive by the hypothesis (0 < n)%N: dim_positive; an index t is t%:R >= 0: sgin_index)
     "require_coefficient_defined": "_nonzero",
 }
 
@@ -1502,6 +1861,46 @@ def _perm_lemma(name: str, order: list[int]) -> str:
             "by rewrite !big_cons big_nil /= !addr0 ?addrA in h.\nQed.\n")
 
 
+# issue 29: coefficients that the kernel's normal form cancels (d⁻¹ · d = 1 for a divisor d, 1/n of (n⁻¹G)⁻¹ = nG⁻¹):
+# after the scalings are merged (`scalerA`), `mulVf`, `mulfV`, `mulfK`, `divfK`, `mulKf`, `mulVKf` cancel a divisor
+# next to itself, each side condition d != 0 closed by the `have` of d (its proof as the kernel judged it)
+_CANCEL = "; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //"
+
+
+def _cancellations(trees: list, facts: _Facts) -> list[str]:
+    """`have` lines proving d != 0 for each divisor d whose power also occurs positively in a coefficient of the
+    trees (a cancellation the normal form made), or [] when there is none."""
+    coeffs = []
+
+    def walk(a):
+        if a[0] == "scale":
+            coeffs.append(a[1])
+            walk(a[2])
+        elif a[0] in ("mul", "add"):
+            for c in a[1]:
+                walk(c)
+        elif a[0] in ("tr", "inv", "pow"):
+            walk(a[1])
+        elif a[0] == "block":
+            for c in a[3]:
+                walk(c)
+
+    for tree in trees:
+        walk(tree)
+    negative, positive = [], set()
+    for c in coeffs:
+        for node in sympy.preorder_traversal(c):
+            if isinstance(node, sympy.Pow) and isinstance(node.exp, sympy.Integer) and node.exp < 0:
+                if node.base not in negative:
+                    negative.append(node.base)
+        for factor in sympy.Mul.make_args(c):
+            base = factor.base if isinstance(factor, sympy.Pow) and factor.exp > 0 else factor
+            if not (isinstance(factor, sympy.Pow) and factor.exp < 0):
+                positive.add(base)
+    cancelled = [d for d in negative if d in positive]
+    return [f"have nz{i}_ : {_scalar(d)} != 0 := {_nonzero(d, facts)}." for i, d in enumerate(cancelled)]
+
+
 def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     found, flipped, any_found, perms = None, False, False, None
     for flip, (start, end) in ((False, (before, after)), (True, (after, before))):
@@ -1534,7 +1933,11 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
     # a rewrite rewrites every occurrence of its instance (one sum twice in a term): each rewrite once
     r0 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p0))
     r1 = "".join(f"; rewrite {r.replace(' ', f'_{name} ', 1)}" for r in dict.fromkeys(p1))
-    lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.",
+    cancel, r0, r1 = _cancellations([ast(start), _replace_hole(ctx, ltree), _replace_hole(ctx, rtree), ast(end)],
+                                    facts), r0 + "", r1 + ""
+    if cancel:  # issue 29: a divisor d and d itself in the coefficients (1/n of n G⁻¹): d⁻¹ d = 1, d non-zero
+        r0, r1 = r0 + _CANCEL, r1 + _CANCEL
+    lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.", *cancel,
              f"have rule_ : {show(ltree)} = {show(rtree)} := {proof}.",
              f"have e0_ : {e0} = {c0} by {facts.norm}{r0}.",
              f"have e1_ : {c1} = {e1} by {facts.norm}{r1}.",
@@ -1611,6 +2014,7 @@ def _chain(prefix, lhs, rhs, steps, facts, lemmas, defs, title, statement_name, 
         elif step.instance and step.rule.startswith("hyp:") and step.rule[4:] in facts.forall:
             here = _Facts(facts.unit, facts.sym, facts.equations, facts.diag, facts.pd, facts.unchecked,
                           facts.positive, facts.norm, facts.forall)
+            here.extras_from(facts)
             here.equations_by_name = {**facts.equations_by_name,
                                       step.rule[4:]: _instance(facts.forall[step.rule[4:]], step.instance)}
             name = f"{prefix}_s{k}"
@@ -1673,6 +2077,10 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     """(lhs, rhs, Coq proof) of a ``thm:`` step: the cited theorem applied to the instance and to proofs of
     its instantiated hypotheses."""
     proof = proof_from_data({**cited, "cites": []})
+    for h in proof.hypotheses:  # issue 29: its scalar variables and λ = r would be arguments too (not modelled)
+        if type(h.lhs) is sympy.Symbol:
+            raise Unsupported(f"cites {proof.theorem}, whose scalar hypothesis {h.name} is not passed on (citations "
+                              "of theorems with scalar hypotheses are not exported)")
     dims, mats = _parameters(proof)
     given = dict(step.instance)
     dimmap = {k: v for k, v in given.items() if not isinstance(k, MatrixSymbol)}
@@ -1776,6 +2184,8 @@ def _statement_terms(proof) -> list:
     terms = [canon(proof.claim.lhs), canon(proof.claim.rhs)]
     terms += [canon(d.rhs) for d in proof.definitions]
     for h in proof.hypotheses:
+        if type(h.lhs) is sympy.Symbol:  # issue 29: a scalar hypothesis λ = r (its divisors: _statement_trees)
+            continue
         terms += [canon(h.lhs.arguments[0])] if h.is_predicate else [canon(h.lhs), canon(h.rhs)]
     return terms
 
@@ -1784,8 +2194,11 @@ def _statement_trees(proof) -> list:
     """The statement's terms as printed: the claim as stated, the definitions as stated, the hypotheses and the
     recurrences in the kernel's normal form."""
     trees = [ast(proof.claim.lhs), ast(proof.claim.rhs)] + [ast(d.rhs) for d in proof.definitions]
-    trees += [ast(canon(h.lhs.arguments[0])) if h.is_predicate else ast(canon(h.lhs)) for h in proof.hypotheses]
-    trees += [ast(canon(h.rhs)) for h in proof.hypotheses if not h.is_predicate]
+    scalar = [h for h in proof.hypotheses if type(h.lhs) is sympy.Symbol]  # issue 29: λ = r, r a coefficient
+    trees += [("scale", sympy.sympify(h.rhs), ("sym", "_")) for h in scalar]
+    matrix = [h for h in proof.hypotheses if type(h.lhs) is not sympy.Symbol]
+    trees += [ast(canon(h.lhs.arguments[0])) if h.is_predicate else ast(canon(h.lhs)) for h in matrix]
+    trees += [ast(canon(h.rhs)) for h in matrix if not h.is_predicate]
     trees += [ast(canon(t)) for f in proof.families for t in (f.base, f.step) if t is not None]
     return trees
 
@@ -1891,6 +2304,7 @@ def _induction(lem, facts: _Facts, lemmas: dict, defs: dict, unchecked: bool, ci
     base = _chain(f"{ln}_base", *at[0], lem.base, facts, lemmas, defs, "Lemma", f"{ln}_base", cite)
     local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
                    unchecked, facts.positive, facts.norm, {})
+    local.extras_from(facts)
     ih = (canon(lem.lhs), canon(lem.rhs), "IH")
     local.equations_by_name = {**facts.equations_by_name, "IH": ih}
     local.equations.append(ih)
@@ -1940,7 +2354,12 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         shifted = {d.name: _shifted_name(d) for d in _SHIFTED}
         out.append("Variables " + " ".join(shifted.get(d, _ident(d)) for d in dims) + " : nat.")
     facts = _Facts({}, {}, [], {}, {}, unchecked, forall={})
+    facts.definitions = [(d.symbol, canon(d.rhs), _ident(d.symbol.name)) for d in proof.definitions]  # issue 29
     facts.positive, facts.norm = {}, _NORM_SCALARS if scalars or _has_coefficients(proof) else _NORM
+    for d in _coefficient_dimensions(terms):  # issue 29: n as a coefficient, n > 0 as the kernel takes it
+        hn = f"{_ident(d.name)}_dim_positive"
+        out.append(f"Hypothesis {hn} : (0 < {_dim(d)})%N.")
+        facts.positive[d] = f"(@dim_positive R _ {hn})"
     for name in sorted(scalars):
         symbol, sn = scalars[name], _ident(name)
         out.append(f"Variable {sn} : R.")
@@ -1973,15 +2392,23 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
                 facts.pd[canon(m)] = hn
                 facts.unit[canon(m)] = f"(posdef_unit {hn})"
             elif pred == "diagonal":
-                out.append(f"Hypothesis {hn} : is_diag_mx {mt}.")
+                out.append(f"Hypothesis {hn} : is_diag_mx {show(ast(m), False)}.")
                 facts.diag[canon(m)] = hn
             else:
                 raise Unsupported(f"the predicate {pred} is not exported")
+        elif type(h.lhs) is sympy.Symbol:  # issue 29: a scalar hypothesis λ = r
+            out.append(f"Hypothesis {hn} : {_scalar(h.lhs)} = {_scalar(h.rhs)}.")
+            facts.scalar_hyps = {**(facts.scalar_hyps or {}), h.name: (h.lhs, sympy.sympify(h.rhs), hn)}
         else:
             out.append(f"Hypothesis {hn} : {show(ast(canon(h.lhs)))} = {show(ast(canon(h.rhs)))}.")
             entry = (canon(h.lhs), canon(h.rhs), hn)
             facts.equations.append(entry)
             facts.equations_by_name[h.name] = entry
+    for symbol, value, hn in (facts.scalar_hyps or {}).values():  # λ = r with r > 0: λ > 0 (the kernel's signs)
+        if symbol not in facts.positive and not value.has(symbol):
+            signs, sign_proof = _sign(value, facts)
+            if signs == {1}:
+                facts.positive[symbol] = f"(sgin_gt0 (sgin_eq {hn} {sign_proof}))"
     _check_powers(proof, facts)
 
     def cite(step, facts_here):
@@ -2012,6 +2439,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
         local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
                        unchecked, facts.positive, facts.norm, {})
         local.equations_by_name = dict(facts.equations_by_name)
+        local.extras_from(facts)
         head = []
         if lem.hypotheses:
             head.append(f"Section {ln}_section.")

@@ -388,6 +388,12 @@ case: ifP => [/orP [] h|_].
     by rewrite sgz0.
   by rewrite ltr0_sgz.
 Qed.
+(* issue 29: a dimension n read as a scalar is the number n%:R, positive for n > 0 (the kernel's dimensions are) *)
+Lemma dim_positive (n : nat) : (0 < n)%N -> 0 < (n%:R : R).
+Proof. by rewrite ltr0n. Qed.
+(* issue 29: a scalar hypothesis x = y gives x the signs of y *)
+Lemma sgin_eq x y s : x = y -> sgin y s -> sgin x s.
+Proof. by move=> ->. Qed.
 End Signs.
 Arguments sgin_pos {R x}.
 Arguments sgin_any {R}.
@@ -399,6 +405,7 @@ Arguments sgin_exp {R} n {x s}.
 Arguments sgin_neq0 {R x s}.
 Arguments sgin_inv {R x s}.
 Arguments sgin_add {R x y s t}.
+Arguments sgin_eq {R x y s}.
 
 Section Pow.
 Variable R : rcfType.
@@ -657,3 +664,112 @@ have -> : v^T *m (B^T *m B) *m v = (B *m v)^T *m (B *m v) by rewrite trmx_mul !m
 exact: sqnorm_gt0.
 Qed.
 End CongrPD.
+
+Section Unfolding.
+(* issue 29: a judgment carried over an equation A = B (B unfolded: definitions, equations, transposes pushed) *)
+Variable R : realFieldType.
+Lemma posdef_eq n (A B : 'M[R]_n) : A = B -> posdef B -> posdef A.
+Proof. by move->. Qed.
+Lemma diag_eq n (A B : 'M[R]_n) : A = B -> is_diag_mx B -> is_diag_mx A.
+Proof. by move->. Qed.
+Lemma psd_eq n (A B : 'M[R]_n) : A = B -> psd B -> psd A.
+Proof. by move->. Qed.
+Lemma psd_tr n (A : 'M[R]_n) : psd A -> psd A^T.
+Proof.
+move=> ps v; have e : (v^T *m A^T *m v) 0 0 = ((v^T *m A^T *m v)^T) 0 0 by rewrite [RHS]mxE.
+by rewrite e !trmx_mul !trmxK mulmxA; apply: ps.
+Qed.
+Lemma psd0 n : psd (0 : 'M[R]_n).
+Proof. by move=> v; rewrite mulmx0 mul0mx mxE Order.POrderTheory.lexx. Qed.
+End Unfolding.
+
+Section SignsMore.
+(* issue 29: the kernel's signs of tr s (a 1×1 s, read as its entry s 0 0): >= 0 for s positive semidefinite, != 0
+   for s invertible; and of a non-negative number (an index t read as the scalar t%:R) *)
+Variable R : realFieldType.
+Lemma sgin_ge0 (x : R) : 0 <= x -> sgin x [:: Posz 0; Posz 1].
+Proof.
+rewrite Order.POrderTheory.le_eqVlt => /orP [/eqP <- | h]; first by rewrite /sgin sgz0.
+by rewrite /sgin gtr0_sgz.
+Qed.
+Lemma sgin_tr_psd (s : 'M[R]_1) : psd s -> sgin (s 0 0) [:: Posz 0; Posz 1].
+Proof. by move=> ps; apply: sgin_ge0; have := ps 1%:M; rewrite trmx1 mul1mx mulmx1. Qed.
+Lemma sgin_tr_unit (s : 'M[R]_1) : s \in unitmx -> sgin (s 0 0) [:: Negz 0; Posz 1].
+Proof.
+rewrite unitmxE {1}(mx11_scalar s) det_scalar1 unitfE => nz.
+by rewrite /sgin /sgz (negbTE nz); case: (s 0 0 < 0).
+Qed.
+Lemma sgin_index (t : nat) : sgin (t%:R : R) [:: Posz 0; Posz 1].
+Proof. exact/sgin_ge0/ler0n. Qed.
+End SignsMore.
+
+Section BlockDiagonal.
+(* issue 29: a block-diagonal matrix [[A, 0], [0, D]] is positive (semi)definite, or diagonal, when A and D are:
+   vᵀ[[A, 0], [0, D]]v = v₁ᵀAv₁ + v₂ᵀDv₂ for v = [v₁; v₂], and v ≠ 0 makes v₁ or v₂ non-zero *)
+Variable R : realFieldType.
+Lemma block_diag_form m n (A : 'M[R]_m) (D : 'M[R]_n) (v : 'cV[R]_(m + n)) :
+  (v^T *m block_mx A 0 0 D *m v) 0 0 =
+  ((usubmx v)^T *m A *m usubmx v) 0 0 + ((dsubmx v)^T *m D *m dsubmx v) 0 0.
+Proof. by rewrite -{1 2}(vsubmxK v) tr_col_mx mul_row_block !mulmx0 addr0 add0r mul_row_col mxE. Qed.
+Lemma psd_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) : psd A -> psd D -> psd (block_mx A 0 0 D).
+Proof. by move=> pA pD v; rewrite block_diag_form addr_ge0. Qed.
+Lemma posdef_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) :
+  posdef A -> posdef D -> posdef (block_mx A 0 0 D).
+Proof.
+move=> pA pD v nz; rewrite block_diag_form.
+have [u0|u0] := eqVneq (usubmx v) 0; have [d0|d0] := eqVneq (dsubmx v) 0.
+- by move: nz; rewrite -(vsubmxK v) u0 d0 col_mx0 eqxx.
+- by rewrite u0 trmx0 !mul0mx [X in X + _]mxE add0r pD.
+- by rewrite d0 trmx0 !mul0mx [X in _ + X]mxE addr0 pA.
+- by rewrite ltr_paddr ?pA // Order.POrderTheory.ltW ?pD.
+Qed.
+Lemma diag_block_diag m n (A : 'M[R]_m) (D : 'M[R]_n) :
+  is_diag_mx A -> is_diag_mx D -> is_diag_mx (block_mx A 0 0 D).
+Proof. by move=> dA dD; rewrite is_diag_block_mx // !eqxx dA dD. Qed.
+End BlockDiagonal.
+
+Section DiagPowers.
+(* issue 29: inverses and integer powers of diagonal matrices are diagonal (invmx is the identity off unitmx) *)
+Variable R : realFieldType.
+Lemma diag_inv n (A : 'M[R]_n) : is_diag_mx A -> is_diag_mx (invmx A).
+Proof.
+move=> dA; have [uA|nuA] := boolP (A \in unitmx); last by rewrite invmx_out.
+move: uA dA => + /diag_mxP [d dE]; rewrite dE => uA.
+have nz i : d 0 i != 0.
+  move: uA; rewrite unitmxE det_diag unitfE; apply: contraNneq => z.
+  by rewrite (bigD1 i) //= z mul0r.
+suff -> : invmx (diag_mx d) = diag_mx (\row_j (d 0 j)^-1) by exact: diag_mx_is_diag.
+apply: mul1_invmx; rewrite mulmx_diag; apply/matrixP => i j; rewrite !mxE mulfV //.
+Qed.
+Lemma diag_npow n (A : 'M[R]_n) m : is_diag_mx A -> is_diag_mx (npow A m).
+Proof. by move=> dA; elim: m => [|m IH] /=; [exact: scalar_mx_is_diag | exact: diag_mul]. Qed.
+Lemma diag_ipow n (A : 'M[R]_n) k : is_diag_mx A -> is_diag_mx (ipow A k).
+Proof. by move=> dA; rewrite /ipow; case: k => m; [exact: diag_npow | apply: diag_inv; exact: diag_npow]. Qed.
+End DiagPowers.
+
+Section PosdefPowers.
+(* issue 29: an integer power of a symmetric positive definite matrix is positive definite: vᵀA^(2j+1)v =
+   (A^j v)ᵀA(A^j v), vᵀA^(2j)v = (A^j v)ᵀ(A^j v), A^j v ≠ 0 for v ≠ 0 (A invertible); negative powers by posdef_inv *)
+Variable R : realFieldType.
+Lemma posdef_npow n (A : 'M[R]_n) m : A^T = A -> posdef A -> posdef (npow A m).
+Proof.
+move=> sA pA; have uA := posdef_unit pA.
+have sP j : (npow A j)^T = npow A j by have := sym_ipow (Posz j) sA.
+have nzw j (v : 'cV[R]_n) : v != 0 -> npow A j *m v != 0.
+  move=> nz; apply: contra nz => /eqP h; have := congr1 (mulmx (invmx (npow A j))) h.
+  by rewrite mulmx0 mulmxA mulVmx ?npow_unit // mul1mx => ->.
+move=> v nz; rewrite -(odd_double_half m) -addnn.
+case: (odd m) => /=.
+- have -> : v^T *m (A *m npow A (m./2 + m./2)) *m v
+            = (npow A m./2 *m v)^T *m A *m (npow A m./2 *m v).
+    by rewrite -npowD (mulmxA A) npowC trmx_mul sP !mulmxA.
+  exact: pA (nzw _ _ nz).
+- have -> : v^T *m npow A (m./2 + m./2) *m v = (npow A m./2 *m v)^T *m (npow A m./2 *m v).
+    by rewrite trmx_mul sP -npowD !mulmxA.
+  exact: sqnorm_gt0 (nzw _ _ nz).
+Qed.
+Lemma posdef_ipow n (A : 'M[R]_n) k : A^T = A -> posdef A -> posdef (ipow A k).
+Proof.
+by move=> sA pA; rewrite /ipow; case: k => m; [exact: posdef_npow | apply: posdef_inv; exact: posdef_npow].
+Qed.
+End PosdefPowers.

@@ -120,9 +120,10 @@ Qed.
 
 Lemma slow_memory_base_s3 : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = invmx (lambda *: (1%:M : 'M[R]_(p))).
 Proof.
+have nz0_ : lambda != 0 := (sgin_neq0 (sgin_pos lambda_positive) isT).
 have rule_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) := inverse_scale (sgin_neq0 (sgin_pos lambda_positive) isT) (@unit_one R p).
-have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //.
+have e1_ : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //.
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
