@@ -30,7 +30,7 @@ from sympy.matrices.expressions import (
 
 from ..kernel import PREDICATES
 from ..kernel.scalars import MAX_COEFFICIENT_NODES, MAX_EXPONENT, CoefficientError, require_coefficient
-from ..kernel.terms import MAX_DIMENSION_NODES, FamilyMatrix
+from ..kernel.terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, FamilyMatrix, shape_doubling_edges
 from ..kernel.validation import IDENTIFIER
 
 __all__ = ["OutOfTime", "ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS",
@@ -174,10 +174,15 @@ def _arity(call: _Call, count: int) -> list:
     return call.args
 
 
-def _build(node, depth: int = 0):
-    """Build SymPy objects from the whitelisted constructors only."""
+def _build(node, depth: int = 0, doubled: dict | None = None):
+    """Build SymPy objects from the whitelisted constructors only.
+
+    ``doubled`` maps the id of each matrix built so far to (how often SymPy would ask one of its sub-terms' shape
+    twice along a path, the matrix): a matrix over the kernel's bound is refused as soon as it is built, before any
+    constructor above it asks its shape (``kernel.terms.MAX_SHAPE_DOUBLING``)."""
+    doubled = {} if doubled is None else doubled
     if isinstance(node, list):
-        return [_build(item, depth + 1) for item in node]
+        return [_build(item, depth + 1, doubled) for item in node]
     if isinstance(node, (int, str)):
         return node
     name = node.name
@@ -192,9 +197,17 @@ def _build(node, depth: int = 0):
     builder = _BUILDERS.get(name)
     if builder is None:
         raise ParseError(f"constructor {name!r} is not allowed in a certificate")
-    args = [_build(a, depth + 1) for a in node.args]
-    kwargs = {k: _build(v, depth + 1) for k, v in node.kwargs.items()}
-    return builder(_Call(name, args, kwargs))
+    args = [_build(a, depth + 1, doubled) for a in node.args]
+    kwargs = {k: _build(v, depth + 1, doubled) for k, v in node.kwargs.items()}
+    built = builder(_Call(name, args, kwargs))
+    if isinstance(built, MatrixExpr):
+        count = max((doubled.get(id(child), (0,))[0] + twice for child, twice in shape_doubling_edges(built)),
+                    default=0)
+        if count > MAX_SHAPE_DOUBLING:
+            raise ParseError(f"a term nests products of one matrix factor or top-left blocks more than "
+                             f"{MAX_SHAPE_DOUBLING} deep")
+        doubled[id(built)] = (count, built)  # the matrix is kept, so its id is not reused during the parse
+    return built
 
 
 def _str(c):

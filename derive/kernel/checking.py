@@ -78,6 +78,7 @@ from .terms import (
     rebuild,
     require_exact_types,
     require_index,
+    require_shape_doubling,
     shape,
 )
 from .validation import IDENTIFIER, ValidationError, validated
@@ -359,8 +360,10 @@ def _instantiate(entry, step: Step, ctx: Context, fail) -> Rule:
     # every matrix instance is a defined term of the bound symbol's shape (B := I_n I_1 is not an n×1 matrix)
     dim_map, mat_map = _instance_maps(given, ctx, fail)
     try:
-        lhs_i = canon(lhs.xreplace(dim_map).xreplace(mat_map))
-        rhs_i = canon(rhs.xreplace(dim_map).xreplace(mat_map))
+        lhs_i, rhs_i = (side.xreplace(dim_map).xreplace(mat_map) for side in (lhs, rhs))
+        for side in (lhs_i, rhs_i):
+            require_shape_doubling(side, "the instantiated hypothesis")
+        lhs_i, rhs_i = canon(lhs_i), canon(rhs_i)
     except (TermError, ValueError, TypeError) as exc:
         fail(f"cannot instantiate the hypothesis: {exc}")
     return equation_rule(lhs_i, rhs_i)
@@ -445,7 +448,9 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
 
     def instance(term: Basic) -> Basic:
         try:
-            return _defined(term.xreplace(dims).xreplace(mats), ctx, fail)
+            term = term.xreplace(dims).xreplace(mats)
+            require_shape_doubling(term, f"an instance of theorem {theorem.id}")
+            return _defined(term, ctx, fail)
         except ProofError:
             raise
         except (TermError, ValueError, TypeError) as exc:

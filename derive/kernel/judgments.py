@@ -44,6 +44,7 @@ from .terms import (
     rebuild,
     require_exact_types,
     require_index,
+    require_shape_doubling,
     shape,
 )
 
@@ -623,6 +624,8 @@ def _unfolded(term, ctx: Context, depth: int):
                 if not (out.atoms(MatrixSymbol, FamilyMatrix) & table.keys()):
                     break
                 out = out.xreplace(table)
+                # substituted terms nest deeper: refused where SymPy's shape of them would take exponential time
+                require_shape_doubling(out, "an unfolding")
         out = canonical(_pushed(canonical(out), ctx, depth))
     except (OutOfTime, WorkExceeded, GuardFired):
         raise

@@ -48,6 +48,10 @@ __all__ = [
     "require_index",
     "MATRIX_NODES",
     "MAX_DIMENSION_NODES",
+    "MAX_SHAPE_DOUBLING",
+    "shape_doubling_edges",
+    "shape_doubling",
+    "require_shape_doubling",
     "require_exact_types",
     "add",
     "block",
@@ -116,6 +120,56 @@ MAX_DIMENSION_NODES = 24  # nodes of one dimension expression (p + k, n - 1): co
 
 
 MAX_INDEX = 64  # a family's index: at most this plus an index symbol (F[t + 1], F[0], F[3])
+
+#: How often, along any path of a term, SymPy may be made to compute one sub-term's shape twice: the only matrix
+#: factor of a product (its rows, then its columns) and the top-left block of a block matrix (the first block row's
+#: height, then the first block column's width).  A term's shape costs up to 2 ** this many look-ups, outside the
+#: work budget, so a term nested deeper in those places is refused (red team: ``2·(2·(⋯(2·A)))`` or ``[[[[⋯A⋯]]]]``
+#: sixty deep, a certificate of 10 KB, kept ``derive check`` busy for hours).  The library needs 2.
+MAX_SHAPE_DOUBLING = 8
+
+
+def shape_doubling_edges(term: Basic) -> list[tuple[Basic, bool]]:
+    """The matrix children of a built ``term``, each with whether SymPy asks its shape twice for ``term``'s shape
+    (see :data:`MAX_SHAPE_DOUBLING`)."""
+    if isinstance(term, MatMul):
+        mats = [a for a in term.args if isinstance(a, MatrixExpr)]
+        return [(m, len(mats) == 1) for m in mats]
+    if isinstance(term, BlockMatrix):
+        grid = term.blocks
+        return [(grid[i, j], i == j == 0) for i in range(grid.shape[0]) for j in range(grid.shape[1])]
+    return [(a, False) for a in term.args if isinstance(a, MatrixExpr)]
+
+
+def shape_doubling(term: Basic) -> int:
+    """The most nodes along one path of ``term`` that make SymPy ask a sub-term's shape twice (the matrices read as
+    scalars in its coefficients counted as terms of their own), in one pass over its distinct sub-terms."""
+    known: dict = {}  # id -> (value, sub-term): the sub-term is kept, so its id stays its own during the pass
+    stack = [(term, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in known:
+            continue
+        edges = shape_doubling_edges(node)
+        traces = [t.args[0] for a in node.args if not isinstance(a, MatrixExpr) and isinstance(a, Basic)
+                  for t in a.atoms(Trace)] if isinstance(node, MatMul) else []
+        if not ready:
+            stack.append((node, True))
+            stack += [(child, False) for child, _ in edges if id(child) not in known]
+            stack += [(inner, False) for inner in traces if id(inner) not in known]
+            continue
+        value = max((known[id(child)][0] + twice for child, twice in edges), default=0)
+        value = max([value] + [known[id(inner)][0] for inner in traces])
+        known[id(node)] = (value, node)
+    return known[id(term)][0]
+
+
+def require_shape_doubling(term: Basic, what: str) -> None:
+    """Raise TermError when ``term`` (built by substituting terms into terms) nests more than
+    :data:`MAX_SHAPE_DOUBLING` deep in the places where SymPy computes a shape twice."""
+    if shape_doubling(term) > MAX_SHAPE_DOUBLING:
+        raise TermError(f"{what} nests products of one matrix factor or top-left blocks more than "
+                        f"{MAX_SHAPE_DOUBLING} deep (SymPy's shape of it would take 2**depth steps)")
 
 
 def index_kind(symbol: Basic) -> str | None:

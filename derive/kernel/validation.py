@@ -31,7 +31,7 @@ from sympy.matrices.expressions import (
 
 from .proof import PREDICATES, Chain, Definition, Family, Hypothesis, Induction, Proof, Step
 from .scalars import SCALAR_ASSUMPTIONS, scalar_kind
-from .terms import MAX_DIMENSION_NODES, FamilyMatrix, TermError, index_kind, require_index
+from .terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, FamilyMatrix, TermError, index_kind, require_index
 
 __all__ = ["IDENTIFIER", "ValidationError", "dimension_symbol", "identifier", "rule_name", "term", "validated"]
 
@@ -175,11 +175,16 @@ def term(value, budget: list[int] | None = None) -> Basic:
     return _term(value, budget)
 
 
-def _term(value, budget: list[int]) -> Basic:
+def _term(value, budget: list[int], doubled: int = 0) -> Basic:
+    """``doubled``: how many of the nodes above ``value`` make SymPy ask its shape twice (the only matrix factor of a
+    product, the top-left block of a block matrix; :data:`terms.MAX_SHAPE_DOUBLING`)."""
     try:
         budget[0] -= 1
         if budget[0] < 0:
             raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
+        if doubled > MAX_SHAPE_DOUBLING:
+            raise ValidationError(f"a term nests products of one matrix factor or top-left blocks more than "
+                                  f"{MAX_SHAPE_DOUBLING} deep (SymPy's shape of it would take 2**depth steps)")
         kind = type(value)
         if kind is MatrixSymbol:
             name, rows, cols = _args(value) if len(_args(value)) == 3 else (None, None, None)
@@ -199,20 +204,21 @@ def _term(value, budget: list[int]) -> Basic:
             return ZeroMatrix(dimension(rows), dimension(cols))
         if kind is Transpose:
             (arg,) = _exactly(value, 1)
-            return Transpose(_term(arg, budget))
+            return Transpose(_term(arg, budget, doubled))
         if kind is Inverse:
             arg, exponent = _exactly(value, 2)
             if type(exponent) is not type(S.NegativeOne):
                 raise ValidationError("an Inverse holds the exponent -1")
-            return Inverse(_term(arg, budget))
+            return Inverse(_term(arg, budget, doubled))
         if kind is MatPow:
             base, exponent = _exactly(value, 2)
-            return MatPow(_term(base, budget), rational(exponent))
+            return MatPow(_term(base, budget, doubled), rational(exponent))
         if kind is MatMul:
             args = _args(value)
             if not args:
                 raise ValidationError("a product needs factors")
-            rebuilt = [_term(a, budget) if type(a) in _MATRIX_TYPES else _coefficient(a, budget) for a in args]
+            inner = doubled + (sum(type(a) in _MATRIX_TYPES for a in args) == 1)  # one factor: its shape asked twice
+            rebuilt = [_term(a, budget, inner) if type(a) in _MATRIX_TYPES else _coefficient(a, budget) for a in args]
             out = MatMul(*rebuilt, evaluate=False)
             if out.args != tuple(rebuilt):
                 raise ValidationError("SymPy changed a product while rebuilding it")
@@ -221,7 +227,7 @@ def _term(value, budget: list[int]) -> Basic:
             args = _args(value)
             if not args:
                 raise ValidationError("a sum needs terms")
-            rebuilt = [_term(a, budget) for a in args]
+            rebuilt = [_term(a, budget, doubled) for a in args]
             out = MatAdd(*rebuilt, evaluate=False)
             if out.args != tuple(rebuilt):
                 raise ValidationError("SymPy changed a sum while rebuilding it")
@@ -233,7 +239,7 @@ def _term(value, budget: list[int]) -> Basic:
             rows, cols = grid.shape
             if type(rows) is not int or type(cols) is not int or rows < 1 or cols < 1:
                 raise ValidationError("a block matrix needs a non-empty grid of blocks")
-            blocks = [[_term(grid[i, j], budget) for j in range(cols)] for i in range(rows)]
+            blocks = [[_term(grid[i, j], budget, doubled + (i == j == 0)) for j in range(cols)] for i in range(rows)]
             # evaluate=False: blocks of explicit size and nested block matrices stay blocks (as BlockMatrix builds them)
             return BlockMatrix(ImmutableDenseMatrix(blocks, evaluate=False))
         raise ValidationError(f"{kind.__name__} is not a matrix term the kernel knows")
