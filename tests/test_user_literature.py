@@ -34,6 +34,7 @@ from derive import (
     scalar,
     transpose,
 )
+from derive.kernel import budget, default_limit, proof_size
 from derive.kernel.terms import canon
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -371,9 +372,9 @@ def test_the_statements_are_canonical_terms():
 
 def _rls_forgetting(swap: bool):
     """P_t = R_t⁻¹ for every t, with R_t = γR_{t−1} + x_tx_tᵀ (R_0 = λI) and the RLS update of P with forgetting
-    factor γ, P_t = γ⁻¹(P − Px(γ + xᵀPx)⁻¹xᵀP).  Not in the worked file: judging the recurrence of P defined for
-    an arbitrary member (the kernel's statement check) costs about 365,000 units, over the default work budget
-    of about 260,000 for this proof (the same recurrence with 1 + xᵀPx costs 36,000)."""
+    factor γ, P_t = γ⁻¹(P − Px(γ + xᵀPx)⁻¹xᵀP).  Judging the recurrence of P defined for an arbitrary member (the
+    kernel's statement check) costs about 365,000 units of work (the same recurrence with 1 + xᵀPx: 36,000), inside
+    the default budget (1,000,000 + 50 per node) with room to spare."""
     t, gamma = index("t"), scalar("gamma", positive=True)
     x = family("x", (p, 1))
     R = family("R", (p, p))
@@ -396,8 +397,10 @@ def _rls_forgetting(swap: bool):
 def test_forgetting_factor_rls_is_proved_by_auto(swap):
     """The induction's step needs Sherman–Morrison at A = γR_t and the 1×1 denominators γ + xᵀR⁻¹x and
     1 + xᵀ(γR)⁻¹x to meet (``.auto`` writes a 1×1 sum under an inverse with the identity's coefficient 1)."""
-    theorem = check(_rls_forgetting(swap), work_limit=1_000_000)
+    proof = _rls_forgetting(swap)
+    theorem = check(proof)  # the default work budget, as derive check gives it
     assert theorem.proof.lemmas[0].name == "gain_is_inverse"
+    assert budget.last_used() < default_limit(proof_size(proof)) / 2
 
 
 def test_a_certificate_citing_it_checks_in_a_fresh_process(scaled, tmp_path):

@@ -26,7 +26,7 @@ __all__ = ["CheckInterrupted", "GuardFired", "Meter", "WorkExceeded", "charge", 
 #: The default budget of a check: ``BASE_UNITS + UNITS_PER_NODE × size``, where size counts the nodes of
 #: every term of the proof (hypotheses, definitions, families, claims, steps, instances, and the statements
 #: of the theorems it cites).
-BASE_UNITS = 200_000
+BASE_UNITS = 1_000_000
 UNITS_PER_NODE = 50
 
 
