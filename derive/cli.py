@@ -16,11 +16,13 @@ written with the others), 141 the reader of the output went away (``derive list 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import __version__, pipeline
@@ -538,6 +540,33 @@ def _target(exc: OSError) -> str:
 
 def _run(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
+    with _one_command():
+        return _dispatch(args)
+
+
+@contextlib.contextmanager
+def _one_command() -> Iterator[None]:
+    """What one command loads is gone after it (its ``--library`` theorems and their cached checks, the record
+    folders attached for them, the notes about records, the ids it selected), so that ``main`` called in-process
+    leaves no global state behind: a later ``derive latex`` lists the built-in library, as in a fresh process."""
+    from .authoring.registry import scoped_registrations
+    from .records import store
+
+    current = store()
+    folders = None if current is None else dict(current.folders)
+    problems = None if current is None else len(current.problems)
+    try:
+        with scoped_registrations():
+            yield
+    finally:
+        _LOADED.clear()
+        if current is not None:
+            current.folders.clear()
+            current.folders.update(folders)
+            del current.problems[problems:]
+
+
+def _dispatch(args) -> int:
     try:
         if hasattr(args, "library") and args.command != "check":  # check runs no code but the package's own
             _load_libraries(args.library, getattr(args, "record", None))

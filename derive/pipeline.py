@@ -96,15 +96,27 @@ def write_certificates(records: list[dict], out: Path) -> int:
 
 
 def coq_status(theorems: list) -> dict[str, dict[str, str]]:
-    """For the article's table: theorem id -> {"coq": "exported" or why it is not} (the export, not coqc)."""
+    """For the article's table: theorem id -> {"coq": "exported" or why it is not} (the export, not coqc).
+
+    The export is a function of the certificates, so its outcome is remembered by the theorems' ids and digests:
+    writing the LaTeX again in the same process (the tests, ``derive build``) does not export everything again.
+    """
     import json
 
     from .export.coq import export_certificates
 
-    export = export_certificates([json.loads(certificate_text(t)) for t in theorems])
-    status = {tid: {"coq": "exported"} for tid in export.exported}
-    status.update({tid: {"coq": reason} for tid, reason in export.skipped.items()})
-    return status
+    key = tuple((t.id, t.digest) for t in theorems)
+    if key not in _COQ_STATUS:
+        export = export_certificates([json.loads(certificate_text(t)) for t in theorems])
+        status = {tid: {"coq": "exported"} for tid in export.exported}
+        status.update({tid: {"coq": reason} for tid, reason in export.skipped.items()})
+        if len(_COQ_STATUS) >= 8:
+            _COQ_STATUS.pop(next(iter(_COQ_STATUS)))  # the oldest
+        _COQ_STATUS[key] = status
+    return {tid: dict(row) for tid, row in _COQ_STATUS[key].items()}  # a copy: the caller may add columns
+
+
+_COQ_STATUS: dict[tuple, dict[str, dict[str, str]]] = {}  # (id, digest) of each theorem -> coq_status's answer
 
 
 def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | None = None,

@@ -174,8 +174,17 @@ def test_auto_is_deterministic():
 
 
 def test_a_tiny_budget_ends_in_a_proof_error_naming_it():
-    with pytest.raises(ProofError, match="within 1e-09 s"):
+    with pytest.raises(ProofError, match="within the work budget of 100 units"):
+        prove("svd", *TRUE["svd_route"], budget=100)
+
+
+def test_a_tiny_timeout_interrupts_and_says_so():
+    """The wall-clock guard is no verdict: its error says "interrupted", never "no chain"."""
+    from derive.authoring.auto import AutoInterrupted
+
+    with pytest.raises(AutoInterrupted, match="interrupted") as error:
         prove("svd", *TRUE["svd_route"], timeout=1e-9)
+    assert "no chain" not in str(error.value)
 
 
 @pytest.mark.parametrize("timeout", [0, -1, "10", True])
@@ -188,6 +197,8 @@ def test_a_budget_that_runs_out_leaves_the_builder_usable():
     b = ProofBuilder("budget", "t", "t", *HAT)
     with pytest.raises(ProofError):
         b.lemma("first", mul(H, H)).auto(H, timeout=1e-9)
+    with pytest.raises(ProofError):
+        b.lemma("second", mul(H, H)).auto(H, budget=1)
     b.main(mul(H, H)).auto(H)
     assert isinstance(check(b.proof()), Theorem)
 

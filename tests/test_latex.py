@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import os
+import contextlib
+import io
 import re
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -39,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def theorems():
-    return [check(LIBRARY[tid]()) for tid in THEOREM_IDS]
+    return [checked(tid) for tid in THEOREM_IDS]  # as this process checked them: not the same work twice
 
 
 def test_paper_notation():
@@ -300,26 +302,32 @@ def test_latex_command_is_deterministic_and_atomic(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
+def _run(*args):
+    """``derive ARGS`` in this process (a command leaves no global state behind, tests/test_cli_state.py): no
+    interpreter start and no replay of the library per call.  The exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return types.SimpleNamespace(returncode=status, stdout=out.getvalue(), stderr=err.getvalue())
+
+
 def test_latex_to_an_existing_file_is_a_clear_error(tmp_path):
     target = tmp_path / "taken"
     target.write_text("keep")
-    result = subprocess.run([sys.executable, "-m", "derive", "latex", "--out", str(target)],
-                            capture_output=True, text=True, cwd=ROOT)
+    result = _run("latex", "--out", str(target))
     assert result.returncode == 2 and "not a directory" in result.stderr and "Traceback" not in result.stderr
     assert target.read_text() == "keep"
 
 
 def test_latex_under_a_file_is_a_clear_error(tmp_path):
     (tmp_path / "file").write_text("x")
-    result = subprocess.run([sys.executable, "-m", "derive", "latex", "--out", str(tmp_path / "file" / "sub")],
-                            capture_output=True, text=True, cwd=ROOT)
+    result = _run("latex", "--out", str(tmp_path / "file" / "sub"))
     assert result.returncode in (2, 3) and "cannot create directory" in result.stderr
 
 
-def test_pdf_without_tex_says_so_in_one_line(tmp_path):
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
-    result = subprocess.run([sys.executable, "-m", "derive", "latex", "ols_is_linear_attention", "--pdf",
-                             "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env)
+def test_pdf_without_tex_says_so_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no TeX engine on it
+    result = _run("latex", "ols_is_linear_attention", "--pdf", "--out", str(tmp_path))
     assert result.returncode == 0
     assert [line for line in result.stdout.splitlines() if "no TeX engine" in line]
     assert (tmp_path / ARTICLE).exists() and not (tmp_path / "ols_transformer.pdf").exists()

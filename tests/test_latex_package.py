@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shutil
 import subprocess
-import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -62,8 +64,13 @@ def test_symbols_file_is_parsed_safely():
             parse_symbols(text, known, "s.txt")
 
 
-def _run(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "derive", *args], capture_output=True, text=True, cwd=cwd)
+def _run(*args):
+    """``derive ARGS`` in this process (a command leaves no global state behind, tests/test_cli_state.py): no
+    interpreter start and no replay of the library per call.  The exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return types.SimpleNamespace(returncode=status, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_a_bad_symbols_file_is_a_usage_error(tmp_path):

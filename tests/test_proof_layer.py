@@ -238,7 +238,8 @@ def test_a_fresh_search_gives_the_record(fresh):
     from derive.pipeline import certificate_text, prove
 
     result = prove(list(THEOREM_IDS), search=True)
-    assert all(r["searched"] for r in result)
+    # the search is bounded by counted work, not time (issue 28): the same on a busy machine as on a quiet one
+    assert [(r["id"], r.get("error")) for r in result if not r.get("searched")] == []
     for r in result:
         assert certificate_text(r["theorem"]) == (CERTIFICATES / f"{r['id']}.json").read_text(), r["id"]
 

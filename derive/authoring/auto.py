@@ -15,12 +15,17 @@ them from scratch later like any other chain.  The search, in order:
    arguments of inverses that normalise only as a whole (XᵀX = RᵀR) become small lemmas proved first.
    It runs under several strategies (see :func:`_strategies`): equations that bring in only symbols the
    other side does not speak about waiting, or not, and each equation's orientation flipped in turn.
-3. A bounded breadth-first search from the two normal forms until they meet or the time runs out.
+3. A bounded breadth-first search from the two normal forms until they meet or the work budget runs out.
 4. Both sides multiplied through by a square invertible K whose inverse occurs in them (:func:`_multiply_through`):
    a matrix next to a rational function of itself, (XᵀX + λI)⁻¹XᵀX = I − λ(XᵀX + λI)⁻¹.
 
 When all of this finds nothing from the left side, it runs from the right side and the chain is read backwards
 (:func:`close`), so A = B is proved exactly when B = A is.
+
+The search is bounded by counted work, never by a clock (:func:`default_budget`): every rewrite tried,
+judgment asked and term normalised is charged to the kernel's meter (:mod:`derive.kernel.budget`), so the
+same statement gives the same chain, or the same refusal, on any machine at any load.  A wall-clock
+``timeout`` is only an optional outer guard; when it fires the search is *interrupted*, which is no verdict.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from sympy.matrices.expressions import (
 )
 
 from ..kernel import ProofError, Step
+from ..kernel import budget as work
 from ..kernel.axioms import AXIOMS, equation_rule, scalar_equation_rule
 from ..kernel.checking import (
     _statement_symbols,
@@ -83,6 +89,35 @@ MAX_STEPS = 400  # steps of one normalisation: a safety net, far above what a re
 MAX_SEARCH_TERMS = 3000  # terms the fallback search visits before it gives up
 SHORT_SEARCH_TERMS = 40  # the first, short search: finds chains of two or three steps directly
 SEARCH_SIZE_SLACK = 12  # the fallback search visits terms at most this many nodes larger than its start
+
+# --- the work budget of a search (units of kernel work, derive.kernel.budget; never seconds) -------------
+
+#: The default budget of one ``.auto`` call: ``AUTO_BASE_UNITS + AUTO_UNITS_PER_NODE × n``, where n counts the
+#: nodes of both sides and of the chain's equations (hypotheses, definitions, lemmas), what the search rewrites.
+AUTO_BASE_UNITS = 5_000_000
+AUTO_UNITS_PER_NODE = 40_000
+SECOND_CHANCE_UNITS = 200_000  # the plain search run when the kernel refuses a found chain (see _validated)
+NEAREST_STEP_UNITS = 50_000  # looking for a hand step to suggest, once the search has failed
+
+
+def default_budget(chain, rhs: Basic) -> int:
+    """The work budget of ``.auto`` from ``chain``'s current expression to ``rhs`` (see AUTO_BASE_UNITS): far
+    above what the library's and the tests' searches use, so the verdict never sits near the edge."""
+    nodes = size(canon(chain.current)) + size(canon(rhs))
+    for rule in chain.ctx.rules.values():
+        lhs, rhs_, _ = _plain(rule)
+        if lhs is not None:
+            nodes += size(lhs) + size(rhs_)
+    return AUTO_BASE_UNITS + AUTO_UNITS_PER_NODE * nodes
+
+
+class AutoInterrupted(ProofError):
+    """The outer wall-clock guard of ``.auto`` (``timeout``) fired: the search was *interrupted*, which says
+    nothing about the statement (unlike "no chain found within the work budget")."""
+
+
+class _GuardFired(Exception):  # noqa: N818 - not an error: the search is stopped from outside
+    """Raised by :meth:`Engine.tick` when the wall-clock guard has passed; turned into AutoInterrupted by close."""
 
 
 @dataclass(frozen=True)
@@ -499,8 +534,10 @@ def _oriented(name: str, lhs: Basic, rhs: Basic) -> Equation:
 class Engine:
     """Normalises and searches in one chain's context, proving small lemmas on the way when needed."""
 
-    def __init__(self, chain, deadline: float):
-        self.chain, self.ctx, self.deadline = chain, chain.ctx, deadline
+    def __init__(self, chain, limit: int, guard: float | None = None):
+        # ``limit``: the count of this thread's work meter (work.current().used) where the search stops;
+        # ``guard``: a time.monotonic() value past which it is interrupted (None: no clock is ever read)
+        self.chain, self.ctx, self.limit, self.guard = chain, chain.ctx, limit, guard
         for theorem in chain.builder.cites:  # cited after this chain was opened
             self.ctx.citations.setdefault(theorem.id, theorem)
         equations = [
@@ -527,8 +564,10 @@ class Engine:
 
     # -- bookkeeping
     def tick(self) -> None:
-        if time.monotonic() > self.deadline:
-            raise OutOfTime("auto ran past its time budget")
+        if work.current().used > self.limit:
+            raise OutOfTime("auto ran past its work budget")
+        if self.guard is not None and time.monotonic() > self.guard:
+            raise _GuardFired()
 
     def defined(self, term: Basic) -> bool:
         key = (term, len(self.ctx.equations))
@@ -642,7 +681,7 @@ class Engine:
         if known is not None:
             return known
         chain = self.chain.builder.lemma(self._fresh_name(), lhs)
-        sub = Engine(chain, self.deadline)
+        sub = Engine(chain, self.limit, self.guard)
         sub.flips, sub.goal = set(self.flips), self.goal
         nf, steps = sub.normalise(lhs)
         if nf == lhs or not steps or _refused_step(chain, steps) is not None:
@@ -1083,43 +1122,76 @@ def first_difference(a: Basic, b: Basic) -> tuple[Basic, Basic]:
     return a, b
 
 
-def normal_form(chain, expr: Basic, timeout: float = 10.0) -> Basic:
-    """The normal form the directed normaliser gives ``expr`` in ``chain``'s context (no lemmas recorded)."""
-    engine = Engine(chain, time.monotonic() + timeout)
+def normal_form(chain, expr: Basic, budget: int | None = None) -> Basic:
+    """The normal form the directed normaliser gives ``expr`` in ``chain``'s context (no lemmas recorded), within
+    ``budget`` units of work (default: :func:`default_budget` of ``expr`` to itself)."""
+    budget = _positive_units(budget, "budget") or default_budget(chain, expr)
+    engine = Engine(chain, work.current().used + budget)
     return engine.normalise(canon(expr))[0]
+
+
+def _positive_units(value, name: str) -> int | None:
+    """``value`` as a budget in units of work: None, or a positive whole number (else ValueError naming it)."""
+    if value is None:
+        return None
+    if type(value) is not int or value <= 0:
+        raise ValueError(f"{name} must be a positive whole number of work units, not {value!r}")
+    return value
 
 
 # --- closing a chain --------------------------------------------------------------------------------
 
 
-def close(chain, rhs: Basic, timeout: float = 10.0, both_ways: bool = True):
+def close(chain, rhs: Basic, timeout: float | None = None, both_ways: bool = True, budget: int | None = None):
     """Find steps from ``chain.current`` to ``rhs``, record them, and close the chain (see the module doc).
 
-    When the search from the left side finds nothing (within the time), the search from the right side runs
-    in the time left and its chain is read backwards, so that A = B is proved exactly when B = A is
+    ``budget`` (units of kernel work; default :func:`default_budget`) bounds the whole search, both ways and
+    the lemmas it proves on the way: past it, "no chain found within the work budget of N units", at the same
+    point on any machine.  ``timeout`` (seconds, optional) is only an outer wall-clock guard: when it fires the
+    search stops with :class:`AutoInterrupted` ("interrupted"), which is no verdict on the statement.
+
+    When the search from the left side finds nothing (within the budget), the search from the right side runs
+    in the budget left and its chain is read backwards, so that A = B is proved exactly when B = A is
     (``both_ways``; the lemmas the automation proves for itself search one way only).
     """
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool)
+                                or not 0 < timeout < float("inf")):
+        raise ValueError(f"timeout must be None or a positive number of seconds, not {timeout!r}")
+    budget = _positive_units(budget, "budget")
     try:
         target = canon(rhs)
     except TermError as exc:
         chain._fail(f"auto: the right-hand side is not a matrix term: {exc}", "auto")
-    started = time.monotonic()
-    engine = Engine(chain, started + timeout)
-    saved_deadline = chain.ctx.deadline
-    chain.ctx.deadline = engine.deadline
+    budget = budget or default_budget(chain, target)
+    guard = None if timeout is None else time.monotonic() + timeout
     snapshot = _snapshot(chain)
+    try:
+        return _close(chain, target, work.current().used + budget, guard, both_ways, snapshot, budget)
+    except _GuardFired:
+        _restore(chain, snapshot)
+        raise AutoInterrupted(chain.builder.theorem, chain.name, len(chain.steps) + 1, "auto",
+                              f"auto: interrupted: the search for a chain to {_show(target)} ran past its "
+                              f"wall-clock guard of {timeout:g} s; not searched to the end, so this is no "
+                              f"verdict (the work budget is {budget} units)") from None
+
+
+def _close(chain, target: Basic, limit: int, guard: float | None, both_ways: bool, snapshot: tuple, units: int):
+    """:func:`close` once its arguments are checked: the search stops where the work meter passes ``limit``
+    (``units`` is the budget that gave it, for the message)."""
+    engine = Engine(chain, limit, guard)
+    saved_deadline = chain.ctx.deadline
+    chain.ctx.deadline = engine.limit
     try:
         moves = _find(engine, chain.current, target)
     except OutOfTime:
-        chain.ctx.memo.clear()  # judgments cut short are remembered as "not shown"
         known = "" if engine.best is None else f": {_differ(engine.best[0], engine.best[1])}"
-        chain._fail(f"auto found no chain to {_show(target)} within {timeout:g} s{known}", "auto")
+        _restore(chain, snapshot)  # the lemmas of a search cut short are dropped (and judgments cut short with it)
+        chain._fail(f"auto found no chain to {_show(target)} within the work budget of "
+                    f"{units} units{known}", "auto")
     except ProofError as forward:
         if not both_ways:
             raise
-        moves = _backwards(chain, target, engine.deadline, snapshot, forward)
+        moves = _backwards(chain, target, engine.limit, guard, snapshot, forward)
     finally:
         chain.ctx.deadline = saved_deadline
     moves = _validated(engine, chain, moves, target)
@@ -1146,14 +1218,15 @@ def _restore(chain, snapshot: tuple) -> None:
     chain.ctx.memo.clear()
 
 
-def _backwards(chain, target: Basic, deadline: float, snapshot: tuple, forward: ProofError) -> list[Move]:
+def _backwards(chain, target: Basic, limit: int, guard: float | None, snapshot: tuple,
+               forward: ProofError) -> list[Move]:
     """The moves from ``chain.current`` to ``target`` found by searching from ``target``, read backwards; the
     forward search's error (re-raised) when this finds nothing either.  Lemmas of the failed forward search
     are dropped first."""
     _restore(chain, snapshot)
     start = chain.current
-    engine = Engine(chain, deadline)
-    chain.ctx.deadline = deadline
+    engine = Engine(chain, limit, guard)
+    chain.ctx.deadline = limit
     try:
         moves = _find(engine, target, start)
     except (OutOfTime, ProofError):
@@ -1199,8 +1272,8 @@ def _validated(engine: Engine, chain, moves: list[Move], target: Basic) -> list[
     if refused is None:
         return moves
     index, move, reason = refused
-    engine.deadline = max(engine.deadline, time.monotonic() + 1.0)  # a short second chance
-    saved_deadline, chain.ctx.deadline = chain.ctx.deadline, engine.deadline
+    engine.limit = max(engine.limit, work.current().used + SECOND_CHANCE_UNITS)  # a short second chance
+    saved_deadline, chain.ctx.deadline = chain.ctx.deadline, engine.limit
     try:
         again = engine.search(chain.current, target)
     except OutOfTime:
@@ -1365,13 +1438,13 @@ def _nearest_step(engine: Engine, left: Basic, right: Basic) -> str:
     target = collections.Counter(subterms(right))
     here = collections.Counter(subterms(left))
     best, best_distance = None, sum(((here - target) + (target - here)).values())
-    deadline = time.monotonic() + 0.5
+    stop = work.current().used + NEAREST_STEP_UNITS
     sources = [e.source() for e in engine.equations] + [e.flipped().source() for e in engine.equations]
     sources += _all_axioms()
     for source in sources:
         try:
             for move in source.moves(engine, left):
-                if time.monotonic() > deadline:
+                if work.current().used > stop:
                     break
                 found = collections.Counter(subterms(move.expr))
                 distance = sum(((found - target) + (target - found)).values())
@@ -1493,18 +1566,18 @@ def _finish(engine: Engine, start: Basic, goal: Basic, rules: tuple[str, ...]) -
 
 
 def _prove_equation(engine: Engine, lhs: Basic, rhs: Basic) -> str | None:
-    """A lemma ``lhs = rhs`` proved by ``.auto`` in the time left, or None (nothing recorded then)."""
+    """A lemma ``lhs = rhs`` proved by ``.auto`` in the work budget left, or None (nothing recorded then)."""
     known = engine._known(lhs)
     if known is not None and known[1] == rhs:
         return known[0]
-    left = engine.deadline - time.monotonic()
-    if left <= 0.05:
+    left = engine.limit - work.current().used
+    if left <= 0:
         return None
     chain = engine.chain.builder.lemma(engine._fresh_name("cross"), lhs)
     builder = engine.chain.builder
     saved, saved_rules = list(builder.lemmas), dict(builder.lemma_rules)
     try:
-        close(chain, rhs, timeout=left, both_ways=False)
+        _close(chain, canon(rhs), engine.limit, engine.guard, False, _snapshot(chain), left)
     except ProofError:
         builder.lemmas[:] = saved  # lemmas a failed attempt proved are dropped with it
         builder.lemma_rules.clear()

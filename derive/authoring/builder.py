@@ -154,21 +154,26 @@ class ChainBuilder:
         self.current = expr
         return self
 
-    def auto(self, rhs: Basic, timeout: float = 10.0) -> Chain:
+    def auto(self, rhs: Basic, budget: int | None = None, *, timeout: float | None = None) -> Chain:
         """Find the steps from the current expression to ``rhs``, record them, and close the chain.
 
         Proof automation (:mod:`derive.authoring.auto`): a directed normaliser from both sides, then a
         bounded search.  Every step it records names its rule, as a hand-written :meth:`rw` does, and the
         kernel re-checks the chain from scratch.  It may prove small lemmas first (an inverse given by a
-        one-sided inverse, or an argument of an inverse that normalises as a whole).  Raises
-        :class:`ProofError` within about ``timeout`` seconds when it finds nothing, showing both normal forms
-        and where they first differ.
+        one-sided inverse, or an argument of an inverse that normalises as a whole).
+
+        The search is bounded by ``budget`` units of counted work (default ``auto.default_budget``: proportional
+        to the nodes of both sides and of the chain's equations), never by seconds, so it finds the same chain,
+        or raises the same :class:`ProofError` ("no chain ... within the work budget of N units", showing both
+        normal forms and where they first differ), on any machine at any load.  ``timeout`` (seconds) is an
+        optional outer guard only: past it, ``auto.AutoInterrupted`` (a ProofError saying "interrupted"), no
+        verdict on the statement.
         """
         if self.lazy:
             return self.qed(rhs)
         from .auto import close
 
-        return close(self, rhs, timeout)
+        return close(self, rhs, timeout=timeout, budget=budget)
 
     def qed(self, rhs: Basic | None = None) -> Chain:
         """Close the chain; its right-hand side is where it ended (or must be ``rhs``)."""
@@ -323,10 +328,11 @@ class InductionBuilder:
 
         return close
 
-    def auto(self, timeout: float = 10.0) -> Induction:
-        """Find both chains (:meth:`ChainBuilder.auto`) and close the induction."""
-        self.base().auto(self._at(0)[1], timeout)
-        self.step().auto(self._at(self.variable + 1)[1], timeout)
+    def auto(self, budget: int | None = None, *, timeout: float | None = None) -> Induction:
+        """Find both chains (:meth:`ChainBuilder.auto`, each with ``budget`` units of work and the optional
+        wall-clock guard ``timeout``) and close the induction."""
+        self.base().auto(self._at(0)[1], budget, timeout=timeout)
+        self.step().auto(self._at(self.variable + 1)[1], budget, timeout=timeout)
         return self.lemma
 
 

@@ -11,13 +11,14 @@ to the decorator, so adding a theorem touches one file.  Built-in theorems live 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import json
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -30,8 +31,8 @@ from ..kernel import Chain, Proof, ProofError, Theorem, check, proof_to_data
 from .builder import StepsNeeded, _same_term, statement_only, trivial_claim
 
 __all__ = ["ENTRY_POINT_GROUP", "LibraryError", "RecordStore", "Statement", "TheoremEntry", "build", "checked",
-           "entries", "entry", "load_entry_points", "load_library", "record_store", "searched", "statement",
-           "theorem", "use_record_store"]
+           "entries", "entry", "load_entry_points", "load_library", "record_store", "scoped_registrations", "searched",
+           "statement", "theorem", "use_record_store"]
 
 ENTRY_POINT_GROUP = "ols_transformer.theorems"
 
@@ -318,6 +319,30 @@ def checked(theorem_id: str, search: bool = False) -> Theorem:
         stack.pop()
     with _LOCK:
         return _CHECKED.setdefault(theorem_id, result)  # another thread may have checked it meanwhile
+
+
+@contextlib.contextmanager
+def scoped_registrations() -> Iterator[None]:
+    """Theorems registered inside the block (``load_library``, entry points, ``@theorem``) are unregistered when it
+    ends, with what this process remembered about them (checked theorems, statements, the modules that
+    registered them), so that what runs next sees what a fresh process would: ``derive.cli.main`` called twice
+    in one process behaves like two commands.  The built-in library is registered first and never taken away."""
+    _builtin()
+    with _LOCK:
+        before = set(_REGISTRY)
+    try:
+        yield
+    finally:
+        with _LOCK:
+            added = [i for i in _REGISTRY if i not in before]
+            modules = {_REGISTRY[i].module for i in added}
+            for theorem_id in added:
+                del _REGISTRY[theorem_id]
+                _CHECKED.pop(theorem_id, None)
+                _STATEMENTS.pop(theorem_id, None)
+                _SEARCHED.discard(theorem_id)
+        for name in modules:  # imported again by the next load, which registers its theorems again
+            sys.modules.pop(name, None)
 
 
 def load_library(spec: str) -> list[str]:

@@ -809,7 +809,7 @@ def _fresh_index(f: Family) -> Symbol:
     return Symbol(f"{f.index.name}\u2032", integer=True, nonnegative=True)
 
 
-def theorem_context(proof: Proof, deadline: float | None = None) -> Context:
+def theorem_context(proof: Proof, deadline: int | None = None) -> Context:
     """The context of a theorem's statement: hypotheses and definitions, checked."""
 
     def fail(reason):
@@ -978,7 +978,7 @@ def _vouch(cited: object) -> Theorem:
     return cited
 
 
-def _check(proof: Proof, deadline: float | None) -> Theorem:
+def _check(proof: Proof, deadline: int | None) -> Theorem:
     start = time.perf_counter()
     ctx = theorem_context(proof, deadline)
     lemma_rules: dict = {}

@@ -6,7 +6,6 @@ when the hypotheses (or the shape of the term) show the property; any bound on t
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -24,7 +23,7 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from .budget import GuardFired, WorkExceeded, charge
+from .budget import GuardFired, WorkExceeded, charge, current
 from .proof import PREDICATES
 from .scalars import is_number, scalar_kind, size_kind
 from .terms import (
@@ -56,7 +55,7 @@ _SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; 
 
 
 class OutOfTime(TermError):
-    """The check ran past its time budget."""
+    """A search ran past its work budget (``Context.deadline``, in units of work)."""
 
 
 class FamilyFacts(dict):
@@ -79,15 +78,17 @@ class Context:
     """What a chain may use: equations (hypotheses, definitions), predicate facts and citable rules.
 
     ``memo`` caches judgments per (judgment, term, depth) for the current equations and predicates (lists
-    only grow, so their lengths identify the state); ``deadline`` (a ``time.monotonic()`` value) bounds
-    the whole check.
+    only grow, so their lengths identify the state); ``deadline`` bounds a proof *search* (``.auto``) in units
+    of work, never seconds: past that count of this thread's meter (``budget.current().used``) the judgments
+    raise :class:`OutOfTime`, at the same point on any machine.  ``check`` leaves it None (its own budget is
+    the meter's limit).
     """
 
     equations: list[tuple[Basic, Basic]] = field(default_factory=list)  # hypotheses and definitions
     predicates: dict[str, list[Basic]] = field(default_factory=lambda: {k: [] for k in PREDICATES})
     rules: dict[str, tuple[Basic, Basic, tuple[Basic, ...]]] = field(default_factory=dict)
     citations: dict = field(default_factory=dict)  # theorem id -> checked Theorem a step may cite as thm:ID
-    deadline: float | None = None
+    deadline: int | None = None  # a count of work units (budget.current().used), not a time
     memo: dict = field(default_factory=dict)
     families: dict = field(default_factory=dict)  # family name -> its declaration (derive.kernel.Family)
     total_families: set = field(default_factory=set)  # recurrences whose every member is defined
@@ -107,10 +108,10 @@ class Context:
                 yield other
 
     def tick(self) -> None:
-        """Charge one unit of work (:mod:`.budget`); raise :class:`OutOfTime` once the deadline has passed."""
+        """Charge one unit of work (:mod:`.budget`); raise :class:`OutOfTime` once the meter passes ``deadline``."""
         charge()
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise OutOfTime("the check ran past its time budget")
+        if self.deadline is not None and current().used > self.deadline:
+            raise OutOfTime("the search ran past its work budget")
 
     def remembered(self, name: str, term: Basic, depth: int, judge) -> bool:
         """``judge()``, memoised; ``term`` is in normal form (the judgments canonicalise what they are asked)."""
