@@ -59,7 +59,7 @@ def causal_online_ls() -> Proof:
     )
     b.cite("sherman_morrison")
     # about 3 s alone: the bound only guards against a runaway search, never against a slow machine
-    b.induction("slow_memory", t, P[t], inv(ridge_gram(X[t]))).auto(timeout=120)
+    b.induction("slow_memory", t, P[t], inv(ridge_gram(X[t]))).auto()
     b.induction("fast_memory", t, S[t], mul(transpose(X[t]), Y[t])).auto()
     b.main(mul(X_q, P[t], S[t])).auto(mul(X_q, inv(ridge_gram(X[t])), transpose(X[t]), Y[t]))
     return b.proof()
