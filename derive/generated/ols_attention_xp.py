@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "a5cc48d14349c6fe54bdc5258c0aa70727f24a64b7b3a92f6c5dbfdd01781ba0"
+HOST_MODULE_SHA256 = "ff037458fbc295c473dc2ff64b0c5931ab55e9340e453643d66a095a7ac5952d"
