@@ -352,3 +352,16 @@ def test_small_auto_scales_data_far_from_one_like_the_gram_path(oa):
     assert np.all(got[2] == 0.0)
     want = np.linalg.lstsq(np.delete(X, 2, axis=1), Y, rcond=None)[0]
     assert relative(np.delete(got, 2, axis=0), want) <= 1e-13
+
+
+def test_small_auto_keeps_the_digits_of_columns_scaled_apart(oa):
+    """Columns of unlike scale (1, x, x² with x about 1e3, as NIST Pontius): every coefficient to about 1e-10 of
+    itself, where lstsq (not scaling invariant) loses digits of the small ones: they stay on the scaled Gram route."""
+    rng = np.random.default_rng(3003)
+    for n in (12, 40):
+        x = rng.uniform(500.0, 3000.0, n)
+        X = np.column_stack([np.ones(n), x, x * x])
+        y = 0.7 + 1e-3 * x + 1e-7 * x * x + 1e-4 * rng.standard_normal(n)
+        exact = exact_least_squares(X, y)
+        got = oa.coefficients(X, y)
+        assert float(np.max(np.abs(got - exact) / np.abs(exact))) <= 1e-10, n

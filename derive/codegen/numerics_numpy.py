@@ -1548,7 +1548,8 @@ def _householder(X, Y, squares=None):
     return _svd_solve(U, np.where(kept, s_x, np.inf), Vt.T, QtY)
 
 
-_LSTSQ_LIMIT = 30_000  # one problem with n·p·(p + k) up to this: one lstsq call (below, _lstsq_small)
+_LSTSQ_LIMIT = 30_000  # one problem with n·p·(p + k) up to this: one lstsq call (below, _lstsq_small) ...
+_LSTSQ_SPREAD = 256.0  # ... where its squared column norms are within this factor (norms within 16)
 
 
 def _lstsq_small(X, Y):
@@ -1557,16 +1558,22 @@ def _lstsq_small(X, Y):
     (issue 30, docs/benchmarks.md): at these sizes NumPy's per-call overhead dominates, so the Gram route's several
     calls (Gram, Cholesky, solves, trust test, refinement steps) cost 1.2–3 times one lstsq call, and its trusted
     answer on uncentred data was up to 25 times lstsq's error; lstsq alone is lstsq's accuracy at lstsq's cost.
+    Only for columns of like scale (norms within a factor 16): lstsq (gelsd) is not invariant under column scaling,
+    and where columns differ in scale it loses digits of the small coefficients (NIST StRD Pontius, Norris,
+    Wampler, Longley: fewer correct digits than gelsy), which the implicitly scaled Gram route keeps.
     None where a squared column norm of X or Y is outside [_SAFE_LOW, _SAFE_HIGH] (also NaN, infinity, a column of
     zeros): the Gram path then scales the data, or names what is wrong (LAPACK is never handed NaN: it prints to
     stderr); inside, β's scale |Y| / |X| is a normal float, so lstsq's answer cannot have silently under- or
     overflowed, and X has no column of zeros."""
     with np.errstate(over="ignore", invalid="ignore"):
         squares = np.einsum("ij,ij->j", X, X)
-        sizes = squares.tolist() + np.einsum("ij,ij->j", Y, Y).tolist()
+        columns = squares.tolist()
+        sizes = columns + np.einsum("ij,ij->j", Y, Y).tolist()
     # the sum of these non-negative numbers is finite only when every one is (NaN and infinity propagate)
     if not (math.isfinite(sum(sizes)) and min(sizes) >= _SAFE_LOW and max(sizes) <= _SAFE_HIGH):
         return None
+    if max(columns) > _LSTSQ_SPREAD * min(columns):  # columns scaled apart: lstsq (not scaling invariant) would
+        return None  # lose digits of the small coefficients (NIST Pontius: 6.3 where the Gram route has 13.3)
     solved = np.linalg.lstsq(X, Y, rcond=None)
     if solved[2] == X.shape[1]:  # full numerical rank: lstsq's answer
         return solved[0]

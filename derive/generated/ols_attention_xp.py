@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "ff037458fbc295c473dc2ff64b0c5931ab55e9340e453643d66a095a7ac5952d"
+HOST_MODULE_SHA256 = "8a142706427d8eb120c5d0c2a8051ecb91055d74ae031b227009ad0ff207d747"
