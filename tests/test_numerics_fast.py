@@ -355,8 +355,9 @@ def test_small_auto_scales_data_far_from_one_like_the_gram_path(oa):
 
 
 def test_small_auto_keeps_the_digits_of_columns_scaled_apart(oa):
-    """Columns of unlike scale (1, x, x² with x about 1e3, as NIST Pontius): every coefficient to about 1e-10 of
-    itself, where lstsq (not scaling invariant) loses digits of the small ones: they stay on the scaled Gram route."""
+    """Columns of unlike scale (1, x, x² with x about 1e3, as NIST Pontius): every coefficient within 5e-13 of
+    itself (measured: 9e-14 and 2.4e-13), where lstsq, not scaling invariant, is 2e-12 and 9e-13 off: such data
+    stay on the (implicitly scaled) Gram route."""
     rng = np.random.default_rng(3003)
     for n in (12, 40):
         x = rng.uniform(500.0, 3000.0, n)
@@ -364,4 +365,4 @@ def test_small_auto_keeps_the_digits_of_columns_scaled_apart(oa):
         y = 0.7 + 1e-3 * x + 1e-7 * x * x + 1e-4 * rng.standard_normal(n)
         exact = exact_least_squares(X, y)
         got = oa.coefficients(X, y)
-        assert float(np.max(np.abs(got - exact) / np.abs(exact))) <= 1e-10, n
+        assert float(np.max(np.abs(got - exact) / np.abs(exact))) <= 5e-13, n

@@ -1565,10 +1565,10 @@ def _lstsq_small(X, Y):
     zeros): the Gram path then scales the data, or names what is wrong (LAPACK is never handed NaN: it prints to
     stderr); inside, β's scale |Y| / |X| is a normal float, so lstsq's answer cannot have silently under- or
     overflowed, and X has no column of zeros."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        squares = np.einsum("ij,ij->j", X, X)
+    with np.errstate(over="ignore", invalid="ignore"):  # out of range: the Gram path scales
+        squares = X.T.dot(X).diagonal()  # the squared column norms; at these sizes one BLAS call beats einsum's
         columns = squares.tolist()
-        sizes = columns + np.einsum("ij,ij->j", Y, Y).tolist()
+        sizes = columns + Y.T.dot(Y).diagonal().tolist()
     # the sum of these non-negative numbers is finite only when every one is (NaN and infinity propagate)
     if not (math.isfinite(sum(sizes)) and min(sizes) >= _SAFE_LOW and max(sizes) <= _SAFE_HIGH):
         return None

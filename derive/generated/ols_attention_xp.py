@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "8a142706427d8eb120c5d0c2a8051ecb91055d74ae031b227009ad0ff207d747"
+HOST_MODULE_SHA256 = "e24a3a56434d91723d4a09db96eb76d292fc06c1798750c3a5395f0e51da2db9"
