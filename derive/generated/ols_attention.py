@@ -1584,8 +1584,9 @@ def _lstsq_small(X, Y):
     """One small tall problem (n·p·(p + k) <= _LSTSQ_LIMIT) by one numpy.linalg.lstsq call (_svd_least_squares:
     backward stable, the minimum-norm solution with a RankDeficientWarning where X is rank-deficient). Measured
     (issue 30, docs/benchmarks.md): at these sizes NumPy's per-call overhead dominates, so the Gram route's several
-    calls (Gram, Cholesky, solves, trust test, refinement steps) cost 1.2–3 times one lstsq call, and its trusted
-    answer on uncentred data was up to 25 times lstsq's error; lstsq alone is lstsq's accuracy at lstsq's cost.
+    calls (Gram, Cholesky, solves, trust test, refinement steps) cost up to 2–3 times one lstsq call where the
+    answer is not trusted at once (several targets, near-collinear or rank-deficient X: then lstsq was called
+    after them anyway); lstsq alone is lstsq's accuracy (backward stable) at lstsq's cost plus the checks here.
     Only for columns of like scale (norms within a factor 16): lstsq (gelsd) is not invariant under column scaling,
     and where columns differ in scale it loses digits of the small coefficients (NIST StRD Pontius, Norris,
     Wampler, Longley: fewer correct digits than gelsy), which the implicitly scaled Gram route keeps.

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "e24a3a56434d91723d4a09db96eb76d292fc06c1798750c3a5395f0e51da2db9"
+HOST_MODULE_SHA256 = "21b1a7d5a252edc627305bfab85bfed5133b071ac34f718a2347140cc4ff7f45"
