@@ -291,3 +291,78 @@ def test_wide_full_row_rank_is_the_minimum_norm_without_a_warning(oa, n, p, k):
     with pytest.warns(oa.RankDeficientWarning, match=rf"numerical rank {n - 1} of {p} columns"):
         got = oa.coefficients(low, Y)
     assert relative(got, np.linalg.pinv(low) @ Y) <= 1e-10
+
+
+# --- small single problems (issue 30): lstsq's accuracy on the data classes where the Gram answer was trusted -----
+
+
+def small_problem(kind, n, p, k, rng):
+    """(X, Y) of one small problem: Gaussian, uncentred (N(0, 1) + 5, no intercept) or near-collinear (a column
+    1e-6 from another)."""
+    X = rng.standard_normal((n, p))
+    if kind == "uncentred":
+        X += 5.0
+    elif kind == "near-collinear":
+        X[:, -1] = X[:, 0] + 1e-6 * rng.standard_normal(n)
+    return X, rng.standard_normal((n, k))
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "uncentred", "near-collinear"])
+@pytest.mark.parametrize(("n", "p", "k"), [(10, 2, 1), (20, 3, 4), (50, 5, 1), (60, 6, 3)])
+def test_small_auto_is_within_twice_lstsqs_error_of_the_exact_solution(oa, kind, n, p, k):
+    rng = np.random.default_rng(3000 + 7 * n + p + k)
+    for _ in range(3):
+        X, Y = small_problem(kind, n, p, k, rng)
+        exact = np.column_stack([exact_least_squares(X, Y[:, t]) for t in range(k)])
+        got = oa.coefficients(X, Y)
+        assert got.shape == (p, k)
+        lstsq = np.linalg.lstsq(X, Y, rcond=None)[0]
+        # a few ulps of floor: a solver at lstsq's accuracy may land a rounding or two off it
+        assert relative(got, exact) <= max(2 * relative(lstsq, exact), 4 * EPS), (kind, relative(got, exact))
+        one = oa.coefficients(X, Y[:, 0])  # one target as a vector
+        lstsq_one = np.linalg.lstsq(X, Y[:, 0], rcond=None)[0]
+        assert relative(one, exact[:, 0]) <= max(2 * relative(lstsq_one, exact[:, 0]), 4 * EPS), kind
+
+
+def test_small_auto_names_nan_and_infinity_without_handing_them_to_lapack(oa, capfd):
+    rng = np.random.default_rng(3001)
+    X, Y = small_problem("gaussian", 20, 3, 2, rng)
+    for bad in (np.nan, np.inf):
+        Xb, Yb = X.copy(), Y.copy()
+        Xb[4, 1] = bad
+        Yb[7, 0] = bad
+        with pytest.raises(ValueError, match="X contains NaN or infinity"):
+            oa.coefficients(Xb, Y)
+        with pytest.raises(ValueError, match="Y contains NaN or infinity"):
+            oa.coefficients(X, Yb)
+    assert capfd.readouterr().err == ""  # LAPACK prints "illegal value" to stderr when handed NaN
+
+
+def test_small_auto_scales_data_far_from_one_like_the_gram_path(oa):
+    rng = np.random.default_rng(3002)
+    X, Y = small_problem("uncentred", 30, 4, 2, rng)
+    exact = np.column_stack([exact_least_squares(X, Y[:, t]) for t in range(2)])  # unchanged by the scaling
+    bound = max(10 * relative(np.linalg.lstsq(X, Y, rcond=None)[0], exact), FLOOR)
+    for scale in (2.0**-300, 2.0**300):  # squared norms outside the safe range: the Gram path scales them
+        assert relative(oa.coefficients(X * scale, Y * scale), exact) <= bound, scale
+    X[:, 2] = 0.0  # a column of zeros: the Gram path's scaled route, the minimum-norm solution (its coefficient 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", oa.RankDeficientWarning)
+        got = oa.coefficients(X, Y)
+    assert np.all(got[2] == 0.0)
+    want = np.linalg.lstsq(np.delete(X, 2, axis=1), Y, rcond=None)[0]
+    assert relative(np.delete(got, 2, axis=0), want) <= 1e-13
+
+
+def test_small_auto_keeps_the_digits_of_columns_scaled_apart(oa):
+    """Columns of unlike scale (1, x, x² with x about 1e3, as NIST Pontius): every coefficient within 5e-13 of
+    itself (measured: 9e-14 and 2.4e-13), where lstsq, not scaling invariant, is 2e-12 and 9e-13 off: such data
+    stay on the (implicitly scaled) Gram route."""
+    rng = np.random.default_rng(3003)
+    for n in (12, 40):
+        x = rng.uniform(500.0, 3000.0, n)
+        X = np.column_stack([np.ones(n), x, x * x])
+        y = 0.7 + 1e-3 * x + 1e-7 * x * x + 1e-4 * rng.standard_normal(n)
+        exact = exact_least_squares(X, y)
+        got = oa.coefficients(X, y)
+        assert float(np.max(np.abs(got - exact) / np.abs(exact))) <= 5e-13, n

@@ -1548,6 +1548,39 @@ def _householder(X, Y, squares=None):
     return _svd_solve(U, np.where(kept, s_x, np.inf), Vt.T, QtY)
 
 
+_LSTSQ_LIMIT = 30_000  # one problem with n·p·(p + k) up to this: one lstsq call (below, _lstsq_small) ...
+_LSTSQ_SPREAD = 256.0  # ... where its squared column norms are within this factor (norms within 16)
+
+
+def _lstsq_small(X, Y):
+    """One small tall problem (n·p·(p + k) <= _LSTSQ_LIMIT) by one numpy.linalg.lstsq call (_svd_least_squares:
+    backward stable, the minimum-norm solution with a RankDeficientWarning where X is rank-deficient). Measured
+    (issue 30, docs/benchmarks.md): at these sizes NumPy's per-call overhead dominates, so the Gram route's several
+    calls (Gram, Cholesky, solves, trust test, refinement steps) cost up to 2–3 times one lstsq call where the
+    answer is not trusted at once (several targets, near-collinear or rank-deficient X: then lstsq was called
+    after them anyway); lstsq alone is lstsq's accuracy (backward stable) at lstsq's cost plus the checks here.
+    Only for columns of like scale (norms within a factor 16): lstsq (gelsd) is not invariant under column scaling,
+    and where columns differ in scale it loses digits of the small coefficients (NIST StRD Pontius, Norris,
+    Wampler, Longley: fewer correct digits than gelsy), which the implicitly scaled Gram route keeps.
+    None where a squared column norm of X or Y is outside [_SAFE_LOW, _SAFE_HIGH] (also NaN, infinity, a column of
+    zeros): the Gram path then scales the data, or names what is wrong (LAPACK is never handed NaN: it prints to
+    stderr); inside, β's scale |Y| / |X| is a normal float, so lstsq's answer cannot have silently under- or
+    overflowed, and X has no column of zeros."""
+    with np.errstate(over="ignore", invalid="ignore"):  # out of range: the Gram path scales
+        squares = X.T.dot(X).diagonal()  # the squared column norms; at these sizes one BLAS call beats einsum's
+        columns = squares.tolist()
+        sizes = columns + Y.T.dot(Y).diagonal().tolist()
+    # the sum of these non-negative numbers is finite only when every one is (NaN and infinity propagate)
+    if not (math.isfinite(sum(sizes)) and min(sizes) >= _SAFE_LOW and max(sizes) <= _SAFE_HIGH):
+        return None
+    if max(columns) > _LSTSQ_SPREAD * min(columns):  # columns scaled apart: lstsq (not scaling invariant) would
+        return None  # lose digits of the small coefficients (NIST Pontius: 6.3 where the Gram route has 13.3)
+    solved = np.linalg.lstsq(X, Y, rcond=None)
+    if solved[2] == X.shape[1]:  # full numerical rank: lstsq's answer
+        return solved[0]
+    return _svd_least_squares(X, Y, squares, solved)
+
+
 def _auto_fast_small(X, Y):
     """One small problem, the fast default: the Cholesky answer where its estimate trusts every coefficient, else
     that answer refined in float64 (_refine_fast) where cond² eps is estimated under _GRAM_RISK, else Householder
@@ -1558,6 +1591,10 @@ def _auto_fast_small(X, Y):
         return _one_column(X, Y)
     if n < p:  # wider than tall: the minimum-norm solution
         return _wide_minimum_norm(X, Y)
+    if n * p * (p + k) <= _LSTSQ_LIMIT:
+        beta = _lstsq_small(X, Y)
+        if beta is not None:
+            return beta
     with np.errstate(over="ignore", invalid="ignore"):  # out of range: the exact route scales
         G = X.T.dot(X)
         XtY = X.T.dot(Y)
@@ -1577,14 +1614,15 @@ def _auto_fast_small(X, Y):
     return _svd_least_squares(X, Y, G.diagonal())
 
 
-def _svd_least_squares(X, Y, squares):
+def _svd_least_squares(X, Y, squares, solved=None):
     """One small problem that the Gram answer cannot serve (ill-conditioned or rank-deficient): X⁺Y (pseudo_inverse)
     by one LAPACK call, numpy.linalg.lstsq (the SVD, gelsd: singular values under max(n, p) eps of the largest
     dropped), which also gives the numerical rank and the condition estimate that a RankDeficientWarning names;
     one call costs less than the several a factorization in Python takes (QR, then an SVD of R for the rank test,
     then a solve), and answers as lstsq does. Where X is rank-deficient only because its columns differ in scale
-    (the column-scaled X may still have full rank), ``_householder`` decides on the column-scaled QR instead."""
-    beta, _, rank, s = np.linalg.lstsq(X, Y, rcond=None)
+    (the column-scaled X may still have full rank), ``_householder`` decides on the column-scaled QR instead.
+    ``solved``: lstsq's answer where the caller has it (_lstsq_small)."""
+    beta, _, rank, s = np.linalg.lstsq(X, Y, rcond=None) if solved is None else solved
     n, p = X.shape
     if rank == p:
         return beta

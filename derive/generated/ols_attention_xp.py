@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "a5cc48d14349c6fe54bdc5258c0aa70727f24a64b7b3a92f6c5dbfdd01781ba0"
+HOST_MODULE_SHA256 = "21b1a7d5a252edc627305bfab85bfed5133b071ac34f718a2347140cc4ff7f45"
