@@ -959,3 +959,55 @@ def test_every_user_theorem_file_is_exported_and_accepted_by_coq(tmp_path, capsy
     assert exported, out
     for tid in exported:
         assert f"{tid:30} coqc: accepted, closed under the global context" in out, out
+
+
+# --- issue 29: citing a theorem with scalars and a scalar hypothesis --------------------------------------------
+
+
+def _scalar_citation(forged: bool = False) -> list[dict]:
+    """scaled_by_penalty: λA = μ²A under λ = μ² (μ > 0); citer: λB = μ²B citing it at A := B, p := r, under its own
+    λ = μ² (or, ``forged``, under λ = 2μ²: the kernel refuses that citation, so it is exported unchecked)."""
+    from sympy import Symbol
+    from sympy.matrices.expressions import MatrixSymbol
+
+    from derive import Hypothesis, ProofBuilder, check
+    from derive.certificates import certificate_text
+    from derive.kernel.terms import mul
+
+    p, r = Symbol("p", integer=True, positive=True), Symbol("r", integer=True, positive=True)
+    lam, mu = Symbol("lambda", real=True), Symbol("mu", positive=True)
+    a, b = MatrixSymbol("A", p, p), MatrixSymbol("B", r, r)
+    builder = ProofBuilder("scaled_by_penalty", "s", "s", [Hypothesis("penalty", lam, mu ** 2)])
+    builder.main(mul(lam, a)).rw("hyp:penalty").qed(mul(mu ** 2, a))
+    scaled = check(builder.proof())
+    builder = ProofBuilder("citer", "c", "c", [Hypothesis("same_penalty", lam, mu ** 2)])
+    builder.cite(scaled)
+    builder.main(mul(lam, b)).rw("thm:scaled_by_penalty", instance=((a, b), (p, r))).qed(mul(mu ** 2, b))
+    citer = json.loads(certificate_text(check(builder.proof())))
+    if forged:
+        (hypothesis,) = citer["hypotheses"]
+        assert hypothesis["rhs"] == "Pow(Symbol('mu', positive=True), Integer(2))"
+        hypothesis["rhs"] = "Mul(Integer(2), Pow(Symbol('mu', positive=True), Integer(2)))"
+    return [json.loads(certificate_text(scaled)), citer]
+
+
+def test_a_citation_of_a_theorem_with_a_scalar_hypothesis_passes_the_citing_scalars_and_hypothesis():
+    export = export_certificates(_scalar_citation())
+    assert export.skipped == {} and export.exported == ["scaled_by_penalty", "citer"]
+    assert "(@scaled_by_penalty R r lambda mu mu_positive B same_penalty)" in export.files["citer.v"]
+    assert export_certificates(_scalar_citation()).files == export.files  # deterministic
+
+
+@needs_coq
+def test_coq_accepts_a_citation_with_a_scalar_hypothesis_and_rejects_a_wrong_one(tmp_path):
+    """Accepted as the kernel checked it; exported unchecked where the citing proof assumes λ = 2μ² instead (the
+    kernel refuses that citation), Coq refuses the citation: its λ = μ² is not the citing proof's."""
+    export = export_certificates(_scalar_citation())
+    write_export(export, tmp_path / "good")
+    assert compile_export(tmp_path / "good", export.exported) == {"scaled_by_penalty": "ok", "citer": "ok"}
+    wrong = export_certificates(_scalar_citation(forged=True), unchecked=True)
+    assert wrong.exported == ["scaled_by_penalty", "citer"], wrong.skipped
+    assert "(ltac:(done) : lambda = (mu ^+ 2))" in wrong.files["citer.v"]
+    write_export(wrong, tmp_path / "wrong")
+    verdicts = compile_export(tmp_path / "wrong", wrong.exported)
+    assert verdicts["scaled_by_penalty"] == "ok" and verdicts["citer"] != "ok", verdicts

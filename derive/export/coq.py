@@ -2077,13 +2077,11 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     """(lhs, rhs, Coq proof) of a ``thm:`` step: the cited theorem applied to the instance and to proofs of
     its instantiated hypotheses."""
     proof = proof_from_data({**cited, "cites": []})
-    for h in proof.hypotheses:  # issue 29: its scalar variables and λ = r would be arguments too (not modelled)
-        if type(h.lhs) is sympy.Symbol:
-            raise Unsupported(f"cites {proof.theorem}, whose scalar hypothesis {h.name} is not passed on (citations "
-                              "of theorems with scalar hypotheses are not exported)")
-    dims, mats = _parameters(proof)
+    scalars: dict = {}
+    dims, mats = _parameters(proof, scalars)
     given = dict(step.instance)
     dimmap = {k: v for k, v in given.items() if not isinstance(k, MatrixSymbol)}
+    scalar_args = _citation_scalars(proof, scalars, dimmap, facts)
     matmap = {k.xreplace(dimmap): v for k, v in given.items() if isinstance(k, MatrixSymbol)}
 
     def inst(t):
@@ -2097,9 +2095,13 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     args = ["R"]
     symbols = {str(k): v for k, v in dimmap.items()}
     args += [_dim(symbols.get(d, sympy.Symbol(d, integer=True, positive=True))) for d in dims]
+    args += scalar_args
     args += [show(ast(inst(m)), False) for m in mats.values()]
     known = [*facts.equations, *lemmas.values(), *defs.values()]
     for h in proof.hypotheses:
+        if not h.is_predicate and type(h.lhs) is sympy.Symbol:  # issue 29: λ = r, the citing proof's own
+            args.append(_citation_scalar_hypothesis(proof.theorem, h, dimmap, facts))
+            continue
         if h.is_predicate:
             pred, subject = str(h.lhs.function).split(".")[-1], inst(h.lhs.arguments[0])
             if pred == "invertible":
@@ -2131,6 +2133,59 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
         stated.append(tree)
     return (inst(proof.claim.lhs), inst(proof.claim.rhs), f"(@{_ident(proof.theorem)} {' '.join(args)})",
             *stated)
+
+
+# --- issue 29: citing a theorem with scalars and scalar hypotheses ------------------------------------------------
+# The cited theorem's section has, after its dimensions, each scalar λ (sorted by name) as `Variable lambda : R`, with
+# `Hypothesis lambda_positive : 0 < lambda` where λ is declared positive, and each scalar hypothesis λ = r as a
+# `Hypothesis` among the others, in order.  The kernel cites it only where λ is not instantiated (λ stands for the
+# citing theorem's λ) and the citing proof has the scalar hypothesis λ = r (``scalar_hypothesis_holds``): the citation
+# passes the citing theorem's λ, its proof of 0 < λ, and its hypothesis λ = r.
+
+
+def _citation_scalars(proof, scalars: dict, dimmap: dict, facts: _Facts) -> list:
+    """The arguments of the cited theorem's scalars (and of their signs), in its section's order."""
+    terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
+    terms += [t for h in proof.hypotheses for t in ([h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs])]
+    terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
+    for lem in proof.lemmas:
+        terms += [lem.lhs, lem.rhs, *[s.expr for s in getattr(lem, "steps", [])]]
+    if _coefficient_dimensions(terms):
+        raise Unsupported(f"cites {proof.theorem}, which has a dimension as a coefficient (its n > 0 is not passed "
+                          "on)")
+    args = []
+    for name in sorted(scalars):
+        symbol = scalars[name]
+        if symbol in dimmap:
+            raise Unsupported(f"cites {proof.theorem} with its scalar {name} instantiated")
+        args.append(_ident(name))
+        if symbol.is_positive:
+            if symbol not in (facts.positive or {}):
+                raise Unsupported(f"cites {proof.theorem}, whose scalar {name} is positive, where it is not known "
+                                  "positive")
+            positive = facts.positive[symbol]
+            args.append(positive if positive.startswith("(") or " " not in positive else f"({positive})")
+    return args
+
+
+def _citation_scalar_hypothesis(theorem: str, h, dimmap: dict, facts: _Facts) -> str:
+    """The citing proof's hypothesis λ = r that gives the cited theorem's scalar hypothesis ``h`` (its dimensions
+    instantiated), printed the same, or Unsupported."""
+    value = sympy.sympify(h.rhs).xreplace(dimmap)
+    for symbol, known, hn in (facts.scalar_hyps or {}).values():
+        if symbol == h.lhs and known == value:
+            return hn
+    for symbol, known, hn in (facts.scalar_hyps or {}).values():
+        if symbol == h.lhs:
+            try:
+                if _scalar(known) == _scalar(value):
+                    return hn
+            except Unsupported:
+                pass
+    if facts.unchecked:  # a forged certificate: Coq decides
+        return f"(ltac:(done) : {_scalar(h.lhs)} = {_scalar(value)})"
+    raise Unsupported(f"cites {theorem}: its scalar hypothesis {h.name} ({h.lhs} = {value}) is not one of this "
+                      "theorem's as it is printed")
 
 
 def _needs_rcf(data: dict, exported: dict) -> bool:
