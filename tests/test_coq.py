@@ -1011,3 +1011,55 @@ def test_coq_accepts_a_citation_with_a_scalar_hypothesis_and_rejects_a_wrong_one
     write_export(wrong, tmp_path / "wrong")
     verdicts = compile_export(tmp_path / "wrong", wrong.exported)
     assert verdicts["scaled_by_penalty"] == "ok" and verdicts["citer"] != "ok", verdicts
+
+
+# --- issue 29: scalar hypotheses local to a lemma -----------------------------------------------------------------
+
+
+def _local_scalar_hypotheses(forged: bool = False) -> dict:
+    """Lemmas under their own λ = μ² (μ > 0): λA = μ²A by ``hyp:penalty``, and (λI + XᵀX)⁻¹(λI + XᵀX) = I with
+    λ > 0 judged from λ = μ²; ``forged``: the first lemma's hypothesis is λ = 2μ² (exported unchecked)."""
+    from sympy import Symbol
+    from sympy.matrices.expressions import Identity, MatrixSymbol
+
+    from derive import Hypothesis, ProofBuilder, check
+    from derive.certificates import certificate_text
+    from derive.kernel.terms import add, inv, mul, transpose
+
+    p = Symbol("p", integer=True, positive=True)
+    lam, mu = Symbol("lambda", real=True), Symbol("mu", positive=True)
+    a, x = MatrixSymbol("A", p, p), MatrixSymbol("X", p, p)
+    builder = ProofBuilder("local_scalar", "s", "s", [])
+    builder.lemma("scaled", mul(lam, a), [Hypothesis("penalty", lam, mu ** 2)]).rw("hyp:penalty").qed(mul(mu ** 2, a))
+    ridge = add([mul(lam, Identity(p)), mul(transpose(x), x)])
+    builder.lemma("ridge_cancel", mul(inv(ridge), ridge), [Hypothesis("penalty_again", lam, mu ** 2)]).rw(
+        "inverse_cancel").qed(Identity(p))
+    builder.main(mul(mu ** 2, transpose(transpose(a)))).rw("transpose_transpose").qed(mul(mu ** 2, a))
+    data = json.loads(certificate_text(check(builder.proof())))
+    if forged:
+        (hypothesis,) = data["lemmas"][0]["hypotheses"]
+        assert hypothesis["rhs"] == "Pow(Symbol('mu', positive=True), Integer(2))"
+        hypothesis["rhs"] = "Mul(Integer(2), Pow(Symbol('mu', positive=True), Integer(2)))"
+    return data
+
+
+def test_a_lemma_local_scalar_hypothesis_is_a_hypothesis_of_its_section():
+    export = export_certificates([_local_scalar_hypotheses()])
+    assert export.skipped == {}
+    text = export.files["local_scalar.v"]
+    assert "Section scaled_section.\nHypothesis penalty : lambda = (mu ^+ 2)." in text
+    assert "(sgin_gt0 (sgin_eq penalty_again" in text  # λ > 0 from the lemma's own λ = μ²
+    assert "Hypothesis penalty" not in text.split("Section scaled_section.")[0]  # not the theorem's
+
+
+@needs_coq
+def test_coq_accepts_lemma_local_scalar_hypotheses_and_rejects_a_wrong_one(tmp_path):
+    good, wrong = export_certificates([_local_scalar_hypotheses()]), export_certificates(
+        [_local_scalar_hypotheses(forged=True)], unchecked=True)
+    assert wrong.exported == ["local_scalar"], wrong.skipped
+    line = "Hypothesis penalty : lambda = (mu ^+ 2)."
+    assert line in good.files["local_scalar.v"] and line not in wrong.files["local_scalar.v"]
+    write_export(good, tmp_path / "good")
+    write_export(wrong, tmp_path / "wrong")
+    assert compile_export(tmp_path / "good", good.exported) == {"local_scalar": "ok"}
+    assert compile_export(tmp_path / "wrong", wrong.exported)["local_scalar"] != "ok"

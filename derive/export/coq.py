@@ -1678,10 +1678,26 @@ def _transpose_scalar_proofs(sub) -> list:
 
 
 def _refuse_scalar_language(proof) -> None:
-    """Unsupported, in one line, for the constructs of issue 29 the export does not model (scalar hypotheses)."""
+    """Unsupported, in one line, for the constructs of issue 29 the export does not model (quantified scalar
+    hypotheses of a lemma)."""
     for h in [h for c in (*proof.lemmas, proof.claim) for h in getattr(c, "hypotheses", ())]:
-        if type(h.lhs) is sympy.Symbol:  # the theorem's own (λ = μ²) are exported: Hypothesis h : lambda = mu ^+ 2
-            raise Unsupported(f"the local scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) of a lemma is not exported")
+        if type(h.lhs) is sympy.Symbol and h.forall:
+            raise Unsupported(f"the quantified scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) of a lemma is not "
+                              "exported")
+
+
+def _local_scalar_hypothesis(h, hn: str, local: _Facts) -> str:
+    """A lemma's own scalar hypothesis λ = r (issue 29): a `Hypothesis` of the lemma's section, which its steps
+    (``hyp:NAME``) and its signs (λ > 0 where r > 0) use there only: ``local`` gets copies of the scalar hypotheses
+    and of the positive scalars, so nothing leaks to the theorem's facts."""
+    value = sympy.sympify(h.rhs)
+    local.scalar_hyps = {**(local.scalar_hyps or {}), h.name: (h.lhs, value, hn)}
+    local.positive = dict(local.positive or {})
+    if h.lhs not in local.positive and not value.has(h.lhs):
+        signs, sign_proof = _sign(value, local)
+        if signs == {1}:
+            local.positive[h.lhs] = f"(sgin_gt0 (sgin_eq {hn} {sign_proof}))"
+    return f"Hypothesis {hn} : {_scalar(h.lhs)} = {_scalar(value)}."
 
 
 #: How each rule of the kernel (``derive.kernel.axioms.AXIOMS``) and each kind of citation is proved in Coq: the
@@ -2502,6 +2518,9 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
                 if h.is_predicate:
                     raise Unsupported(f"lemma {lem.name} has a predicate local hypothesis")
                 hn = _ident(h.name)
+                if type(h.lhs) is sympy.Symbol and not h.forall:  # issue 29: a local scalar hypothesis λ = r
+                    head.append(_local_scalar_hypothesis(h, hn, local))
+                    continue
                 if h.forall:
                     head.append(f"Hypothesis {hn} : {_binders(h)}{show(ast(canon(h.lhs)))} = "
                                 f"{show(ast(canon(h.rhs)))}.")
