@@ -1063,3 +1063,72 @@ def test_coq_accepts_lemma_local_scalar_hypotheses_and_rejects_a_wrong_one(tmp_p
     write_export(wrong, tmp_path / "wrong")
     assert compile_export(tmp_path / "good", good.exported) == {"local_scalar": "ok"}
     assert compile_export(tmp_path / "wrong", wrong.exported)["local_scalar"] != "ok"
+
+
+# --- issue 29: facts of a recurrence by induction -----------------------------------------------------------------
+
+
+def _recurrence_facts(drop: str = "") -> dict:
+    """F[0] = A, F[s+1] = F[s]B (A, B invertible): every F[t] is invertible by induction, so F[t]⁻¹F[t] = I.  With
+    ``drop`` a hypothesis left out (then the kernel refuses the claim, and the certificate is forged)."""
+    from sympy import Q, S, Symbol
+    from sympy.matrices.expressions import Identity, MatrixSymbol
+
+    from derive import Hypothesis, ProofBuilder, check, family, index
+    from derive.certificates import certificate_text
+    from derive.kernel.terms import inv, mul
+
+    n = Symbol("n", integer=True, positive=True)
+    a, b, t = MatrixSymbol("A", n, n), MatrixSymbol("B", n, n), index("t")
+    f = family("F", (n, n))
+    f.recurrence(a, lambda s: mul(f[s], b))
+    hypotheses = [Hypothesis("A_invertible", Q.invertible(a), S.true), Hypothesis("B_invertible", Q.invertible(b),
+                                                                                  S.true)]
+    builder = ProofBuilder("recurrence_facts", "r", "r", hypotheses, families=[f])
+    builder.main(mul(inv(f[t]), f[t])).rw("inverse_cancel").qed(Identity(n))
+    data = json.loads(certificate_text(check(builder.proof())))
+    if drop:
+        data["hypotheses"] = [h for h in data["hypotheses"] if h["name"] != drop]
+    return data
+
+
+def test_a_recurrence_member_is_judged_invertible_by_induction():
+    export = export_certificates([_recurrence_facts()])
+    assert export.skipped == {}
+    text = export.files["recurrence_facts.v"]
+    assert "Lemma F_facts (s : nat) : ((F s) \\in unitmx).\nProof.\nelim: s => [|s IH1]." in text
+    assert "(unit_mul IH1 B_invertible)" in text and "(F_unit t)" in text
+    assert export_certificates([_recurrence_facts()]).files == export.files  # deterministic
+    unchecked = export_certificates([_recurrence_facts("B_invertible")], unchecked=True)
+    assert "Lemma F_facts" not in unchecked.files["recurrence_facts.v"]  # the step no longer keeps it: no lemma
+
+
+@needs_coq
+def test_coq_accepts_recurrence_facts_and_rejects_them_without_the_step_keeping_them(tmp_path):
+    good = export_certificates([_recurrence_facts()])
+    wrong = export_certificates([_recurrence_facts("B_invertible")], unchecked=True)
+    write_export(good, tmp_path / "good")
+    write_export(wrong, tmp_path / "wrong")
+    assert compile_export(tmp_path / "good", good.exported) == {"recurrence_facts": "ok"}
+    assert compile_export(tmp_path / "wrong", wrong.exported)["recurrence_facts"] != "ok"
+
+
+@pytest.mark.slow
+@needs_coq
+def test_forgetting_factor_rls_is_exported_and_accepted_by_coq(tmp_path):
+    """P_t = R_t⁻¹ with R_t = γR_{t−1} + x_tx_tᵀ: R_t invertible, positive definite, symmetric by induction, and
+    Sherman–Morrison cited at γR_t (``tests/test_user_literature.py``)."""
+    import sys
+
+    from derive import check
+    from derive.certificates import certificate_text
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_user_literature import _rls_forgetting
+
+    cited = _committed_certificates()["sherman_morrison"]
+    export = export_certificates([cited, json.loads(certificate_text(check(_rls_forgetting(False))))])
+    assert export.skipped == {}
+    assert "Lemma m_R_facts (s : nat)" in export.files["rls_forgetting.v"]
+    write_export(export, tmp_path)
+    assert compile_export(tmp_path, export.exported) == {"sherman_morrison": "ok", "rls_forgetting": "ok"}
