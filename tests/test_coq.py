@@ -959,3 +959,176 @@ def test_every_user_theorem_file_is_exported_and_accepted_by_coq(tmp_path, capsy
     assert exported, out
     for tid in exported:
         assert f"{tid:30} coqc: accepted, closed under the global context" in out, out
+
+
+# --- issue 29: citing a theorem with scalars and a scalar hypothesis --------------------------------------------
+
+
+def _scalar_citation(forged: bool = False) -> list[dict]:
+    """scaled_by_penalty: λA = μ²A under λ = μ² (μ > 0); citer: λB = μ²B citing it at A := B, p := r, under its own
+    λ = μ² (or, ``forged``, under λ = 2μ²: the kernel refuses that citation, so it is exported unchecked)."""
+    from sympy import Symbol
+    from sympy.matrices.expressions import MatrixSymbol
+
+    from derive import Hypothesis, ProofBuilder, check
+    from derive.certificates import certificate_text
+    from derive.kernel.terms import mul
+
+    p, r = Symbol("p", integer=True, positive=True), Symbol("r", integer=True, positive=True)
+    lam, mu = Symbol("lambda", real=True), Symbol("mu", positive=True)
+    a, b = MatrixSymbol("A", p, p), MatrixSymbol("B", r, r)
+    builder = ProofBuilder("scaled_by_penalty", "s", "s", [Hypothesis("penalty", lam, mu ** 2)])
+    builder.main(mul(lam, a)).rw("hyp:penalty").qed(mul(mu ** 2, a))
+    scaled = check(builder.proof())
+    builder = ProofBuilder("citer", "c", "c", [Hypothesis("same_penalty", lam, mu ** 2)])
+    builder.cite(scaled)
+    builder.main(mul(lam, b)).rw("thm:scaled_by_penalty", instance=((a, b), (p, r))).qed(mul(mu ** 2, b))
+    citer = json.loads(certificate_text(check(builder.proof())))
+    if forged:
+        (hypothesis,) = citer["hypotheses"]
+        assert hypothesis["rhs"] == "Pow(Symbol('mu', positive=True), Integer(2))"
+        hypothesis["rhs"] = "Mul(Integer(2), Pow(Symbol('mu', positive=True), Integer(2)))"
+    return [json.loads(certificate_text(scaled)), citer]
+
+
+def test_a_citation_of_a_theorem_with_a_scalar_hypothesis_passes_the_citing_scalars_and_hypothesis():
+    export = export_certificates(_scalar_citation())
+    assert export.skipped == {} and export.exported == ["scaled_by_penalty", "citer"]
+    assert "(@scaled_by_penalty R r lambda mu mu_positive B same_penalty)" in export.files["citer.v"]
+    assert export_certificates(_scalar_citation()).files == export.files  # deterministic
+
+
+@needs_coq
+def test_coq_accepts_a_citation_with_a_scalar_hypothesis_and_rejects_a_wrong_one(tmp_path):
+    """Accepted as the kernel checked it; exported unchecked where the citing proof assumes λ = 2μ² instead (the
+    kernel refuses that citation), Coq refuses the citation: its λ = μ² is not the citing proof's."""
+    export = export_certificates(_scalar_citation())
+    write_export(export, tmp_path / "good")
+    assert compile_export(tmp_path / "good", export.exported) == {"scaled_by_penalty": "ok", "citer": "ok"}
+    wrong = export_certificates(_scalar_citation(forged=True), unchecked=True)
+    assert wrong.exported == ["scaled_by_penalty", "citer"], wrong.skipped
+    assert "(ltac:(done) : lambda = (mu ^+ 2))" in wrong.files["citer.v"]
+    write_export(wrong, tmp_path / "wrong")
+    verdicts = compile_export(tmp_path / "wrong", wrong.exported)
+    assert verdicts["scaled_by_penalty"] == "ok" and verdicts["citer"] != "ok", verdicts
+
+
+# --- issue 29: scalar hypotheses local to a lemma -----------------------------------------------------------------
+
+
+def _local_scalar_hypotheses(forged: bool = False) -> dict:
+    """Lemmas under their own λ = μ² (μ > 0): λA = μ²A by ``hyp:penalty``, and (λI + XᵀX)⁻¹(λI + XᵀX) = I with
+    λ > 0 judged from λ = μ²; ``forged``: the first lemma's hypothesis is λ = 2μ² (exported unchecked)."""
+    from sympy import Symbol
+    from sympy.matrices.expressions import Identity, MatrixSymbol
+
+    from derive import Hypothesis, ProofBuilder, check
+    from derive.certificates import certificate_text
+    from derive.kernel.terms import add, inv, mul, transpose
+
+    p = Symbol("p", integer=True, positive=True)
+    lam, mu = Symbol("lambda", real=True), Symbol("mu", positive=True)
+    a, x = MatrixSymbol("A", p, p), MatrixSymbol("X", p, p)
+    builder = ProofBuilder("local_scalar", "s", "s", [])
+    builder.lemma("scaled", mul(lam, a), [Hypothesis("penalty", lam, mu ** 2)]).rw("hyp:penalty").qed(mul(mu ** 2, a))
+    ridge = add([mul(lam, Identity(p)), mul(transpose(x), x)])
+    builder.lemma("ridge_cancel", mul(inv(ridge), ridge), [Hypothesis("penalty_again", lam, mu ** 2)]).rw(
+        "inverse_cancel").qed(Identity(p))
+    builder.main(mul(mu ** 2, transpose(transpose(a)))).rw("transpose_transpose").qed(mul(mu ** 2, a))
+    data = json.loads(certificate_text(check(builder.proof())))
+    if forged:
+        (hypothesis,) = data["lemmas"][0]["hypotheses"]
+        assert hypothesis["rhs"] == "Pow(Symbol('mu', positive=True), Integer(2))"
+        hypothesis["rhs"] = "Mul(Integer(2), Pow(Symbol('mu', positive=True), Integer(2)))"
+    return data
+
+
+def test_a_lemma_local_scalar_hypothesis_is_a_hypothesis_of_its_section():
+    export = export_certificates([_local_scalar_hypotheses()])
+    assert export.skipped == {}
+    text = export.files["local_scalar.v"]
+    assert "Section scaled_section.\nHypothesis penalty : lambda = (mu ^+ 2)." in text
+    assert "(sgin_gt0 (sgin_eq penalty_again" in text  # λ > 0 from the lemma's own λ = μ²
+    assert "Hypothesis penalty" not in text.split("Section scaled_section.")[0]  # not the theorem's
+
+
+@needs_coq
+def test_coq_accepts_lemma_local_scalar_hypotheses_and_rejects_a_wrong_one(tmp_path):
+    good, wrong = export_certificates([_local_scalar_hypotheses()]), export_certificates(
+        [_local_scalar_hypotheses(forged=True)], unchecked=True)
+    assert wrong.exported == ["local_scalar"], wrong.skipped
+    line = "Hypothesis penalty : lambda = (mu ^+ 2)."
+    assert line in good.files["local_scalar.v"] and line not in wrong.files["local_scalar.v"]
+    write_export(good, tmp_path / "good")
+    write_export(wrong, tmp_path / "wrong")
+    assert compile_export(tmp_path / "good", good.exported) == {"local_scalar": "ok"}
+    assert compile_export(tmp_path / "wrong", wrong.exported)["local_scalar"] != "ok"
+
+
+# --- issue 29: facts of a recurrence by induction -----------------------------------------------------------------
+
+
+def _recurrence_facts(drop: str = "") -> dict:
+    """F[0] = A, F[s+1] = F[s]B (A, B invertible): every F[t] is invertible by induction, so F[t]⁻¹F[t] = I.  With
+    ``drop`` a hypothesis left out (then the kernel refuses the claim, and the certificate is forged)."""
+    from sympy import Q, S, Symbol
+    from sympy.matrices.expressions import Identity, MatrixSymbol
+
+    from derive import Hypothesis, ProofBuilder, check, family, index
+    from derive.certificates import certificate_text
+    from derive.kernel.terms import inv, mul
+
+    n = Symbol("n", integer=True, positive=True)
+    a, b, t = MatrixSymbol("A", n, n), MatrixSymbol("B", n, n), index("t")
+    f = family("F", (n, n))
+    f.recurrence(a, lambda s: mul(f[s], b))
+    hypotheses = [Hypothesis("A_invertible", Q.invertible(a), S.true), Hypothesis("B_invertible", Q.invertible(b),
+                                                                                  S.true)]
+    builder = ProofBuilder("recurrence_facts", "r", "r", hypotheses, families=[f])
+    builder.main(mul(inv(f[t]), f[t])).rw("inverse_cancel").qed(Identity(n))
+    data = json.loads(certificate_text(check(builder.proof())))
+    if drop:
+        data["hypotheses"] = [h for h in data["hypotheses"] if h["name"] != drop]
+    return data
+
+
+def test_a_recurrence_member_is_judged_invertible_by_induction():
+    export = export_certificates([_recurrence_facts()])
+    assert export.skipped == {}
+    text = export.files["recurrence_facts.v"]
+    assert "Lemma F_facts (s : nat) : ((F s) \\in unitmx).\nProof.\nelim: s => [|s IH1]." in text
+    assert "(unit_mul IH1 B_invertible)" in text and "(F_unit t)" in text
+    assert export_certificates([_recurrence_facts()]).files == export.files  # deterministic
+    unchecked = export_certificates([_recurrence_facts("B_invertible")], unchecked=True)
+    assert "Lemma F_facts" not in unchecked.files["recurrence_facts.v"]  # the step no longer keeps it: no lemma
+
+
+@needs_coq
+def test_coq_accepts_recurrence_facts_and_rejects_them_without_the_step_keeping_them(tmp_path):
+    good = export_certificates([_recurrence_facts()])
+    wrong = export_certificates([_recurrence_facts("B_invertible")], unchecked=True)
+    write_export(good, tmp_path / "good")
+    write_export(wrong, tmp_path / "wrong")
+    assert compile_export(tmp_path / "good", good.exported) == {"recurrence_facts": "ok"}
+    assert compile_export(tmp_path / "wrong", wrong.exported)["recurrence_facts"] != "ok"
+
+
+@pytest.mark.slow
+@needs_coq
+def test_forgetting_factor_rls_is_exported_and_accepted_by_coq(tmp_path):
+    """P_t = R_t⁻¹ with R_t = γR_{t−1} + x_tx_tᵀ: R_t invertible, positive definite, symmetric by induction, and
+    Sherman–Morrison cited at γR_t (``tests/test_user_literature.py``)."""
+    import sys
+
+    from derive import check
+    from derive.certificates import certificate_text
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_user_literature import _rls_forgetting
+
+    cited = _committed_certificates()["sherman_morrison"]
+    export = export_certificates([cited, json.loads(certificate_text(check(_rls_forgetting(False))))])
+    assert export.skipped == {}
+    assert "Lemma m_R_facts (s : nat)" in export.files["rls_forgetting.v"]
+    write_export(export, tmp_path)
+    assert compile_export(tmp_path, export.exported) == {"sherman_morrison": "ok", "rls_forgetting": "ok"}

@@ -617,6 +617,8 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
     t = canon(t)
     if t in facts.unit:
         return facts.unit[t]
+    if type(t) is FamilyMatrix and _family_fact("invertible", t) is not None:  # issue 29: by induction
+        return _family_fact("invertible", t)
     if type(t) is Identity:
         return f"(@unit_one R {_dim(t.shape[0])})"
     if type(t) is Transpose:
@@ -837,6 +839,8 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
     t = canon(t)
     if t in facts.pd:
         return facts.pd[t]
+    if type(t) is FamilyMatrix and _family_fact("positive_definite", t) is not None:  # issue 29: by induction
+        return _family_fact("positive_definite", t)
     coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
     if len(mats) == 1 and type(mats[0]) is Identity and coeff in (facts.positive or {}):
         return f"(@posdef_scalar R {_dim(t.shape[0])} {_scalar(coeff)} {facts.positive[coeff]})"
@@ -1036,6 +1040,8 @@ def _diag(t, facts: _Facts, depth: int = 0) -> str:
     t = canon(t)
     if t in facts.diag:
         return facts.diag[t]
+    if type(t) is FamilyMatrix and _family_fact("diagonal", t) is not None:  # issue 29: by induction
+        return _family_fact("diagonal", t)
     coeff, mats = factors_of(t) if type(t) is MatMul else (1, [t])
     if len(mats) == 1 and type(mats[0]) is Identity and coeff != 1:
         return f"(@diag_scalar R {_dim(t.shape[0])} {_scalar(coeff)})"
@@ -1090,6 +1096,8 @@ def _sym(t, facts: _Facts, depth: int = 0) -> str:
     t = canon(t)
     if t in facts.sym:
         return facts.sym[t]
+    if type(t) is FamilyMatrix and _family_fact("symmetric", t) is not None:  # issue 29: by induction
+        return _family_fact("symmetric", t)
     if t in facts.diag:
         return f"(diag_sym {facts.diag[t]})"
     if type(t) is Identity:
@@ -1678,10 +1686,26 @@ def _transpose_scalar_proofs(sub) -> list:
 
 
 def _refuse_scalar_language(proof) -> None:
-    """Unsupported, in one line, for the constructs of issue 29 the export does not model (scalar hypotheses)."""
+    """Unsupported, in one line, for the constructs of issue 29 the export does not model (quantified scalar
+    hypotheses of a lemma)."""
     for h in [h for c in (*proof.lemmas, proof.claim) for h in getattr(c, "hypotheses", ())]:
-        if type(h.lhs) is sympy.Symbol:  # the theorem's own (λ = μ²) are exported: Hypothesis h : lambda = mu ^+ 2
-            raise Unsupported(f"the local scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) of a lemma is not exported")
+        if type(h.lhs) is sympy.Symbol and h.forall:
+            raise Unsupported(f"the quantified scalar hypothesis {h.name} ({h.lhs} = {h.rhs}) of a lemma is not "
+                              "exported")
+
+
+def _local_scalar_hypothesis(h, hn: str, local: _Facts) -> str:
+    """A lemma's own scalar hypothesis λ = r (issue 29): a `Hypothesis` of the lemma's section, which its steps
+    (``hyp:NAME``) and its signs (λ > 0 where r > 0) use there only: ``local`` gets copies of the scalar hypotheses
+    and of the positive scalars, so nothing leaks to the theorem's facts."""
+    value = sympy.sympify(h.rhs)
+    local.scalar_hyps = {**(local.scalar_hyps or {}), h.name: (h.lhs, value, hn)}
+    local.positive = dict(local.positive or {})
+    if h.lhs not in local.positive and not value.has(h.lhs):
+        signs, sign_proof = _sign(value, local)
+        if signs == {1}:
+            local.positive[h.lhs] = f"(sgin_gt0 (sgin_eq {hn} {sign_proof}))"
+    return f"Hypothesis {hn} : {_scalar(h.lhs)} = {_scalar(value)}."
 
 
 #: How each rule of the kernel (``derive.kernel.axioms.AXIOMS``) and each kind of citation is proved in Coq: the
@@ -1865,6 +1889,7 @@ def _perm_lemma(name: str, order: list[int]) -> str:
 # after the scalings are merged (`scalerA`), `mulVf`, `mulfV`, `mulfK`, `divfK`, `mulKf`, `mulVKf` cancel a divisor
 # next to itself, each side condition d != 0 closed by the `have` of d (its proof as the kernel judged it)
 _CANCEL = "; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //"
+_POWERS = "; rewrite -?exprVn ?expr2 ?mulmxA ?addrA"  # (c ^+ 2)^-1 = c^-1 * c^-1 (issue 29)
 
 
 def _cancellations(trees: list, facts: _Facts) -> list[str]:
@@ -1937,6 +1962,12 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
                                     facts), r0 + "", r1 + ""
     if cancel:  # issue 29: a divisor d and d itself in the coefficients (1/n of n G⁻¹): d⁻¹ d = 1, d non-zero
         r0, r1 = r0 + _CANCEL, r1 + _CANCEL
+        if proof.startswith("ltac:(by rewrite ") and "?scalerDr" in proof:  # c (c⁻¹ A + B) distributed: c c⁻¹ = 1
+            proof = proof[:-1] + _CANCEL + ")"
+    if re.search(r"\^\+ \d+\)\^-1", e0 + c0 + c1 + e1):  # issue 29: c⁻¹ c⁻¹, which the normal form wrote (c²)⁻¹
+        r0, r1 = r0 + _POWERS, r1 + _POWERS
+        if proof.startswith("ltac:(by rewrite ") and "?scalerDr" in proof:
+            proof = proof[:-1] + _POWERS + ")"
     lines = [f"{lemmas_}Lemma {name} : {goal}.", "Proof.", *cancel,
              f"have rule_ : {show(ltree)} = {show(rtree)} := {proof}.",
              f"have e0_ : {e0} = {c0} by {facts.norm}{r0}.",
@@ -1979,6 +2010,106 @@ def _instance(h, instance):
 # the families (name -> Family) and the lemmas by induction (name -> (variable, lhs, rhs)) of the theorem
 # exported now
 _FAMILIES: dict = {}
+_FAMILY_FACTS: dict = {}  # family name -> the predicates every member has, by induction (issue 29), in order
+_FAMILY_FACTS_USED: set = set()  # the families whose facts a judgment used: their lemmas are written
+
+
+# --- issue 29: facts of a recurrence by induction -----------------------------------------------------------------
+# The kernel judges a member F[e] of a recurrence invertible, positive definite, symmetric or diagonal when its base
+# has the property and its step keeps it, judged at a fresh index with F[s] known to have them all
+# (``derive.kernel.checking._inductive_facts``: the largest such set).  The export does the same with its own
+# judgments and writes, after the Fixpoints, `Lemma F_facts (s : nat) : P1 (F s) /\ ... ` by `elim: s` (the base's
+# proofs; the step's with the induction hypotheses, F s.+1 being the step by conversion) and one lemma per predicate
+# (`F_unit`, `F_pd`, `F_sym`, `F_diag`); a judgment of F[e] is that lemma at e.  Only the families whose facts a
+# judgment used are written (the others' files stay as they were).
+
+_FACT_NAMES = {"invertible": "unit", "positive_definite": "pd", "symmetric": "sym", "diagonal": "diag"}
+
+
+def _fact_statement(pred: str, m) -> str:
+    """The Coq statement that ``m`` has ``pred``, as the theorem's hypotheses state it."""
+    if pred == "invertible":
+        return f"{show(ast(m))} \\in unitmx"
+    if pred == "symmetric":
+        return f"({show(ast(m))})^T = {show(ast(m))}"
+    return f"{'posdef' if pred == 'positive_definite' else 'is_diag_mx'} {show(ast(m), False)}"
+
+
+def _family_fact(pred: str, t) -> str | None:
+    """The proof that the member ``t`` of a recurrence has ``pred`` by induction (its lemma at the index), or None."""
+    kept = _FAMILY_FACTS.get(t.name, ())
+    if pred in kept:
+        _FAMILY_FACTS_USED.add(t.name)
+        return f"({_ident(t.name)}_{_FACT_NAMES[pred]} {_index(t.index)})"
+    if pred == "invertible" and "positive_definite" in kept:
+        _FAMILY_FACTS_USED.add(t.name)
+        return f"(posdef_unit ({_ident(t.name)}_pd {_index(t.index)}))"
+    return None
+
+
+def _family_facts(f, facts: _Facts) -> tuple:
+    """(kept predicates, their base proofs, their step proofs) of the recurrence ``f``: the largest set of predicates
+    the base has and the step keeps, F[s] assumed to have them all (hypotheses IH_1, ... of the induction)."""
+    judges = {"invertible": _unit, "positive_definite": _pd, "symmetric": _sym, "diagonal": _diag}
+    facts = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
+                   False, facts.positive, facts.norm, {}).extras_from(facts)  # proved, never left to Coq (unchecked)
+    facts.equations_by_name = {}
+
+    def proof(pred, t, fs):
+        try:
+            return judges[pred](t, fs)
+        except (Unsupported, RecursionError):
+            return None
+
+    base = canon(f.base)
+    found = {pred: proof(pred, base, facts) for pred in _FACT_NAMES}
+    kept = [pred for pred in _FACT_NAMES if found[pred] is not None]
+    member = FamilyMatrix(f.name, f.index, f.rows, f.cols)
+    step = canon(f.step)
+    while kept:
+        local = _Facts(dict(facts.unit), dict(facts.sym), list(facts.equations), dict(facts.diag), dict(facts.pd),
+                       False, facts.positive, facts.norm, {})
+        local.equations_by_name = {}
+        local.extras_from(facts)
+        for i, pred in enumerate(kept):
+            table = {"invertible": local.unit, "positive_definite": local.pd, "symmetric": local.sym,
+                     "diagonal": local.diag}[pred]
+            table[member] = f"IH{i + 1}"
+            if pred == "positive_definite" and "invertible" not in kept:
+                local.unit[member] = f"(posdef_unit IH{i + 1})"
+        steps = {pred: proof(pred, step, local) for pred in kept}
+        keeps = [pred for pred in kept if steps[pred] is not None]
+        if keeps == kept:
+            return kept, [found[pred] for pred in kept], [steps[pred] for pred in kept]
+        kept = keeps
+    return (), (), ()
+
+
+def _conj(proofs: list) -> str:
+    return proofs[0] if len(proofs) == 1 else f"(conj {proofs[0]} {_conj(proofs[1:])})"
+
+
+def _family_fact_lemmas(f, kept, base, step) -> list:
+    """The Coq lemmas of the facts of ``f`` by induction on its index."""
+    fn, sv = _ident(f.name), _ident(f.index.name)
+    member = FamilyMatrix(f.name, f.index, f.rows, f.cols)
+    statements = [f"({_fact_statement(pred, member)})" for pred in kept]
+    names = [f"IH{i + 1}" for i in range(len(kept))]
+    pattern = names[0] if len(names) == 1 else \
+        "[" + names[0] + " " + "".join(f"[{n} " for n in names[1:-1]) + names[-1] + "]" * (len(names) - 1)
+    conjunction = " /\\ ".join(statements)
+    out = [f"Lemma {fn}_facts ({sv} : nat) : {conjunction}.\nProof.\nelim: {sv} => [|{sv} {pattern}].\n"
+           f"- exact: {_conj(base)}.\n- exact: {_conj(step)}.\nQed."]
+    for i, pred in enumerate(kept):
+        proj = f"({fn}_facts {sv})"
+        for _ in range(i):
+            proj = f"(proj2 {proj})"
+        if i < len(kept) - 1:
+            proj = f"(proj1 {proj})"
+        out.append(f"Lemma {fn}_{_FACT_NAMES[pred]} ({sv} : nat) : {statements[i]}.\nProof. exact: {proj}. Qed.")
+    return out + [""]
+
+
 _INDUCTIVE: dict = {}
 
 
@@ -2077,13 +2208,11 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     """(lhs, rhs, Coq proof) of a ``thm:`` step: the cited theorem applied to the instance and to proofs of
     its instantiated hypotheses."""
     proof = proof_from_data({**cited, "cites": []})
-    for h in proof.hypotheses:  # issue 29: its scalar variables and λ = r would be arguments too (not modelled)
-        if type(h.lhs) is sympy.Symbol:
-            raise Unsupported(f"cites {proof.theorem}, whose scalar hypothesis {h.name} is not passed on (citations "
-                              "of theorems with scalar hypotheses are not exported)")
-    dims, mats = _parameters(proof)
+    scalars: dict = {}
+    dims, mats = _parameters(proof, scalars)
     given = dict(step.instance)
     dimmap = {k: v for k, v in given.items() if not isinstance(k, MatrixSymbol)}
+    scalar_args = _citation_scalars(proof, scalars, dimmap, facts)
     matmap = {k.xreplace(dimmap): v for k, v in given.items() if isinstance(k, MatrixSymbol)}
 
     def inst(t):
@@ -2097,9 +2226,13 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
     args = ["R"]
     symbols = {str(k): v for k, v in dimmap.items()}
     args += [_dim(symbols.get(d, sympy.Symbol(d, integer=True, positive=True))) for d in dims]
+    args += scalar_args
     args += [show(ast(inst(m)), False) for m in mats.values()]
     known = [*facts.equations, *lemmas.values(), *defs.values()]
     for h in proof.hypotheses:
+        if not h.is_predicate and type(h.lhs) is sympy.Symbol:  # issue 29: λ = r, the citing proof's own
+            args.append(_citation_scalar_hypothesis(proof.theorem, h, dimmap, facts))
+            continue
         if h.is_predicate:
             pred, subject = str(h.lhs.function).split(".")[-1], inst(h.lhs.arguments[0])
             if pred == "invertible":
@@ -2131,6 +2264,59 @@ def _citation(cited: dict, step, facts: _Facts, lemmas: dict, defs: dict):
         stated.append(tree)
     return (inst(proof.claim.lhs), inst(proof.claim.rhs), f"(@{_ident(proof.theorem)} {' '.join(args)})",
             *stated)
+
+
+# --- issue 29: citing a theorem with scalars and scalar hypotheses ------------------------------------------------
+# The cited theorem's section has, after its dimensions, each scalar λ (sorted by name) as `Variable lambda : R`, with
+# `Hypothesis lambda_positive : 0 < lambda` where λ is declared positive, and each scalar hypothesis λ = r as a
+# `Hypothesis` among the others, in order.  The kernel cites it only where λ is not instantiated (λ stands for the
+# citing theorem's λ) and the citing proof has the scalar hypothesis λ = r (``scalar_hypothesis_holds``): the citation
+# passes the citing theorem's λ, its proof of 0 < λ, and its hypothesis λ = r.
+
+
+def _citation_scalars(proof, scalars: dict, dimmap: dict, facts: _Facts) -> list:
+    """The arguments of the cited theorem's scalars (and of their signs), in its section's order."""
+    terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
+    terms += [t for h in proof.hypotheses for t in ([h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs])]
+    terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
+    for lem in proof.lemmas:
+        terms += [lem.lhs, lem.rhs, *[s.expr for s in getattr(lem, "steps", [])]]
+    if _coefficient_dimensions(terms):
+        raise Unsupported(f"cites {proof.theorem}, which has a dimension as a coefficient (its n > 0 is not passed "
+                          "on)")
+    args = []
+    for name in sorted(scalars):
+        symbol = scalars[name]
+        if symbol in dimmap:
+            raise Unsupported(f"cites {proof.theorem} with its scalar {name} instantiated")
+        args.append(_ident(name))
+        if symbol.is_positive:
+            if symbol not in (facts.positive or {}):
+                raise Unsupported(f"cites {proof.theorem}, whose scalar {name} is positive, where it is not known "
+                                  "positive")
+            positive = facts.positive[symbol]
+            args.append(positive if positive.startswith("(") or " " not in positive else f"({positive})")
+    return args
+
+
+def _citation_scalar_hypothesis(theorem: str, h, dimmap: dict, facts: _Facts) -> str:
+    """The citing proof's hypothesis λ = r that gives the cited theorem's scalar hypothesis ``h`` (its dimensions
+    instantiated), printed the same, or Unsupported."""
+    value = sympy.sympify(h.rhs).xreplace(dimmap)
+    for symbol, known, hn in (facts.scalar_hyps or {}).values():
+        if symbol == h.lhs and known == value:
+            return hn
+    for symbol, known, hn in (facts.scalar_hyps or {}).values():
+        if symbol == h.lhs:
+            try:
+                if _scalar(known) == _scalar(value):
+                    return hn
+            except Unsupported:
+                pass
+    if facts.unchecked:  # a forged certificate: Coq decides
+        return f"(ltac:(done) : {_scalar(h.lhs)} = {_scalar(value)})"
+    raise Unsupported(f"cites {theorem}: its scalar hypothesis {h.name} ({h.lhs} = {value}) is not one of this "
+                      "theorem's as it is printed")
 
 
 def _needs_rcf(data: dict, exported: dict) -> bool:
@@ -2337,6 +2523,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     terms += [t for f in proof.families for t in (f.base, f.step) if t is not None]
     _FAMILIES.clear()
     _FAMILIES.update({f.name: f for f in proof.families})
+    _FAMILY_FACTS.clear()
+    _FAMILY_FACTS_USED.clear()
     _INDUCTIVE.clear()
     _SHIFTED.clear()
     _SHIFTED.update(_shifts(terms))
@@ -2429,6 +2617,13 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     out += late
     out += [_family(f) for f in proof.families]
     out.append("")
+    facts_at, family_lemmas = len(out), {}  # issue 29: facts of the recurrences by induction, written where used
+    for f in proof.families:
+        if f.base is not None and f.step is not None and f.index not in f.rows.free_symbols | f.cols.free_symbols:
+            kept, base, step = _family_facts(f, facts)
+            if kept:
+                _FAMILY_FACTS[f.name] = tuple(kept)
+                family_lemmas[f.name] = _family_fact_lemmas(f, kept, base, step)
     lemmas: dict = {}
     for lem in proof.lemmas:
         ln = _ident(lem.name)
@@ -2447,6 +2642,9 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
                 if h.is_predicate:
                     raise Unsupported(f"lemma {lem.name} has a predicate local hypothesis")
                 hn = _ident(h.name)
+                if type(h.lhs) is sympy.Symbol and not h.forall:  # issue 29: a local scalar hypothesis λ = r
+                    head.append(_local_scalar_hypothesis(h, hn, local))
+                    continue
                 if h.forall:
                     head.append(f"Hypothesis {hn} : {_binders(h)}{show(ast(canon(h.lhs)))} = "
                                 f"{show(ast(canon(h.rhs)))}.")
@@ -2477,6 +2675,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     out.append(_chain(f"{tid}", proof.claim.lhs, proof.claim.rhs, proof.claim.steps, facts, lemmas, defs,
                       "Theorem", tid, cite))
     out.append(_defined(tid, proof, facts))
+    out[facts_at:facts_at] = [line for f in proof.families if f.name in _FAMILY_FACTS_USED
+                              for line in family_lemmas[f.name]]
     out.append(f"End {tid}.\n\nPrint Assumptions {tid}.\nPrint Assumptions {tid}_defined.\n")
     return "\n".join(out)
 
