@@ -1654,10 +1654,13 @@ def _svd_least_squares(X, Y, squares, solved=None):
     n, p = X.shape
     if rank == p:
         return beta
-    d = np.sqrt(squares)  # X = A D with A of unit columns: cond(A) <= cond(X) max(d) / min(d)
-    if not s[-1] * d.max() <= s[0] * d.min() * max(n, p) * _EPS:  # A may have full rank: the scaled QR decides
-        return _householder(X, Y, squares)
-    _warn_rank(int(rank), p, float(s[0] / s[-1]) if s[-1] > 0 else math.inf)
+    # X = A D with A of unit columns (D the column norms): cond(A) <= cond(X) max(d) / min(d); Python floats, as
+    # NumPy's scalar arithmetic costs more than the rest of this test at these sizes
+    largest, smallest = float(s[0]), float(s[-1])
+    columns = squares.tolist()
+    if not smallest * math.sqrt(max(columns)) <= largest * math.sqrt(min(columns)) * max(n, p) * _EPS:
+        return _householder(X, Y, squares)  # A may have full rank: the column-scaled QR decides
+    _warn_rank(int(rank), p, largest / smallest if smallest > 0 else math.inf)
     return beta
 
 

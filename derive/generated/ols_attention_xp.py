@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "21b1a7d5a252edc627305bfab85bfed5133b071ac34f718a2347140cc4ff7f45"
+HOST_MODULE_SHA256 = "c8785feb430b0bc4d4b6b9af371f8722ed89c3e87160ca2957b186331db9fd94"
