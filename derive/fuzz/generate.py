@@ -56,6 +56,10 @@ COEFFICIENTS = (2, -1, Rational(1, 2), 3, lam, mu, 1 / lam, lam + 1, mu**2 + 1, 
 SIZE_COEFFICIENTS = (1 / n, n, p / (n + 1), 1 / (t + 1), t, (t + 1) / n, 1 / t)  # 1/t: refused (t may be 0)
 #: Right sides of the scalar hypothesis nu = r: of every sign (nu ≠ 0 only where r is shown non-zero).
 NU_VALUES = (mu**2 + 1, mu**2, lam + mu, 1 / lam, 2 * mu, lam * mu - 1)
+#: Focuses a default run mixes in (one proof in four): the Schur rules and judgment, block_add/identity/zero and
+#: scalar_matrix ("blocks"), and the judgments of the three slips of derive.fuzz.unsound.
+COVERAGE_TARGETS = ("schur", "blocks", "psd_congruence", "one_sided", "sign_narrowing")
+COVERAGE_RATE = 0.25
 NU_MAYBE_ZERO = (lam + mu, lam * mu - 1)  # 0 on some samples (λ = −μ, λμ = 1): ν's sign keeps 0 (sign_narrowing)
 MAX_OPS = 40  # terms larger than this (in nodes) are not pursued
 #: What building a term can raise (SymPy refusing a construction, a shape that does not conform).
@@ -197,6 +201,12 @@ def _coverage_world(w: World) -> None:
     if w.chance(0.12, "one_sided"):
         Ut = w.symbol("Ut", n, p, "tall_orth")
         w.hypotheses.append(Hypothesis("Ut_cols", mul(transpose(Ut), Ut), Identity(p)))
+    if w.focus & {"psd_congruence", "one_sided"} and "U" not in w.symbols:  # U invertible by its one-sided inverse
+        U = w.symbol("U", p, p, "orth")
+        w.hypotheses += [Hypothesis("U_cols", mul(transpose(U), U), Identity(p)),
+                         Hypothesis("U_rows", mul(U, transpose(U)), Identity(p))]
+    if "psd_congruence" in w.focus and "X" not in w.symbols:
+        w.symbol("X", n, p, "free")
     U, X = w.symbols.get("U"), w.symbols.get("X")
     if U is not None and X is not None and w.chance(0.5, "psd_congruence"):
         Lm = w.symbol("Lm", p, p, "psd")
@@ -378,7 +388,7 @@ class Terms:
                 candidates = [x for x in pool if self.defined(x)]
                 if candidates:
                     return inv(rng.choice(candidates))
-            if rng.random() < 0.12:
+            if rng.random() < (0.6 if "blocks" in self.w.focus else 0.12):
                 return self._block_cover(r, c, depth)
             return self._block(r, c, depth)
         choice = rng.random() if depth > 0 else 0.0
@@ -386,7 +396,7 @@ class Terms:
             leaves = self.leaves(r, c)
             return rng.choice(leaves) if leaves else None
         if choice < 0.55:
-            if rng.random() < 0.06:  # a literally 1×1 middle factor: scalar_matrix turns it into a coefficient
+            if rng.random() < (0.4 if "blocks" in self.w.focus else 0.06):  # a 1×1 middle factor (scalar_matrix)
                 return mul(self.term(r, 1, depth - 1), self.term(1, 1, depth - 1), self.term(1, c, depth - 1))
             inner = rng.choice((p, p, n, 1, p + 1))
             left, right = self.term(r, inner, depth - 1), self.term(inner, c, depth - 1)
@@ -409,7 +419,8 @@ class Terms:
             if cover and rng.random() < (0.7 if self.w.focus & {"psd_congruence", "one_sided"} else 0.15):
                 candidates = cover
             if candidates:
-                return inv(rng.choice(candidates))
+                chosen = inv(rng.choice(candidates))
+                return transpose(chosen) if "blocks" in self.w.focus and rng.random() < 0.3 else chosen  # (K⁻¹)ᵀ
             return None
         if choice < 0.9 and r == c:
             bases = self.w.of_role("pd") + self.w.of_role("inv") + self.w.of_role("free")
@@ -641,6 +652,10 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
         first = ["block_inverse_schur", "block_inverse_schur_mirror", "block_inverse_diagonal"]
         rng.shuffle(first)  # each of the three first in turn (the mirror too)
         tries = first + tries  # issue 29: else rarely drawn first
+    if "blocks" in world.focus and rng.random() < 0.7:  # rules that other axioms pre-empt when drawn in turn
+        first = ["block_add", "block_identity", "block_zero", "scalar_matrix", "transpose_inverse"]
+        rng.shuffle(first)
+        tries = first + tries
     for name in tries + axioms:
         try:
             inst = instances(name, ctx.rules.get(name), terms, world)
@@ -717,6 +732,8 @@ def random_chain(name: str, ctx: Context, terms: Terms, world: World, length: in
             r, c = p + 1, p + 1
         if "one_sided" in world.focus and rng.random() < 0.5:
             r, c = n, n
+        if "blocks" in world.focus and rng.random() < 0.6:
+            r, c = p + 1, rng.choice((p + 1, 1))
         start = canon(terms.term(r, c, 2))
     else:  # the first step applies the rule the start was made for, with its instance
         start, rule_name, inst, rule = seeded
@@ -858,7 +875,13 @@ def _share_scalar_hypothesis(world: World, cited) -> None:
 
 
 def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozenset()) -> Generated:
-    """A random proof (raises :class:`Skip` when this attempt built nothing usable)."""
+    """A random proof (raises :class:`Skip` when this attempt built nothing usable).
+
+    Without a ``focus``, one proof in four is focused on one of :data:`COVERAGE_TARGETS` (the constructs of a
+    rarely reached rule or judgment), so that a default run of a few dozen proofs reaches every rule and judgment
+    of the kernel (``derive.fuzz.coverage``)."""
+    if not focus and rng.random() < COVERAGE_RATE:
+        focus = frozenset({rng.choice(COVERAGE_TARGETS)})
     world = build_world(rng, focus)
     if world.chance(0.3):
         cited = _cited_theorem(rng, f"{name}_cited")
