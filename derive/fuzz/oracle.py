@@ -10,7 +10,8 @@ documented meaning*, and evaluates every expression with the witness's exact eva
   with ``Q.diagonal`` (or under a non-integer power, which the evaluator takes of diagonal matrices only)
   a positive diagonal of perfect powers.
 * ``Q.invertible``, ``Q.symmetric``, ``Q.diagonal`` by their meaning; an equation ``S = term`` for a symbol
-  S that the term does not mention by evaluating the term; ``UᵀU = I`` / ``UUᵀ = I`` by Cayley transforms;
+  S that the term does not mention by evaluating the term; ``UᵀU = I`` / ``UUᵀ = I`` by Cayley transforms (a tall U:
+  their first columns); ``F M Fᵀ = N`` for an orthogonal F by M = Fᵀ N F;
   the ``forall`` hypotheses the generator writes by what they mean (``∀b: bᵀMb = bᵀNb`` holds exactly when
   M − N is skew, so M = N + K with K skew and non-zero; ``∀Y: Y C = C Y`` when C = cI).
 * Definitions are evaluated in the order their values depend on each other, recurrences through them; a
