@@ -56,6 +56,11 @@ COEFFICIENTS = (2, -1, Rational(1, 2), 3, lam, mu, 1 / lam, lam + 1, mu**2 + 1, 
 SIZE_COEFFICIENTS = (1 / n, n, p / (n + 1), 1 / (t + 1), t, (t + 1) / n, 1 / t)  # 1/t: refused (t may be 0)
 #: Right sides of the scalar hypothesis nu = r: of every sign (nu ≠ 0 only where r is shown non-zero).
 NU_VALUES = (mu**2 + 1, mu**2, lam + mu, 1 / lam, 2 * mu, lam * mu - 1)
+#: Focuses a default run mixes in (one proof in four): the Schur rules and judgment, block_add/identity/zero and
+#: scalar_matrix ("blocks"), and the judgments of the three slips of derive.fuzz.unsound.
+COVERAGE_TARGETS = ("schur", "blocks", "psd_congruence", "one_sided", "sign_narrowing")
+COVERAGE_RATE = 0.25
+NU_MAYBE_ZERO = (lam + mu, lam * mu - 1)  # 0 on some samples (λ = −μ, λμ = 1): ν's sign keeps 0 (sign_narrowing)
 MAX_OPS = 40  # terms larger than this (in nodes) are not pursued
 #: What building a term can raise (SymPy refusing a construction, a shape that does not conform).
 BUILD_ERRORS = (TermError, ValueError, TypeError, AttributeError, NotImplementedError, IndexError, KeyError,
@@ -177,13 +182,35 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
         w.families.append(Family("x", s, p, Integer(1)))
     if w.chance(0.2):  # an index as a dimension: the prefix Xp[t] has t rows, Xp[0] is empty
         w.families.append(Family("Xp", s, s, p))
-    if w.chance(0.3):  # a scalar hypothesis nu = r (issue 29)
-        w.hypotheses.append(Hypothesis("nu_def", nu, rng.choice(NU_VALUES)))
+    if w.chance(0.3, "sign_narrowing"):  # a scalar hypothesis nu = r (issue 29)
+        values = NU_MAYBE_ZERO if "sign_narrowing" in focus else NU_VALUES
+        w.hypotheses.append(Hypothesis("nu_def", nu, rng.choice(values)))
     if w.family("x") is not None and w.chance(0.25):  # P[0] = 0 (0×p), P[s+1] = [P[s]; x[s+1]ᵀ]
         w.families.append(Family("P", s, s, p, ZeroMatrix(0, p),
                                  block([[FamilyMatrix("P", s, s, p)], [transpose(FamilyMatrix("x", s + 1, p, 1))]])))
     _issue29_world(w)
+    _coverage_world(w)
     return w
+
+
+def _coverage_world(w: World) -> None:
+    """Worlds for judgments the generator did not reach before (coverage, ``derive.fuzz.coverage``): a tall Ut
+    (n×p) with orthonormal columns, UtᵀUt = I_p, whose Gram matrix Ut Utᵀ (n×n, rank p) is singular although
+    UtᵀUt = I is a one-sided inverse (the ``one_sided`` slip); and, with an orthogonal U and X, Λ given by
+    U Λ Uᵀ = XᵀX, positive semidefinite by the congruence judgment (N = F M Fᵀ, F invertible, N psd)."""
+    if w.chance(0.12, "one_sided"):
+        Ut = w.symbol("Ut", n, p, "tall_orth")
+        w.hypotheses.append(Hypothesis("Ut_cols", mul(transpose(Ut), Ut), Identity(p)))
+    if w.focus & {"psd_congruence", "one_sided"} and "U" not in w.symbols:  # U invertible by its one-sided inverse
+        U = w.symbol("U", p, p, "orth")
+        w.hypotheses += [Hypothesis("U_cols", mul(transpose(U), U), Identity(p)),
+                         Hypothesis("U_rows", mul(U, transpose(U)), Identity(p))]
+    if "psd_congruence" in w.focus and "X" not in w.symbols:
+        w.symbol("X", n, p, "free")
+    U, X = w.symbols.get("U"), w.symbols.get("X")
+    if U is not None and X is not None and w.chance(0.5, "psd_congruence"):
+        Lm = w.symbol("Lm", p, p, "psd")
+        w.hypotheses.append(Hypothesis("Lm_cong", mul(U, Lm, transpose(U)), mul(transpose(X), X)))
 
 
 def _issue29_world(w: World) -> None:
@@ -222,6 +249,8 @@ class Terms:
         self.indices = list(index_symbols)
 
     def coefficient(self):
+        if _nu_value(self.w) is not None and self.rng.random() < (0.5 if "sign_narrowing" in self.w.focus else 0.05):
+            return self.rng.choice((1 / nu, nu, 1 / nu))  # its definedness needs ν's sign, narrowed by ν = r
         c = self.rng.choice(COEFFICIENTS)
         if self.rng.random() < 0.12:  # issue 29: a dimension or index symbol, or the scalar of a hypothesis
             c = self.rng.choice(SIZE_COEFFICIENTS + ((nu, 1 / nu, nu + lam) if _nu_value(self.w) is not None else ()))
@@ -261,6 +290,7 @@ class Terms:
                 out.append(add(mul(transpose(X), X), mul(lam, I)))
             out += [mul(self.rng.choice((2, lam)), I)]
             out += self._issue29_candidates()
+            out += self.coverage_candidates(p)
         elif k == 1 and "v" in self.w.symbols:
             v = self.w.symbols["v"]
             out += [add(Identity(1), mul(transpose(v), v))]
@@ -276,6 +306,7 @@ class Terms:
             if "X" in self.w.symbols:
                 X = self.w.symbols["X"]
                 out.append(add(mul(X, transpose(X)), mul(lam, Identity(n))))
+            out += self.coverage_candidates(n)
         return out
 
     def schur_candidates(self) -> list:
@@ -290,6 +321,26 @@ class Terms:
         out = [block([[A, v], [mul(-1, transpose(v)), mul(lam, Identity(1))]]) for A in self.w.of_role("pd")]
         out += [block([[A, v], [transpose(other), mul(transpose(other), inv(A), v)]])
                 for A in self.w.of_role("pd") + self.w.of_role("inv")]
+        return out
+
+    def coverage_candidates(self, k) -> list:
+        """k×k matrices for judgments the generator did not reach before: I ± B(BᵀB)⁻¹Bᵀ (I + a congruence of a
+        positive definite middle; with −, the zero matrix, which a sound kernel never inverts), λI + K A Kᵀ
+        (semidefinite by congruence with any K), Λ + λI (U Λ Uᵀ = XᵀX), λI + Ut Utᵀ and the singular Ut Utᵀ."""
+        out, I = [], Identity(k)
+        symbols = self.w.symbols
+        if k == p:
+            for B in (self.w.of_role("inv") + self.w.of_role("pd"))[:1]:
+                middle = inv(mul(transpose(B), B))
+                out += [add(I, mul(B, middle, transpose(B))), add(I, mul(-1, B, middle, transpose(B)))]
+            if "K" in symbols and self.w.of_role("pd"):
+                K = symbols["K"]
+                out.append(add(mul(lam, I), mul(K, self.w.of_role("pd")[0], transpose(K))))
+            if "Lm" in symbols:
+                out.append(add(symbols["Lm"], mul(lam, I)))
+        elif k == n and "Ut" in symbols:
+            Ut = symbols["Ut"]
+            out += [add(mul(Ut, transpose(Ut)), mul(lam, I)), mul(Ut, transpose(Ut))]
         return out
 
     def _issue29_candidates(self) -> list:
@@ -337,12 +388,16 @@ class Terms:
                 candidates = [x for x in pool if self.defined(x)]
                 if candidates:
                     return inv(rng.choice(candidates))
+            if rng.random() < (0.6 if "blocks" in self.w.focus else 0.12):
+                return self._block_cover(r, c, depth)
             return self._block(r, c, depth)
         choice = rng.random() if depth > 0 else 0.0
         if choice < 0.3:
             leaves = self.leaves(r, c)
             return rng.choice(leaves) if leaves else None
         if choice < 0.55:
+            if rng.random() < (0.4 if "blocks" in self.w.focus else 0.06):  # a 1×1 middle factor (scalar_matrix)
+                return mul(self.term(r, 1, depth - 1), self.term(1, 1, depth - 1), self.term(1, c, depth - 1))
             inner = rng.choice((p, p, n, 1, p + 1))
             left, right = self.term(r, inner, depth - 1), self.term(inner, c, depth - 1)
             parts = [left, right]
@@ -360,8 +415,12 @@ class Terms:
             special = [x for x in self._issue29_candidates() if x in candidates] if r == p else []
             if special and rng.random() < 0.4:  # judged invertible only by the judgments of issue 29
                 candidates = special
+            cover = [x for x in self.coverage_candidates(r) if x in candidates]
+            if cover and rng.random() < (0.7 if self.w.focus & {"psd_congruence", "one_sided"} else 0.15):
+                candidates = cover
             if candidates:
-                return inv(rng.choice(candidates))
+                chosen = inv(rng.choice(candidates))
+                return transpose(chosen) if "blocks" in self.w.focus and rng.random() < 0.3 else chosen  # (K⁻¹)ᵀ
             return None
         if choice < 0.9 and r == c:
             bases = self.w.of_role("pd") + self.w.of_role("inv") + self.w.of_role("free")
@@ -380,6 +439,21 @@ class Terms:
             inner = self.term(c, r, depth - 1)
             return transpose(inner)
         return mul(self.coefficient(), self.term(r, c, depth - 1))
+
+    def _block_cover(self, r, c, depth):
+        """A sum of two block matrices of one partition (``block_add``), or the block forms of I and 0
+        (``block_identity``, ``block_zero``), for the rules the generator did not reach before."""
+        def split(d):
+            return [d.args[0], d - d.args[0]] if isinstance(d, sympy.Add) else [d]
+
+        rows, cols = split(r), split(c)
+        kind = self.rng.randrange(3)
+        if kind == 0:
+            return add(*(block([[self.term(a, b, depth - 1) for b in cols] for a in rows]) for _ in range(2)))
+        if kind == 1 and r == c:
+            return block([[Identity(a) if i == j else ZeroMatrix(a, b) for j, b in enumerate(cols)]
+                          for i, a in enumerate(rows)])
+        return block([[ZeroMatrix(a, b) for b in cols] for a in rows])
 
     def _block(self, r, c, depth):
         def parts(d):
@@ -575,7 +649,13 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
     rng.shuffle(axioms)
     tries = [rng.choice(equations) for _ in range(3)] if equations and rng.random() < 0.45 else []
     if any(isinstance(x.args[0], BlockMatrix) for x in current.atoms(Inverse)) and rng.random() < 0.5:
-        tries = ["block_inverse_schur", "block_inverse_schur_mirror"] + tries  # issue 29: else rarely drawn first
+        first = ["block_inverse_schur", "block_inverse_schur_mirror", "block_inverse_diagonal"]
+        rng.shuffle(first)  # each of the three first in turn (the mirror too)
+        tries = first + tries  # issue 29: else rarely drawn first
+    if "blocks" in world.focus and rng.random() < 0.7:  # rules that other axioms pre-empt when drawn in turn
+        first = ["block_add", "block_identity", "block_zero", "scalar_matrix", "transpose_inverse"]
+        rng.shuffle(first)
+        tries = first + tries
     for name in tries + axioms:
         try:
             inst = instances(name, ctx.rules.get(name), terms, world)
@@ -638,13 +718,22 @@ def random_chain(name: str, ctx: Context, terms: Terms, world: World, length: in
     seeded = seeded_start(ctx, terms, world) if rng.random() < (0.3 if "schur" in world.focus else 0.55) else None
     first = []
     special = terms._issue29_candidates() if seeded is None else []
-    if special and rng.random() < 0.5:  # a start with the inverse of a matrix only issue 29's judgments show invertible
+    cover = [m for k in (p, n) for m in terms.coverage_candidates(k) if terms.defined(inv(m))] \
+        if seeded is None and world.focus & {"psd_congruence", "one_sided"} else []
+    if cover and rng.random() < 0.6:  # a start with the inverse of a matrix of a focused judgment
+        m = rng.choice(cover)
+        start = canon(rng.choice((inv(m), mul(inv(m), terms.term(m.shape[0], 1, 1)))))
+    elif special and rng.random() < 0.5:  # the inverse of a matrix only issue 29's judgments show invertible
         m = rng.choice(special)
         start = canon(rng.choice((mul(inv(m), m), mul(inv(m), terms.term(p, 1, 1)), add(inv(m), terms.term(p, p, 1)))))
     elif seeded is None:
         r, c = rng.choice(((p, p), (p, p), (p, 1), (n, p), (1, 1), (p + 1, p + 1), (n, n)))
         if "schur" in world.focus and rng.random() < 0.5:
             r, c = p + 1, p + 1
+        if "one_sided" in world.focus and rng.random() < 0.5:
+            r, c = n, n
+        if "blocks" in world.focus and rng.random() < 0.6:
+            r, c = p + 1, rng.choice((p + 1, 1))
         start = canon(terms.term(r, c, 2))
     else:  # the first step applies the rule the start was made for, with its instance
         start, rule_name, inst, rule = seeded
@@ -786,7 +875,13 @@ def _share_scalar_hypothesis(world: World, cited) -> None:
 
 
 def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozenset()) -> Generated:
-    """A random proof (raises :class:`Skip` when this attempt built nothing usable)."""
+    """A random proof (raises :class:`Skip` when this attempt built nothing usable).
+
+    Without a ``focus``, one proof in four is focused on one of :data:`COVERAGE_TARGETS` (the constructs of a
+    rarely reached rule or judgment), so that a default run of a few dozen proofs reaches every rule and judgment
+    of the kernel (``derive.fuzz.coverage``)."""
+    if not focus and rng.random() < COVERAGE_RATE:
+        focus = frozenset({rng.choice(COVERAGE_TARGETS)})
     world = build_world(rng, focus)
     if world.chance(0.3):
         cited = _cited_theorem(rng, f"{name}_cited")

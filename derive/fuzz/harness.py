@@ -14,18 +14,21 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sympy import Q, S
 
 from ..kernel import Hypothesis, Proof, ProofError, Theorem, check, proof_to_data
+from .coverage import JUDGMENTS, all_rules, recording, rules_of
 from .generate import BUILD_ERRORS, Skip, World, generate, mutate
 from .oracle import Refutation, judge, replay, to_json_ready
 
 __all__ = ["Finding", "Report", "main", "run"]
 
-HOLES = ("instance", "recurrence_index", "circular_definition", "pd_power", "schur")
+HOLES = ("instance", "recurrence_index", "circular_definition", "pd_power", "schur", "psd_congruence", "one_sided",
+         "sign_narrowing")
 
 
 @dataclass
@@ -64,6 +67,15 @@ class Report:
     crashes: list[str] = field(default_factory=list)  # check raised something other than a ProofError
     first: dict[str, tuple[int, int]] = field(default_factory=dict)  # hole -> (proof index, proofs run so far)
     seconds: float = 0.0
+    #: with ``run(coverage=True)``: "proof_rules", "proof_judgments" (accepted generated proofs), "mutant_rules",
+    #: "mutant_judgments" (every mutant checked) -> Counter of rule or judgment -> uses
+    coverage: dict[str, Counter] | None = None
+
+    def unreached(self, what: str = "proof") -> tuple[list[str], list[str]]:
+        """(rules, judgments) of the kernel that no accepted proof (``what="mutant"``: no mutant) exercised."""
+        assert self.coverage is not None, "run with coverage=True"
+        return ([r for r in all_rules() if not self.coverage[f"{what}_rules"][r]],
+                [j for j in JUDGMENTS if not self.coverage[f"{what}_judgments"][j]])
 
     def summary(self) -> str:
         lines = [
@@ -83,7 +95,13 @@ class Report:
                 lines.append(f"    {hole}: {count} findings, first at proof {index} (seed {self.seed})")
         other = [f for f in self.findings if not f.refutation.tags & set(HOLES)]
         if other:
-            lines.append(f"    other: {len(other)} findings (none of the four holes), first at proof {other[0].index}")
+            lines.append(f"    other: {len(other)} findings (none of the holes), first at proof {other[0].index}")
+        if self.coverage is not None:
+            for what in ("proof", "mutant"):
+                rules, judged = self.unreached(what)
+                lines.append(f"  coverage ({what}s): {len(all_rules()) - len(rules)}/{len(all_rules())} rules, "
+                             f"{len(JUDGMENTS) - len(judged)}/{len(JUDGMENTS)} judgments; not reached: "
+                             f"{', '.join(rules + judged) or 'none'}")
         for finding in other[:4] + [f for f in self.findings if f not in other][:6]:
             lines.append("  " + finding.describe().replace("\n", "\n  "))
         return "\n".join(lines)
@@ -106,7 +124,19 @@ def _judge(report: Report, theorem: Theorem, rng: random.Random, index: int, mut
     return finding
 
 
-def _check(report: Report, proof: Proof, index: int) -> Theorem | None:
+def _check(report: Report, proof: Proof, index: int, phase: str = "proof") -> Theorem | None:
+    if report.coverage is None:
+        return _check_plain(report, proof, index)
+    judged: Counter = Counter()
+    with recording(judged):
+        theorem = _check_plain(report, proof, index)
+    if theorem is not None or phase == "mutant":  # an accepted proof's judgments; every checked mutant's
+        report.coverage[f"{phase}_judgments"].update(judged)
+        report.coverage[f"{phase}_rules"].update(rules_of(proof))
+    return theorem
+
+
+def _check_plain(report: Report, proof: Proof, index: int) -> Theorem | None:
     try:
         return check(proof, time_limit=20)
     except ProofError:
@@ -150,7 +180,7 @@ def _mutants(report: Report, proof: Proof, world: World, rng: random.Random, ind
         made += 1
         report.mutants += 1
         mutant, description = mutated
-        theorem = _check(report, mutant, index)
+        theorem = _check(report, mutant, index, "mutant")
         if theorem is None:
             report.mutants_rejected += 1
             continue
@@ -159,13 +189,16 @@ def _mutants(report: Report, proof: Proof, world: World, rng: random.Random, ind
 
 
 def run(seed: int = 0, proofs: int = 100, *, mutants: int = 2, samples: int = 2, focus=(), out: Path | None = None,
-        stop_at: str | None = None, only: int | None = None, progress=None) -> Report:
+        stop_at: str | None = None, only: int | None = None, progress=None, coverage: bool = False) -> Report:
     """Fuzz ``proofs`` proofs from ``seed`` (proof k is generated from the seed and k alone).
 
     ``focus``: holes whose constructs are generated more often; ``stop_at``: stop at the first finding with that
-    tag; ``out``: a folder for reproductions (none written without it).
+    tag; ``out``: a folder for reproductions (none written without it); ``coverage``: count the kernel's rules and
+    judgments the run exercises (:mod:`.coverage`; ``report.coverage``).
     """
     report = Report(seed)
+    if coverage:
+        report.coverage = {k: Counter() for k in ("proof_rules", "proof_judgments", "mutant_rules", "mutant_judgments")}
     start = time.perf_counter()
     focus = frozenset(focus)
     for index in [only] if only is not None else range(proofs):
@@ -271,6 +304,7 @@ def main(argv=None) -> int:
                         help="generate the constructs of this hole more often (repeatable)")
     parser.add_argument("--out", type=Path, default=None, help="folder for reproductions (default: a temp folder)")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--coverage", action="store_true", help="count the kernel's rules and judgments exercised")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="derive-fuzz-"))
 
@@ -280,7 +314,7 @@ def main(argv=None) -> int:
                   file=sys.stderr, flush=True)
 
     report = run(args.seed, args.proofs, mutants=args.mutants, samples=args.samples, focus=args.focus, out=out,
-                 only=args.only, progress=progress)
+                 only=args.only, progress=progress, coverage=args.coverage)
     print(report.summary())
     if report.findings:
         print(f"reproductions in {out}")

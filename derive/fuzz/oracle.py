@@ -10,7 +10,8 @@ documented meaning*, and evaluates every expression with the witness's exact eva
   with ``Q.diagonal`` (or under a non-integer power, which the evaluator takes of diagonal matrices only)
   a positive diagonal of perfect powers.
 * ``Q.invertible``, ``Q.symmetric``, ``Q.diagonal`` by their meaning; an equation ``S = term`` for a symbol
-  S that the term does not mention by evaluating the term; ``UᵀU = I`` / ``UUᵀ = I`` by Cayley transforms;
+  S that the term does not mention by evaluating the term; ``UᵀU = I`` / ``UUᵀ = I`` by Cayley transforms (a tall U:
+  their first columns); ``F M Fᵀ = N`` for an orthogonal F by M = Fᵀ N F;
   the ``forall`` hypotheses the generator writes by what they mean (``∀b: bᵀMb = bᵀNb`` holds exactly when
   M − N is skew, so M = N + K with K skew and non-zero; ``∀Y: Y C = C Y`` when C = cI).
 * Definitions are evaluated in the order their values depend on each other, recurrences through them; a
@@ -180,6 +181,20 @@ def _commute_pattern(h: Hypothesis):
     return None
 
 
+def _congruence_pattern(h: Hypothesis, proof: Proof):
+    """F M Fᵀ = N for symbols F (square, with FᵀF = I among the hypotheses) and M that N does not mention:
+    (M, Fᵀ N F), the value M has once F and N have theirs."""
+    if h.forall or h.is_predicate or not isinstance(h.lhs, MatMul) or len(h.lhs.args) != 3:
+        return None
+    f, m, ft = h.lhs.args
+    if not (isinstance(f, MatrixSymbol) and isinstance(m, MatrixSymbol) and ft == Transpose(f)) or \
+            m in h.rhs.atoms(MatrixSymbol) or f.shape[0] != f.shape[1]:
+        return None
+    if not any(_orthogonality(g) == (f, "columns") for g in proof.hypotheses):
+        return None
+    return m, MatMul(Transpose(f), h.rhs, f)
+
+
 def _orthogonality(h: Hypothesis):
     """UᵀU = I or UUᵀ = I for a symbol U: (U, "columns" | "rows")."""
     if h.forall or h.is_predicate or not isinstance(h.rhs, Identity) or not isinstance(h.lhs, MatMul):
@@ -327,6 +342,10 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
         skew = _skew_pattern(h)
         if skew:
             solved.setdefault(skew[0], ("skew", skew[1]))
+            continue
+        congruent = _congruence_pattern(h, proof)
+        if congruent is not None and congruent[0] not in solved:
+            solved[congruent[0]] = ("term", congruent[1])
             continue
         commuting = _commute_pattern(h)
         if commuting is not None:
@@ -518,6 +537,34 @@ def _schur(proof: Proof) -> bool:
     return False
 
 
+def _negative_congruence(proof: Proof) -> bool:
+    """An inverse of a sum with a term c·F M Fᵀ, c a negative number (the ``psd_congruence`` slip)."""
+    for term in _terms(proof):
+        for node in term.atoms(Inverse):
+            for product in node.args[0].atoms(MatMul):
+                coeff = product.args[0]
+                mats = [a for a in product.args if not isinstance(a, sympy.Expr) or isinstance(a, sympy.MatrixExpr)]
+                if coeff.is_number and coeff.is_negative and len(mats) >= 3 and _transposes(mats[0], mats[-1]):
+                    return True
+    return False
+
+
+def _transposes(a: Basic, b: Basic) -> bool:
+    return (isinstance(b, Transpose) and b.args[0] == a) or (isinstance(a, Transpose) and a.args[0] == b)
+
+
+def _tall_orthonormal_gram(proof: Proof) -> bool:
+    """An inverse of a term with U Uᵀ for a non-square U with UᵀU = I (the ``one_sided`` slip)."""
+    tall = {o[0] for h in proof.hypotheses if (o := _orthogonality(h)) and o[0].shape[0] != o[0].shape[1]}
+    return any(product.args[-2:] == (u, Transpose(u)) for term in _terms(proof) for node in term.atoms(Inverse)
+               for product in node.args[0].atoms(MatMul) for u in tall)
+
+
+def _zero_scalar(proof: Proof, sample: Sample) -> bool:
+    """A scalar of a hypothesis λ = r that is 0 on the sample (the ``sign_narrowing`` slip)."""
+    return any(type(h.lhs) is Symbol and sample.scalars.get(h.lhs) == 0 for h in proof.hypotheses)
+
+
 def _instance_broken(proof: Proof, sample: Sample, extra: dict) -> bool:
     """A step instantiates a variable with a term that has no value of the variable's shape on the sample."""
     for c in _chains(proof):
@@ -550,7 +597,21 @@ def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
         tags.add("pd_power")
     if _schur(proof):
         tags.add("schur")
+    if _negative_congruence(proof):
+        tags.add("psd_congruence")
+    if _tall_orthonormal_gram(proof):
+        tags.add("one_sided")
+    if _zero_scalar(proof, sample):
+        tags.add("sign_narrowing")
     return tags
+
+
+def _text(term: Basic) -> str:
+    """``str(term)``, or its ``srepr`` where SymPy's printer gives up (it simplifies, and (I − I)⁻¹ raises)."""
+    try:
+        return str(term)
+    except Exception:  # noqa: BLE001 - printing is a convenience; the refutation stands
+        return sympy.srepr(term)
 
 
 _UNEVALUABLE = ("non-integer power", "exact ", "is not positive with an exact")
@@ -564,15 +625,15 @@ def _check_chain(chain, proof, sample, ctx, verdict: Verdict, values: dict, step
         try:
             value = _eval(term, ctx).to_Matrix()
         except UndefinedValue as exc:
-            return Refutation("undefined", chain.name, f"{term} has no value: {exc.reason}", step, values)
+            return Refutation("undefined", chain.name, f"{_text(term)} has no value: {exc.reason}", step, values)
         except WitnessError as exc:
             if any(word in exc.reason for word in _UNEVALUABLE):
                 verdict.unevaluable += 1
                 return None
-            return Refutation("undefined", chain.name, f"{term} is not well formed: {exc.reason}", step, values)
+            return Refutation("undefined", chain.name, f"{_text(term)} is not well formed: {exc.reason}", step, values)
         verdict.checks += 1
         if previous is not None and previous[1] != value:
-            return Refutation("claim", chain.name, f"{previous[0]} = {previous[1].tolist()} but {term} = "
+            return Refutation("claim", chain.name, f"{_text(previous[0])} = {previous[1].tolist()} but {_text(term)} = "
                               f"{value.tolist()}", step, values)
         previous = (term, value)
     return None

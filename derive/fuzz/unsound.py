@@ -18,6 +18,12 @@ time of a ``with`` block, so that a test can show that the fuzzer finds the hole
   invertibility: [[A, B], [C, D]] judged invertible, and rewritten by ``block_inverse_schur``, whenever A is
   (or, mirrored, D is), although [[A, v], [wᵀ, wᵀA⁻¹v]] is singular for every invertible A.
 
+* ``psd_congruence``, ``one_sided``, ``sign_narrowing`` (plausible slips, not past holes; added with the
+  generator's coverage of every judgment) — ``derive.kernel.judgments._semidefinite_congruence`` without c ≥ 0
+  (I − B(BᵀB)⁻¹Bᵀ = 0 judged positive definite); ``._one_sided_inverse`` reading A B = I as making B A
+  invertible too (U Uᵀ for a tall U with UᵀU = I); ``._narrowed_sign`` dropping 0 from r's signs (λ = λ₂ + μ
+  judged non-zero).
+
 The copies are the kernel's code at commit ``c057037`` (before the fixes), verbatim except that
 ``_instance_maps`` and ``_instantiate`` also take the fixed kernel's signatures ``(given, ctx, fail)`` and
 ``(entry, step, ctx, fail)``.  They call the kernel's other functions by name, so they stay what they were as
@@ -47,6 +53,7 @@ from ..kernel.judgments import (
     positive_semidefinite,
     schur_blocks,
     schur_complement,
+    sign,
 )
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof, ProofError, Step
 from ..kernel.terms import (
@@ -274,6 +281,41 @@ def _schur_side_unchecked(t, ctx: Context, pivot_last: bool) -> tuple | None:
     return a, b, c, d, schur_complement(a, b, c, d)
 
 
+# --- plausible slips in three judgments (the fuzzer's coverage work): not holes any kernel had ------------------
+
+
+def _semidefinite_congruence_any_sign(coeff, mats: list, ctx: Context, depth: int) -> bool | None:
+    """c·F M Fᵀ "positive semidefinite" when M is, whatever the sign of c.  Unsound: I − B(BᵀB)⁻¹Bᵀ = 0 is then
+    judged positive definite (I plus a "semidefinite" term), hence invertible."""
+    middle = _congruence(mats)
+    if middle is None:
+        return None
+    return positive_semidefinite(middle, ctx, depth)
+
+
+_KERNEL_ONE_SIDED_INVERSE = judgments._one_sided_inverse  # the sound judgment, kept before any put-back
+
+
+def _one_sided_inverse_either_order(term, ctx: Context) -> bool:
+    """A B = I "makes" B A invertible too (true only when A and B are square).  Unsound: UᵀU = I for a tall U
+    (n×p, orthonormal columns) does not make U Uᵀ (n×n, rank p) invertible."""
+    if _KERNEL_ONE_SIDED_INVERSE(term, ctx):
+        return True
+    for lhs, rhs in ctx.equations:
+        for product, unit in ((lhs, rhs), (rhs, lhs)):
+            if isinstance(unit, Identity) and isinstance(product, MatMul) and factors_of(product)[0] == 1:
+                _, mats = factors_of(product)
+                for cut in range(1, len(mats)):
+                    if term == canon(MatMul(*mats[cut:], *mats[:cut])):
+                        return True
+    return False
+
+
+def _narrowed_sign_without_zero(declared: frozenset, value: Basic, ctx: Context, depth: int) -> frozenset:
+    """λ = r read as "λ has r's sign and is non-zero".  Unsound: λ = λ₂ + μ is 0 where μ = −λ₂, and 1/λ has no value."""
+    return (declared & (sign(value, ctx, depth + 1) - {0})) or declared
+
+
 #: hole -> (module, function name, old function) for each function put back.
 HOLES = {
     "instance": ((checking, "_instance_maps", _instance_maps), (checking, "_instantiate", _instantiate)),
@@ -286,6 +328,9 @@ HOLES = {
     "pd_power": ((judgments, "_positive_definite", _positive_definite),),
     "schur": ((judgments, "_schur_invertible", _schur_invertible_unchecked),
               (axioms, "_schur_side", _schur_side_unchecked)),
+    "psd_congruence": ((judgments, "_semidefinite_congruence", _semidefinite_congruence_any_sign),),
+    "one_sided": ((judgments, "_one_sided_inverse", _one_sided_inverse_either_order),),
+    "sign_narrowing": ((judgments, "_narrowed_sign", _narrowed_sign_without_zero),),
 }
 
 

@@ -187,9 +187,14 @@ def _symbol_sign(c: Symbol, ctx: Context, depth: int) -> frozenset:
     if depth < _SEARCH_DEPTH:
         for symbol, value in ctx.scalar_equations.values():
             if symbol == c and len(out) > 1:
-                narrowed = out & sign(value, ctx, depth + 1)
-                out = narrowed or out  # empty: the hypotheses contradict each other; keep what is declared
+                out = _narrowed_sign(out, value, ctx, depth)
     return out
+
+
+def _narrowed_sign(declared: frozenset, value: Basic, ctx: Context, depth: int) -> frozenset:
+    """The sign of λ narrowed by a hypothesis λ = r: λ takes r's signs, all of them (0 included when r may be 0).
+    An empty intersection means the hypotheses contradict each other; then what is declared is kept."""
+    return (declared & sign(value, ctx, depth + 1)) or declared
 
 
 def positive(c: Basic, ctx: Context) -> bool:
@@ -295,14 +300,15 @@ def _positive_semidefinite(term, ctx: Context, depth: int) -> bool:
         return positive_semidefinite(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
         coeff, mats = factors_of(term)
-        if nonnegative(coeff, ctx):
+        if len(mats) > 2:
+            verdict = _semidefinite_congruence(coeff, mats, ctx, depth)
+            if verdict is not None:
+                return verdict
+        elif nonnegative(coeff, ctx):
             if len(mats) == 1:
                 return positive_semidefinite(mats[0], ctx, depth)  # c·M, c ≥ 0
             if len(mats) == 2 and _transposes(mats[0], mats[1]):
                 return True  # Bᵀ B or B Bᵀ
-            middle = _congruence(mats)
-            if middle is not None:
-                return positive_semidefinite(middle, ctx, depth)  # F M Fᵀ, any F
     if isinstance(term, MatAdd):
         return all(positive_semidefinite(a, ctx, depth) for a in term.args)
     diagonal = _block_diagonal(term)
@@ -311,6 +317,17 @@ def _positive_semidefinite(term, ctx: Context, depth: int) -> bool:
     if any(positive_semidefinite(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
         return True
     return _congruent_to_semidefinite(term, ctx, depth)
+
+
+def _semidefinite_congruence(coeff, mats: list, ctx: Context, depth: int) -> bool | None:
+    """c·F M Fᵀ (F any run of factors) is positive semidefinite when c ≥ 0 and M is: xᵀ(cFMFᵀ)x = c·yᵀMy with
+    y = Fᵀx.  None when the product is not such a congruence with c ≥ 0 (the caller then tries other ways)."""
+    if not nonnegative(coeff, ctx):
+        return None
+    middle = _congruence(mats)
+    if middle is None:
+        return None
+    return positive_semidefinite(middle, ctx, depth)  # F M Fᵀ, any F
 
 
 def _congruent_to_semidefinite(term, ctx: Context, depth: int) -> bool:
@@ -355,17 +372,25 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
         return True
     if type(term) is BlockMatrix and _schur_invertible(term, ctx, depth):
         return True
-    for lhs, rhs in ctx.equations:  # a square matrix with a one-sided inverse is invertible
-        for product, unit in ((lhs, rhs), (rhs, lhs)):
-            if isinstance(unit, Identity) and isinstance(product, MatMul) and factors_of(product)[0] == 1:
-                _, mats = factors_of(product)
-                if term in (mats[0], mats[-1]):
-                    return True
+    if _one_sided_inverse(term, ctx):
+        return True
     if any(invertible(t, ctx, depth + 1) for t in ctx.equal_terms(term)):
         return True
     if _family_fact("invertible", term, ctx):
         return True
     return _by_unfolding(("invertible",), term, ctx, depth, invertible)
+
+
+def _one_sided_inverse(term, ctx: Context) -> bool:
+    """A square matrix with a one-sided inverse is invertible: ``term`` (square, checked by the caller) is the first
+    or the last factor of a product that an equation equates to I (A B = I with A square gives det A ≠ 0)."""
+    for lhs, rhs in ctx.equations:
+        for product, unit in ((lhs, rhs), (rhs, lhs)):
+            if isinstance(unit, Identity) and isinstance(product, MatMul) and factors_of(product)[0] == 1:
+                _, mats = factors_of(product)
+                if term in (mats[0], mats[-1]):
+                    return True
+    return False
 
 
 def _low_rank_update_invertible(term: MatAdd, ctx: Context, depth: int) -> bool:
