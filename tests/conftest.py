@@ -8,6 +8,16 @@ import pytest
 # set before derive is imported, which installs the record store.
 os.environ.setdefault("DERIVE_RECORDS", "read")
 
+#: The frameworks are the slow tier (issue 28 item 8: the README's run stays under 5 minutes on 2 cores): a test
+#: whose name or parameters name JAX or PyTorch runs under ``pytest -m slow`` (.ci/run), never in the default run,
+#: which tests the array-API module with NumPy and array-api-strict.
+FRAMEWORKS = ("jax", "torch")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(name in item.nodeid.lower() for name in FRAMEWORKS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="module", autouse=True)

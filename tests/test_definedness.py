@@ -402,6 +402,7 @@ def test_the_demo_passes_the_witness_and_its_certificates_check_in_a_fresh_proce
 # --- the fuzzer writes the new constructs -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the default fuzzer run (tests/test_fuzz.py) covers every rule and judgment
 def test_the_fuzzer_writes_inverses_that_only_the_new_judgments_justify_and_the_oracle_confirms_them():
     """Over the generator's proofs: (X_wᵀX_w)⁻¹, (A + UCV)⁻¹ and Pd[e]⁻¹ occur in chains the kernel accepts, and the
     exact oracle refutes none of them."""

@@ -416,6 +416,7 @@ def test_the_causal_mask_is_attention_over_each_prefix():
 # --- the fuzzer -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the default fuzzer run (tests/test_fuzz.py) covers every rule and judgment
 def test_the_fuzzer_writes_the_new_constructs_and_finds_nothing():
     from derive.fuzz import run
     from derive.fuzz.generate import Skip, generate, mutate
