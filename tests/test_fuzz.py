@@ -126,6 +126,7 @@ def _constructs(proof: Proof) -> set[str]:
     return out
 
 
+@pytest.mark.slow  # generating until every construct is seen: the slow tier (.ci/run)
 def test_generated_proofs_use_the_whole_language():
     """Over a few dozen proofs (at most 80; generating stops once every construct has been seen) the generator
     writes every construct the issue lists."""
@@ -190,6 +191,7 @@ def test_the_oracle_refutes_a_circular_definition():
 # --- each hole of issue 27, put back, is found ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # each hole, put back, costs up to a few dozen focused proofs: the slow tier (.ci/run)
 @pytest.mark.parametrize("hole", sorted(HOLES))
 def test_the_fuzzer_finds_the_hole_when_it_is_put_back(hole, tmp_path):
     with reverted(hole):
