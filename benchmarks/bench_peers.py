@@ -1,7 +1,7 @@
 """Issue 30: ``coefficients`` against the peer a user would pick, on the data classes users have; time as a ratio to
 the peer timed interleaved with it (median of --repeats), error against an accurate reference beside every time.
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_peers.py [--repeats 7]
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_peers.py [--repeats 7] [--held-back | --all]
 
 References: OLS and WLS, the module's route "exact" (the least-squares solution of the float64 data), the minimum
 norm from numpy.linalg.pinv where X is rank-deficient or wide; ridge, the normal (p <= n) or dual (p > n) system
@@ -97,13 +97,13 @@ def held_back_cases(rng):
         X = np.column_stack([Z, np.stack([Z[:, i] * Z[:, j] for i in range(m) for j in range(i, m)], axis=1)])
         return np.column_stack([X, X[:, 1] - X[:, m]])
 
-    for n, p in ((200, 5), (5000, 100), (50000, 20)):
+    for n, p in ((20, 3), (200, 5), (5000, 100), (50000, 20)):
         yield f"OLS Gaussian {n} × {p}", *gaussian(n, p), None, None
     for n, p in ((30, 4), (2000, 40)):
         yield f"OLS uncentred {n} × {p}", *uncentred(n, p), None, None
     for n, p in ((500, 8), (5000, 60)):
         yield f"OLS near-collinear {n} × {p}", *collinear(n, p), None, None
-    for n, p, r in ((300, 20, 15), (2000, 120, 100)):
+    for n, p, r in ((20, 4, 3), (50, 5, 4), (300, 20, 15), (2000, 120, 100)):
         X = rng.standard_normal((n, r)) @ rng.standard_normal((r, p))
         yield f"OLS rank-deficient {n} × {p} (rank {r})", X, rng.standard_normal(n), None, None
     for n, m in ((500, 6), (3000, 8)):
@@ -257,6 +257,8 @@ def main() -> None:
     parser.add_argument("--held-back", action="store_true",
                         help="other shapes of each kind (held_back_cases), the estimator against LinearRegression and "
                              "Ridge with and without sample_weight; a summary of the worst ratio per case at the end")
+    parser.add_argument("--all", action="store_true", help="the main cases, then the held-back ones, in one table "
+                                                            "(the table of docs/benchmarks.md)")
     parser.add_argument("--only", default="", help="run only the cases whose name contains this text (or one of "
                                                     "several, separated by '|')")
     args = parser.parse_args()
@@ -267,7 +269,8 @@ def main() -> None:
     print("| data | solver | error | ms (median, range) | peer time / package time (medians) | (minimums) |")
     print("| --- | --- | --- | --- | --- | --- |")
     summary = []
-    for name, X, y, lam, w in (held_back_cases if args.held_back else cases)(rng):
+    groups = (cases, held_back_cases) if args.all else (held_back_cases,) if args.held_back else (cases,)
+    for name, X, y, lam, w in (case for group in groups for case in group(rng)):
         if not any(text in name for text in args.only.split("|")):
             continue
         with warnings.catch_warnings():
@@ -275,7 +278,8 @@ def main() -> None:
             ref = exact_reference(oa, X, y, lam, w)
         summary.append(worst(name, run(name, solvers(oa, X, y, lam, w), ref, args.repeats, "coefficients"),
                              "coefficients"))
-    estimators = held_back_estimator_cases(rng) if args.held_back else [estimator_case(rng)]
+    estimators = [*([estimator_case(rng)] if not args.held_back else []),
+                  *(held_back_estimator_cases(rng) if args.held_back or args.all else [])]
     for name, _X, _y, *rest in estimators:
         reference, found = rest if len(rest) == 2 else ("Ridge(cholesky)", rest[0])
         if not any(text in name for text in args.only.split("|")):

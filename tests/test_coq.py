@@ -4,6 +4,7 @@ with closed assumptions, and Coq rejects wrong proofs exported with --unchecked 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -20,6 +21,12 @@ needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is ins
 
 def _committed_certificates() -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text()) for p in sorted((PROOFS / "certificates").glob("*.json"))}
+
+
+@functools.cache
+def _library_export():
+    """The export of the committed certificates, once per process (the tests below only read it)."""
+    return export_certificates(list(_committed_certificates().values()))
 
 
 def test_proofs_are_regenerated_byte_for_byte():
@@ -44,7 +51,7 @@ def test_proofs_are_regenerated_byte_for_byte():
 
 def test_export_is_deterministic_and_statement_faithful():
     certs = _committed_certificates()
-    first = export_certificates(list(certs.values()))
+    first = _library_export()
     second = export_certificates(list(certs.values()))
     assert first.files == second.files
     text = first.files["orthogonal_inverse.v"]
@@ -57,7 +64,7 @@ def test_export_is_deterministic_and_statement_faithful():
 
 
 def test_powers_and_definedness_are_stated_faithfully():
-    export = export_certificates(list(_committed_certificates().values()))
+    export = _library_export()
     text = export.files["spectral_precision.v"]
     assert "Variable R : rcfType." in text  # square roots
     assert "Hypothesis Lambda_diagonal : is_diag_mx Lambda." in text
@@ -97,7 +104,7 @@ def test_powers_and_definedness_are_stated_faithfully():
 
 
 def test_a_dimension_used_as_n_minus_1_is_stated_as_n_1_plus_1():
-    text = export_certificates(list(_committed_certificates().values())).files["slow_fast_memory.v"]
+    text = _library_export().files["slow_fast_memory.v"]
     assert "Variables k m n_1 p : nat." in text
     assert "Variable X_prev : 'M[R]_(n_1, p)." in text  # n - 1 rows
     assert "Variable X : 'M[R]_((n_1 + 1)%N, p)." in text  # n rows: the size of col_mx X_prev x_t^T
@@ -106,13 +113,13 @@ def test_a_dimension_used_as_n_minus_1_is_stated_as_n_1_plus_1():
 
 def test_every_library_theorem_is_exported():
     certs = _committed_certificates()
-    export = export_certificates(list(certs.values()))
+    export = _library_export()
     assert export.skipped == {}
     assert set(export.exported) == set(certs)
 
 
 def test_a_family_whose_size_is_the_index_is_a_fixpoint_of_idx_rows():
-    export = export_certificates(list(_committed_certificates().values()))
+    export = _library_export()
     causal = export.files["causal_online_ls.v"]
     # X_t has t rows: `idx t` (the prelude's idxE: idx t = t), so that col_mx (X s) x^T has idx s.+1 rows
     assert "Fixpoint X (s : nat) {struct s} : 'M[R]_((idx s), p) :=" in causal

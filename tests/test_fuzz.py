@@ -28,7 +28,7 @@ from derive.kernel import Chain, Definition, Family, Hypothesis, Proof, ProofErr
 from derive.kernel.terms import FamilyMatrix, add, inv, mul, power, transpose
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED, PROOFS = 27, 90  # about 50 s here; the slow tier runs 300 more of another seed
+SEED, PROOFS = 27, 90  # about 40 s of CPU here; the slow tier runs 60 more of another seed (hours: the CLI)
 
 
 def _refutes_nothing(seed: int, proofs: int, tmp_path, report=None) -> None:
@@ -89,7 +89,7 @@ def test_the_coverage_table_names_every_judgment_of_the_kernel():
 
 @pytest.mark.slow
 def test_a_longer_run_of_another_seed_refutes_nothing(tmp_path):
-    _refutes_nothing(SEED + 1, 300, tmp_path)
+    _refutes_nothing(SEED + 1, 60, tmp_path)  # 300 took 6 minutes of the slow tier; long runs: the CLI
 
 
 def test_the_same_seed_gives_the_same_run():
@@ -191,11 +191,18 @@ def test_the_oracle_refutes_a_circular_definition():
 # --- each hole of issue 27, put back, is found ------------------------------------------------------------------
 
 
+#: The seed each hole's test runs (1 where none is named): one whose focused run finds the hole within a few
+#: proofs. Seed 1 finds every hole too, but one_sided only after minutes (5 minutes of the slow tier), instance
+#: after 28 s, schur after 21 s and pd_power after 19 s; `python -m derive.fuzz --seed N --focus HOLE` runs any
+#: other.
+HOLE_SEEDS = {"one_sided": 5, "instance": 8, "pd_power": 3, "schur": 2}
+
+
 @pytest.mark.slow  # each hole, put back, costs up to a few dozen focused proofs: the slow tier (.ci/run)
 @pytest.mark.parametrize("hole", sorted(HOLES))
 def test_the_fuzzer_finds_the_hole_when_it_is_put_back(hole, tmp_path):
     with reverted(hole):
-        report = run(1, 200, mutants=2, samples=2, focus={hole}, stop_at=hole, out=tmp_path)
+        report = run(HOLE_SEEDS.get(hole, 1), 200, mutants=2, samples=2, focus={hole}, stop_at=hole, out=tmp_path)
         assert hole in report.first, f"the fuzzer did not find the {hole} hole in {report.proofs} proofs:\n" + \
             report.summary()
         finding = next(f for f in report.findings if hole in f.refutation.tags)
@@ -204,7 +211,8 @@ def test_the_fuzzer_finds_the_hole_when_it_is_put_back(hole, tmp_path):
 
 def test_a_reproduction_replays_on_its_own(tmp_path):
     with reverted("instance"):
-        report = run(1, 80, mutants=1, samples=2, focus={"instance"}, stop_at="instance", out=tmp_path)
+        report = run(HOLE_SEEDS["instance"], 80, mutants=1, samples=2, focus={"instance"}, stop_at="instance",
+                     out=tmp_path)
     finding = next(f for f in report.findings if "instance" in f.refutation.tags)
     try:  # without the old function put back: does this kernel still have the hole?
         check(finding.theorem.proof)

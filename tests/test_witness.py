@@ -184,9 +184,10 @@ def test_instances_pass(proofs, theorem_id):
 
 
 #: (theorem, p) checks too slow for every run: k layers at p = 3 are a rational-function identity in the ~60
-#: symbolic entries of X, Y, Γ with matrix powers (over 5 minutes here). WITNESS_FULL=1 runs them too; p = 1
+#: symbolic entries of X, Y, Γ with matrix powers (over 5 minutes here); ridge's and the causal recursion's at
+#: p = 3 take 40-55 s each (a third of the slow tier's witness time). WITNESS_FULL=1 runs them too; p = 1
 #: (every step) and the random instances run by default, p = 2 and 3 in the slow tier.
-SLOW_IDENTITIES = {("multi_layer_gd", 3)}
+SLOW_IDENTITIES = {("multi_layer_gd", 3), ("ridge_is_linear_attention", 3), ("causal_online_ls", 3)}
 
 
 @pytest.mark.parametrize("p_", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])

@@ -65,7 +65,17 @@ _RESERVED = {"O", "S", "R", "I", "Z", "T", "nat", "bool", "Type", "Set", "Prop",
 
 
 class Unsupported(Exception):
-    """A construct the Coq export does not model (the theorem is listed as not exported, with this reason)."""
+    """A construct the Coq export does not model (the theorem is listed as not exported, with this reason).
+
+    ``terms`` are printed into the ``{}`` of ``message`` only when the reason is read: the judgment searches raise
+    and catch this thousands of times per export, and SymPy prints a matrix expression in milliseconds."""
+
+    def __init__(self, message: str, *terms) -> None:
+        super().__init__(message, *terms)
+        self.message, self.terms = message, terms
+
+    def __str__(self) -> str:
+        return self.message.format(*self.terms) if self.terms else self.message
 
 
 def _ident(name: str) -> str:
@@ -381,8 +391,8 @@ def _nonzero(c, facts: _Facts) -> str:
     """A Coq proof of `c != 0` (c printed by ``_scalar``), from the signs the kernel's judgment gives it."""
     signs, proof = _sign(c, facts)
     if 0 in signs and not facts.unchecked:
-        raise Unsupported(f"the divisor {c} is not shown non-zero the way the kernel judges signs (a positive "
-                          "scalar, a positive number, sums and products of those, ...)")
+        raise Unsupported("the divisor {} is not shown non-zero the way the kernel judges signs (a positive "
+                          "scalar, a positive number, sums and products of those, ...)", c)
     return f"(sgin_neq0 {proof} isT)"  # under unchecked, Coq rejects `isT` where 0 may be a sign
 
 
@@ -701,7 +711,7 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
             return unfolded
     if facts.unchecked and depth == 0:  # no justification known: Coq is left to prove it alone (and cannot)
         return f"(ltac:(done) : {show(ast(t))} \\in unitmx)"
-    raise Unsupported(f"the invertibility of {t} is judged by the kernel in a way the export does not model")
+    raise Unsupported("the invertibility of {} is judged by the kernel in a way the export does not model", t)
 
 
 # --- the Schur complement of a 2 × 2 block matrix (issue 29): OlsPrelude's Section Schur ---------------------
@@ -914,8 +924,8 @@ def _pd(t, facts: _Facts, depth: int = 0) -> str:
             return unfolded
     if facts.unchecked and depth == 0:
         return f"(ltac:(done) : posdef {show(ast(t), False)})"
-    raise Unsupported(f"the positive definiteness of {t} is judged by the kernel in a way the export does not "
-                      "model")
+    raise Unsupported("the positive definiteness of {} is judged by the kernel in a way the export does not "
+                      "model", t)
 
 
 def _positive_scale(coeff, m, facts: _Facts, depth: int, judge) -> tuple[str, str] | None:
@@ -978,8 +988,8 @@ def _psd(t, facts: _Facts, depth: int = 0) -> str:
     more = _psd_more(t, facts, depth)  # issue 29
     if more is not None:
         return more
-    raise Unsupported(f"the positive semidefiniteness of {t} is judged by the kernel in a way the export does "
-                      "not model")
+    raise Unsupported("the positive semidefiniteness of {} is judged by the kernel in a way the export does "
+                      "not model", t)
 
 
 def _two_diagonal_blocks(t):
@@ -1086,7 +1096,7 @@ def _diag(t, facts: _Facts, depth: int = 0) -> str:
             return unfolded
     if facts.unchecked:
         return f"(ltac:(done) : is_diag_mx {show(ast(t), False)})"
-    raise Unsupported(f"that {t} is diagonal is judged by the kernel in a way the export does not model")
+    raise Unsupported("that {} is diagonal is judged by the kernel in a way the export does not model", t)
 
 
 def _sym(t, facts: _Facts, depth: int = 0) -> str:
@@ -1123,7 +1133,7 @@ def _sym(t, facts: _Facts, depth: int = 0) -> str:
             return unfolded
     if facts.unchecked and depth == 0:
         return f"(ltac:(done) : ({show(ast(t))})^T = {show(ast(t))})"
-    raise Unsupported(f"the symmetry of {t} is judged by the kernel in a way the export does not model")
+    raise Unsupported("the symmetry of {} is judged by the kernel in a way the export does not model", t)
 
 
 def _sym_structural(t, facts: _Facts, depth: int) -> str:
@@ -1170,7 +1180,7 @@ def _sym_structural(t, facts: _Facts, depth: int) -> str:
         if type(b) is ZeroMatrix and type(c) is ZeroMatrix and a.shape[0] == a.shape[1] \
                 and d.shape[0] == d.shape[1]:
             return f"(sym_block_diag {_sym(a, facts, depth)} {_sym(d, facts, depth)})"
-    raise Unsupported(f"the symmetry of {t} is not shown by its structure")
+    raise Unsupported("the symmetry of {} is not shown by its structure", t)
 
 
 def _symbols(terms, scalars: dict | None = None):
