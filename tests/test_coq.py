@@ -865,6 +865,7 @@ def compiled_constructs(tmp_path_factory):
 
 
 @needs_coq
+@pytest.mark.slow  # about 30 theorem files compiled cold (58 s on 2 cores in CI): the slow tier
 @pytest.mark.parametrize("construct", sorted(_constructs()))
 def test_coq_accepts_each_construct(compiled_constructs, construct):
     tid = _constructs()[construct][0]["theorem"]
