@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import shutil
 import subprocess
-import types
 from pathlib import Path
 
 import pytest
+from test_latex import _run  # derive ARGS in this process
 
 from derive.cli import main
 from derive.latex import RULE_TEXT, SymbolsError, display_groups, rule_text
@@ -62,15 +60,6 @@ def test_symbols_file_is_parsed_safely():
                           ("X = " + "x" * 300, "longer than")]:
         with pytest.raises(SymbolsError, match=re.escape(message)):
             parse_symbols(text, known, "s.txt")
-
-
-def _run(*args):
-    """``derive ARGS`` in this process (a command leaves no global state behind, tests/test_cli_state.py): no
-    interpreter start and no replay of the library per call.  The exit status and what it printed."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
-    return types.SimpleNamespace(returncode=status, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_a_bad_symbols_file_is_a_usage_error(tmp_path):

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 from test_numerics import MPMATH_REFERENCE, NUMPY_REFERENCE
+from test_numerics_fast import fraction_solve
 from test_user_library import ROUTE_FILE, run
 
 from derive.codegen import numerics_mpmath as nm
@@ -74,17 +75,9 @@ def exact_ridge_solution(X, y, lam):
     rows = [[Fraction(v) for v in row] for row in X.tolist()]
     b = [Fraction(v) for v in y.tolist()]
     p = len(rows[0])
-    M = [[sum(r[i] * r[j] for r in rows) + (Fraction(lam) if i == j else 0) for j in range(p)]
-         + [sum(r[i] * v for r, v in zip(rows, b, strict=True))] for i in range(p)]
-    for c in range(p):
-        pivot = next(i for i in range(c, p) if M[i][c] != 0)
-        M[c], M[pivot] = M[pivot], M[c]
-        M[c] = [v / M[c][c] for v in M[c]]
-        for i in range(p):
-            if i != c and M[i][c]:
-                f = M[i][c]
-                M[i] = [a - f * v for a, v in zip(M[i], M[c], strict=True)]
-    return np.array([float(M[i][p]) for i in range(p)])
+    gram = [[sum(r[i] * r[j] for r in rows) + (Fraction(lam) if i == j else 0) for j in range(p)] for i in range(p)]
+    moment = [sum(r[i] * v for r, v in zip(rows, b, strict=True)) for i in range(p)]
+    return np.array([float(v) for v in fraction_solve(gram, moment)])
 
 
 @pytest.mark.parametrize("route", nn.ROUTES)
