@@ -78,7 +78,7 @@ def cases(rng):
 def held_back_cases(rng):
     """Other shapes of the same kinds (issue 30's acceptance uses shapes the package was not tuned on): Gaussian,
     uncentred, near-collinear, rank-deficient (random factors and polynomial features), p > n ridge over λ from
-    1e-10 to 1e3, medium ridge, weighted."""
+    1e-10 to 1e3, medium and near-collinear ridge, weighted."""
     def gaussian(n, p):
         return rng.standard_normal((n, p)), rng.standard_normal(n)
 
@@ -119,6 +119,8 @@ def held_back_cases(rng):
             yield f"ridge p > n {n} × {p}, λ = {lam:g}", X, y, lam, None
     for n, p in ((5000, 200), (1000, 500)):
         yield f"ridge {n} × {p}, λ = 1", *gaussian(n, p), 1.0, None
+    for n, p, lam in ((500, 20, 1e-6), (5000, 30, 1e-8), (20000, 100, 1e-4)):
+        yield f"ridge near-collinear {n} × {p}, λ = {lam:g}", *collinear(n, p), lam, None
     X, y = uncentred(5000, 30)
     yield "WLS uncentred 5000 × 30, weights 0.1–10", X, y, None, rng.uniform(0.1, 10.0, 5000)
     X, y = collinear(800, 12)

@@ -176,6 +176,27 @@ def test_ridge_auto_is_accurate(oa, lam):
     assert relative(oa.coefficients(W, v, ridge=lam), exact_ridge(W, v, lam)) <= 1e-12
 
 
+@pytest.mark.parametrize("lam", [1e-4, 1e-6, 1e-8, 1e-11])
+def test_near_collinear_ridge_refines_to_the_augmented_problems_accuracy(oa, lam):
+    """cond(XᵀX + λI) eps from 1e-7 to over 1: the Cholesky peer loses up to all its digits; "auto" (refinement steps
+    with residuals from X, or the augmented problem where they would not converge) is within a small factor of a
+    backward-stable solver of [√λ I; X] β = [0; y] (numpy.linalg.lstsq, SVD-based) and ahead of the peer."""
+    rng = np.random.default_rng(31)
+    n, p = 300, 8
+    X = rng.standard_normal((n, p)) * rng.uniform(0.2, 5.0, p)
+    X[:, -1] = X[:, 0] + 1e-6 * rng.standard_normal(n)
+    y = X @ rng.standard_normal(p) + rng.standard_normal(n)
+    exact = exact_ridge(X, y, lam)
+    augmented = np.linalg.lstsq(np.vstack([np.sqrt(lam) * np.eye(p), X]), np.concatenate([np.zeros(p), y]),
+                                rcond=None)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy-like peers warn of the ill-conditioned solve
+        peer = np.linalg.solve(X.T @ X + lam * np.eye(p), X.T @ y)
+    got = oa.coefficients(X, y, ridge=lam)
+    assert relative(got, exact) <= max(30 * relative(augmented, exact), FLOOR)
+    assert relative(got, exact) <= max(relative(peer, exact) / 10, FLOOR)
+
+
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("ridge", [None, 0.5])
 def test_estimator_sample_weight_equals_sklearns(fit_intercept, ridge):

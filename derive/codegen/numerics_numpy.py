@@ -1721,17 +1721,18 @@ def _solve(X, Y, route, ridge, weights):
         _require_finite(("the weighted rows √w X", X), ("the weighted targets √w Y", Y))
     if lam is None:
         return _ROUTES[route](X, Y)
-    _require_finite(("X", X), ("Y", Y))
     n, p = X.shape[-2:]
+    if route == "auto" and X.ndim == 2 and p <= n:
+        _require_finite(("Y", Y))  # X is finite where its squares are: the Gram route checks them
+        beta = _ridge_gram(X, Y, lam)
+        if beta is not None:
+            return beta
+    _require_finite(("X", X), ("Y", Y))
     if route in ("auto", "exact") and p > n:
         beta = _ridge_dual(X, Y, lam)
         if beta is not None:
             return beta
         return _ridge_svd(X, Y, lam)  # the SVD of the wide X itself (n²p); [√λ I; X] has cond ‖X‖/√λ here
-    if route == "auto" and X.ndim == 2:
-        beta = _ridge_gram(X, Y, lam)
-        if beta is not None:
-            return beta
     if route == "eigh":
         beta = _ridge_spectral(X, Y, lam)
         if beta is not None:
@@ -1751,23 +1752,27 @@ def _solve(X, Y, route, ridge, weights):
     return _ROUTES[route](A, B)
 
 
-_RIDGE_TRUST = 1e-12  # route "auto", p <= n: the Cholesky solve of XᵀX + λI where cond(XᵀX + λI) eps is under this
-_RIDGE_REFINE = 1e-14  # ... with one float64 refinement step where it is over this
+_RIDGE_TRUST = 1e-12  # route "auto", p <= n: one solve of XᵀX + λI where cond(XᵀX + λI) eps is under this ...
+_RIDGE_REFINE = 1e-14  # ... with one float64 refinement step where it may be over this
+_RIDGE_CONVERGE = 1e-2  # refinement steps until they stop gaining where the first correction is under this of β
+_RIDGE_SETTLED = 1e-6  # ... and where the last gaining correction is under this of β; else the augmented problem
 
 
 def _ridge_gram(X, Y, ridge):
     """Ridge of one problem with p <= n, route "auto": (XᵀX + λI)⁻¹XᵀY (ridge_route) by one LAPACK solve of the
     p×p XᵀX + λI, as scikit-learn's Ridge(solver="cholesky") and scipy.linalg.solve(..., assume_a="pos") compute
-    it, where cond(XᵀX + λI) eps is under _RIDGE_TRUST: bounded first by (trace(XᵀX) + pλ) / λ (λ_min >= λ); where
-    that bound is over _RIDGE_REFINE, one float64 refinement step (residual Xᵀ(Y − Xβ) − λβ), and where the bound
-    is also over _RIDGE_TRUST and the step's correction is too (it is about cond eps |β|), the condition is computed
-    from the p eigenvalues. None where the
-    squares leave the safe range, anything overflows, or the condition is too large: the caller then solves the
-    augmented least-squares problem [√λ I; X] β = [0; Y], accurate at every scale."""
+    it, refined in float64 (residual Xᵀ(Y − Xβ) − λβ from X itself, the corrected semi-normal equations) where
+    cond(XᵀX + λI) eps, bounded first by (trace(XᵀX) + pλ) eps / λ (λ_min >= λ), may be over _RIDGE_REFINE. The
+    first correction is about the first solve's error, cond eps |β|: under _RIDGE_TRUST of β it is the last; under
+    _RIDGE_CONVERGE, steps follow (each gains about cond eps) until one gains less than a factor 4 or is at
+    rounding level, and the answer stands where the last gaining correction was under _RIDGE_SETTLED of β: its
+    error is then that of the augmented least-squares problem's backward-stable solution, at a Cholesky solve's
+    cost. None where the squares leave the safe range, anything overflows, or the steps do not settle: the caller
+    then solves the augmented problem [√λ I; X] β = [0; Y] by Householder QR, accurate at every scale."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         G = X.T @ X
         XtY = X.T @ Y
-        squares = G.diagonal()
+        squares = G.diagonal()  # also NaN or infinite where X is not finite (the caller has not checked it)
         if not (_SAFE_LOW <= squares.min() and squares.max() <= _SAFE_HIGH and np.isfinite(XtY).all()):
             return None
         top = np.abs(XtY).max(axis=0)
@@ -1780,17 +1785,42 @@ def _ridge_gram(X, Y, ridge):
         try:
             beta = np.linalg.solve(G, XtY)
             if bound > _RIDGE_REFINE:
-                delta = np.linalg.solve(G, X.T @ (Y - X @ beta) - ridge * beta)
-                # the correction is about the first solve's error, cond eps |β|: where it is over _RIDGE_TRUST (or
-                # NaN) the condition is measured, from the eigenvalues (the bound above is loose: p times at least)
-                if bound > _RIDGE_TRUST and not np.abs(delta).max() <= _RIDGE_TRUST * np.abs(beta).max():
-                    w = np.linalg.eigvalsh(G)
-                    if not (w[0] > 0 and float(w[-1] / w[0]) * _EPS <= _RIDGE_TRUST):
-                        return None
-                beta = beta + delta
+                beta = _ridge_refine(X, Y, ridge, G, beta)
         except np.linalg.LinAlgError:
             return None
-    return beta if np.isfinite(beta).all() else None
+    return beta if beta is not None and np.isfinite(beta).all() else None
+
+
+def _ridge_refine(X, Y, ridge, G, beta, steps=6):
+    """Refinement steps of the ridge normal equations G β = XᵀY (G = XᵀX + λI, one LAPACK solve a step; the
+    inverse would cost three solves' p³ and the usual case takes one step), each step's residual Xᵀ(Y − Xβ) − λβ from X itself: the corrected semi-normal equations) after the first
+    solution ``beta``. The first correction's relative size r is about that solution's error, cond(G) eps, and each
+    step shrinks the error by about that factor. Over _RIDGE_CONVERGE the steps would converge slowly or not at all
+    (None). The steps stop where the next correction is predicted (this one times the last gain, r for the first)
+    under √(r eps) of β, the error of a backward-stable solver of the augmented problem (cond([√λ I; X]) eps,
+    cond(G) = cond([√λ I; X])²): one step where r is under eps^(1/3), the usual case; or where a correction gains
+    less than a factor 4 (the rounding floor of the residual; the answer then stands where the last gaining
+    correction was under _RIDGE_SETTLED of β). None where anything is not finite, or where the steps run out
+    before the last correction is under _RIDGE_SETTLED."""
+    gained = target = None
+    for _ in range(steps):
+        delta = np.linalg.solve(G, X.T @ (Y - X @ beta) - ridge * beta)
+        size, top = float(np.abs(delta).max()), float(np.abs(beta).max())
+        if not np.isfinite(size):
+            return None
+        if gained is None:
+            if not size <= _RIDGE_CONVERGE * top:
+                return None
+            if size == 0:
+                return beta
+            target = max(4 * _EPS, math.sqrt(size / top * _EPS)) * top
+        elif size > gained / 4:
+            return beta if gained <= _RIDGE_SETTLED * top else None
+        beta = beta + delta
+        if size * size / (gained or top) <= target:
+            return beta
+        gained = size
+    return beta if gained <= _RIDGE_SETTLED * float(np.abs(beta).max()) else None
 
 
 def _ridge_svd(X, Y, ridge):
@@ -1934,10 +1964,11 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto", rid
         λ > 0: ridge regression. The route then solves the least-squares problem of the rows √λ I stacked on X
         (whose Gram matrix is XᵀX + λI: "eigh" evaluates V(Λ + λI)⁻¹VᵀXᵀY, lemma ridge_route; "svd" uses the
         SVD of X itself, V S(S² + λ)⁻¹UᵀY), accurate relative to X's own scale for every λ. With
-        ``route="auto"`` and p <= n, one LAPACK solve of XᵀX + λI where its condition (bounded by its trace over
-        λ, else judged by the refinement step's correction, else from its eigenvalues) times eps is under 1e-12,
-        with one float64 refinement step over 1e-14 (scikit-learn's Ridge(solver="cholesky") at about its cost);
-        else the augmented problem. With
+        ``route="auto"`` and p <= n, one LAPACK solve of XᵀX + λI (scikit-learn's Ridge(solver="cholesky") at
+        about its cost), refined with residuals from X itself where its condition, bounded by its trace over λ,
+        times eps may be over 1e-14: one step in the usual case, more where the first is large, to the error of a
+        backward-stable solver of the augmented problem; where the steps would not converge (cond(XᵀX + λI) eps
+        about 1e-2 or more), the augmented problem. With
         ``route="auto"`` or ``"exact"`` and more columns than rows (p > n) the dual (token) route Xᵀ(XXᵀ + λI)⁻¹Y
         (kernel_ridge_push_through, lemma dual_route) is taken instead, an n×n Cholesky factorization with one
         step of refinement, where (‖X‖_F² + λ) eps / λ, a bound on its error to first order, is under 1e-10
