@@ -1759,16 +1759,19 @@ _RIDGE_SETTLED = 1e-6  # ... and where the last gaining correction is under this
 
 
 def _ridge_gram(X, Y, ridge):
-    """Ridge of one problem with p <= n, route "auto": (XᵀX + λI)⁻¹XᵀY (ridge_route) by one LAPACK solve of the
-    p×p XᵀX + λI, as scikit-learn's Ridge(solver="cholesky") and scipy.linalg.solve(..., assume_a="pos") compute
-    it, refined in float64 (residual Xᵀ(Y − Xβ) − λβ from X itself, the corrected semi-normal equations) where
-    cond(XᵀX + λI) eps, bounded first by (trace(XᵀX) + pλ) eps / λ (λ_min >= λ), may be over _RIDGE_REFINE. The
-    first correction is about the first solve's error, cond eps |β|: under _RIDGE_TRUST of β it is the last; under
-    _RIDGE_CONVERGE, steps follow (each gains about cond eps) until one gains less than a factor 4 or is at
-    rounding level, and the answer stands where the last gaining correction was under _RIDGE_SETTLED of β: its
-    error is then that of the augmented least-squares problem's backward-stable solution, at a Cholesky solve's
-    cost. None where the squares leave the safe range, anything overflows, or the steps do not settle: the caller
-    then solves the augmented problem [√λ I; X] β = [0; Y] by Householder QR, accurate at every scale."""
+    """Ridge of one problem with p <= n, route "auto": (XᵀX + λI)⁻¹XᵀY (ridge_route) by one LAPACK solve of the p×p
+    XᵀX + λI, as scikit-learn's Ridge(solver="cholesky") and scipy.linalg.solve(..., assume_a="pos") compute it,
+    refined in float64 (residual Xᵀ(Y − Xβ) − λβ from X itself, the corrected semi-normal equations) where cond(XᵀX
+    + λI) eps, bounded first by (trace(XᵀX) + pλ) eps / λ (λ_min >= λ), may be over _RIDGE_REFINE. The first
+    correction is about the first solve's error, cond eps |β|: under _RIDGE_TRUST of β it is the last; under
+    _RIDGE_CONVERGE, steps follow (each gains about cond eps) until one gains less than a factor 4 or is at rounding
+    level, and the answer stands where the last gaining correction was under _RIDGE_SETTLED of β. Its error is then
+    within the first-order perturbation bound of the augmented problem [√λ I; X] β = [0; Y], κ eps + κ² eps
+    ‖residual‖ / (‖X‖ ‖β‖) (κ its condition), at a Cholesky solve's cost: the bound a backward-stable solver is
+    guaranteed (Householder QR often stays 10-200× under it; these steps' floor, the rounding of Xᵀ(Y − Xβ), is the
+    κ² term itself: issue 30's benchmark). None where the squares leave the safe range,
+    anything overflows, or the steps do not settle: the caller then solves the augmented problem [√λ I; X] β = [0;
+    Y] by Householder QR, accurate at every scale."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         G = X.T @ X
         XtY = X.T @ Y
@@ -1797,12 +1800,11 @@ def _ridge_refine(X, Y, ridge, G, beta, steps=6):
     (the inverse would cost three solves' p³, and the usual case takes one step). The first correction's relative
     size r is about the first solution's error, cond(G) eps, and each step shrinks the error by about that factor.
     Over _RIDGE_CONVERGE the steps would converge slowly or not at all (None). The steps stop where the next
-    correction is predicted (this one times the last gain, r for the first) under √(r eps) of β, the error of a
-    backward-stable solver of the augmented problem (cond([√λ I; X]) eps, cond(G) = cond([√λ I; X])²): one step
-    where r is under eps^(1/3), the usual case; or where a correction gains less than a factor 4 (the rounding
-    floor of the residual; the answer then stands where the last gaining correction was under _RIDGE_SETTLED of
-    β). None where anything is not finite, or where the steps run out before the last correction is under
-    _RIDGE_SETTLED."""
+    correction is predicted (this one times the last gain, r for the first) under √(r eps) of β, about cond([√λ I;
+    X]) eps (cond(G) = cond([√λ I; X])²), the first term of the augmented problem's perturbation bound: one step
+    where r is under eps^(1/3), the usual case; or where a correction gains less than a factor 4 (the rounding floor
+    of the residual; the answer then stands where the last gaining correction was under _RIDGE_SETTLED of β). None
+    where anything is not finite, or where the steps run out before the last correction is under _RIDGE_SETTLED."""
     gained = target = None
     for _ in range(steps):
         delta = np.linalg.solve(G, X.T @ (Y - X @ beta) - ridge * beta)
@@ -1967,13 +1969,15 @@ def coefficients(X: npt.ArrayLike, Y: npt.ArrayLike, *, route: str = "auto", rid
         SVD of X itself, V S(S² + λ)⁻¹UᵀY), accurate relative to X's own scale for every λ. With
         ``route="auto"`` and p <= n, one LAPACK solve of XᵀX + λI (scikit-learn's Ridge(solver="cholesky") at
         about its cost), refined with residuals from X itself where its condition, bounded by its trace over λ,
-        times eps may be over 1e-14: one step in the usual case, more where the first is large, to the error of a
-        backward-stable solver of the augmented problem; where the steps would not converge (cond(XᵀX + λI) eps
-        about 1e-2 or more), the augmented problem. With
+        times eps may be over 1e-14: one step in the usual case, more where the first is large, to within the
+        perturbation bound of the augmented problem (a backward-stable solver's guarantee; on near-collinear X
+        about scikit-learn's Ridge(solver="svd")'s error, and ``"exact"`` is exact); where the steps would not
+        converge (cond(XᵀX + λI) eps about 1e-2 or more), the augmented problem by Householder QR. With
         ``route="auto"`` or ``"exact"`` and more columns than rows (p > n) the dual (token) route Xᵀ(XXᵀ + λI)⁻¹Y
         (kernel_ridge_push_through, lemma dual_route) is taken instead, an n×n Cholesky factorization with one
         step of refinement, where (‖X‖_F² + λ) eps / λ, a bound on its error to first order, is under 1e-10
-        (else the SVD of X).
+        (else the SVD of X). ``"exact"`` with p <= n is the exact least-squares solution of the augmented data,
+        whose √λ is rounded to float64: that of a λ within 2 eps of the one given.
     weights : array_like, shape (..., n), optional, keyword-only
         Positive finite weights, one per row (per example) of every problem.
 
