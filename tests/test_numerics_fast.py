@@ -391,3 +391,25 @@ def test_small_auto_keeps_the_digits_of_columns_scaled_apart(oa):
         exact = exact_least_squares(X, y)
         got = oa.coefficients(X, y)
         assert float(np.max(np.abs(got - exact) / np.abs(exact))) <= 5e-13, n
+
+
+def test_direct_lapack_lstsq_is_numpys_lstsq_and_falls_back_to_it(oa, monkeypatch):
+    """_lstsq_direct calls NumPy's gelsd gufunc without the wrapper (issue 30: a third of lstsq's time at 40 × 3):
+    the same β, rank and singular values bit for bit, full rank or not, one or several targets; and the wrapper
+    itself where the gufunc is missing, has another signature, or signals a LAPACK failure."""
+    rng = np.random.default_rng(3003)
+    problems = [(rng.standard_normal((40, 3)), rng.standard_normal((40, 1))),
+                (rng.standard_normal((25, 6)), rng.standard_normal((25, 3))),
+                (rng.standard_normal((30, 2)) @ rng.standard_normal((2, 5)), rng.standard_normal((30, 2)))]
+    for X, Y in problems:
+        want = np.linalg.lstsq(X, Y, rcond=None)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            got = oa._lstsq_direct(X, Y)
+        assert np.array_equal(got[0], want[0]) and got[2] == want[2] and np.array_equal(got[3], want[3])
+    X, Y = problems[0]
+    want = np.linalg.lstsq(X, Y, rcond=None)[0]
+    for stand_in in (None, lambda *a, **k: (_ for _ in ()).throw(TypeError("no signature")),
+                     lambda *a, **k: (np.full((3, 1), np.nan), np.zeros(0), -1, np.full(3, np.nan))):
+        monkeypatch.setattr(oa, "_GELSD", stand_in)
+        assert np.array_equal(oa._lstsq_direct(X, Y)[0], want)
+        assert np.array_equal(oa.coefficients(X, Y), want)  # the public path through it

@@ -187,6 +187,8 @@ def _printed(name: str) -> Callable[..., np.ndarray]:
 
 
 def _array(name, value, min_ndim):
+    if type(value) is np.ndarray and value.dtype.kind == "f" and value.ndim >= min_ndim and value.size:
+        return value  # the usual case, decided without the checks below (a subclass takes them)
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a numeric array, not {type(value).__name__}")
     if isinstance(value, np.ma.MaskedArray):  # np.asarray would drop the mask and solve with the masked values
@@ -243,7 +245,9 @@ def _validate(X, Y, X_query=None, route="auto"):
         _require_finite(("X_query", Q))
     dtype = np.float32 if _single(*given) else np.float64
     # finiteness of X and Y is checked where the route first reads the data
-    return X.astype(np.float64, copy=False), Y2.astype(np.float64, copy=False), Q, vector_y, vector_q, dtype
+    X = X if X.dtype == np.float64 else X.astype(np.float64)
+    Y2 = Y2 if Y2.dtype == np.float64 else Y2.astype(np.float64)
+    return X, Y2, Q, vector_y, vector_q, dtype
 
 
 def _result(array, dtype, what="the least-squares solution", axes=(-2,)):
@@ -1528,20 +1532,26 @@ def _refine_fast(X, Y, beta, C, risk):
     step or stopped shrinking there (the estimate was wrong: the caller takes the SVD), or β is not finite."""
     floor = max(math.sqrt(risk * _EPS), _EPS)  # κ eps: the forward error of a backward stable solver
     rate = 10 * risk
-    tiny = isinstance(C, list)
+    flat = isinstance(C, list) and beta.shape[1] == 1  # tiny, one target: β and the steps as Python floats
+    values = beta.ravel().tolist() if flat else None
     previous = math.inf
     for _ in range(_FAST_STEPS):
-        g = X.T @ (Y - X @ beta)
-        if tiny:
-            delta = np.array(_cholesky_solve(C, g.ravel().tolist() if g.shape[1] == 1 else g.tolist()))
-            delta = delta.reshape(beta.shape)
+        g = X.T.dot(Y - X.dot(beta))  # ndarray.dot: less overhead than @ at these sizes
+        if flat:
+            step = _cholesky_solve(C, g.ravel().tolist())
+            values = [b + d for b, d in zip(values, step, strict=True)]
+            beta = np.array(values)[:, None]
+            # Python's max skips a NaN that is not first: the sum is finite only where every value is
+            top = max(map(abs, values)) if math.isfinite(sum(values)) else math.nan
+            moved = max(map(abs, step))
         else:
-            delta = _cholesky_solve(C, g)
-        beta = beta + delta
-        top = float(np.abs(beta).max())
+            delta = (np.array(_cholesky_solve(C, g.tolist())).reshape(beta.shape) if isinstance(C, list)
+                     else _cholesky_solve(C, g))
+            beta = beta + delta
+            top, moved = float(np.abs(beta).max()), float(np.abs(delta).max())
         if not math.isfinite(top):  # NaN or infinity (the caller then takes the SVD, which names NaN in the data)
             return None
-        size = float(np.abs(delta).max()) / max(top, 1e-300)
+        size = moved / max(top, 1e-300)
         if not size <= math.sqrt(_EPS) and size > previous / 2:  # not converging (also NaN)
             return None
         following = size * (rate if previous == math.inf else min(rate, size / previous))
@@ -1580,7 +1590,27 @@ _LSTSQ_LIMIT = 30_000  # one problem with n·p·(p + k) up to this: one lstsq ca
 _LSTSQ_SPREAD = 256.0  # ... where its squared column norms are within this factor (norms within 16)
 
 
-def _lstsq_small(X, Y):
+# NumPy 2's LAPACK gufunc behind numpy.linalg.lstsq (gelsd), called without the wrapper's conversions, errstate and
+# copies: at 40 × 3 the wrapper costs a third of its 10 µs. None on a NumPy without it (then the wrapper serves).
+_GELSD = getattr(getattr(np.linalg, "_umath_linalg", None), "lstsq", None)
+
+
+def _lstsq_direct(X, Y):
+    """numpy.linalg.lstsq(X, Y, rcond=None)'s (β, residuals, rank, s) for float64 X (n×p) and Y (n×k): its gufunc
+    where this NumPy has it, inside the caller's errstate (over, invalid and divide ignored); the wrapper where the
+    gufunc is missing or signals a LAPACK failure (rank -1 or singular values not finite: the wrapper then raises
+    its LinAlgError)."""
+    if _GELSD is not None:
+        try:
+            solved = _GELSD(X, Y, _EPS * max(X.shape), signature="ddd->ddid")
+        except (TypeError, ValueError):  # another NumPy's signature: the wrapper
+            solved = None
+        if solved is not None and solved[2] >= 0 and math.isfinite(sum(solved[3].tolist())):
+            return solved
+    return np.linalg.lstsq(X, Y, rcond=None)
+
+
+def _lstsq_small(X, Y, G):
     """One small tall problem (n·p·(p + k) <= _LSTSQ_LIMIT) by one numpy.linalg.lstsq call (_svd_least_squares:
     backward stable, the minimum-norm solution with a RankDeficientWarning where X is rank-deficient). Measured
     (issue 30, docs/benchmarks.md): at these sizes NumPy's per-call overhead dominates, so the Gram route's several
@@ -1594,16 +1624,15 @@ def _lstsq_small(X, Y):
     zeros): the Gram path then scales the data, or names what is wrong (LAPACK is never handed NaN: it prints to
     stderr); inside, β's scale |Y| / |X| is a normal float, so lstsq's answer cannot have silently under- or
     overflowed, and X has no column of zeros."""
-    with np.errstate(over="ignore", invalid="ignore"):  # out of range: the Gram path scales
-        squares = X.T.dot(X).diagonal()  # the squared column norms; at these sizes one BLAS call beats einsum's
-        columns = squares.tolist()
-        sizes = columns + Y.T.dot(Y).diagonal().tolist()
+    squares = G.diagonal()  # the squared column norms (G = XᵀX: the caller's, unchecked, in its errstate)
+    columns = squares.tolist()
+    if not max(columns) <= _LSTSQ_SPREAD * min(columns):  # columns scaled apart: lstsq (not scaling invariant)
+        return None  # would lose digits of the small coefficients (NIST Pontius: 6.3 where the Gram route has 13.3)
+    sizes = columns + Y.T.dot(Y).diagonal().tolist()
     # the sum of these non-negative numbers is finite only when every one is (NaN and infinity propagate)
     if not (math.isfinite(sum(sizes)) and min(sizes) >= _SAFE_LOW and max(sizes) <= _SAFE_HIGH):
         return None
-    if max(columns) > _LSTSQ_SPREAD * min(columns):  # columns scaled apart: lstsq (not scaling invariant) would
-        return None  # lose digits of the small coefficients (NIST Pontius: 6.3 where the Gram route has 13.3)
-    solved = np.linalg.lstsq(X, Y, rcond=None)
+    solved = _lstsq_direct(X, Y)
     if solved[2] == X.shape[1]:  # full numerical rank: lstsq's answer
         return solved[0]
     return _svd_least_squares(X, Y, squares, solved)
@@ -1619,12 +1648,13 @@ def _auto_fast_small(X, Y):
         return _one_column(X, Y)
     if n < p:  # wider than tall: the minimum-norm solution
         return _wide_minimum_norm(X, Y)
-    if n * p * (p + k) <= _LSTSQ_LIMIT:
-        beta = _lstsq_small(X, Y)
-        if beta is not None:
-            return beta
-    with np.errstate(over="ignore", invalid="ignore"):  # out of range: the exact route scales
-        G = X.T.dot(X)
+    # out of range: lstsq is not called, the exact route scales; divide too for the LAPACK call (_lstsq_direct)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        G = X.T.dot(X)  # at these sizes one BLAS call beats einsum's for the squared column norms
+        if n * p * (p + k) <= _LSTSQ_LIMIT:
+            beta = _lstsq_small(X, Y, G)
+            if beta is not None:
+                return beta
         XtY = X.T.dot(Y)
     found = (_cholesky_tiny if p * p * k <= 64 else _cholesky_small)(G, XtY)
     if found is False:  # outside the safe range of squares, or NaN: the exact route scales (and names NaN)
@@ -1725,14 +1755,20 @@ def _root_weights(weights, X):
     w = _array("weights", weights, 1)
     if w.shape != X.shape[:-1]:
         raise ValueError(f"weights must have shape {X.shape[:-1]} (one per row of X), got {w.shape}")
-    w = w.astype(np.float64, copy=False)
-    if np.isnan(w).any():
-        raise ValueError("weights contain NaN")
-    if not (w > 0).all():
-        raise ValueError(f"weights must be positive: {int((w <= 0).sum())} of them are zero or negative "
-                         f"(drop those rows instead of giving them weight 0)")
-    if np.isinf(w).any():
-        raise ValueError("weights contain infinity")
+    w = w if w.dtype == np.float64 else w.astype(np.float64)
+    if w.size <= 256:  # Python floats: less overhead than NumPy's reductions
+        values = w.ravel().tolist()
+        usable = min(values) > 0 and math.isfinite(sum(values))  # NaN: the sum (min may skip it)
+    else:
+        usable = bool((w > 0).all()) and math.isfinite(w.sum())
+    if not usable:  # the sum of positive weights is finite where all are (or it overflows: checked below)
+        if np.isnan(w).any():
+            raise ValueError("weights contain NaN")
+        if not (w > 0).all():
+            raise ValueError(f"weights must be positive: {int((w <= 0).sum())} of them are zero or negative "
+                             f"(drop those rows instead of giving them weight 0)")
+        if np.isinf(w).any():
+            raise ValueError("weights contain infinity")
     return np.sqrt(w)[..., None]
 
 
@@ -1743,10 +1779,14 @@ def _solve(X, Y, route, ridge, weights):
     lam = _ridge_value(ridge)
     if weights is not None:
         root = _root_weights(weights, X)
-        _require_finite(("X", X), ("Y", Y))
-        with np.errstate(over="ignore"):
-            X, Y = X * root, Y * root
-        _require_finite(("the weighted rows √w X", X), ("the weighted targets √w Y", Y))
+        with np.errstate(over="ignore", invalid="ignore"):
+            Xw, Yw = X * root, Y * root
+            # the sums are finite where every entry is (or they overflow: the checks below then find nothing)
+            finite = math.isfinite(Xw.sum()) and math.isfinite(Yw.sum())
+        if not finite:  # say why: the data, or the products
+            _require_finite(("X", X), ("Y", Y))
+            _require_finite(("the weighted rows √w X", Xw), ("the weighted targets √w Y", Yw))
+        X, Y = Xw, Yw
     if lam is None:
         return _ROUTES[route](X, Y)
     n, p = X.shape[-2:]

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "c8785feb430b0bc4d4b6b9af371f8722ed89c3e87160ca2957b186331db9fd94"
+HOST_MODULE_SHA256 = "ba26d6dd2812846b80651f2c2468bb00fbf5a0399ed475d36354d74014169772"
