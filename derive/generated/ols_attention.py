@@ -1532,19 +1532,20 @@ def _refine_fast(X, Y, beta, C, risk):
     step or stopped shrinking there (the estimate was wrong: the caller takes the SVD), or β is not finite."""
     floor = max(math.sqrt(risk * _EPS), _EPS)  # κ eps: the forward error of a backward stable solver
     rate = 10 * risk
-    flat = isinstance(C, list) and beta.shape[1] == 1  # tiny, one target: β and the steps as Python floats
-    values = beta.ravel().tolist() if flat else None
+    flat = isinstance(C, list) and beta.shape[1] == 1  # tiny, one target: β and the steps as Python floats, 1-D
+    values, b, y = (beta.ravel().tolist(), beta[:, 0], Y[:, 0]) if flat else (None, None, None)
     previous = math.inf
     for _ in range(_FAST_STEPS):
-        g = X.T.dot(Y - X.dot(beta))  # ndarray.dot: less overhead than @ at these sizes
         if flat:
-            step = _cholesky_solve(C, g.ravel().tolist())
-            values = [b + d for b, d in zip(values, step, strict=True)]
-            beta = np.array(values)[:, None]
+            step = _cholesky_solve(C, X.T.dot(y - X.dot(b)).tolist())  # ndarray.dot: less overhead than @ here
+            values = [v + d for v, d in zip(values, step, strict=True)]
+            b = np.array(values)
+            beta = b[:, None]
             # Python's max skips a NaN that is not first: the sum is finite only where every value is
             top = max(map(abs, values)) if math.isfinite(sum(values)) else math.nan
             moved = max(map(abs, step))
         else:
+            g = X.T.dot(Y - X.dot(beta))
             delta = (np.array(_cholesky_solve(C, g.tolist())).reshape(beta.shape) if isinstance(C, list)
                      else _cholesky_solve(C, g))
             beta = beta + delta
@@ -1756,7 +1757,7 @@ def _root_weights(weights, X):
     if w.shape != X.shape[:-1]:
         raise ValueError(f"weights must have shape {X.shape[:-1]} (one per row of X), got {w.shape}")
     w = w if w.dtype == np.float64 else w.astype(np.float64)
-    if w.size <= 256:  # Python floats: less overhead than NumPy's reductions
+    if w.size <= 32:  # Python floats: less overhead than NumPy's reductions
         values = w.ravel().tolist()
         usable = min(values) > 0 and math.isfinite(sum(values))  # NaN: the sum (min may skip it)
     else:
@@ -1777,16 +1778,21 @@ def _solve(X, Y, route, ridge, weights):
     X; "svd" and, for p > n, "auto" from the SVD of X itself; for p > n "qr" from the n×n problem of Xᵀ's R, and
     "auto" first the dual route), by ``route``; unscaled float64 (..., p, k)."""
     lam = _ridge_value(ridge)
-    if weights is not None:
-        root = _root_weights(weights, X)
-        with np.errstate(over="ignore", invalid="ignore"):
-            Xw, Yw = X * root, Y * root
-            # the sums are finite where every entry is (or they overflow: the checks below then find nothing)
-            finite = math.isfinite(Xw.sum()) and math.isfinite(Yw.sum())
-        if not finite:  # say why: the data, or the products
-            _require_finite(("X", X), ("Y", Y))
-            _require_finite(("the weighted rows √w X", Xw), ("the weighted targets √w Y", Yw))
-        X, Y = Xw, Yw
+    if weights is None:
+        return _solve_rows(X, Y, route, lam)
+    root = _root_weights(weights, X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xw, Yw = X * root, Y * root
+    try:  # every route names NaN or infinity in what it is given (a ValueError): here that is the weighted rows
+        return _solve_rows(Xw, Yw, route, lam)
+    except ValueError:  # say which: the data, or the products with √w (which overflowed), else the route's reason
+        _require_finite(("X", X), ("Y", Y))
+        _require_finite(("the weighted rows √w X", Xw), ("the weighted targets √w Y", Yw))
+        raise
+
+
+def _solve_rows(X, Y, route, lam):
+    """_solve for the rows as given (weights applied), λ a float or None."""
     if lam is None:
         return _ROUTES[route](X, Y)
     n, p = X.shape[-2:]

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "ba26d6dd2812846b80651f2c2468bb00fbf5a0399ed475d36354d74014169772"
+HOST_MODULE_SHA256 = "9ef8d65111f007f332e9bafe78123063963376a39b417622b771362c05a87dd4"
