@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "9ef8d65111f007f332e9bafe78123063963376a39b417622b771362c05a87dd4"
+HOST_MODULE_SHA256 = "67838690351b56d57a3f94eac444defe78d26299d2d01d1a1e73033984349d60"
