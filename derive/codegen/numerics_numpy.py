@@ -1850,16 +1850,16 @@ def _ridge_gram(X, Y, ridge):
 
 
 def _ridge_refine(X, Y, ridge, solve, beta, steps=6):
-    """Refinement steps of the ridge normal equations G β = XᵀY (G = XᵀX + λI) after the first solution ``beta``,
-    each step's residual Xᵀ(Y − Xβ) − λβ from X itself (the corrected semi-normal equations) and one ``solve`` with
-    G (a LAPACK solve: the inverse would cost three solves' p³, and the usual case takes one step). The first correction's relative
-    size r is about the first solution's error, cond(G) eps, and each step shrinks the error by about that factor.
-    Over _RIDGE_CONVERGE the steps would converge slowly or not at all (None). The steps stop where the next
-    correction is predicted (this one times the last gain, r for the first) under √(r eps) of β, about cond([√λ I;
-    X]) eps (cond(G) = cond([√λ I; X])²), the first term of the augmented problem's perturbation bound: one step
-    where r is under eps^(1/3), the usual case; or where a correction gains less than a factor 4 (the rounding floor
-    of the residual; the answer then stands where the last gaining correction was under _RIDGE_SETTLED of β). None
-    where anything is not finite, or where the steps run out before the last correction is under _RIDGE_SETTLED."""
+    """Refinement steps of the ridge normal equations G β = XᵀY (G = XᵀX + λI) after the first solution ``beta``, each
+    step's residual Xᵀ(Y − Xβ) − λβ from X itself (the corrected semi-normal equations) and one ``solve`` with G (a
+    LAPACK solve: the inverse would cost three solves' p³, and the usual case takes one step). The first correction's
+    relative size r is about the first solution's error, cond(G) eps, and each step shrinks the error by about that
+    factor. Over _RIDGE_CONVERGE the steps would converge slowly or not at all (None). The steps stop where the next
+    correction is predicted (this one times the last gain, r for the first) under √(r eps) of β, about cond([√λ I; X])
+    eps (cond(G) = cond([√λ I; X])²), the first term of the augmented problem's perturbation bound: one step where r is
+    under eps^(1/3), the usual case; or where a correction gains less than a factor 4 (the rounding floor of the
+    residual; the answer then stands where the last gaining correction was under _RIDGE_SETTLED of β). None where
+    anything is not finite, or where the steps run out before the last correction is under _RIDGE_SETTLED."""
     gained = target = None
     for _ in range(steps):
         delta = solve(X.T @ (Y - X @ beta) - ridge * beta)

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "67838690351b56d57a3f94eac444defe78d26299d2d01d1a1e73033984349d60"
+HOST_MODULE_SHA256 = "d3ada8f18bd113478354e43c00da50c3ae0d02d4209e447dcc0e3584deae2a48"
