@@ -256,8 +256,8 @@ def run(name, found, ref, repeats, base_key, calls=1):
     errors = {k: float(np.max(np.abs(results[k] - ref)) / np.max(np.abs(ref))) for k in found}
     for k in found:
         med = float(np.median(times[k]))
-        print(f"| {name} | {k} | {errors[k]:.1e} | {1e3 * med:.2f} ({1e3 * min(times[k]):.2f}–"
-              f"{1e3 * max(times[k]):.2f}) | {med / base:.2f} | {min(times[k]) / fastest:.2f} |", flush=True)
+        print(f"| {name} | {k} | {errors[k]:.1e} | {1e3 * med:.3g} ({1e3 * min(times[k]):.3g}–"
+              f"{1e3 * max(times[k]):.3g}) | {med / base:.2f} | {min(times[k]) / fastest:.2f} |", flush=True)
     return {k: (float(np.median(times[k])) / base, errors[k], min(times[k]) / fastest) for k in found}
 
 

@@ -1280,7 +1280,10 @@ def _cholesky_tiny(G, XtY):
         C.append(row)
         squares.append(square)
         relative = pivot / square
-        low, high = min(low, relative), max(high, relative)
+        if relative < low:  # comparisons: cheaper than min() and max() calls
+            low = relative
+        if relative > high:
+            high = relative
     risk = len(C) * _EPS * high / low  # about cond(X D⁻¹)² eps
     if risk >= _GRAM_RISK:
         return None
@@ -1505,14 +1508,15 @@ def _refine_fast(X, Y, beta, C, risk):
     floor = max(math.sqrt(risk * _EPS), _EPS)  # κ eps: the forward error of a backward stable solver
     rate = 10 * risk
     flat = isinstance(C, list) and beta.shape[1] == 1  # tiny, one target: β and the steps as Python floats, 1-D
-    values, b, y = (beta.ravel().tolist(), beta[:, 0], Y[:, 0]) if flat else (None, None, None)
+    if flat:
+        b, y = beta[:, 0], Y[:, 0]
+        values = b.tolist()
     previous = math.inf
     for _ in range(_FAST_STEPS):
         if flat:
             step = _cholesky_solve(C, X.T.dot(y - X.dot(b)).tolist())  # ndarray.dot: less overhead than @ here
             values = [v + d for v, d in zip(values, step, strict=True)]
             b = np.array(values)
-            beta = b[:, None]
             # Python's max skips a NaN that is not first: the sum is finite only where every value is
             top = max(map(abs, values)) if math.isfinite(sum(values)) else math.nan
             moved = max(map(abs, step))
@@ -1529,8 +1533,10 @@ def _refine_fast(X, Y, beta, C, risk):
             return None
         following = size * (rate if previous == math.inf else min(rate, size / previous))
         if following <= floor or size > previous / 2:
-            return beta
+            return b[:, None] if flat else beta
         previous = size
+    if flat:
+        beta = b[:, None]
     return beta if size <= math.sqrt(_EPS) * rate else None
 
 

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "d3ada8f18bd113478354e43c00da50c3ae0d02d4209e447dcc0e3584deae2a48"
+HOST_MODULE_SHA256 = "af04999480b1c5237a204e2d5758756aae2ee200ca5f189b82b927620ae114b3"
