@@ -236,6 +236,23 @@ def held_back_estimator_cases(rng):
                     .fit(X, y, sample_weight=w).coef_})
 
 
+def near_collinear_estimator_cases(rng):
+    """OLSAttentionRegressor(ridge=λ) on near-collinear features against Ridge, Ridge(svd) the reference."""
+    from sklearn.linear_model import Ridge  # noqa: PLC0415
+
+    from derive.sklearn import OLSAttentionRegressor  # noqa: PLC0415
+
+    for n, p, lam in ((20_000, 50, 1e-6), (100_000, 100, 1e-4)):
+        X = rng.standard_normal((n, p)) + 1.0
+        X[:, -1] = X[:, 0] + 1e-6 * rng.standard_normal(n)
+        y = X @ rng.standard_normal(p) + rng.standard_normal(n)
+        yield (f"estimator ridge = {lam:g}, {n:,} × {p}, near-collinear, intercept", X, y, "Ridge(svd)",
+               {"OLSAttentionRegressor": lambda X=X, y=y, lam=lam: OLSAttentionRegressor(ridge=lam).fit(X, y).coef_,
+                "Ridge(auto)": lambda X=X, y=y, lam=lam: Ridge(alpha=lam).fit(X, y).coef_,
+                "Ridge(cholesky)": lambda X=X, y=y, lam=lam: Ridge(alpha=lam, solver="cholesky").fit(X, y).coef_,
+                "Ridge(svd)": lambda X=X, y=y, lam=lam: Ridge(alpha=lam, solver="svd").fit(X, y).coef_})
+
+
 def run(name, found, ref, repeats, base_key, calls=1):
     """Interleaved medians. ``calls`` > 1 (tiny problems): each round times that many calls in a row, warm (no
     collection between them), and a time is their mean, so per-call overhead is measured as a loop of calls pays it."""
@@ -306,7 +323,8 @@ def main() -> None:
             found = {k: v for k, v in found.items() if not k.startswith("statsmodels")}
         summary.append(worst(name, run(name, found, ref, args.repeats, "coefficients", calls), "coefficients"))
     estimators = [*([estimator_case(rng)] if not args.held_back else []),
-                  *(held_back_estimator_cases(rng) if args.held_back or args.all else [])]
+                  *(held_back_estimator_cases(rng) if args.held_back or args.all else []),
+                  *(near_collinear_estimator_cases(rng) if args.held_back or args.all else [])]
     for name, _X, _y, *rest in estimators:
         reference, found = rest if len(rest) == 2 else ("Ridge(cholesky)", rest[0])
         if not any(text in name for text in args.only.split("|")):

@@ -150,14 +150,19 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
 
     _GRAM_TRUST = 1e-9  # route "auto": the Cholesky factor of XᵀX + λI where its cond eps is at most this
     _GRAM_REFINE = 1e-14  # ... and one refinement step where it is over this (as the module's ridge)
+    _RIDGE_REFINED = 1e-2  # with a ridge, up to this: the module's refinement steps (the corrected semi-normal
+    # equations, as its coefficients(..., ridge=λ) take them: within the augmented problem's perturbation bound)
 
     @staticmethod
     def _fit_gram(X, Y, ridge):
         """(β, L, P) from one Cholesky factorization XᵀX + λI = CCᵀ (the generated module's printed cholesky route,
         β = C⁻ᵀC⁻¹XᵀY, then, where cond eps is over _GRAM_REFINE, one refinement step
         β += C⁻ᵀC⁻¹(Xᵀ(Y − Xβ) − λβ), which leaves about a backward
-        stable solver's error), L = C⁻ᵀ and P = LᵀXᵀY; None where the squares leave [2^-500, 2^500], anything is
-        not finite, or cond(XᵀX + λI) eps, from its eigenvalues, is over _GRAM_TRUST: the module's routes then."""
+        stable solver's error; with a ridge and cond eps over _GRAM_TRUST, up to _RIDGE_REFINED, the module's
+        refinement steps, which stop where they settle: issue 30, Ridge's speed on near-collinear data), L = C⁻ᵀ and
+        P = LᵀXᵀY; None where the squares leave [2^-500, 2^500], anything is not finite, cond(XᵀX + λI) eps, from
+        its eigenvalues, is over _GRAM_TRUST (_RIDGE_REFINED with a ridge), or the steps do not settle: the
+        module's routes then."""
         module = generated_numpy()
         with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
             G = X.T @ X
@@ -170,7 +175,9 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
             if ridge:
                 G[np.diag_indices_from(G)] += ridge
             w = np.linalg.eigvalsh(G)
-            if not (w[0] > 0 and w[-1] / w[0] * np.finfo(np.float64).eps <= OLSAttentionRegressor._GRAM_TRUST):
+            risk = w[-1] / w[0] * np.finfo(np.float64).eps if w[0] > 0 else np.inf
+            limit = OLSAttentionRegressor._RIDGE_REFINED if ridge else OLSAttentionRegressor._GRAM_TRUST
+            if not risk <= limit:
                 return None
             try:
                 C = np.linalg.cholesky(G)
@@ -178,7 +185,11 @@ class OLSAttentionRegressor(RegressorMixin, BaseEstimator):
                 return None
             solve = module.PRINTED["cholesky"]  # β̂ from XᵀX + λI = CCᵀ (cholesky_route)
             beta = solve(C, XtY)
-            if w[-1] / w[0] * np.finfo(np.float64).eps > OLSAttentionRegressor._GRAM_REFINE:
+            if risk > OLSAttentionRegressor._GRAM_TRUST:  # a ridge: the module's steps (None where unsettled)
+                beta = module._ridge_refine(X, Y, ridge, lambda g: solve(C, g), beta)
+                if beta is None:
+                    return None
+            elif risk > OLSAttentionRegressor._GRAM_REFINE:
                 gradient = X.T @ (Y - X @ beta)  # two passes over X: only where the step can change a digit
                 if ridge:
                     gradient -= ridge * beta
