@@ -1,6 +1,7 @@
-"""Issue 30: route "auto" is fast and at least as accurate as lstsq on every data class; route "exact" refines to the
-least-squares solution of the float64 data; rank deficiency is said (RankDeficientWarning); ridge by one Cholesky
-solve where well-conditioned; the estimator's sample_weight equals scikit-learn's. Correctness only, never speed."""
+"""Issue 30: route "auto" is fast and as accurate as lstsq on the data classes below (uncentred data: a strict xfail
+at the end); route "exact" refines to the least-squares solution of the float64 data; rank deficiency is said
+(RankDeficientWarning); ridge by one Cholesky solve where well-conditioned; the estimator's sample_weight equals
+scikit-learn's. Correctness only, never speed."""
 
 from __future__ import annotations
 
@@ -413,3 +414,25 @@ def test_direct_lapack_lstsq_is_numpys_lstsq_and_falls_back_to_it(oa, monkeypatc
         monkeypatch.setattr(oa, "_GELSD", stand_in)
         assert np.array_equal(oa._lstsq_direct(X, Y)[0], want)
         assert np.array_equal(oa.coefficients(X, Y), want)  # the public path through it
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="issue 30, open: on uncentred columns the refined Gram answer stops at the rounding of "
+                          "Y − Xβ, beyond 10× lstsq's error in about 1 problem in 13")
+def test_auto_is_within_ten_times_lstsqs_error_on_every_uncentred_problem(oa):
+    """The claim auto does not yet keep (benchmarks/bench_uncentred_accuracy.py measures it): an intercept column and
+    columns sharing an offset of 100 to 10⁴, targets a model with noise or pure noise. Strict: when a change makes it
+    pass, the mark must go."""
+    rng = np.random.default_rng(30)
+    beyond = []
+    for t in range(60):
+        n = int(rng.integers(5, 300))
+        p = int(rng.integers(2, min(n - 1, 12) + 1))
+        X = rng.standard_normal((n, p)) + (100.0, 1000.0, 1e4)[t % 3]
+        X[:, 0] = 1.0
+        Y = (X @ rng.standard_normal((p, 1)) + rng.standard_normal((n, 1)) if t % 2 else rng.standard_normal((n, 1)))
+        exact = oa.coefficients(X, Y, route="exact")
+        lstsq = np.linalg.lstsq(X, Y, rcond=None)[0]
+        if relative(oa.coefficients(X, Y), exact) > max(10 * relative(lstsq, exact), FLOOR):
+            beyond.append((n, p, t))
+    assert not beyond, beyond

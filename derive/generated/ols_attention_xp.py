@@ -90,7 +90,7 @@ exactly the bytes it hashed, compiled afresh into a new module object (no import
 cache in ``__pycache__`` runs in their place, and no second read of a file that may have changed). The arrays
 are read in place (``Tensor.numpy()``, ``numpy.asarray``) and β comes back in their namespace and dtype. Eager
 PyTorch and JAX on the CPU make each small product of a batch a call of its own; the NumPy module's packed,
-threaded numerics are several times faster there and backward stable on every kind of data (they measure κ²,
+threaded numerics are several times faster there and about lstsq's accuracy (they measure κ²,
 take Householder QR where the Gram route cannot serve, and give the minimum-norm solution with a
 RankDeficientWarning where X is rank-deficient, as route "svd" does, where the array-API code raises). The
 refined exact solution of the float64 data is the NumPy module's route "exact" (the accuracy reference).
@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "af04999480b1c5237a204e2d5758756aae2ee200ca5f189b82b927620ae114b3"
+HOST_MODULE_SHA256 = "4b1150f0f8353290c7a64e366c009704ac3d6caa58c750b6cb9fafefa23b3b8a"
