@@ -1598,7 +1598,7 @@ _LSTSQ_SPREAD = 256.0  # ... where its squared column norms are within this fact
 
 
 # NumPy 2's LAPACK gufunc behind numpy.linalg.lstsq (gelsd), called without the wrapper's conversions, errstate and
-# copies: at 40 × 3 the wrapper costs a third of its 10 µs. None on a NumPy without it (then the wrapper serves).
+# copies: at 40 × 3 the wrapper costs a quarter of its 10 µs. None on a NumPy without it (then the wrapper serves).
 _GELSD = getattr(getattr(np.linalg, "_umath_linalg", None), "lstsq", None)
 
 
@@ -1832,26 +1832,21 @@ def _solve_rows(X, Y, route, lam):
     return _ROUTES[route](A, B)
 
 
-_RIDGE_TRUST = 1e-12  # route "auto", p <= n: one solve of XᵀX + λI where cond(XᵀX + λI) eps is under this ...
-_RIDGE_REFINE = 1e-14  # ... with one float64 refinement step where it may be over this
-_RIDGE_CONVERGE = 1e-2  # refinement steps until they stop gaining where the first correction is under this of β
-_RIDGE_SETTLED = 1e-6  # ... and where the last gaining correction is under this of β; else the augmented problem
+_RIDGE_REFINE = 1e-14  # route "auto", p <= n: refinement steps where cond(XᵀX + λI) eps may be over this ...
+_RIDGE_CONVERGE = 1e-2  # ... where the first correction is under this of β ...
+_RIDGE_SETTLED = 1e-6  # ... and the last gaining correction under this of β; else the augmented problem
 
 
 def _ridge_gram(X, Y, ridge):
     """Ridge of one problem with p <= n, route "auto": (XᵀX + λI)⁻¹XᵀY (ridge_route) by one LAPACK solve of the p×p
-    XᵀX + λI, as scikit-learn's Ridge(solver="cholesky") and scipy.linalg.solve(..., assume_a="pos") compute it,
-    refined in float64 (residual Xᵀ(Y − Xβ) − λβ from X itself, the corrected semi-normal equations) where cond(XᵀX
-    + λI) eps, bounded first by (trace(XᵀX) + pλ) eps / λ (λ_min >= λ), may be over _RIDGE_REFINE. The first
-    correction is about the first solve's error, cond eps |β|: under _RIDGE_TRUST of β it is the last; under
-    _RIDGE_CONVERGE, steps follow (each gains about cond eps) until one gains less than a factor 4 or is at rounding
-    level, and the answer stands where the last gaining correction was under _RIDGE_SETTLED of β. Its error is then
-    within the first-order perturbation bound of the augmented problem [√λ I; X] β = [0; Y], κ eps + κ² eps
-    ‖residual‖ / (‖X‖ ‖β‖) (κ its condition), at a Cholesky solve's cost: the bound a backward-stable solver is
-    guaranteed (Householder QR often stays 10-200× under it; these steps' floor, the rounding of Xᵀ(Y − Xβ), is the
-    κ² term itself: issue 30's benchmark). None where the squares leave the safe range,
-    anything overflows, or the steps do not settle: the caller then solves the augmented problem [√λ I; X] β = [0;
-    Y] by Householder QR, accurate at every scale."""
+    XᵀX + λI, as scikit-learn's Ridge(solver="cholesky") and scipy.linalg.solve(..., assume_a="pos") compute it (tiny
+    problems, p²k <= 64: the Cholesky factor on Python floats, whose pivots estimate the condition). Where cond(XᵀX +
+    λI) eps may be over _RIDGE_REFINE (bounded by (trace(XᵀX) + pλ) eps / λ, λ_min >= λ; for tiny problems the pivot
+    estimate), refined by _ridge_refine: its answer is within the first-order perturbation bound of the augmented
+    problem [√λ I; X] β = [0; Y], κ eps + κ² eps ‖residual‖ / (‖X‖ ‖β‖), at a Cholesky solve's cost (Householder QR
+    often stays 10-200× under that bound; the steps' floor, the rounding of Xᵀ(Y − Xβ), is its κ² term). None where
+    the squares leave the safe range, anything overflows, or the steps do not settle: the caller then solves the
+    augmented problem by Householder QR, accurate at every scale."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         G = X.T @ X
         XtY = X.T @ Y

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "4b1150f0f8353290c7a64e366c009704ac3d6caa58c750b6cb9fafefa23b3b8a"
+HOST_MODULE_SHA256 = "f61bd6e747f36f94cab00bf6f5ba1491175dcf36e33d16a1629621d48fbc6a4a"
