@@ -1,10 +1,14 @@
-"""Issue 30, open: route "auto" against numpy.linalg.lstsq on random uncentred problems (an intercept column and
-columns sharing an offset), each error against the exact least-squares solution of the float64 data (route "exact").
+"""Issue 30: route "auto" against numpy.linalg.lstsq on random uncentred problems, each error against the exact
+least-squares solution of the float64 data (route "exact").
 
     PYTHONPATH=. python benchmarks/bench_uncentred_accuracy.py [--problems 600] [--seed 1]
 
-Prints, per offset, the ratio of auto's error to lstsq's: median, 95th percentile, maximum, and how many problems are
-beyond 10 (the issue's bound). Targets: a model with noise (0.01, 1 or 100) or pure noise.
+Kinds: an intercept column and columns sharing an offset (n 5–300, then 300–5,000 rows), columns sharing an offset
+without an intercept, the same with weights 0.1–10 (against lstsq of the √w rows), and stacks of 2 to 12 problems
+(8 to 60 rows: every problem of a stack counted). Offsets 10 to 10⁴, columns' spread 0.1, 1 or 10, p 2–12.
+Targets: a model with noise (0.01, 1 or 100) or pure noise. Prints, per kind and offset, the ratio of auto's error to
+lstsq's: median, 95th percentile, maximum, and how many problems are beyond 10 (the issue's bound; errors under
+1e-13 of the largest coefficient count as within it).
 """
 
 from __future__ import annotations
@@ -18,48 +22,68 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+OFFSETS = (10.0, 100.0, 1000.0, 1e4)
+KINDS = {  # name: (rows, intercept, weighted, stacked)
+    "intercept, 5–300 rows": ((5, 300), True, False, False),
+    "intercept, 300–5,000 rows": ((300, 5000), True, False, False),
+    "no intercept, 5–300 rows": ((5, 300), False, False, False),
+    "weighted, 20–3,000 rows": ((20, 3000), True, True, False),
+    "stacks, 8–60 rows": ((8, 60), True, False, True),
+}
+FLOOR = 1e-13
 
-def problems(rng, count, offsets=(10.0, 100.0, 1000.0, 1e4)):
-    """(offset, X, Y): n from 5 to 300, p from 2 to 12, an intercept column, Y a model with noise or pure noise."""
+
+def problems(rng, count, rows, intercept, weighted, stacked):
+    """(offset, X, Y, w or None)."""
     for t in range(count):
-        n = int(rng.integers(5, 300))
+        n = int(rng.integers(*rows))
         p = int(rng.integers(2, min(n - 1, 12) + 1))
-        offset = offsets[t % len(offsets)]
-        X = rng.standard_normal((n, p)) + offset
-        X[:, 0] = 1.0
-        if t % 2:
-            Y = X @ rng.standard_normal((p, 1)) + rng.choice([0.01, 1.0, 100.0]) * rng.standard_normal((n, 1))
-        else:
-            Y = rng.standard_normal((n, 1))
-        yield offset, X, Y
+        shape = ((int(rng.integers(2, 13)),) if stacked else ()) + (n, p)
+        offset = OFFSETS[t % len(OFFSETS)]
+        X = rng.standard_normal(shape) * rng.choice([0.1, 1.0, 10.0]) + offset
+        if intercept:
+            X[..., 0] = 1.0
+        noise = rng.choice([0.01, 1.0, 100.0]) * rng.standard_normal(shape[:-1] + (1,))
+        Y = X @ rng.standard_normal(shape[:-2] + (p, 1)) + noise if t % 2 else noise
+        yield offset, X, Y, (rng.uniform(0.1, 10.0, n) if weighted else None)
 
 
-def ratios(oa, rng, count):
+def relative(got, want):
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+def ratios(oa, rng, count, kind):
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for offset, X, Y in problems(rng, count):
-            exact = oa.coefficients(X, Y, route="exact")
-            scale = np.abs(exact).max()
-            ours = np.abs(oa.coefficients(X, Y) - exact).max() / scale
-            lstsq = np.abs(np.linalg.lstsq(X, Y, rcond=None)[0] - exact).max() / scale
-            out.setdefault(offset, []).append(ours / max(lstsq, 1e-16))
+        for offset, X, Y, w in problems(rng, count, *KINDS[kind]):
+            ours = oa.coefficients(X, Y, weights=w)
+            exact = oa.coefficients(X, Y, route="exact", weights=w)
+            A, B = (X, Y) if w is None else (X * np.sqrt(w)[:, None], Y * np.sqrt(w)[:, None])
+            for a, b, mine, want in zip(A.reshape((-1,) + A.shape[-2:]), B.reshape((-1,) + B.shape[-2:]),
+                                        ours.reshape((-1,) + ours.shape[-2:]),
+                                        exact.reshape((-1,) + ours.shape[-2:]), strict=True):
+                lstsq = relative(np.linalg.lstsq(a, b, rcond=None)[0], want)
+                error = relative(mine, want)
+                out.setdefault(offset, []).append((error / max(lstsq, 1e-16), error > max(10 * lstsq, FLOOR)))
     return {offset: np.array(values) for offset, values in out.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--problems", type=int, default=600)
+    parser.add_argument("--problems", type=int, default=600, help="per kind")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     from bench_rls import generated_module  # noqa: PLC0415
 
-    found = ratios(generated_module(), np.random.default_rng(args.seed), args.problems)
-    print("| offset | problems | median | 95th percentile | maximum | beyond 10× |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    for offset, r in sorted(found.items()):
-        print(f"| {offset:g} | {len(r)} | {np.median(r):.2f} | {np.quantile(r, 0.95):.1f} | {r.max():.0f} | "
-              f"{int((r > 10).sum())} |")
+    oa = generated_module()
+    print("| kind | offset | problems | median | 95th percentile | maximum | beyond 10× |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for kind in KINDS:
+        found = ratios(oa, np.random.default_rng(args.seed), args.problems, kind)
+        for offset, r in sorted(found.items()):
+            print(f"| {kind} | {offset:g} | {len(r)} | {np.median(r[:, 0]):.2f} | {np.quantile(r[:, 0], 0.95):.1f} | "
+                  f"{r[:, 0].max():.0f} | {int(r[:, 1].sum())} |")
 
 
 if __name__ == "__main__":

@@ -822,6 +822,94 @@ def _two_prod(a, b):
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
+def _dot2(a, b):
+    """Σ a_i b_i of two lists of floats as an unevaluated sum hi + lo, to about eps² of Σ|a_i b_i| (every product
+    split exactly by _two_prod's steps, the terms summed by math.fsum): tiny problems' accurate dot product."""
+    terms = []
+    for x, y in zip(a, b, strict=True):
+        product = x * y
+        c = _SPLIT * x
+        xh = c - (c - x)
+        xl = x - xh
+        c = _SPLIT * y
+        yh = c - (c - y)
+        yl = y - yh
+        terms += (product, ((xh * yh - product) + xh * yl + xl * yh) + xl * yl)
+    hi = math.fsum(terms)
+    terms.append(-hi)
+    return hi, math.fsum(terms)
+
+
+def _sum2(A):
+    """The sum of A over axis -2 as an unevaluated sum (hi, lo), to about 4 n² log₂(n) eps² of max|A| (Rump, Ogita
+    and Oishi's extraction): A = high + rest exactly, every ``high`` a multiple of ulp(σ)/2 for one power of two
+    σ over 2n max|A|, so that their sum (under σ) is exact in any order; each rest, under ulp(σ), is summed
+    pairwise (NumPy's sum along a contiguous last axis). mβ of a stack's centred gradients (_centred_gradient)."""
+    top = np.abs(A).max(axis=-2, keepdims=True)
+    sigma = np.ldexp(1.0, np.frexp(top)[1] + A.shape[-2].bit_length())  # a power of two over 2 n max|A|
+    high = (sigma + A) - sigma
+    first = high.sum(axis=-2)
+    small = np.ascontiguousarray(np.swapaxes(A - high, -1, -2)).sum(axis=-1)
+    hi = first + small
+    return hi, (first - hi) + small
+
+
+def _split(a):
+    """a = high + low exactly with 26 significant bits in ``high`` and in ``low`` (Dekker's splitting): a product
+    of two 26-bit numbers, or of a 26-bit and a 27-bit one, is exact in float64."""
+    c = _SPLIT * a
+    high = c - (c - a)
+    return high, a - high
+
+
+def _centring(X, squares, u=None):
+    """(Xc, m, v) with X = Xc + v mᵀ exactly where a column of some problem lies mostly along the direction u (the
+    ones vector where ``u`` is None; √w for weighted rows): its coefficient on u takes at least half its squared
+    norm (uncentred data, an intercept column); else None. m (shape (..., p)) holds the coefficients of X's
+    columns on v, and Xc = X − v mᵀ is small and exact for those columns (Sterbenz: entries within a factor 2 of
+    the product). v is u itself for the ones vector, with m the column means; else u and m are rounded to 26
+    bits (_split), so that v mᵀ is exact: X less a direction within 2⁻²⁶ of u's."""
+    if u is None:  # the column sums as a product with the ones vector: a BLAS call, not a strided reduction
+        along, length = np.ones(X.shape[-2]) @ X, X.shape[-2]
+    else:
+        u = _split(u)[0]
+        along, length = (np.swapaxes(u, -1, -2) @ X)[..., 0, :], (u * u).sum(axis=-2)
+    if not (along * along >= (0.5 * length) * squares).any():
+        return None
+    m = along / length
+    if u is None:
+        return X - m[..., None, :], m, None
+    m = _split(m)[0]
+    return X - u * m[..., None, :], m, u
+
+
+def _centred_gradient(Xc, m, v, Y, beta):
+    """Xᵀ(Y − Xβ) with X = Xc + v mᵀ (_centring): the residual Y − Xcβ − v(mβ) with mβ to about eps² (_dot2,
+    _two_prod, _sum2: its rounding would shift every entry of r alike, and m Σr would add them up) and, for a
+    26-bit v, its product with mβ's leading part split into two exact products; then Xcᵀr + m vᵀr. On uncentred
+    data float64 products Xᵀ(Y − Xβ) round at eps |X||β| in the residual, the mean's share, which Xc and m keep
+    apart: the residual then rounds at eps(|r| + |Xc||β|) (issue 30: auto up to 1,000 times lstsq's error
+    without them, on an intercept column and columns sharing an offset)."""
+    if Xc.ndim == 2:  # one problem: Python's exact sums cost less than the vectorised extraction
+        means = m.tolist()
+        sums = [_dot2(means, column) for column in beta.T.tolist()]
+        hi, lo = np.array([v for v, _ in sums]), np.array([v for _, v in sums])
+    else:
+        products, errors = _two_prod(m[..., :, None], beta)
+        hi, lo = _sum2(np.concatenate((products, errors), axis=-2))
+    hi, lo = hi[..., None, :], lo[..., None, :]
+    if v is None:
+        residual = (Y - hi) - Xc @ beta
+        residual -= lo
+    else:
+        high, low = _split(hi)
+        residual = ((Y - v * high) - v * low) - Xc @ beta
+        residual -= v * lo
+    # the component along v: float64 sums, whose rounding (about eps Σ|r|) is that of the residual's own entries
+    along = residual.sum(axis=-2) if v is None else (np.swapaxes(v, -1, -2) @ residual)[..., 0, :]
+    return np.swapaxes(Xc, -1, -2) @ residual + m[..., :, None] * along[..., None, :]
+
+
 def _row_sums(*parts):
     """Exactly rounded sums along the last axis of the concatenated parts."""
     return np.array(list(map(math.fsum, np.concatenate(parts, axis=-1).tolist())))
@@ -887,7 +975,7 @@ def _largest(A):
     return np.abs(np.ascontiguousarray(A.reshape(-1, A.shape[-2] * A.shape[-1]).T)).max(axis=0)
 
 
-def _refine_gram(X, Y, beta, C, d=None, rate=1.0, floor=_EPS, active=None, steps=12):
+def _refine_gram(X, Y, beta, C, d=None, rate=1.0, floor=_EPS, active=None, steps=12, centre=False, u=None):
     """Preconditioned gradient steps β ← β + D⁻¹(CCᵀ)⁻¹D⁻¹Xᵀ(Y − Xβ) (preconditioned_gd, with CCᵀ ≈ D⁻¹XᵀXD⁻¹),
     the residuals and gradients float64 BLAS products. Stops when the next correction would be under eps of β
     or under ``floor`` (the corrections shrink geometrically; callers pass κ eps, the forward error of a
@@ -895,11 +983,13 @@ def _refine_gram(X, Y, beta, C, d=None, rate=1.0, floor=_EPS, active=None, steps
     that is left). X may hold a batch; D (the column scaling, powers of two)
     defaults to I; ``rate`` bounds how much each correction shrinks the error (from the condition estimate);
     ``active`` (a mask over the batch) names the problems refined, the others keep β (a refined subset
-    without copying X).
+    without copying X). ``centre``: where columns lie mostly along u (the ones vector for None, √w for weighted
+    rows), the gradients are _centred_gradient's (a copy of X, centred).
     """
+    centred = _centring(X, np.einsum("...ij,...ij->...j", X, X), u) if centre else None
     previous = np.inf
     for _ in range(steps):
-        gradient = _gradient(X, Y, beta)
+        gradient = _gradient(X, Y, beta) if centred is None else _centred_gradient(*centred, Y, beta)
         if d is None:
             delta = _cholesky_solve(C, gradient)
         else:
@@ -939,12 +1029,16 @@ def _power_of_two(norms):
     return np.where(norms > 0, np.exp2(np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)
 
 
-def _qr_or_svd(X, Y, exact=True):
+def _qr_or_svd(X, Y, exact=True, u=None):
     """A stack of problems the Gram route cannot take: QR of the column-scaled data (``_scaled``) with refinement, or,
     where X is rank-deficient, the minimum-norm solution of X itself (_minimum_norm: it is not invariant under
     scaling columns apart). Refinement sums are exactly rounded when the refined problems hold few products together
     (_FSUM_LIMIT), else in extended precision; without ``exact`` (route "auto") the QR answer is not refined and a
-    RankDeficientWarning names the rank-deficient problems. NaN and infinity in the data are named here."""
+    RankDeficientWarning names the rank-deficient problems, and where columns lie mostly along u (_centring: the
+    ones vector for None, √w for weighted rows) one step of the corrected semi-normal equations with the centred
+    gradient (RᵀR = XᵀX to QR's accuracy) takes the QR answer near the solution of the data as given: plain QR
+    was up to 700 times lstsq's error on an intercept column and columns sharing an offset of 1e4 (issue 30).
+    NaN and infinity in the data are named here."""
     Xs, Ys, kx, ky = _scaled(X, Y)
     Q, R, deficient = _qr_each(Xs)
     beta = np.empty(X.shape[:-2] + (X.shape[-1], Y.shape[-1]))
@@ -956,6 +1050,12 @@ def _qr_or_svd(X, Y, exact=True):
         if not exact:
             if len(full):
                 beta_s = _qr_solve(Q[full], R[full], Ys[full])
+                Xf = Xs[full]
+                centred = _centring(Xf, np.einsum("...ij,...ij->...j", Xf, Xf), None if u is None else u[full])
+                if centred is not None:
+                    g = _centred_gradient(*centred, Ys[full], beta_s)
+                    z = _solve_triangular(R[full], g, lower=True, transpose=True)
+                    beta_s = beta_s + _solve_triangular(R[full], z, lower=False, transpose=False)
                 beta[full] = _unscale(beta_s, shift[full], "the least-squares solution")
         elif X[0].size * Y.shape[-1] * len(full) <= _FSUM_LIMIT:
             for i in full:
@@ -1427,7 +1527,7 @@ def _large_gram(X, Y, G, XtY, minimum_norm=True, warn=False):
     return _printed("eigh")(V, lam, XtY)
 
 
-def _auto_stack(X, Y, exact=True):
+def _auto_stack(X, Y, exact=True, u=None):
     """A stack of problems, each on its own route (_solve_stack); those whose squared column norms of X or Y leave
     the safe range are solved column-scaled, by themselves (_auto_stack_scaled), and the hard ones by QR."""
     if X.shape[-2] < X.shape[-1]:  # wide: every problem rank-deficient
@@ -1444,10 +1544,10 @@ def _auto_stack(X, Y, exact=True):
         else:
             G[scale] = np.eye(X.shape[-1])
         XtY[scale] = 0.0
-    beta, fast = _solve_stack(X, Y, G, XtY, usable=~scale if scale.any() else None)
+    beta, fast = _solve_stack(X, Y, G, XtY, usable=~scale if scale.any() else None, u=u)
     hard = ~fast & ~scale
     if hard.any():  # ill-conditioned or rank-deficient problems, by themselves
-        beta[hard] = _qr_or_svd(X[hard], Y[hard], exact)
+        beta[hard] = _qr_or_svd(X[hard], Y[hard], exact, None if u is None else u[hard])
     if scale.any():
         beta[scale] = _auto_stack_scaled(X[scale], Y[scale], exact)
     return beta
@@ -1467,7 +1567,7 @@ def _auto_stack_scaled(X, Y, exact=True):
     return beta
 
 
-def _solve_stack(X, Y, G, XtY, usable=None):
+def _solve_stack(X, Y, G, XtY, usable=None, u=None):
     """(β, fast) for a stack from G = XᵀX and XᵀY: β from the Cholesky factors where the problem is ``fast`` (its
     pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the estimate is over _REFINE_RISK;
     the other problems are left to the caller (β 0 or meaningless there). The Cholesky factor of XᵀX is that of the
@@ -1488,9 +1588,11 @@ def _solve_stack(X, Y, G, XtY, usable=None):
             beta[~fast] = 0.0
         # the problems set aside for scaling may overflow in their (discarded) gradients
         with np.errstate(**({} if usable is None else {"over": "ignore", "invalid": "ignore"})):
-            beta = _refine_gram(X, Y, beta, C, rate=rate, floor=floor, active=None if refine.all() else refine)
+            beta = _refine_gram(X, Y, beta, C, rate=rate, floor=floor, active=None if refine.all() else refine,
+                                centre=True, u=u)
     elif refine.any():
-        beta[refine] = _refine_gram(X[refine], Y[refine], beta[refine], C[refine], rate=rate, floor=floor)
+        beta[refine] = _refine_gram(X[refine], Y[refine], beta[refine], C[refine], rate=rate, floor=floor,
+                                    centre=True, u=None if u is None else u[refine])
     return beta, fast
 
 
@@ -1526,7 +1628,7 @@ def _warn_rank(rank, columns, cond, where="", worst=""):
                   stacklevel=level)
 
 
-def _refine_fast(X, Y, beta, C, risk):
+def _refine_fast(X, Y, beta, C, risk, squares, u=None):
     """The Gram answer refined by at most _FAST_STEPS preconditioned gradient steps (preconditioned_gd) with float64
     gradients Xᵀ(Y − Xβ) (the corrected semi-normal equations): with CCᵀ ≈ XᵀX each step shrinks the error by about
     the estimated cond² eps (``risk``, under _GRAM_RISK), down to the rounding of the gradient, about a backward
@@ -1540,8 +1642,32 @@ def _refine_fast(X, Y, beta, C, risk):
         b, y = beta[:, 0], Y[:, 0]
         values = b.tolist()
     previous = math.inf
+    if flat and u is None:  # _centring in Python floats: at these sizes NumPy's scalar operations cost more
+        n = len(X)
+        sums = np.ones(n).dot(X).tolist()
+        centred = any(t * t >= 0.5 * n * q for t, q in zip(sums, squares, strict=True)) or None
+        if centred:
+            floor = _EPS  # the centred gradient's rounding is far under κ eps: on to the rounding of β
+            means = [t / n for t in sums]
+            Xc = X - np.array(means)
+    else:
+        centred = _centring(X, np.asarray(squares) if isinstance(squares, list) else squares, u)
+        if centred is not None:
+            flat = False
+            floor = _EPS
     for _ in range(_FAST_STEPS):
-        if flat:
+        if flat and centred is not None:
+            hi, lo = _dot2(means, values)
+            r = (y - hi) - Xc.dot(b)
+            r -= lo
+            total = float(r.sum())
+            g = [v + mj * total for v, mj in zip(Xc.T.dot(r).tolist(), means, strict=True)]
+            step = _cholesky_solve(C, g)
+            values = [v + d for v, d in zip(values, step, strict=True)]
+            b = np.array(values)
+            top = max(map(abs, values)) if math.isfinite(sum(values)) else math.nan
+            moved = max(map(abs, step))
+        elif flat:
             step = _cholesky_solve(C, X.T.dot(y - X.dot(b)).tolist())  # ndarray.dot: less overhead than @ here
             values = [v + d for v, d in zip(values, step, strict=True)]
             b = np.array(values)
@@ -1549,7 +1675,7 @@ def _refine_fast(X, Y, beta, C, risk):
             top = max(map(abs, values)) if math.isfinite(sum(values)) else math.nan
             moved = max(map(abs, step))
         else:
-            g = X.T.dot(Y - X.dot(beta))
+            g = X.T.dot(Y - X.dot(beta)) if centred is None else _centred_gradient(*centred, Y, beta)
             delta = (np.array(_cholesky_solve(C, g.tolist())).reshape(beta.shape) if isinstance(C, list)
                      else _cholesky_solve(C, g))
             beta = beta + delta
@@ -1617,7 +1743,7 @@ def _lstsq_direct(X, Y):
     return np.linalg.lstsq(X, Y, rcond=None)
 
 
-def _lstsq_small(X, Y, G):
+def _lstsq_small(X, Y, G, u=None):
     """One small tall problem (n·p·(p + k) <= _LSTSQ_LIMIT) by one numpy.linalg.lstsq call (_svd_least_squares:
     backward stable, the minimum-norm solution with a RankDeficientWarning where X is rank-deficient). Measured
     (issue 30, docs/benchmarks.md): at these sizes NumPy's per-call overhead dominates, so the Gram route's several
@@ -1633,19 +1759,54 @@ def _lstsq_small(X, Y, G):
     overflowed, and X has no column of zeros."""
     squares = G.diagonal()  # the squared column norms (G = XᵀX: the caller's, unchecked, in its errstate)
     columns = squares.tolist()
-    if not max(columns) <= _LSTSQ_SPREAD * min(columns):  # columns scaled apart: lstsq (not scaling invariant)
-        return None  # would lose digits of the small coefficients (NIST Pontius: 6.3 where the Gram route has 13.3)
     sizes = columns + Y.T.dot(Y).diagonal().tolist()
     # the sum of these non-negative numbers is finite only when every one is (NaN and infinity propagate)
     if not (math.isfinite(sum(sizes)) and min(sizes) >= _SAFE_LOW and max(sizes) <= _SAFE_HIGH):
         return None
+    if not max(columns) <= _LSTSQ_SPREAD * min(columns):  # columns scaled apart: lstsq (not scaling invariant)
+        # would lose digits of the small coefficients (NIST Pontius: 6.3 where the Gram route has 13.3), but not
+        # where an intercept and an offset are the only difference
+        if not _scaled_apart_by_offsets(X, G, columns, u):
+            return None
     solved = _lstsq_direct(X, Y)
     if solved[2] == X.shape[1]:  # full numerical rank: lstsq's answer
         return solved[0]
     return _svd_least_squares(X, Y, squares, solved)
 
 
-def _auto_fast_small(X, Y):
+def _scaled_apart_by_offsets(X, G, columns, u=None):
+    """Whether X's columns differ in scale only by an intercept and a common offset: a column k lies along the
+    direction u (the ones vector where ``u`` is None, √w for weighted rows; to 1e-9 by Cauchy–Schwarz) and the
+    others less their components along u have squared norms within _LSTSQ_SPREAD of each other and of column k's.
+    Then lstsq on X is as accurate as on the centred data (tested: issue 30's uncentred sweeps), where designs
+    whose columns differ in scale of their own (NIST Pontius, Wampler, Longley, Norris) still take the Gram route.
+    For the ones vector Python floats from XᵀX (its row k is c times the column sums), no pass over X."""
+    n = len(X)
+    if u is None:
+        first = X[0].tolist()
+        along = None
+        candidates = [j for j, (c, q) in enumerate(zip(first, columns, strict=True)) if abs(n * c * c - q) <= 1e-9 * q]
+    else:
+        along = u[:, 0].dot(X).tolist()  # uᵀX
+        length = float(u[:, 0].dot(u[:, 0]))
+        candidates = [j for j, (a, q) in enumerate(zip(along, columns, strict=True))
+                      if abs(a * a - length * q) <= 1e-9 * length * q]
+    if len(candidates) != 1:
+        return False
+    k = candidates[0]
+    if along is None:
+        length, c = n, first[k]
+        means = [v / (n * c) for v in G[k].tolist()]
+    else:
+        means = [a / length for a in along]
+    # |X_j − u m_j|² = |X_j|² − |u|² m_j², to a few digits where it is over 1e-10 of |X_j|² (its rounding is under
+    # n eps |X_j|²)
+    squares = [q - length * v * v if j != k else q for j, (q, v) in enumerate(zip(columns, means, strict=True))]
+    return (min(q - 1e-10 * whole for q, whole in zip(squares, columns, strict=True)) > 0
+            and max(squares) <= _LSTSQ_SPREAD * min(squares))
+
+
+def _auto_fast_small(X, Y, u=None):
     """One small problem, the fast default: the Cholesky answer where its estimate trusts every coefficient, else
     that answer refined in float64 (_refine_fast) where cond² eps is estimated under _GRAM_RISK, else Householder
     QR (_householder). Data outside the safe range of squares take the exact route (column-scaled)."""
@@ -1659,7 +1820,7 @@ def _auto_fast_small(X, Y):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         G = X.T.dot(X)  # at these sizes one BLAS call beats einsum's for the squared column norms
         if n * p * (p + k) <= _LSTSQ_LIMIT:
-            beta = _lstsq_small(X, Y, G)
+            beta = _lstsq_small(X, Y, G, u)
             if beta is not None:
                 return beta
         XtY = X.T.dot(Y)
@@ -1671,7 +1832,7 @@ def _auto_fast_small(X, Y):
         # trusted needs risk max|Dβ| <= _TRUST min|Dβ|: never where risk > _TRUST (the usual reason not to trust)
         if risk <= _TRUST and _trusted(beta.T.tolist(), squares, risk):
             return beta
-        refined = _refine_fast(X, Y, beta, C, risk)
+        refined = _refine_fast(X, Y, beta, C, risk, squares, u)
         if refined is not None:  # finite: _refine_fast returns None for NaN and infinity
             return refined
     # X and Y are finite here: NaN or infinity in X reaches XᵀX's diagonal, in Y XᵀY, and both sent the data to the
@@ -1715,16 +1876,17 @@ def _wide_minimum_norm(X, Y):
     return _minimum_norm(X, Y, "auto", warn=True)
 
 
-def _route_fast(X, Y):
+def _route_fast(X, Y, u=None):
     """route="auto": one small problem by _auto_fast_small, one large one by _auto_large (its refined Gram route
     costs a few passes over X; QR by row blocks where ill-conditioned), a stack by _auto_stack with plain QR (no
     refinement) for its hard problems."""
     if X.ndim == 2:
         if X.size * Y.shape[-1] <= _EXACT_LIMIT:
-            return _auto_fast_small(X, Y)
+            return _auto_fast_small(X, Y, u)
         return _auto_large(X, Y, warn=True)
     batch = X.shape[:-2]
-    beta = _auto_stack(X.reshape((-1,) + X.shape[-2:]), Y.reshape((-1,) + Y.shape[-2:]), exact=False)
+    beta = _auto_stack(X.reshape((-1,) + X.shape[-2:]), Y.reshape((-1,) + Y.shape[-2:]), exact=False,
+                       u=None if u is None else u.reshape((-1,) + u.shape[-2:]))
     return beta.reshape(batch + beta.shape[-2:])
 
 
@@ -1790,17 +1952,17 @@ def _solve(X, Y, route, ridge, weights):
     with np.errstate(over="ignore", invalid="ignore"):
         Xw, Yw = X * root, Y * root
     try:  # every route names NaN or infinity in what it is given (a ValueError): here that is the weighted rows
-        return _solve_rows(Xw, Yw, route, lam)
+        return _solve_rows(Xw, Yw, route, lam, root)
     except ValueError:  # say which: the data, or the products with √w (which overflowed), else the route's reason
         _require_finite(("X", X), ("Y", Y))
         _require_finite(("the weighted rows √w X", Xw), ("the weighted targets √w Y", Yw))
         raise
 
 
-def _solve_rows(X, Y, route, lam):
+def _solve_rows(X, Y, route, lam, u=None):
     """_solve for the rows as given (weights applied), λ a float or None."""
     if lam is None:
-        return _ROUTES[route](X, Y)
+        return _route_fast(X, Y, u) if route == "auto" else _ROUTES[route](X, Y)
     n, p = X.shape[-2:]
     if route == "auto" and X.ndim == 2 and p <= n:
         _require_finite(("Y", Y))  # X is finite where its squares are: the Gram route checks them

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "f61bd6e747f36f94cab00bf6f5ba1491175dcf36e33d16a1629621d48fbc6a4a"
+HOST_MODULE_SHA256 = "3fdcfc62520ca1c556b111a79880f5c8d2118c71cf0a4745bf765e1e90c2d3d6"
