@@ -1772,10 +1772,15 @@ def _scaled_apart_by_offsets(X, G, columns, u=None):
     else:
         means = [a / length for a in along]
     # |X_j − u m_j|² = |X_j|² − |u|² m_j², to a few digits where it is over 1e-10 of |X_j|² (its rounding is under
-    # n eps |X_j|²)
+    # n eps |X_j|²); where the offset is larger, from the centred columns themselves (the ones vector)
     squares = [q - length * v * v if j != k else q for j, (q, v) in enumerate(zip(columns, means, strict=True))]
-    return (min(q - 1e-10 * whole for q, whole in zip(squares, columns, strict=True)) > 0
-            and max(squares) <= _LSTSQ_SPREAD * min(squares))
+    if not min(q - 1e-10 * whole for q, whole in zip(squares, columns, strict=True)) > 0:
+        if along is not None:
+            return False
+        centred = X - np.array(means)
+        squares = np.einsum("ij,ij->j", centred, centred).tolist()
+        squares[k] = columns[k]
+    return min(squares) > 0 and max(squares) <= _LSTSQ_SPREAD * min(squares)
 
 
 def _auto_fast_small(X, Y, u=None):

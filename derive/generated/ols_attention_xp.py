@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "3fdcfc62520ca1c556b111a79880f5c8d2118c71cf0a4745bf765e1e90c2d3d6"
+HOST_MODULE_SHA256 = "7633b41d854add4776db7e80da986ee575ecdf119a26be2849a7f5ed6a7d3912"
