@@ -869,6 +869,22 @@ def _centring(X, squares, u=None):
     columns on v, and Xc = X − v mᵀ is small and exact for those columns (Sterbenz: entries within a factor 2 of
     the product). v is u itself for the ones vector, with m the column means; else u and m are rounded to 26
     bits (_split), so that v mᵀ is exact: X less a direction within 2⁻²⁶ of u's."""
+    if X.ndim == 2:  # one problem: the test and the coefficients on Python floats (NumPy's scalar calls cost more)
+        n = len(X)
+        v = None if u is None else _split(u)[0]
+        # the column sums as a product with the ones vector: a BLAS call, not a strided reduction
+        along = (np.ones(n) if v is None else v[:, 0]).dot(X).tolist()
+        length = n if v is None else float(v[:, 0].dot(v[:, 0]))
+        columns = squares.tolist() if isinstance(squares, np.ndarray) else squares
+        if not any(a * a >= 0.5 * length * q for a, q in zip(along, columns, strict=True)):
+            return None
+        m = [a / length for a in along]
+        if v is None:
+            m = np.array(m)
+            return X - m, m, None
+        m = np.array([c - (c - a) for a, c in zip(m, (_SPLIT * a for a in m), strict=True)])  # 26 bits (_split)
+        product = v * m
+        return np.subtract(X, product, out=product), m, v
     if u is None:  # the column sums as a product with the ones vector: a BLAS call, not a strided reduction
         along, length = np.ones(X.shape[-2]) @ X, X.shape[-2]
     else:
@@ -880,31 +896,41 @@ def _centring(X, squares, u=None):
     if u is None:
         return X - m[..., None, :], m, None
     m = _split(m)[0]
-    return X - u * m[..., None, :], m, u
+    product = u * m[..., None, :]
+    return np.subtract(X, product, out=product), m, u
 
 
 def _centred_gradient(Xc, m, v, Y, beta):
     """Xᵀ(Y − Xβ) with X = Xc + v mᵀ (_centring): the residual Y − Xcβ − v(mβ) with mβ to about eps² (_dot2,
     _two_prod, _sum2: its rounding would shift every entry of r alike, and m Σr would add them up) and, for a
-    26-bit v, its product with mβ's leading part split into two exact products; then Xcᵀr + m vᵀr. On uncentred
+    26-bit v, its product with mβ's leading 26 bits (exact) and with the rest (2⁻²⁶ of mβ, rounded at eps of
+    itself); then Xcᵀr + m vᵀr. On uncentred
     data float64 products Xᵀ(Y − Xβ) round at eps |X||β| in the residual, the mean's share, which Xc and m keep
     apart: the residual then rounds at eps(|r| + |Xc||β|) (issue 30: auto up to 1,000 times lstsq's error
     without them, on an intercept column and columns sharing an offset)."""
     if Xc.ndim == 2:  # one problem: Python's exact sums cost less than the vectorised extraction
         means = m.tolist()
         sums = [_dot2(means, column) for column in beta.T.tolist()]
-        hi, lo = np.array([v for v, _ in sums]), np.array([v for _, v in sums])
-    else:
-        products, errors = _two_prod(m[..., :, None], beta)
-        hi, lo = _sum2(np.concatenate((products, errors), axis=-2))
+        if v is None:
+            residual = (Y - np.array([h for h, _ in sums])) - Xc.dot(beta)
+            residual -= np.array([t for _, t in sums])
+            along = residual.sum(axis=0)
+        else:  # v times the leading 26 bits of mβ is exact; the rest, 2⁻²⁶ of it, rounds at eps of itself
+            high = [c - (c - h) for h, c in ((h, _SPLIT * h) for h, _ in sums)]
+            residual = (Y - v * np.array(high)) - Xc.dot(beta)
+            residual -= v * np.array([(h - g) + t for (h, t), g in zip(sums, high, strict=True)])
+            along = v[:, 0].dot(residual)
+        return Xc.T.dot(residual) + np.multiply.outer(m, along)
+    products, errors = _two_prod(m[..., :, None], beta)
+    hi, lo = _sum2(np.concatenate((products, errors), axis=-2))
     hi, lo = hi[..., None, :], lo[..., None, :]
     if v is None:
         residual = (Y - hi) - Xc @ beta
         residual -= lo
-    else:
-        high, low = _split(hi)
-        residual = ((Y - v * high) - v * low) - Xc @ beta
-        residual -= v * lo
+    else:  # v times the leading 26 bits of mβ is exact; the rest, 2⁻²⁶ of it, rounds at eps of itself
+        high = _split(hi)[0]
+        residual = (Y - v * high) - Xc @ beta
+        residual -= v * ((hi - high) + lo)
     # the component along v: float64 sums, whose rounding (about eps Σ|r|) is that of the residual's own entries
     along = residual.sum(axis=-2) if v is None else (np.swapaxes(v, -1, -2) @ residual)[..., 0, :]
     return np.swapaxes(Xc, -1, -2) @ residual + m[..., :, None] * along[..., None, :]
@@ -1634,7 +1660,9 @@ def _refine_fast(X, Y, beta, C, risk, squares, u=None):
     the estimated cond² eps (``risk``, under _GRAM_RISK), down to the rounding of the gradient, about a backward
     stable solver's error (Björck). Stops when the next correction would be under κ eps or the corrections stop
     shrinking (the rounding is then all that is left); None where they are still over √eps of β after the last
-    step or stopped shrinking there (the estimate was wrong: the caller takes the SVD), or β is not finite."""
+    step or stopped shrinking there (the estimate was wrong: the caller takes the SVD), or β is not finite.
+    Where columns lie mostly along the ones vector (or u, √w for weighted rows: _centring), the gradients are
+    centred (_centred_gradient): their rounding is then far under κ eps, and the steps go on to β's own."""
     floor = max(math.sqrt(risk * _EPS), _EPS)  # κ eps: the forward error of a backward stable solver
     rate = 10 * risk
     flat = isinstance(C, list) and beta.shape[1] == 1  # tiny, one target: β and the steps as Python floats, 1-D
@@ -1642,19 +1670,13 @@ def _refine_fast(X, Y, beta, C, risk, squares, u=None):
         b, y = beta[:, 0], Y[:, 0]
         values = b.tolist()
     previous = math.inf
-    if flat and u is None:  # _centring in Python floats: at these sizes NumPy's scalar operations cost more
-        n = len(X)
-        sums = np.ones(n).dot(X).tolist()
-        centred = any(t * t >= 0.5 * n * q for t, q in zip(sums, squares, strict=True)) or None
-        if centred:
-            floor = _EPS  # the centred gradient's rounding is far under κ eps: on to the rounding of β
-            means = [t / n for t in sums]
-            Xc = X - np.array(means)
-    else:
-        centred = _centring(X, np.asarray(squares) if isinstance(squares, list) else squares, u)
-        if centred is not None:
+    centred = _centring(X, squares, u)
+    if centred is not None:
+        floor = _EPS  # the centred gradient's rounding is far under κ eps: on to the rounding of β
+        if flat and u is None:
+            Xc, means = centred[0], centred[1].tolist()
+        else:
             flat = False
-            floor = _EPS
     for _ in range(_FAST_STEPS):
         if flat and centred is not None:
             hi, lo = _dot2(means, values)

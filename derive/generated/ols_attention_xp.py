@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "7633b41d854add4776db7e80da986ee575ecdf119a26be2849a7f5ed6a7d3912"
+HOST_MODULE_SHA256 = "e621e92d2bb317c8143e4965be2cf134a970174980cd43429dfa8526013cabb8"
