@@ -1804,33 +1804,40 @@ def _scaled_apart_by_offsets(X, G, columns, u=None):
     whose columns differ in scale of their own (NIST Pontius, Wampler, Longley, Norris) still take the Gram route.
     For the ones vector Python floats from XᵀX (its row k is c times the column sums), no pass over X."""
     n = len(X)
-    if u is None:
-        first = X[0].tolist()
-        along = None
-        candidates = [j for j, (c, q) in enumerate(zip(first, columns, strict=True)) if abs(n * c * c - q) <= 1e-9 * q]
-    else:
-        along = u[:, 0].dot(X).tolist()  # uᵀX
-        length = float(u[:, 0].dot(u[:, 0]))
-        candidates = [j for j, (a, q) in enumerate(zip(along, columns, strict=True))
-                      if abs(a * a - length * q) <= 1e-9 * length * q]
-    if len(candidates) != 1:
-        return False
-    k = candidates[0]
-    if along is None:
-        length, c = n, first[k]
-        means = [v / (n * c) for v in G[k].tolist()]
-    else:
-        means = [a / length for a in along]
-    # |X_j − u m_j|² = |X_j|² − |u|² m_j², to a few digits where it is over 1e-10 of |X_j|² (its rounding is under
-    # n eps |X_j|²); where the offset is larger, from the centred columns themselves (the ones vector)
-    squares = [q - length * v * v if j != k else q for j, (q, v) in enumerate(zip(columns, means, strict=True))]
-    if not min(q - 1e-10 * whole for q, whole in zip(squares, columns, strict=True)) > 0:
-        if along is not None:
+    if u is None:  # one loop on Python floats: at these sizes each comprehension costs a microsecond
+        first, k = X[0].tolist(), -1
+        for j, (c, q) in enumerate(zip(first, columns, strict=True)):
+            if abs(n * c * c - q) <= 1e-9 * q:  # a constant column c: its squared norm is n c²
+                if k >= 0:
+                    return False
+                k = j
+        if k < 0:
             return False
+        # |X_j − 1 x̄_j|² = |X_j|² − n x̄_j² with x̄_j from row k of XᵀX (c times the column sums), to a few digits
+        # where it is over 1e-10 of |X_j|² (its rounding is under n eps |X_j|²); else from the centred columns
+        scale, low, high, deep = n * first[k], columns[k], columns[k], False
+        means = [v / scale for v in G[k].tolist()]
+        for j, (q, v) in enumerate(zip(columns, means, strict=True)):
+            square = q - n * v * v if j != k else q
+            deep = deep or not square > 1e-10 * q
+            low, high = min(low, square), max(high, square)
+        if not deep:
+            return high <= _LSTSQ_SPREAD * low
         centred = X - np.array(means)
         squares = np.einsum("ij,ij->j", centred, centred).tolist()
         squares[k] = columns[k]
-    return min(squares) > 0 and max(squares) <= _LSTSQ_SPREAD * min(squares)
+        return min(squares) > 0 and max(squares) <= _LSTSQ_SPREAD * min(squares)
+    along = u[:, 0].dot(X).tolist()  # uᵀX
+    length = float(u[:, 0].dot(u[:, 0]))
+    candidates = [j for j, (a, q) in enumerate(zip(along, columns, strict=True))
+                  if abs(a * a - length * q) <= 1e-9 * length * q]  # Cauchy–Schwarz: column k along u
+    if len(candidates) != 1:
+        return False
+    k = candidates[0]
+    squares = [q - a * a / length for q, a in zip(columns, along, strict=True)]  # |X_j − u m_j|², m_j = uᵀX_j/|u|²
+    squares[k] = columns[k]
+    return (all(q > 1e-10 * whole for q, whole in zip(squares, columns, strict=True))
+            and max(squares) <= _LSTSQ_SPREAD * min(squares))
 
 
 def _auto_fast_small(X, Y, u=None):

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "e621e92d2bb317c8143e4965be2cf134a970174980cd43429dfa8526013cabb8"
+HOST_MODULE_SHA256 = "e52f445f44f6e5ab81901eddfbd3005140f1f5e36036e13c61357a6a9a1af500"
