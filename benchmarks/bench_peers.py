@@ -166,7 +166,8 @@ def solvers(oa, X, y, lam, w):
     from sklearn.linear_model import LinearRegression, Ridge  # noqa: PLC0415
 
     if lam is not None:
-        out = {"coefficients": lambda: oa.coefficients(X, y, ridge=lam)}
+        out = {"coefficients": lambda: oa.coefficients(X, y, ridge=lam),
+               "coefficients svd": lambda: oa.coefficients(X, y, ridge=lam, route="svd")}  # Ridge(svd)'s digits
         for solver in ("auto", "cholesky", "svd"):
             out[f"Ridge({solver})"] = (lambda s=solver: Ridge(alpha=lam, fit_intercept=False, solver=s)
                                        .fit(X, y).coef_)
