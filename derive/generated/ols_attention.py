@@ -1013,6 +1013,8 @@ def _refine_gram(X, Y, beta, C, d=None, rate=1.0, floor=_EPS, active=None, steps
     rows), the gradients are _centred_gradient's (a copy of X, centred).
     """
     centred = _centring(X, np.einsum("...ij,...ij->...j", X, X), u) if centre else None
+    if centred is not None:  # the centred gradient's rounding is far under κ eps: on to the rounding of β
+        floor = _EPS
     previous = np.inf
     for _ in range(steps):
         gradient = _gradient(X, Y, beta) if centred is None else _centred_gradient(*centred, Y, beta)
@@ -1595,7 +1597,8 @@ def _auto_stack_scaled(X, Y, exact=True):
 
 def _solve_stack(X, Y, G, XtY, usable=None, u=None):
     """(β, fast) for a stack from G = XᵀX and XᵀY: β from the Cholesky factors where the problem is ``fast`` (its
-    pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the estimate is over _REFINE_RISK;
+    pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the estimate, times how much the
+    columns' scales spread it over the coefficients, is over _REFINE_RISK;
     the other problems are left to the caller (β 0 or meaningless there). The Cholesky factor of XᵀX is that of the
     column-scaled X times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by
     the diagonal."""
@@ -1606,7 +1609,14 @@ def _solve_stack(X, Y, G, XtY, usable=None, u=None):
         fast &= usable
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # unsafe factors: replaced by the caller
         beta = _cholesky_solve(C, XtY)  # where not fast, C is the identity or unsafe
-    refine = fast & (risk > _REFINE_RISK)
+        # the error of Dβ is about risk |Dβ| (D the column norms), so coefficient j's is risk |Dβ| / d_j: against
+        # max|β| that is risk times max|Dβ| / (min d max|β|), over 1 where columns differ in scale (an intercept
+        # beside uncentred columns: 100 times lstsq's error where the estimate alone kept the Cholesky answer)
+        d = np.sqrt(G.diagonal().T if isinstance(G, _Across) else np.diagonal(G, axis1=-2, axis2=-1))
+        top = np.abs(beta).max(axis=-1)  # (batch, p): each coefficient's largest over the targets
+        spread = (d * top).max(axis=-1) / (d.min(axis=-1) * top.max(axis=-1))
+        # also where the spread is NaN (β = 0); a quarter of _REFINE_RISK: the estimate was 1.5 times short in sweeps
+        refine = fast & ~(4 * risk * spread <= _REFINE_RISK)
     worst = float(risk[refine].max()) if refine.any() else 0.0
     rate, floor = 10 * worst, math.sqrt(worst * _EPS)
     if refine.sum() * 4 >= len(refine):  # most problems: refine in place, the others held fixed

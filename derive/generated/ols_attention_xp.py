@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "e52f445f44f6e5ab81901eddfbd3005140f1f5e36036e13c61357a6a9a1af500"
+HOST_MODULE_SHA256 = "f2e627d95ad312dd7b94a5e36b73410ea454323da94f4719d5d0c5ce67bf4998"
