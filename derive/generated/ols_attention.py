@@ -810,31 +810,26 @@ _FSUM_LIMIT = 1_024  # up to this many products, refinement sums are exactly rou
 _BLOCK_BYTES = 1 << 22  # row blocks of about 4 MiB: a block's residual is reused while it is in cache
 
 
-def _two_prod(a, b):
-    """Elementwise a*b = p + e exactly (Dekker's product)."""
-    p = a * b
+def _split(a):
+    """a = high + low exactly with 26 significant bits in ``high`` and in ``low`` (Dekker's splitting): a product
+    of two 26-bit numbers, or of a 26-bit and a 27-bit one, is exact in float64."""
     c = _SPLIT * a
-    ah = c - (c - a)
-    al = a - ah
-    c = _SPLIT * b
-    bh = c - (c - b)
-    bl = b - bh
+    high = c - (c - a)
+    return high, a - high
+
+
+def _two_prod(a, b):
+    """Elementwise a*b = p + e exactly (Dekker's product; arrays or Python floats)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def _dot2(a, b):
     """Σ a_i b_i of two lists of floats as an unevaluated sum hi + lo, to about eps² of Σ|a_i b_i| (every product
-    split exactly by _two_prod's steps, the terms summed by math.fsum): tiny problems' accurate dot product."""
-    terms = []
-    for x, y in zip(a, b, strict=True):
-        product = x * y
-        c = _SPLIT * x
-        xh = c - (c - x)
-        xl = x - xh
-        c = _SPLIT * y
-        yh = c - (c - y)
-        yl = y - yh
-        terms += (product, ((xh * yh - product) + xh * yl + xl * yh) + xl * yl)
+    split exactly by _two_prod, the terms summed by math.fsum): tiny problems' accurate dot product."""
+    terms = [term for x, y in zip(a, b, strict=True) for term in _two_prod(x, y)]
     hi = math.fsum(terms)
     terms.append(-hi)
     return hi, math.fsum(terms)
@@ -852,14 +847,6 @@ def _sum2(A):
     small = np.ascontiguousarray(np.swapaxes(A - high, -1, -2)).sum(axis=-1)
     hi = first + small
     return hi, (first - hi) + small
-
-
-def _split(a):
-    """a = high + low exactly with 26 significant bits in ``high`` and in ``low`` (Dekker's splitting): a product
-    of two 26-bit numbers, or of a 26-bit and a 27-bit one, is exact in float64."""
-    c = _SPLIT * a
-    high = c - (c - a)
-    return high, a - high
 
 
 def _centring(X, squares, u=None):
@@ -882,7 +869,7 @@ def _centring(X, squares, u=None):
         if v is None:
             m = np.array(m)
             return X - m, m, None
-        m = np.array([c - (c - a) for a, c in zip(m, (_SPLIT * a for a in m), strict=True)])  # 26 bits (_split)
+        m = np.array([_split(a)[0] for a in m])  # 26 bits
         product = v * m
         return np.subtract(X, product, out=product), m, v
     if u is None:  # the column sums as a product with the ones vector: a BLAS call, not a strided reduction
@@ -916,7 +903,7 @@ def _centred_gradient(Xc, m, v, Y, beta):
             residual -= np.array([t for _, t in sums])
             along = residual.sum(axis=0)
         else:  # v times the leading 26 bits of mβ is exact; the rest, 2⁻²⁶ of it, rounds at eps of itself
-            high = [c - (c - h) for h, c in ((h, _SPLIT * h) for h, _ in sums)]
+            high = [_split(h)[0] for h, _ in sums]
             residual = (Y - v * np.array(high)) - Xc.dot(beta)
             residual -= v * np.array([(h - g) + t for (h, t), g in zip(sums, high, strict=True)])
             along = v[:, 0].dot(residual)

@@ -1182,4 +1182,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "f2e627d95ad312dd7b94a5e36b73410ea454323da94f4719d5d0c5ce67bf4998"
+HOST_MODULE_SHA256 = "edc10270f674b522b1abb398e78572765146b325db4a76ec24dfba2df93ee3f6"
