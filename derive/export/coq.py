@@ -50,8 +50,8 @@ from ..kernel.terms import (
     rebuild,
 )
 
-__all__ = ["JUDGMENT_TRANSLATIONS", "PRELUDE", "RULE_TRANSLATIONS", "CoqExport", "Unsupported", "export_certificates",
-           "theorem_file", "write_export"]
+__all__ = ["JUDGMENT_TRANSLATIONS", "PRELUDE", "RULE_TRANSLATIONS", "CoqExport", "Unsupported", "coq_comment_text",
+           "export_certificates", "theorem_file", "write_export"]
 
 PRELUDE = "OlsPrelude"
 _PRELUDE_TEXT = (Path(__file__).with_name("OlsPrelude.v")).read_text()
@@ -60,8 +60,21 @@ _HEADER = ('Set Warnings "-notation-overridden,-ambiguous-paths".\n'
            f"From OLS Require Import {PRELUDE}.\n"
            "Set Implicit Arguments.\nUnset Strict Implicit.\nUnset Printing Implicit Defensive.\n"
            "Import GRing.Theory.\nLocal Open Scope ring_scope.\n")
-_RESERVED = {"O", "S", "R", "I", "Z", "T", "nat", "bool", "Type", "Set", "Prop", "if", "then", "else", "fun",
-             "forall", "match", "end", "as", "in", "return", "let", "at", "by", "do", "is", "of", "exists"}
+# Names a user's symbol may not have as it stands in Coq (it is written `m_NAME` instead, see `_ident`): Coq's
+# keywords (the reference manual's list, ssreflect's `is` and `of`, and `Inline`, which `Variable Inline : T` reads
+# as a modifier: each checked with coqc 8.16 and MathComp), the names of the prelude and of MathComp that exported
+# statements and proofs use (a section variable of that name would shadow them), and the names the proofs bind
+# locally (`e0_`, `rule_`, `Z_`, ... all end in `_`; `IH`, `IH1`, ... in inductions): a user's name never captures
+# or is captured by them.
+_RESERVED = {"O", "S", "R", "I", "Z", "T", "nat", "bool", "Type", "Set", "Prop", "SProp", "if", "then", "else", "fun",
+             "forall", "match", "end", "as", "in", "return", "let", "at", "by", "do", "is", "of", "exists", "exists2",
+             "Axiom", "CoFixpoint", "Definition", "Fixpoint", "Hypothesis", "Parameter", "Theorem", "Variable",
+             "Inline", "cofix", "fix", "for", "where", "with", "using",
+             "True", "False", "erefl", "esym", "etrans", "congr1", "conj", "proj1", "proj2", "invmx", "unitmx",
+             "posdef", "psd", "is_diag_mx", "mpow", "ipow", "row_mx", "col_mx", "block_mx", "idx", "sgin"}
+_IDENT_OK = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_IDENT_ANY = re.compile(r"[A-Za-z0-9_]+")
+_GENERATED_LOCAL = re.compile(r".*_|IH[0-9]*")
 
 
 class Unsupported(Exception):
@@ -79,11 +92,39 @@ class Unsupported(Exception):
 
 
 def _ident(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in _RESERVED:
-        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
-            raise Unsupported(f"the name {name!r} is not a Coq identifier")
-        return f"m_{name}"
-    return name
+    """The Coq identifier of a user's name: the name itself where it is a plain ASCII identifier that is no keyword,
+    no name the export uses (``_RESERVED``), no name a proof binds locally and does not begin with ``m_``; else
+    ``m_`` + name.  One-to-one (an identifier that begins with ``m_`` comes from exactly one name), and every result
+    matches ``[A-Za-z][A-Za-z0-9_]*``: no keyword, quote, notation or comment character.  A name with any other
+    character is Unsupported (the certificate reader admits ASCII letters, digits and ``_`` only)."""
+    if type(name) is not str or not _IDENT_ANY.fullmatch(name):
+        raise Unsupported(f"the name {ascii(str(name)[:60])} is not a Coq identifier")
+    if _IDENT_OK.fullmatch(name) and name not in _RESERVED and not name.startswith("m_") \
+            and not _GENERATED_LOCAL.fullmatch(name):
+        return name
+    return f"m_{name}"
+
+
+#: the characters a comment's text keeps (see `coq_comment_text`); the dashes of typography are written `-`
+_COMMENT_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 .,:;-_+=/[]?")
+_COMMENT_MAP = {**dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"), "(": "[", ")": "]"}
+COMMENT_TEXT_LIMIT = 200
+
+
+def coq_comment_text(text, limit: int = COMMENT_TEXT_LIMIT) -> str:
+    """``text`` (a title, a name, a rule: anything a certificate or a user wrote) as the text of a Coq comment
+    ``(* ... *)``: the one way such text reaches a ``.v`` file.
+
+    Only ASCII letters, digits, space and ``. , : ; - _ + = / [ ] ?`` are kept; a typographic dash becomes ``-``,
+    ``(`` and ``)`` become ``[`` and ``]``, any run of white space (newlines too) one space, and every other
+    character ``?``; the result is cut to ``limit`` characters (ending ``...``).  So it has no ``(``, ``)``, ``*``
+    (no comment can open or close in it), no ``"`` (Coq's lexer reads strings inside comments: an unbalanced quote
+    would swallow the ``*)``), no quote ``'``, no newline and no control character: it cannot leave the comment."""
+    text = " ".join(str(text).split())
+    text = "".join(c if c in _COMMENT_SAFE else _COMMENT_MAP.get(c, "?") for c in text)
+    if len(text) > limit:
+        text = text[:max(0, limit - 3)].rstrip() + "..."
+    return text
 
 
 def _dim(d) -> str:
@@ -1953,7 +1994,7 @@ def _step_lemma(name, before, after, rule, facts, lemmas, defs) -> str:
         raise Unsupported(f"step {name} ({rule}) reorders a sum; only re-association is exported")
     if found is None and facts.unchecked:  # Coq must accept the step on its own: it does only up to re-association
         return (f"Lemma {name} : {show(ast(before))} = {show(ast(after))}.\n"
-                f"Proof. (* {rule}: not found at one position; unchecked export *)\n"
+                f"Proof. (* {coq_comment_text(rule)}: not found at one position; unchecked export *)\n"
                 f"by {facts.norm}.\nQed.\n")
     if found is None:
         raise Unsupported(f"step {name}: the rule {rule} is not found at one position in the exported form")
@@ -2525,6 +2566,8 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     proof = proof_from_data({**data, "cites": []})
     _refuse_scalar_language(proof)
     tid = _ident(proof.theorem)
+    if tid != proof.theorem:  # the id names the file, the module a citing theorem imports and the theorem
+        raise Unsupported(f"the theorem id {proof.theorem} is not a Coq identifier as it stands (it would be {tid})")
     terms = [proof.claim.lhs, proof.claim.rhs, *[s.expr for s in proof.claim.steps]]
     terms += [t for h in proof.hypotheses for t in ([h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs])]
     terms += [t for d in proof.definitions for t in (d.symbol, d.rhs)]
@@ -2545,8 +2588,9 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     scalars: dict = {}
     dims, mats = _parameters(proof, scalars)
     header = _HEADER + "".join(f"From OLS Require Import {_ident(c)}.\n" for c in cited)
-    out = [f"(* {proof.theorem}: {proof.title}.\n   Generated by `derive export coq` from its certificate; "
-           "do not edit. *)", header, f"Section {tid}.",
+    # the one text of the certificate in the file (besides identifiers): through coq_comment_text, which it cannot leave
+    out = [f"(* {coq_comment_text(proof.theorem)}: {coq_comment_text(proof.title)}.\n"
+           "   Generated by `derive export coq` from its certificate; do not edit. *)", header, f"Section {tid}.",
            f"Variable R : {'rcfType' if _needs_rcf(data, exported) else 'realFieldType'}."]
     if dims:
         shifted = {d.name: _shifted_name(d) for d in _SHIFTED}
