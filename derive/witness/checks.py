@@ -81,6 +81,7 @@ from .sampler import (
     _Symbols,
     _symbols,
     chains_of,
+    reflection_pattern,
     sampler_for,
 )
 
@@ -552,21 +553,26 @@ def _sampler_for(proof: Proof, sampler: Sampler | None) -> Sampler:
 
 def _instance(proof: Proof, table: _Symbols, sampler: Sampler, chain: Chain, induction: Induction | None,
               label: str, tally: _Tally, shape: Mapping[str, int], zeros: Sequence[Symbol] = (),
-              singular: bool = False, lenient: bool = False, points: bool = False) -> tuple[_Ctx, random.Random]:
+              singular: bool = False, lenient: bool = False, points: bool = False,
+              reflections: int | None = None) -> tuple[_Ctx, random.Random]:
     """One sample for ``chain`` satisfying its hypotheses, with IH defined on it.  A draw on which a value is
     undefined (a recurrence, a solve) or a hypothesis the sampler does not construct fails is drawn again, up to
     :data:`ATTEMPTS` times, before the witness says it cannot sample.  With ``points``, the parameters are the
-    large random integers of an identity checked at random points (:func:`_identity_at_points`)."""
+    large random integers of an identity checked at random points (:func:`_identity_at_points`).  Square
+    orthogonal matrices are reflections where ``reflections`` says (:func:`reflection_pattern`; random bits
+    drawn from the label when None)."""
     hyps = (*proof.hypotheses, *(h for h in chain.hypotheses if induction is None))
     failure: WitnessError | None = None
     dims: Mapping[str, int] | None = None
+    if reflections is None:
+        reflections = random.Random(f"{label}/reflections").getrandbits(64)
     for attempt in range(ATTEMPTS):
         rng = random.Random(label if attempt == 0 else f"{label}/again {attempt}")
         scalars = _scalar_values(table, rng, zeros, points=points)
         scratch = _Tally()
         try:
-            source = (_point_source(rng, scalars, scratch) if points
-                      else _random_source(rng, scalars=scalars, degenerate=singular))
+            source = (_point_source(rng, scalars, scratch, reflections) if points
+                      else _random_source(rng, scalars=scalars, degenerate=singular, reflections=reflections))
             sample = sampler(source, shape, chain.name)
             dims = sample.dims
             arith = _PointArith() if points else _RationalArith()
@@ -641,10 +647,15 @@ def check_instances(proof: Proof, trials: int = 1, seed: int = 0, *, sampler: Sa
     chains = chains_of(proof)
     singular = _may_be_singular(proof)
     for chain, induction in chains:
+        # which square orthogonal matrices are reflections: the first alternates over the shapes (both
+        # components of O(n) on every run), the first three take every pair of components
+        offset = random.Random(f"{seed}/{proof.theorem}/{chain.name}/reflections").getrandbits(64)
         for shape_index, shape in enumerate(shapes):
             for trial in range(trials):
                 label = f"{seed}/{proof.theorem}/{chain.name}/{shape_index}/{trial}"
-                attempt = functools.partial(_instance, proof, table, sampler, chain, induction, label, tally)
+                reflections = reflection_pattern(shape_index * trials + trial, offset)
+                attempt = functools.partial(_instance, proof, table, sampler, chain, induction, label, tally,
+                                            reflections=reflections)
                 ctx, _ = _grown(attempt, shape, proof, table, chain)
                 _check_chain(proof, chain, ctx, tally)
                 tally.instances += 1
@@ -677,16 +688,17 @@ def _point_value(rng: random.Random, positive: bool):
     return QQ(value if positive or rng.random() < 0.5 else -value)
 
 
-def _point_source(rng: random.Random, scalars: Mapping[Symbol, Any], tally: _Tally) -> Source:
+def _point_source(rng: random.Random, scalars: Mapping[Symbol, Any], tally: _Tally, reflections: int = 0) -> Source:
     """Parameters for a random point: the sampler's general parametrisation (as for instances), at large
-    integers (their number, with the scalars', is counted in ``tally.parameters``)."""
+    integers (their number, with the scalars', is counted in ``tally.parameters``); square orthogonal matrices
+    are reflections where ``reflections`` says, as on the symbolic run the point stands for."""
     tally.parameters = len(scalars)
 
     def draw(positive: bool):
         tally.parameters += 1
         return _point_value(rng, positive)
 
-    return Source(QQ, draw, symbolic=False, scalars=scalars)
+    return Source(QQ, draw, symbolic=False, scalars=scalars, reflections=reflections)
 
 
 class _PointArith(_RationalArith):
@@ -703,7 +715,8 @@ def _identity_at_points(proof: Proof, table: _Symbols, sampler: Sampler, chain: 
     hypotheses, for a chain too large for rational-function arithmetic."""
     for point in range(IDENTITY_POINTS):
         label = f"{seed}/points/{proof.theorem}/{chain.name}/{p}/{point}"
-        attempt = functools.partial(_instance, proof, table, sampler, chain, induction, label, tally, points=True)
+        attempt = functools.partial(_instance, proof, table, sampler, chain, induction, label, tally, points=True,
+                                    reflections=_identity_reflections(p, seed))
         ctx, _ = _grown(attempt, identity_shape(p), proof, table, chain)
         if steps:  # each step is counted once, as on the symbolic route
             _check_chain(proof, chain, ctx, tally if point == 0 else _Tally())
@@ -730,6 +743,14 @@ class IdentityReport:
     points: int = 0  # chains too large for rational functions, checked at random points instead
 
 
+def _identity_reflections(p: int, seed: int) -> int:
+    """Which square orthogonal matrices are reflections on the identity checks in dimension ``p``.  A rational
+    parametrisation has a constant determinant, so each run covers one component of O(n) per matrix: the first
+    orthogonal matrix is a reflection for odd p + seed and a rotation otherwise (p = 1 and p = 2 take both), the
+    same for every chain (so chains still share a symbolic sample)."""
+    return reflection_pattern(p + seed)
+
+
 def identity_shape(p: int) -> dict[str, int]:
     """The concrete dimensions of the identity checks (n = p + 1, k = m = 1, d = 2, rank r = max(1, p − 1), and
     index symbols p − 1, so p = 1 checks empty prefixes)."""
@@ -742,16 +763,17 @@ def _fingerprint(sample: Sample, kinds: Sequence[bool]) -> tuple:
 
 
 def _dry_run(proof: Proof, table: _Symbols, sampler: Sampler, shape: Mapping[str, int], chain: Chain,
-             seed: int) -> tuple[Sample, list[bool], Mapping[str, int]]:
+             seed: int, reflections: int = 0) -> tuple[Sample, list[bool], Mapping[str, int]]:
     """The sampler on random numbers, recording which parameters it draws (a draw on which a value is
-    undefined is drawn again)."""
+    undefined is drawn again), with the reflections of the symbolic run."""
     failure: UndefinedValue | None = None
     for attempt in range(ATTEMPTS):
         kinds: list[bool] = []
         scalars = _scalar_values(table, random.Random(f"{seed}/scalars/{attempt}"))
         rng = random.Random(seed if attempt == 0 else f"{seed}/again {attempt}")
         try:
-            return sampler(_random_source(rng, kinds, scalars=scalars), shape, chain.name), kinds, shape
+            source = _random_source(rng, kinds, scalars=scalars, reflections=reflections)
+            return sampler(source, shape, chain.name), kinds, shape
         except UndefinedValue as exc:
             failure = exc
     raise WitnessError(f"cannot sample: {failure.reason} (on each of {ATTEMPTS} draws)", proof.theorem, chain.name)
@@ -789,10 +811,11 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
     groups: dict[tuple, _Ctx] = {}
     parameters = 0
     chains = chains_of(proof)
+    reflections = _identity_reflections(p, seed)
 
     def symbolic(chain: Chain, induction: Induction | None, rng: random.Random, shape: Mapping[str, int]) -> _Ctx:
         nonlocal parameters
-        dry, kinds, shape = _dry_run(proof, table, sampler, shape, chain, seed)
+        dry, kinds, shape = _dry_run(proof, table, sampler, shape, chain, seed, reflections)
         if dry.unmet:  # the sampler could not meet a requirement: judge the hypotheses on the numbers first,
             # which says "cannot sample" at once where the symbolic test (determinants of rational functions)
             # could take minutes to find the same
@@ -803,7 +826,7 @@ def check_identity(theorem_id: str, p: int, *, steps: bool = False, seed: int = 
         scratch = _Tally()
         ctx = groups.get(key)
         if ctx is None:
-            src = _symbol_source(kinds, scalars)
+            src = _symbol_source(kinds, scalars, reflections)
             _solve_scalar_equations(table, src.scalars, src.domain)
             ctx = _sampled_context(proof, table, sampler(src, shape, chain.name), _FunctionArith(src.domain),
                                    chain.name, proof.hypotheses, rng, scratch, src.scalars)

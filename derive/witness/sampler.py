@@ -4,22 +4,27 @@ The generic sampler reads a proof's hypotheses (global and chain-local) and buil
 them by construction, with exact operations only:
 
 * predicates on a symbol choose how it is drawn (its *kind*): ``UᵀU = I`` / ``UUᵀ = I`` orthogonal or with
-  orthonormal columns (Cayley transforms), ``Q.diagonal`` + ``Q.positive_definite`` a positive diagonal
+  orthonormal columns (Cayley transforms; a square one is a rotation or a reflection, the Cayley transform
+  times diag(−1, 1, …, 1), so both components of O(n) occur, U = ±1 when 1×1: see :meth:`Source.reflect`),
+  ``Q.diagonal`` a diagonal of either sign, ``Q.diagonal`` + ``Q.positive_definite`` a positive diagonal
   (perfect powers when a fractional power or a Gram factor of it is needed), ``Q.positive_definite`` with
   ``Q.symmetric`` W D Wᵀ, ``Q.positive_definite`` alone W D Wᵀ + K with K skew-symmetric (xᵀAx > 0 without
   symmetry, the kernel's meaning; symmetric where a Gram equation or a root needs it), ``Q.symmetric``
-  W D Wᵀ with D of any sign, ``Q.invertible`` L U with a positive pivot diagonal;
+  W D Wᵀ with D of any sign (indefinite), ``Q.invertible`` L U with a pivot diagonal of either sign (so
+  det < 0 occurs, and the matrix is not symmetric);
 * equations are solved for their unknown symbols in a sensible order: ``S = term`` (also ``Sᵀ``, ``S⁻¹``),
   Gram equations ``SᵀS = F₁…F_k`` whose right side is a palindrome such as V Λ Vᵀ or C Cᵀ
-  (S = U Λ^{1/2} Vᵀ with U orthonormal columns), block equations ``X = [X_prev; x_tᵀ]`` (slices), sums
+  (S = U Λ^{1/2} Vᵀ with U orthonormal columns, a rotation or a reflection when square, so det S takes
+  both signs), block equations ``X = [X_prev; x_tᵀ]`` (slices), sums
   with one unknown term, and products with one unknown factor (exact pseudo-inverses), after cancelling
   common known outer factors and, for ``forall`` equations, the bound outer factors;
 * what it cannot infer comes from the theorem's ``@theorem(sampling={...})`` hints (see
   :func:`parse_hints`): a symbol's value as a term in other symbols, a symbol's kind, a dimension.
 
 Scalar symbols are not drawn here: the check fixes their values first (:attr:`Source.scalars`) and the
-sampler reads them, so hypotheses such as C = XᵀX + λI are solved with them.  Index symbols take the
-shape's ``index`` value (0, 1, 2, 3 over :data:`SHAPES`, so empty matrices occur); every member of a free
+sampler reads them, so hypotheses such as C = XᵀX + λI are solved with them.  Dimensions the shapes do not
+name take sizes 1, 2 and 3 over :data:`SHAPES` (see :data:`OTHER`).  Index symbols take the shape's
+``index`` value (0, 1, 2, 3 over :data:`SHAPES`, so empty matrices occur); every member of a free
 family that the proof needs at those values (directly, or through a recurrence) is a symbol of the plan,
 named ``x[2]``, drawn or solved like any other.  A diagonal Λ that is only diagonal and sits in the middle of
 a Gram equation XᵀX = VΛVᵀ is drawn non-negative (a valid eigenvalue matrix); on *degenerate* samples
@@ -89,8 +94,9 @@ from .evaluate import (
     mul,
 )
 
-__all__ = ["INDEX", "KINDS", "SHAPES", "Sample", "Sampler", "Source", "cayley", "chains_of", "free",
-           "generic_sampler", "hints_for", "orthogonal", "parse_hints", "sampler_for", "stiefel"]
+__all__ = ["INDEX", "KINDS", "OTHER", "SHAPES", "Sample", "Sampler", "Source", "cayley", "chains_of", "free",
+           "generic_sampler", "hints_for", "orthogonal", "parse_hints", "reflection_pattern", "sampler_for",
+           "stiefel"]
 
 
 # --- sources of parameters -----------------------------------------------------------
@@ -111,12 +117,15 @@ class Source:
     """
 
     def __init__(self, domain, draw: Callable[[bool], Any], symbolic: bool = False,
-                 scalars: Mapping[Symbol, Any] | None = None, degenerate: bool = False):
+                 scalars: Mapping[Symbol, Any] | None = None, degenerate: bool = False,
+                 reflections: int | Callable[[], bool] = 0):
         self.domain = domain
         self.symbolic = symbolic
         self._draw = draw
         self.scalars = dict(scalars or {})
         self.degenerate = degenerate
+        self._reflections = reflections
+        self._orthogonal_drawn = 0
 
     def scalar(self, symbol: Symbol):
         """The value of a scalar symbol of the theorem on this sample."""
@@ -132,22 +141,47 @@ class Source:
         """A positive parameter."""
         return self._draw(True)
 
+    def reflect(self) -> bool:
+        """Whether the next square orthogonal matrix drawn is a reflection (determinant −1), not a rotation.
+
+        ``reflections`` says it: bit k of an integer for the k-th such matrix of the sample (see
+        :func:`reflection_pattern`), or a function asked each time (random instances drawn outside the checks).
+        A rational parametrisation of orthogonal matrices has a constant determinant, so each sample is of one
+        component of O(n) per matrix; the checks choose the components so that every one is reached.
+        """
+        k, self._orthogonal_drawn = self._orthogonal_drawn, self._orthogonal_drawn + 1
+        if callable(self._reflections):
+            return bool(self._reflections())
+        return bool(self._reflections >> k & 1)
+
 
 def _random_source(rng: random.Random, kinds: list[bool] | None = None, scalars: Mapping[Symbol, Any] | None = None,
-                   degenerate: bool = False) -> Source:
-    """Random rationals; with ``kinds``, a dry run of a symbolic run that records what is drawn."""
+                   degenerate: bool = False, reflections: int | None = None) -> Source:
+    """Random rationals; with ``kinds``, a dry run of a symbolic run that records what is drawn.  Square orthogonal
+    matrices are reflections where ``reflections`` says (see :meth:`Source.reflect`), or at random (None)."""
 
     def draw(positive: bool):
         if kinds is not None:
             kinds.append(positive)
         return _positive_rational(rng) if positive else _rational(rng)
 
-    return Source(QQ, draw, symbolic=kinds is not None, scalars=scalars, degenerate=degenerate)
+    flips = (lambda: rng.random() < 0.5) if reflections is None else reflections
+    return Source(QQ, draw, symbolic=kinds is not None, scalars=scalars, degenerate=degenerate, reflections=flips)
 
 
-def _symbol_source(kinds: Sequence[bool], scalars: Sequence[Symbol] = ()) -> Source:
+def reflection_pattern(index: int, offset: int = 0) -> int:
+    """Which square orthogonal matrices of the ``index``-th sample are reflections (bit k for the k-th, see
+    :meth:`Source.reflect`): over any four consecutive indices the first orthogonal matrix alternates between
+    the two components of O(n), and the first three take every pair of components; ``offset`` (random bits)
+    is XORed in, so which sample starts where depends on it, and the fourth and later ones follow its bits."""
+    low = (index & 1) | (index & 2) | (((index ^ (index >> 1)) & 1) << 2)
+    return offset ^ low
+
+
+def _symbol_source(kinds: Sequence[bool], scalars: Sequence[Symbol] = (), reflections: int = 0) -> Source:
     """A source handing out the generators of ZZ(λ, …, a_0, …, s_0, …): the theorem's scalar symbols (real or
-    positive, as declared), then parameters in the order a dry run drew them."""
+    positive, as declared), then parameters in the order a dry run drew them; square orthogonal matrices are
+    reflections where ``reflections`` says (as on the dry run)."""
     taken = {str(s.name) for s in scalars}
     names, counts = [], {False: 0, True: 0}
     for positive in kinds:
@@ -167,7 +201,7 @@ def _symbol_source(kinds: Sequence[bool], scalars: Sequence[Symbol] = ()) -> Sou
         return next(gens)
 
     values = dict(zip(scalars, domain.gens[:len(scalars)], strict=True))
-    return Source(domain, draw, symbolic=True, scalars=values)
+    return Source(domain, draw, symbolic=True, scalars=values, reflections=reflections)
 
 
 @dataclass(frozen=True)
@@ -192,16 +226,22 @@ Sampler = Callable[[Source, Mapping[str, int], str], Sample]
 #: The key of a shape that gives every index symbol it does not name its value (0 makes prefixes X_t empty).
 INDEX = "index"
 
-#: Shapes the instance check runs (dimension names a theorem does not use are ignored; others default to 2;
-#: index symbols take the ``index`` value unless named).
+#: The key of a shape that gives the dimensions it does not name their sizes: the j-th such dimension of a theorem
+#: (in order of first appearance) is 1 + (other − 1 + j) mod 3, so each takes 1, 2 and 3 over :data:`SHAPES` and
+#: two of them differ on every shape.
+OTHER = "other"
+
+#: Shapes the instance check runs (dimension names a theorem does not use are ignored; others take sizes from
+#: ``other``, or 2 where a shape has no ``other``; index symbols take the ``index`` value unless named).
 SHAPES: tuple[Mapping[str, int], ...] = tuple(MappingProxyType(shape) for shape in (
-    {"n": 3, "p": 1, "k": 1, "m": 1, "d": 1, "r": 1, INDEX: 0},
-    {"n": 4, "p": 2, "k": 1, "m": 3, "d": 3, "r": 1, INDEX: 1},
-    {"n": 5, "p": 3, "k": 2, "m": 2, "d": 2, "r": 2, INDEX: 2},
-    {"n": 6, "p": 3, "k": 1, "m": 2, "d": 4, "r": 3, INDEX: 3},
+    {"n": 3, "p": 1, "k": 1, "m": 1, "d": 1, "r": 1, INDEX: 0, OTHER: 1},
+    {"n": 4, "p": 2, "k": 1, "m": 3, "d": 3, "r": 1, INDEX: 1, OTHER: 2},
+    {"n": 5, "p": 3, "k": 2, "m": 2, "d": 2, "r": 2, INDEX: 2, OTHER: 3},
+    {"n": 6, "p": 3, "k": 1, "m": 2, "d": 4, "r": 3, INDEX: 3, OTHER: 2},
 ))
 
-#: The value of a dimension that the shape does not give, and of an index when the shape gives none.
+#: The value of a dimension that the shape does not give (without ``other``), and of an index when the shape
+#: gives none.
 DEFAULT_DIM = 2
 DEFAULT_INDEX = 1
 
@@ -236,28 +276,49 @@ def _skew(src: Source, size: int, bordered: bool = False) -> DomainMatrix:
     return DomainMatrix(rows, (size, size), src.domain)
 
 
-def orthogonal(src: Source, size: int) -> DomainMatrix:
-    """A rational orthogonal matrix: the Cayley transform of a skew-symmetric matrix of parameters."""
+def _rotation(src: Source, size: int) -> DomainMatrix:
+    """A rational rotation (determinant +1): the Cayley transform of a skew-symmetric matrix of parameters.
+    Enough where only W D Wᵀ is used (a reflection S gives the same W S D S Wᵀ = W D Wᵀ)."""
     return cayley(_skew(src, size))
 
 
+def _reflected(src: Source, rotation: DomainMatrix) -> DomainMatrix:
+    """The rotation, or, where :meth:`Source.reflect` says so, the rotation with its first column negated: a
+    reflection (determinant −1), so that both components of O(n) are reached (U = −1 when 1×1)."""
+    if not src.reflect():
+        return rotation
+    size = rotation.shape[0]
+    signs = [-src.domain.one, *[src.domain.one] * (size - 1)]
+    return mul(rotation, DomainMatrix.diag(signs, src.domain).to_dense()) if size else rotation
+
+
+def orthogonal(src: Source, size: int) -> DomainMatrix:
+    """A rational orthogonal matrix: the Cayley transform of a skew-symmetric matrix of parameters (a rotation),
+    times diag(−1, 1, …, 1) where the source says it is a reflection (:meth:`Source.reflect`)."""
+    return _reflected(src, cayley(_skew(src, size)))
+
+
 def stiefel(src: Source, rows: int, cols: int) -> DomainMatrix:
-    """A rows×cols matrix with orthonormal columns: the first columns of a Cayley orthogonal matrix.
+    """A rows×cols matrix with orthonormal columns: the first columns of a Cayley orthogonal matrix (for a square
+    one, a rotation or a reflection as :func:`orthogonal`; with fewer columns than rows, the set is connected and
+    the first columns of rotations reach it).
 
     On symbolic runs with more than three rows the skew matrix is bordered (only its last column and row
     are parameters: a rotation taking e_rows to any unit vector).  The general 4×4 Cayley transform makes
     each identity check for p = 3 take 10–20 s instead of about 1 s.
     """
-    return cayley(_skew(src, rows, bordered=src.symbolic and rows > 3))[:, :cols]
+    rotation = cayley(_skew(src, rows, bordered=src.symbolic and rows > 3))
+    return _reflected(src, rotation) if rows == cols else rotation[:, :cols]
 
 
 def _invertible(src: Source, size: int) -> DomainMatrix:
-    """L U with L unit lower triangular and U upper triangular with positive diagonal: never singular."""
+    """L U with L unit lower triangular and U upper triangular with a non-zero diagonal of either sign: never
+    singular, and its determinant and leading minors take both signs (A = −2 when 1×1)."""
     one, zero = src.domain.one, src.domain.zero
     lower = [[src.param() if j < i else (one if i == j else zero) for j in range(size)] for i in range(size)]
     upper = [[zero] * size for _ in range(size)]
     for i in range(size):
-        upper[i][i] = src.positive()
+        upper[i][i] = src.param()
         for j in range(i + 1, size):
             upper[i][j] = src.param()
     return mul(DomainMatrix(lower, (size, size), src.domain), DomainMatrix(upper, (size, size), src.domain))
@@ -1251,15 +1312,15 @@ class _Executor:
                 if half:
                     self.factors[name] = _diag(src, half)
             else:
-                W = orthogonal(src, rows)
+                W = _rotation(src, rows)
                 value = mul(W, _diag(src, entries), W.transpose())
                 if half:
                     self.factors[name] = mul(_diag(src, half), W.transpose())
         elif kind == "positive_definite_nonsymmetric":  # W D Wᵀ + K: xᵀAx = xᵀWDWᵀx > 0, A ≠ Aᵀ
-            W = orthogonal(src, rows)
+            W = _rotation(src, rows)
             value = mul(W, _diag(src, [src.positive() for _ in range(rows)]), W.transpose()) + _skew(src, rows)
         elif kind == "symmetric":
-            W = orthogonal(src, rows)
+            W = _rotation(src, rows)
             value = mul(W, _diag(src, degenerate([src.param() for _ in range(rows)])), W.transpose())
         elif kind == "invertible":
             value = _invertible(src, rows)
@@ -1302,14 +1363,19 @@ def _shifted_roots(proof: Proof, hints: Hints) -> dict[str, Basic]:
 
 
 def _start_dims(shape: Mapping[str, int], names: Sequence[str], symbols: Mapping[str, Symbol]) -> dict[str, int]:
-    """The shape's value of each dimension and index (a dimension it does not name is 2; an index it does not
-    name takes the shape's ``index`` value)."""
+    """The shape's value of each dimension and index (the j-th dimension it does not name takes a size from its
+    ``other`` value, see :data:`OTHER`, or 2 without one; an index it does not name takes the shape's ``index``
+    value)."""
     out = {}
+    unnamed = 0
     for name in names:
         if index_kind(symbols.get(name)) == "index":
             out[name] = int(shape.get(name, shape.get(INDEX, DEFAULT_INDEX)))
-        else:
+        elif name in shape or OTHER not in shape:
             out[name] = int(shape.get(name, DEFAULT_DIM))
+        else:
+            out[name] = 1 + (int(shape[OTHER]) - 1 + unnamed) % 3
+            unnamed += 1
     return out
 
 
