@@ -42,7 +42,8 @@ def prove(ids: Sequence[str], witness: bool = False, search: bool = False,
           progress: Callable[[int, int, dict], None] | None = None,
           starting: Callable[[int, int, str], None] | None = None) -> list[dict]:
     """Check each theorem; one record per theorem (``theorem`` set when verified, ``searched`` when its proof was
-    found by running its function rather than replayed from its record: :mod:`derive.records`).
+    found, or failed to be found, by running its function rather than replayed from its record:
+    :mod:`derive.records`).
 
     With ``search``, every theorem asked for is searched again (``derive prove --search``) and its record
     rewritten.  With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
@@ -78,6 +79,8 @@ def prove(ids: Sequence[str], witness: bool = False, search: bool = False,
             record["error"] = str(exc)
         except Exception as exc:  # a user's proof function that raises: report it, no traceback
             record["error"] = f"{theorem_id}: building the proof raised {type(exc).__name__}: {exc}"
+        if "searched" not in record:
+            record["searched"] = True  # no record replayed it: the theorem's function ran (its search failed)
         record["seconds"] = round(time.perf_counter() - start, 3)
         records.append(record)
         if progress is not None:

@@ -198,3 +198,32 @@ def test_install_hints_work_from_a_checkout():
         assert "ols-transformer[" not in hint, (name, hint)
     text = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "derive").rglob("*.py"))
     assert not re.search(r"(?<!-m )\bpip install", text)
+
+
+def test_check_against_a_reference_checks_the_references_statement(tmp_path, capsys):
+    """--reference CERT: a certificate verifies only as a proof of the reference's statement, whose steps it supplies
+    (derive.kernel.check_stated); one that states anything else is rejected (issue 40 item 3)."""
+    from sympy import Identity, MatrixSymbol
+
+    from derive import ProofBuilder, dim, mul, transpose
+    from derive.certificates import certificate_text
+    from derive.kernel import check
+
+    n = dim("n")
+    U = MatrixSymbol("U", n, n)
+
+    def proof(title, rhs_steps):
+        b = ProofBuilder("mine", title, "words")
+        b.main(transpose(transpose(mul(U, Identity(n))))).auto(U) if rhs_steps else \
+            b.main(transpose(transpose(mul(U, Identity(n))))).rw("transpose_transpose").rw("identity_mul").qed(U)
+        return check(b.proof())
+
+    reference, other_steps, other_title = proof("T", True), proof("T", False), proof("another title", False)
+    paths = {}
+    for name, theorem in (("reference", reference), ("steps", other_steps), ("title", other_title)):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(certificate_text(theorem))
+    assert main(["check", "--reference", str(paths["reference"]), str(paths["steps"]), str(paths["title"])]) == 1
+    out = capsys.readouterr().out
+    assert f"{paths['steps']}: verified" in out
+    assert f"{paths['title']}: REJECTED" in out and "--reference" in out

@@ -121,9 +121,10 @@ USER = textwrap.dedent('''
 ''')
 
 
-def _prove(*argv: str, tmp_path: Path) -> subprocess.CompletedProcess:
+def _prove(*argv: str, tmp_path: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
+    path = str(ROOT) if pythonpath is None else f"{ROOT}:{pythonpath}"
     return subprocess.run([sys.executable, "-m", "derive", "prove", *argv], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+                          cwd=ROOT, timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": path,
                                                       "DERIVE_RECORDS": "write", "HOME": str(tmp_path)})
 
 
@@ -159,16 +160,62 @@ def test_a_record_that_no_longer_checks_is_searched_again(tmp_path):
     assert not (tmp_path / "my_theorems.proofs").exists()
 
 
-def test_a_record_that_states_something_else_is_not_replayed(tmp_path):
+def test_a_record_supplies_steps_only(tmp_path):
+    """A record whose title says something else still replays (its steps prove the source's statement), but what is
+    verified is the source's statement, and the record is brought up to date (issue 40 item 3)."""
     library = tmp_path / "my_theorems.py"
     library.write_text(USER)
     assert _prove("--library", str(library), tmp_path=tmp_path).returncode == 0
     path = tmp_path / "my_theorems.proofs" / "ols_through_qr.json"
-    data = json.loads(path.read_text())
-    data["title"] = "something else"  # still a valid proof, but not of this theorem's statement
+    good = path.read_text()
+    data = json.loads(good)
+    data["title"] = "something else"  # the steps still fit the theorem's statement
     path.write_text(json.dumps(data))
-    assert "1 searched" in _prove("--library", str(library), tmp_path=tmp_path).stdout
-    assert json.loads(path.read_text())["title"] == "OLS through a QR factor"
+    again = _prove("--library", str(library), tmp_path=tmp_path)
+    assert again.returncode == 0 and "1 replayed from their records, 0 searched" in again.stdout, again.stdout
+    assert "something else" not in again.stdout and path.read_text() == good
+
+
+HELPER = textwrap.dedent('''
+    from sympy import MatrixSymbol, ZeroMatrix
+
+    from derive import Hypothesis, dim
+
+    p = dim("p")
+    A = MatrixSymbol("A", p, p)
+    LOCAL = [Hypothesis("A_zero", A, ZeroMatrix(p, p))]
+''')
+
+STALE = textwrap.dedent('''
+    from derive import ProofBuilder, theorem, transpose
+    from stale_helper import LOCAL, A
+
+
+    @theorem
+    def stale_lemma():
+        b = ProofBuilder("stale_lemma", "A lemma stated in a helper module", "doubling")
+        b.lemma("doubling", 2 * A, hypotheses=LOCAL).auto(A)
+        b.main(transpose(transpose(A))).auto(A)
+        return b.proof()
+''')
+
+
+def test_a_stale_record_never_proves_another_lemma(tmp_path):
+    """The lemma 2A = A is recorded under its local hypothesis A = 0; the hypothesis is then deleted in a helper
+    module (the theorem's file, and so its source digest, unchanged).  The record must not make the stated lemma
+    2A = A (false at A = I₁) verified: its steps do not prove the source's statement, so it is searched again, and
+    the search fails (issue 40 item 3)."""
+    (tmp_path / "stale_helper.py").write_text(HELPER)
+    library = tmp_path / "stale.py"
+    library.write_text(STALE)
+    first = _prove("--library", str(library), tmp_path=tmp_path, pythonpath=tmp_path)
+    assert first.returncode == 0 and "1/1" in first.stdout, first.stdout + first.stderr
+    recorded = json.loads((tmp_path / "stale.proofs" / "stale_lemma.json").read_text())
+    assert [h["name"] for h in recorded["lemmas"][0]["hypotheses"]] == ["A_zero"]
+    (tmp_path / "stale_helper.py").write_text(HELPER.replace('[Hypothesis("A_zero", A, ZeroMatrix(p, p))]', "[]"))
+    again = _prove("--library", str(library), tmp_path=tmp_path, pythonpath=tmp_path)
+    assert again.returncode != 0 and "0/1 theorems verified" in again.stdout, again.stdout + again.stderr
+    assert "1 replayed" not in again.stdout
 
 
 def test_record_needs_a_library(capsys):

@@ -32,7 +32,7 @@ from .builder import StepsNeeded, _same_term, statement_only, trivial_claim
 
 __all__ = ["ENTRY_POINT_GROUP", "LibraryError", "RecordStore", "Statement", "TheoremEntry", "build", "checked",
            "entries", "entry", "load_entry_points", "load_library", "record_store", "scoped_registrations", "searched",
-           "statement", "theorem", "use_record_store"]
+           "stated", "statement", "theorem", "use_record_store"]
 
 ENTRY_POINT_GROUP = "ols_transformer.theorems"
 
@@ -67,13 +67,16 @@ class Statement:
     ``definitions``, ``families`` (when any), ``lemmas`` (the chains the theorem's function opens itself:
     name, claim and local hypotheses, no steps), ``claim`` and ``cites`` (the ids it cites); expressions are
     ``srepr`` strings.  ``sha256`` is the SHA-256 of its canonical JSON.  Lemmas that ``.auto`` proves on
-    the way are not part of it: they are found by the search.
+    the way are not part of it: they are found by the search.  ``proof`` is the same statement as the source
+    builds it (chains without steps): what a replay hands the kernel as the statement
+    (:func:`derive.kernel.stated.check_stated`), whatever a record says.
     """
 
     id: str
     title: str
     data: Mapping[str, Any]
     sha256: str
+    proof: Proof | None = field(default=None, compare=False, repr=False)
 
 
 class RecordStore(Protocol):
@@ -222,17 +225,24 @@ def statement(theorem_id: str) -> Statement:
     except StepsNeeded:
         full = build(theorem_id)
         proof, cited = _without_steps(full), [t.id for t in full.cites]
+    result = stated(proof, cited)
+    with _LOCK:
+        return _STATEMENTS.setdefault(theorem_id, result)
+
+
+def stated(proof: Proof, cited: Sequence[str] = ()) -> Statement:
+    """The :class:`Statement` of a proof as its source builds it (steps, if any, are dropped); ``cited``: the ids
+    its builders cite."""
     data = proof_to_data(proof)
     data.pop("steps", None)
     for chain in data["lemmas"]:
         for part in ("steps", "base", "step"):
             chain.pop(part, None)
     data.pop("cites", None)
-    data["cites"] = cited
+    data["cites"] = list(cited)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    result = Statement(theorem_id, proof.title, MappingProxyType(data), hashlib.sha256(text.encode()).hexdigest())
-    with _LOCK:
-        return _STATEMENTS.setdefault(theorem_id, result)
+    return Statement(proof.theorem, proof.title, MappingProxyType(data), hashlib.sha256(text.encode()).hexdigest(),
+                     _without_steps(proof))
 
 
 def _built(theorem_id: str) -> tuple[Proof, list[str]]:

@@ -33,9 +33,10 @@ from .proof import (
     is_issued,
     proof_to_data,
 )
+from .stated import check_stated
 
 __all__ = ["AXIOMS", "PREDICATES", "Chain", "CheckInterrupted", "Context", "Definition", "Family", "Hypothesis",
            "Induction", "Proof", "ProofError", "Step", "Theorem", "WorkExceeded", "chain_context", "check",
-           "check_defined", "default_limit", "digest", "induction_chains", "invertible", "is_issued", "lemma_rule",
-           "one_step", "positive_definite", "proof_size", "proof_to_data", "resolve_rule", "rewrites", "symmetric",
-           "theorem_context"]
+           "check_defined", "check_stated", "default_limit", "digest", "induction_chains", "invertible", "is_issued",
+           "lemma_rule", "one_step", "positive_definite", "proof_size", "proof_to_data", "resolve_rule", "rewrites",
+           "symmetric", "theorem_context"]
