@@ -227,9 +227,11 @@ def _cmd_prove(args) -> int:
                   f"{r['seconds']:7.3f}{extra}")
         _failures(records)
         verified = sum(r["status"] == "verified" for r in records)
-        searched = sum(r.get("searched", False) for r in records)
+        searched = sum(bool(r.get("searched")) for r in records)
+        failed = len(records) - verified
         print(f"{verified}/{len(records)} theorems verified" + (f"; certificates in {out}" if out else "")
-              + f"; {len(records) - searched} replayed from their records, {searched} searched")
+              + f"; {len(records) - searched} replayed from their records, {searched} searched"
+              + (f" ({failed} not proved)" if failed else ""))
     _record_problems()
     return 0 if all(r["status"] == "verified" for r in records) else 1
 
@@ -265,44 +267,86 @@ def _record_problems() -> None:
         print(f"derive: note: {line}", file=sys.stderr)
 
 
+#: What ``derive check`` prints of a statement, whatever its size, in a time bounded by these: at most
+#: ``STATEMENT_LINES`` lines of scalars, families, hypotheses and definitions (then how many more there are), terms of
+#: at most ``LINE_CHARACTERS`` characters (cut short: ``…``), the first ``EXACT_TERMS`` of them as SymPy prints them
+#: (when small: ``kernel.terms.shown``), the others by the kernel's linear printer, and the scalar symbols looked for
+#: in at most ``SCALAR_NODES`` nodes (a 40 KB statement nested deep took SymPy's printer minutes).
+STATEMENT_LINES = 60
+LINE_CHARACTERS = 240
+EXACT_TERMS = 100
+SCALAR_NODES = 200_000
+
+
 def statement_lines(theorem) -> list[str]:
     """The statement a theorem proves, in plain text: the sign assumption of every scalar symbol, every family with
-    its recurrence (base and step), hypotheses (with their quantifiers), definitions, claim."""
-    from sympy import sstr
-
-    from .kernel.scalars import scalar_kind
-    from .kernel.terms import FamilyMatrix
+    its recurrence (base and step), hypotheses (with their quantifiers), definitions, claim; bounded in size and in
+    the time it takes to print (:data:`STATEMENT_LINES`)."""
+    from .kernel.terms import FamilyMatrix, shown
 
     proof = theorem.proof
-    lines = [f"{theorem.title}"]
+    exact = [EXACT_TERMS]
+
+    def sstr(term) -> str:
+        exact[0] -= 1
+        return shown(term, LINE_CHARACTERS, exact=exact[0] >= 0)
+
     terms = [proof.claim.lhs, proof.claim.rhs]
     for h in proof.hypotheses:
         terms += [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]
     terms += [side for d in proof.definitions for side in (d.symbol, d.rhs)]
     terms += [part for f in proof.families if f.is_defined for part in (f.base, f.step)]
-    scalars = {symbol for term in terms for symbol in term.free_symbols if scalar_kind(symbol) is not None}
-    for symbol in sorted(scalars, key=lambda v: v.name):
-        positive = scalar_kind(symbol) == "positive"
-        lines.append(f"  scalar  {symbol.name}" + (" > 0" if positive else " (real, of unknown sign)"))
-    for f in proof.families:
-        member = lambda e, f=f: FamilyMatrix(f.name, e, f.rows.xreplace({f.index: e}),  # noqa: E731
-                                             f.cols.xreplace({f.index: e}))
+    scalars = _scalar_symbols(terms)
+    said = ([f"  scalar  {s.name}" + (" > 0" if positive else " (real, of unknown sign)") for s, positive in scalars]
+            if scalars is not None else ["  scalar  … (the statement is too large to list its scalar symbols)"])
+    body = [lambda line=line: [line] for line in said]
+
+    def family(f) -> list[str]:
+        member = lambda e: FamilyMatrix(f.name, e, f.rows.xreplace({f.index: e}),  # noqa: E731
+                                        f.cols.xreplace({f.index: e}))
         if f.is_defined:
-            lines.append(f"  family  {sstr(member(0))} = {sstr(f.base)}")
-            lines.append(f"  family  {sstr(member(f.index + 1))} = {sstr(f.step)}")
-        else:
-            lines.append(f"  family  {sstr(member(f.index))} ({sstr(f.rows)}×{sstr(f.cols)}): any sequence, for "
-                         f"every {sstr(f.index)} ≥ 0")
-    for h in proof.hypotheses:
+            return [f"  family  {sstr(member(0))} = {sstr(f.base)}",
+                    f"  family  {sstr(member(f.index + 1))} = {sstr(f.step)}"]
+        return [f"  family  {sstr(member(f.index))} ({sstr(f.rows)}×{sstr(f.cols)}): any sequence, for "
+                f"every {sstr(f.index)} ≥ 0"]
+
+    def hypothesis(h) -> list[str]:
         text = (f"{h.lhs.function.name.replace('_', ' ')}({sstr(h.lhs.arguments[0])})" if h.is_predicate
                 else f"{sstr(h.lhs)} = {sstr(h.rhs)}")
         if h.forall:
             text = f"(for all {', '.join(sstr(v) for v in h.forall)}: {text})"
-        lines.append(f"  assume  {text}")
-    for d in proof.definitions:
-        lines.append(f"  define  {sstr(d.symbol)} := {sstr(d.rhs)}")
+        return [f"  assume  {text}"]
+
+    body += [lambda f=f: family(f) for f in proof.families]
+    body += [lambda h=h: hypothesis(h) for h in proof.hypotheses]
+    body += [lambda d=d: [f"  define  {sstr(d.symbol)} := {sstr(d.rhs)}"] for d in proof.definitions]
+    lines = [f"{theorem.title}"]
+    for done, part in enumerate(body):
+        if len(lines) > STATEMENT_LINES:
+            lines.append(f"  …       {len(body) - done} more scalars, families, hypotheses and definitions")
+            break
+        lines += part()
     lines.append(f"  then    {sstr(proof.claim.lhs)} = {sstr(proof.claim.rhs)}")
     return lines
+
+
+def _scalar_symbols(terms) -> list | None:
+    """The scalar symbols of ``terms`` (sorted by name, each with whether it is positive), or None when the terms
+    have more than :data:`SCALAR_NODES` nodes."""
+    from sympy import Symbol
+
+    from .kernel.scalars import scalar_kind
+
+    found, stack, nodes = set(), list(terms), 0
+    while stack:
+        node = stack.pop()
+        nodes += 1
+        if nodes > SCALAR_NODES:
+            return None
+        if type(node) is Symbol and scalar_kind(node) is not None:
+            found.add(node)
+        stack += getattr(node, "args", ())
+    return [(s, scalar_kind(s) == "positive") for s in sorted(found, key=lambda v: v.name)]
 
 
 def _builtin_library() -> dict:
@@ -365,7 +409,7 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_check(args) -> int:
-    from .certificates import CertificateUnreadable, statement_of
+    from .certificates import CertificateUnreadable, same_statement
 
     if args.library:
         raise UsageError("derive check runs no code but the package's own: it loads no --library and no entry "
@@ -378,14 +422,19 @@ def _cmd_check(args) -> int:
     time_limit = _positive("--time-limit", args.time_limit, float)
     work_limit = None if args.work_limit is None else _positive("--work-limit", args.work_limit, int)
     expected = _reference(args.reference, library, time_limit, work_limit) if args.reference else None
+    statements, whose = library, {}  # a library theorem's statement is the library's; a certificate, its steps
+    if expected is not None:  # and the reference's statement is the one checked, with each certificate's steps
+        statements = {**library, expected["theorem"]: expected}
+        whose = {expected["theorem"]: "the --reference certificate"}
     rejected = unreadable = interrupted = 0
     for name in args.files:
         shown = safe_text(name)
         started = time.process_time()  # the guard (CPU seconds) covers reading and parsing the file too
         try:
-            theorem = verify_certificate(read_certificate(name), library, expect=args.expect,
-                                         time_limit=time_limit, started=started, work_limit=work_limit)
-            if expected is not None and statement_of(theorem.proof) != expected:
+            theorem = verify_certificate(read_certificate(name), statements, expect=args.expect,
+                                         time_limit=time_limit, started=started, work_limit=work_limit,
+                                         whose=whose)
+            if expected is not None and not same_statement(theorem.proof, expected):
                 raise CertificateError(f"it proves {theorem.id}, whose statement is not the one the --reference "
                                        f"certificate states ({expected['theorem']})")
         except CertificateUnreadable as exc:

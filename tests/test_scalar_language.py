@@ -457,3 +457,20 @@ def test_generated_scalar_terms_are_kernel_terms():
     for c in (*SIZE_COEFFICIENTS, *NU_VALUES):
         assert canon(mul(c, A)).shape == (p, p)
     assert block([[A]]).shape == (p, p) and ZeroMatrix(p, p).shape == (p, p)
+
+
+def test_a_scalar_hypothesis_is_checked_under_the_full_instance():
+    """Issue 40 item 1: T (λ = tr(s) ⊢ λI₁ = s) cited at s := u in a proof that assumes only λ = tr(s) would give
+    u = s for any 1×1 u, s (false at s = [1], u = [2], λ = 1).  The cited λ = tr(s) is checked at the step's full
+    instance, λ = tr(u), which the citing proof does not assume; assuming λ = tr(u) instead, the citation holds."""
+    s, u = MatrixSymbol("s", 1, 1), MatrixSymbol("u", 1, 1)
+    b = ProofBuilder("scalar_trace", "t", "t", [Hypothesis("lam_tr", lam, Trace(s))])
+    b.main(mul(lam, Identity(1))).auto(s)
+    cited = check(b.proof())
+    for assumed, holds in ((Trace(s), False), (Trace(u), True)):
+        citing = _proof(Chain("main", mul(lam, Identity(1)), u, (Step(u, "thm:scalar_trace", ((s, u),)),)),
+                        hypotheses=(Hypothesis("lam_tr", lam, assumed),), cites=(cited,))
+        if holds:
+            assert check(citing).proof.claim.rhs == u
+        else:
+            _refused(citing, "scalar hypothesis lam_tr of theorem scalar_trace does not hold here: lambda = Trace(u)")

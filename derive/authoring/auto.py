@@ -283,7 +283,7 @@ def _equations_hold(theorem, binding: dict, ctx) -> bool:
     known = {(a, b) for a, b in ctx.equations} | {(b, a) for a, b in ctx.equations}
     for h in theorem.proof.hypotheses:
         if is_scalar_hypothesis(h):
-            if not scalar_hypothesis_holds(h, dims, ctx):
+            if not scalar_hypothesis_holds(h, dims, mats, ctx):
                 return False
             continue
         if h.is_predicate:

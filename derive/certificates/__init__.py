@@ -7,10 +7,12 @@ from .format import (
     CertificateUnreadable,
     certificate_text,
     read_certificate,
+    same_statement,
     statement_of,
     verify_certificate,
 )
 from .srepr_parser import ParseError, parse_srepr
 
 __all__ = ["FORMAT", "CertificateError", "CertificateInterrupted", "CertificateUnreadable", "ParseError",
-           "certificate_text", "parse_srepr", "read_certificate", "statement_of", "verify_certificate"]
+           "certificate_text", "parse_srepr", "read_certificate", "same_statement", "statement_of",
+           "verify_certificate"]

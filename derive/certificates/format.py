@@ -28,6 +28,7 @@ from ..kernel import (
     Step,
     Theorem,
     check,
+    check_stated,
     is_issued,
     proof_to_data,
 )
@@ -35,7 +36,7 @@ from ..kernel.validation import IDENTIFIER, ValidationError, rule_name
 from .srepr_parser import OutOfTime, ParseError, parse_srepr
 
 __all__ = ["FORMAT", "CertificateError", "CertificateInterrupted", "CertificateUnreadable", "certificate_text",
-           "read_certificate", "verify_certificate", "write_atomic", "statement_of"]
+           "read_certificate", "same_statement", "verify_certificate", "write_atomic", "statement_of"]
 
 FORMAT = "ols-transformer-certificate/2"
 READABLE = (FORMAT, "ols-transformer-certificate/1")  # /1 had no citations
@@ -343,30 +344,80 @@ def read_certificate(path) -> dict:
 
 
 def statement_of(proof: Proof) -> dict:
-    """What a theorem says (everything but the proof steps and citations), for comparing with the library."""
-    data = proof_to_data(proof)
-    for chain in data["lemmas"]:
-        for part in ("steps", "base", "step"):
-            chain.pop(part, None)
-    data.pop("steps")
-    data.pop("cites", None)
-    return data
+    """What a theorem says (everything but the proof steps and citations), for comparing with the library.  The
+    steps are never printed (a certificate of megabytes of steps was printed whole to compare its statement)."""
+    return proof_to_data(proof, steps=False)
+
+
+def same_statement(proof: Proof, expected: dict) -> bool:
+    """``statement_of(proof) == expected``, in time bounded by the size of ``expected`` (a statement the caller
+    trusts: the library's, a reference's): every node of a term prints as one character at least, so a statement
+    with more nodes than ``expected`` has characters differs from it, and is not printed to find that out."""
+    room = len(json.dumps(expected))
+    for term in _statement_terms(proof):
+        room -= _nodes(term, room + 1)
+        if room < 0:
+            return False
+    return statement_of(proof) == expected
+
+
+def _statement_terms(proof: Proof) -> list:
+    """The terms :func:`statement_of` prints."""
+    out = []
+    hypotheses = [*proof.hypotheses, *(h for c in proof.lemmas for h in c.hypotheses)]
+    for h in hypotheses:
+        out += [h.lhs, h.rhs, *h.forall]
+    for d in proof.definitions:
+        out += [d.symbol, d.rhs]
+    for c in (*proof.lemmas, proof.claim):
+        out += [c.lhs, c.rhs] + ([c.variable] if isinstance(c, Induction) else [])
+    for f in proof.families:
+        out += [f.index, f.rows, f.cols] + ([f.base, f.step] if f.base is not None else [])
+    return out
+
+
+def _nodes(term, cap: int) -> int:
+    """The nodes of ``term``, counted up to ``cap``."""
+    count, stack = 0, [term]
+    while stack and count < cap:
+        node = stack.pop()
+        count += 1
+        stack += getattr(node, "args", ())
+    return count
+
+
+def _library_statement(expected, where: str, deadline: _Deadline) -> Proof:
+    """The library's statement of a theorem as a proof without steps: parsed from its data (``statement_of``'s
+    form, as ``derive/data/statements.json`` ships it), or built by the library's builder."""
+    if not isinstance(expected, dict):
+        return expected()
+    data = {**expected, "format": FORMAT, "steps": [], "cites": [],
+            "lemmas": [{**c, **({"base": [], "step": []} if "induction" in c else {"steps": []})}
+                       for c in expected.get("lemmas", []) if isinstance(c, dict)]}
+    try:
+        return proof_from_data(data, {}, deadline)
+    except CertificateError as exc:
+        raise CertificateError(f"{where}the library's statement cannot be read: {exc}") from None
 
 
 def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadline: _Deadline,
-               work_limit: int | None = None) -> Theorem:
+               work_limit: int | None = None, whose: dict[str, str] | None = None) -> Theorem:
     if deadline.left() == 0.0:
         raise deadline.passed()
     proof = proof_from_data(data, known, deadline)
-    if library is not None and proof.theorem in library:  # the cheap comparison first
+    stated = None
+    if library is not None and proof.theorem in library:  # the cheap comparison first, for a message that says why
         expected = library[proof.theorem]  # a statement (a dict, as statement_of gives) or a builder of the proof
-        if statement_of(proof) != (expected if isinstance(expected, dict) else statement_of(expected())):
-            raise CertificateError(f"{where}the statement differs from the library's statement of {proof.theorem}")
+        if not same_statement(proof, expected if isinstance(expected, dict) else statement_of(expected())):
+            source = (whose or {}).get(proof.theorem, "the library")
+            raise CertificateError(f"{where}the statement differs from {source}'s statement of {proof.theorem}")
+        stated = _library_statement(expected, where, deadline)
     left = deadline.left()
     if left == 0.0:
         raise deadline.passed()
-    try:
-        theorem = check(proof, work_limit=work_limit, time_limit=left)
+    try:  # a library theorem's statement is the library's, the certificate supplies its steps (the kernel decides)
+        theorem = (check(proof, work_limit=work_limit, time_limit=left) if stated is None
+                   else check_stated(stated, proof, work_limit=work_limit, time_limit=left))
     except CheckInterrupted:
         raise deadline.passed() from None
     except ProofError as exc:
@@ -380,7 +431,8 @@ def _check_one(data: dict, known: dict[str, Theorem], library, where: str, deadl
 
 def verify_certificate(data: dict, library: dict | None = None, *, expect: str | None = None,
                        cited: dict[str, Theorem] | None = None, time_limit: float | None = None,
-                       started: float | None = None, work_limit: int | None = None) -> Theorem:
+                       started: float | None = None, work_limit: int | None = None,
+                       whose: dict[str, str] | None = None) -> Theorem:
     """Re-check a certificate from scratch; return the theorem or raise CertificateError.
 
     The certificate's dependencies are checked first, in order, each citing only earlier ones.
@@ -393,7 +445,10 @@ def verify_certificate(data: dict, library: dict | None = None, *, expect: str |
     only an outer guard on the whole verification, dependencies included, in CPU seconds of this process (other
     programs' load does not count), counted from ``started`` (a ``time.process_time()`` value: when the file
     began to be read) or from
-    now: past it, :class:`CertificateInterrupted` (not checked).
+    now: past it, :class:`CertificateInterrupted` (not checked).  ``whose`` names where a statement of
+    ``library`` comes from, by theorem id, for the message of a certificate that states something else (default:
+    "the library").  The statement checked is always ``library``'s, the certificate supplies the steps
+    (:func:`derive.kernel.check_stated`).
     """
     deadline = _Deadline(time_limit, started)
     if not isinstance(data, dict):
@@ -407,10 +462,10 @@ def verify_certificate(data: dict, library: dict | None = None, *, expect: str |
     if not isinstance(deps, list):
         raise CertificateError("dependencies must be a list")
     for i, dep in enumerate(deps):
-        theorem = _check_one(dep, {**known}, library, f"dependencies[{i}]: ", deadline, work_limit)
+        theorem = _check_one(dep, {**known}, library, f"dependencies[{i}]: ", deadline, work_limit, whose)
         if theorem.id == data.get("theorem"):
             raise CertificateError(f"dependencies[{i}]: the certificate depends on its own theorem {theorem.id}")
         if theorem.id in known and known[theorem.id].digest != theorem.digest:
             raise CertificateError(f"dependencies[{i}]: theorem {theorem.id} is carried twice")
         known[theorem.id] = theorem
-    return _check_one(data, known, library, "", deadline, work_limit)
+    return _check_one(data, known, library, "", deadline, work_limit, whose)

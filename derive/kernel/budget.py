@@ -21,7 +21,7 @@ import time
 from .proof import ProofError
 
 __all__ = ["CheckInterrupted", "GuardFired", "Meter", "WorkExceeded", "charge", "current", "default_limit",
-           "last_used", "metered", "metered_cache"]
+           "guarded", "last_used", "metered", "metered_cache"]
 
 #: The default budget of a check: ``BASE_UNITS + UNITS_PER_NODE × size``, where size counts the nodes of
 #: every term of the proof (hypotheses, definitions, families, claims, steps, instances, and the statements
@@ -109,6 +109,18 @@ class metered:  # noqa: N801 - used as ``with metered(limit) as meter``
     def __exit__(self, *exc) -> None:
         _local.meter = self.outer
         _local.last = self.meter.used
+
+
+class guarded(metered):  # noqa: N801 - used as ``with guarded(deadline)``
+    """Run work whose budget is not known yet (validating a proof, measuring its size) under the outer time guard
+    alone: what it charges is counted on a meter of its own, with no limit, only so that the CPU clock is looked at
+    (:data:`GUARD_EVERY`); it decides no verdict and is not the check's :func:`last_used`."""
+
+    def __init__(self, deadline: float | None):
+        super().__init__(None, deadline)
+
+    def __exit__(self, *exc) -> None:
+        _local.meter = self.outer
 
 
 def last_used() -> int | None:

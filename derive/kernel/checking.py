@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from sympy import Basic, PolynomialError, Symbol
+from sympy import Basic, PolynomialError, Symbol, preorder_traversal, srepr
 from sympy.logic.boolalg import BooleanTrue
 from sympy.matrices.expressions import (
     BlockMatrix,
@@ -36,7 +36,7 @@ from sympy.matrices.expressions import (
 )
 
 from .axioms import AXIOMS, Rule, equation_rule, scalar_equation_rule
-from .budget import CheckInterrupted, GuardFired, WorkExceeded, default_limit, metered
+from .budget import CheckInterrupted, GuardFired, WorkExceeded, charge, default_limit, guarded, metered
 from .judgments import (
     Context,
     OutOfTime,
@@ -65,6 +65,7 @@ from .proof import (
 )
 from .scalars import CoefficientError, canon_coefficient, is_scalar_symbol, require_coefficient
 from .terms import (
+    CHARGE_EVERY,
     MATRIX_NODES,
     FamilyMatrix,
     TermError,
@@ -80,6 +81,7 @@ from .terms import (
     require_index,
     require_shape_doubling,
     shape,
+    shown,
 )
 from .validation import IDENTIFIER, ValidationError, validated
 
@@ -201,13 +203,27 @@ def one_step(before: Basic, after: Basic, rule: Rule, ctx: Context) -> bool:
 
 
 def _symbols_consistent(terms: list[Basic]) -> None:
-    """One shape per matrix-symbol name, one set of assumptions per dimension-symbol name."""
+    """One shape per matrix-symbol name, one set of assumptions per dimension-symbol name (a unit of work a node)."""
     seen: dict[str, Basic] = {}
     for term in terms:
-        for node in term.atoms(MatrixSymbol, Symbol):
-            key = ("M:" if isinstance(node, MatrixSymbol) else "d:") + str(node.name)
-            if seen.setdefault(key, node) != node:
-                raise TermError(f"the name {node.name} is used for two different symbols")
+        for node in _walked(term):
+            if isinstance(node, (MatrixSymbol, Symbol)):
+                key = ("M:" if isinstance(node, MatrixSymbol) else "d:") + str(node.name)
+                if seen.setdefault(key, node) != node:
+                    raise TermError(f"the name {node.name} is used for two different symbols")
+
+
+def _walked(term: Basic) -> Iterator[Basic]:
+    """Every node of ``term`` (``preorder_traversal``), a unit of work charged for each (:mod:`.budget`)."""
+    walked = 0
+    for node in preorder_traversal(term):
+        walked += 1
+        if walked == CHARGE_EVERY:
+            charge(walked)
+            walked = 0
+        yield node
+    if walked:
+        charge(walked)
 
 
 def _all_terms(proof: Proof) -> list[Basic]:
@@ -397,10 +413,12 @@ def _statement_symbols(proof: Proof) -> set:
     for d in proof.definitions:
         terms += [d.symbol, d.rhs]
     out: set = set()
-    for term in terms:
-        for m in term.atoms(MatrixSymbol):
-            out |= {m} | m.shape[0].free_symbols | m.shape[1].free_symbols
-        out |= {s for s in term.atoms(Symbol)}
+    for term in terms:  # walked at every step that cites the theorem: charged
+        for node in _walked(term):
+            if isinstance(node, MatrixSymbol):
+                out |= {node} | node.shape[0].free_symbols | node.shape[1].free_symbols
+            elif isinstance(node, Symbol):
+                out.add(node)
     return out
 
 
@@ -413,14 +431,15 @@ def _holds(lhs: Basic, rhs: Basic, ctx: Context) -> bool:
     return any((lhs, rhs) in ((a, b), (b, a)) for a, b in known)
 
 
-def scalar_hypothesis_holds(h: Hypothesis, dims: dict, ctx: Context) -> bool:
+def scalar_hypothesis_holds(h: Hypothesis, dims: dict, mats: dict, ctx: Context) -> bool:
     """A cited theorem's scalar hypothesis λ = r holds in the citing context: λ is not instantiated (a scalar
     symbol stands for itself; an instance names matrices and dimensions only) and the citing proof has the
-    scalar hypothesis λ = r' with r' and r (its dimensions instantiated) one coefficient in normal form."""
-    if h.lhs in dims:
+    scalar hypothesis λ = r' with r' and r under the step's full instance (its dimensions, then its matrices, the
+    one substitution every other hypothesis and the claim get) one coefficient in normal form."""
+    if h.lhs in dims or h.lhs in mats:
         return False
     try:
-        value = canon_coefficient(h.rhs.xreplace(dims), canon)
+        value = canon_coefficient(h.rhs.xreplace(dims).xreplace(mats), canon)
     except (CoefficientError, TermError, PolynomialError, ValueError, TypeError):
         return False
     return any(symbol == h.lhs and known == value for symbol, known in ctx.scalar_equations.values())
@@ -460,24 +479,24 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
                  "diagonal": diagonal}
     for h in cited.hypotheses:
         if is_scalar_hypothesis(h):
-            if not scalar_hypothesis_holds(h, dims, ctx):
+            if not scalar_hypothesis_holds(h, dims, mats, ctx):
                 fail(f"scalar hypothesis {h.name} of theorem {theorem.id} does not hold here: {h.lhs} = "
-                     f"{h.rhs.xreplace(dims)} is not a scalar hypothesis of this proof")
+                     f"{shown(h.rhs.xreplace(dims).xreplace(mats))} is not a scalar hypothesis of this proof")
         elif h.is_predicate:
             name = next(k for k, v in PREDICATES.items() if h.lhs.function == v)
             subject = instance(h.lhs.arguments[0])
             if not judgments[name](subject, ctx):
                 fail(f"hypothesis {h.name} of theorem {theorem.id} does not hold here: "
-                     f"cannot show that {subject} is {name.replace('_', ' ')}")
+                     f"cannot show that {shown(subject)} is {name.replace('_', ' ')}")
         else:
             lhs, rhs = instance(h.lhs), instance(h.rhs)
             if not _holds(lhs, rhs, ctx):
-                fail(f"hypothesis {h.name} of theorem {theorem.id} does not hold here: {lhs} = {rhs} "
+                fail(f"hypothesis {h.name} of theorem {theorem.id} does not hold here: {shown(lhs)} = {shown(rhs)} "
                      "is not a hypothesis, definition or lemma of this proof")
     for d in cited.definitions:
         lhs, rhs = instance(d.symbol), instance(d.rhs)
         if not _holds(lhs, rhs, ctx):
-            fail(f"definition {d.name} of theorem {theorem.id} does not hold here: {lhs} = {rhs} "
+            fail(f"definition {d.name} of theorem {theorem.id} does not hold here: {shown(lhs)} = {shown(rhs)} "
                  "is not a hypothesis, definition or lemma of this proof")
     return equation_rule(instance(cited.claim.lhs), instance(cited.claim.rhs))
 
@@ -486,8 +505,11 @@ def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Cont
     """The context a chain is checked in: the theorem's, its local hypotheses, earlier lemmas.
 
     Earlier lemmas (proved from the theorem's hypotheses alone) also serve the definedness judgments:
-    a lemma XᵀX = RᵀR shows XᵀX invertible when R is.
+    a lemma XᵀX = RᵀR shows XᵀX invertible when R is.  Copying the context is work: a unit for each equation,
+    predicate fact and rule copied or registered (ten thousand one-step lemmas made a check quadratic).
     """
+    charge(1 + len(outer.equations) + sum(len(v) for v in outer.predicates.values()) + len(outer.rules)
+           + 2 * len(lemma_rules) + len(chain.hypotheses))
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
                   dict(outer.citations), outer.deadline, families=dict(outer.families),
                   total_families=set(outer.total_families), scalar_equations=dict(outer.scalar_equations),
@@ -893,16 +915,21 @@ def induction_chains(proof: Proof, lemma: Induction) -> tuple[Chain, Chain]:
 
 def proof_size(proof: Proof) -> int:
     """The nodes of every term of ``proof`` (each sub-term counted where it occurs) and of the statements of
-    the theorems it cites: what the default work budget is proportional to."""
+    the theorems it cites: what the default work budget is proportional to.  (A unit of work is charged for each
+    node looked at, so that the time guard of :func:`check` is looked at too.)"""
     terms = _all_terms(proof)
     for cited in proof.cites:
         terms += _statement_terms(cited.proof)
     sizes: dict = {}
-    total = 0
+    total = walked = 0
     for term in terms:
         stack = [(term, False)]
         while stack:
             node, done = stack.pop()
+            walked += 1
+            if walked == CHARGE_EVERY:
+                charge(walked)
+                walked = 0
             if node in sizes:
                 continue
             args = node.args if isinstance(node, Basic) else ()
@@ -912,6 +939,7 @@ def proof_size(proof: Proof) -> int:
                 stack.append((node, True))
                 stack += [(a, False) for a in args if a not in sizes]
         total += sizes[term]
+    charge(walked)
     return total
 
 
@@ -950,11 +978,12 @@ def check(proof: Proof, *, work_limit: int | None = None, time_limit: float | No
     theorem_id = theorem_id if IDENTIFIER.match(theorem_id) else "?"
     try:
         deadline = None if time_limit is None else time.process_time() + time_limit
-        try:
-            proof = validated(proof, _vouch)
-        except ValidationError as exc:
-            raise ProofError(theorem_id, "statement", None, None, str(exc)) from None
-        limit = work_limit if work_limit is not None else default_limit(proof_size(proof))
+        with guarded(deadline):  # the work before the budget is known, a unit a node: under the time guard
+            try:
+                proof = validated(proof, _vouch)
+            except ValidationError as exc:
+                raise ProofError(theorem_id, "statement", None, None, str(exc)) from None
+            limit = work_limit if work_limit is not None else default_limit(proof_size(proof))
         with metered(limit, deadline):
             return _check(proof, None)
     except RecursionError:
@@ -991,4 +1020,16 @@ def _check(proof: Proof, deadline: int | None) -> Theorem:
                 raise ProofError(proof.theorem, part.name, None, None, str(exc)) from None
         if index < len(proof.lemmas) and lemma_rule(chain) is not None:
             lemma_rules[f"lemma:{chain.name}"] = lemma_rule(chain)
-    return _issue(proof, digest(proof), time.perf_counter() - start)
+    return _issue(proof, digest(proof, _charged_srepr), time.perf_counter() - start)
+
+
+#: Characters of a proof's canonical text (:func:`digest`) printed and hashed for a unit of work.
+DIGEST_CHARACTERS_PER_UNIT = 32
+
+
+def _charged_srepr(term: Basic) -> str:
+    """``srepr(term)``, charged to the check (a unit for every :data:`DIGEST_CHARACTERS_PER_UNIT` characters): the
+    digest of a large proof is work like any other, done under the budget and the time guard."""
+    text = srepr(term)
+    charge(1 + len(text) // DIGEST_CHARACTERS_PER_UNIT)
+    return text

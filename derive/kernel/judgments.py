@@ -45,6 +45,7 @@ from .terms import (
     require_index,
     require_shape_doubling,
     shape,
+    shown,
 )
 
 __all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "diagonal", "invertible", "nonnegative",
@@ -760,7 +761,7 @@ def _require_coefficient_defined(c: Basic, ctx: Context) -> None:
         elif kind is Pow:
             base, exponent = node.args
             if exponent < 0 and not nonzero(base, ctx):
-                raise TermError(f"cannot show that {base} is not zero, needed to divide by it")
+                raise TermError(f"cannot show that {shown(base)} is not zero, needed to divide by it")
             stack.append(base)
         elif kind in (Add, Mul):
             stack += list(node.args)
@@ -802,27 +803,27 @@ def _check_defined(term, ctx: Context, depth: int = 0) -> None:
             _require_member(term, ctx, depth)
     elif isinstance(term, Inverse):
         if not invertible(term.args[0], ctx):
-            raise TermError(f"cannot show that {term.args[0]} is invertible")
+            raise TermError(f"cannot show that {shown(term.args[0])} is invertible")
     elif isinstance(term, MatPow):
         q = term.args[1]
         if not isinstance(q, Rational):
             raise TermError(f"bad exponent {q}")
         if not _square(term.args[0]):
-            raise TermError(f"power of a non-square matrix {term.args[0]}")
+            raise TermError(f"power of a non-square matrix {shown(term.args[0])}")
         if not _is_integer(q) and not positive_power_base(term.args[0], ctx):
-            raise TermError(f"cannot show that {term.args[0]} is diagonal and positive definite, needed for the "
+            raise TermError(f"cannot show that {shown(term.args[0])} is diagonal and positive definite, needed for the "
                             f"non-integer power {q}")
         if q < 0 and not invertible(term.args[0], ctx):
-            raise TermError(f"cannot show that {term.args[0]} is invertible, needed for power {q}")
+            raise TermError(f"cannot show that {shown(term.args[0])} is invertible, needed for power {q}")
     elif isinstance(term, MatMul):
         for left, right in zip(kids[:-1], kids[1:], strict=True):
             if not dims_equal(shape(left)[1], shape(right)[0]):
-                raise TermError(f"shapes do not conform in the product {left} * {right}")
+                raise TermError(f"shapes do not conform in the product {shown(left)} * {shown(right)}")
     elif isinstance(term, MatAdd):
         first = shape(term.args[0])
         for other in term.args[1:]:
             if not (dims_equal(first[0], shape(other)[0]) and dims_equal(first[1], shape(other)[1])):
-                raise TermError(f"shapes differ in the sum {term}")
+                raise TermError(f"shapes differ in the sum {shown(term)}")
     elif isinstance(term, BlockMatrix):
         grid = blocks_of(term)
         for row in grid:
@@ -842,6 +843,6 @@ def defined_canon(term, ctx: Context):
     check_defined(out, ctx)
     (r1, c1), (r2, c2) = shape(term), shape(out)
     if not (dims_equal(r1, r2) and dims_equal(c1, c2)):  # never trust a shape the normal form does not keep
-        raise TermError(f"{term} is {r1}×{c1} as written but its normal form {out} is {r2}×{c2}")
+        raise TermError(f"{shown(term)} is {r1}×{c1} as written but its normal form {shown(out)} is {r2}×{c2}")
     return out
 

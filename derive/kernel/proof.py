@@ -177,10 +177,10 @@ _KERNEL_TOKEN = object()
 class Theorem:
     """A checked theorem.  Only :func:`check` can make one that counts, and its attributes cannot be changed.
 
-    The kernel records every theorem it makes (the object's identity and its digest); a theorem is
-    cited, certified or printed only if it is one of those, unchanged (:func:`is_issued`).  An object
-    made any other way — ``object.__new__(Theorem)``, or the constructor called with the kernel's
-    token — is not recorded, so it proves nothing.
+    The kernel records every theorem it makes (the object's identity, its proof and the objects the proof's
+    statement is made of); a theorem is cited, certified or printed only if it is one of those, unchanged
+    (:func:`is_issued`).  An object made any other way — ``object.__new__(Theorem)``, or the constructor called
+    with the kernel's token — is not recorded, so it proves nothing.
 
     Attributes
     ----------
@@ -230,11 +230,29 @@ class Theorem:
         return _DISPLAY[0](self) if _DISPLAY else None
 
 
-# Every theorem the kernel made: id(theorem) -> (a weak reference to it, its id, its digest).  A weak
-# reference, so a theorem that is collected leaves the record and a new object at the same address
-# is not mistaken for it.
-_ISSUED: dict[int, tuple[weakref.ref, str, str]] = {}
+# Every theorem the kernel made: id(theorem) -> (a weak reference to it, its id, its digest, its proof, the parts of
+# the proof, :func:`_parts`).  A weak reference, so a theorem that is collected leaves the record and a new object at
+# the same address is not mistaken for it.
+_ISSUED: dict[int, tuple[weakref.ref, str, str, Proof, tuple]] = {}
 _ISSUED_LOCK = threading.Lock()
+
+
+def _parts(proof: Proof) -> tuple:
+    """What a theorem's proof is made of, as objects compared by identity: the proof's fields, the type and fields of
+    each hypothesis, definition and family and of the main claim (all a citation instantiates), the claim's steps and
+    the lemmas as the tuples they are.  As many objects as the statement has parts, never its terms' nodes: asking
+    whether a theorem is issued costs nothing next to citing it."""
+    claim = proof.claim
+    out = [type(proof), proof.theorem, proof.title, proof.statement, proof.hypotheses, proof.definitions,
+           proof.lemmas, claim, proof.cites, proof.families,
+           type(claim), claim.name, claim.lhs, claim.rhs, claim.steps, claim.hypotheses]
+    for h in proof.hypotheses:
+        out += [type(h), h.name, h.lhs, h.rhs, h.forall]
+    for d in proof.definitions:
+        out += [type(d), d.name, d.symbol, d.rhs]
+    for f in proof.families:
+        out += [type(f), f.name, f.index, f.rows, f.cols, f.base, f.step]
+    return tuple(out)
 
 
 def _issue(proof: Proof, digest_: str, seconds: float) -> Theorem:
@@ -249,24 +267,34 @@ def _issue(proof: Proof, digest_: str, seconds: float) -> Theorem:
                 del _ISSUED[key]
 
     with _ISSUED_LOCK:
-        _ISSUED[key] = (weakref.ref(theorem, forget), proof.theorem, digest_)
+        _ISSUED[key] = (weakref.ref(theorem, forget), proof.theorem, digest_, proof, _parts(proof))
     return theorem
 
 
 def is_issued(theorem: object) -> bool:
-    """Whether ``theorem`` is a theorem the kernel made, unchanged since (its proof re-hashes to its digest)."""
+    """Whether ``theorem`` is a theorem the kernel made, unchanged since.
+
+    Unchanged: its attributes, its proof and every part of the proof's statement are the very objects the kernel
+    checked and hashed (:func:`_parts`).  They are compared by identity, not hashed again (a cited proof of
+    megabytes was hashed at every citation): the kernel's objects are immutable (frozen dataclasses, tuples, SymPy
+    terms), and one replaced behind the immutability (``object.__setattr__``) is another object.
+    """
     if type(theorem) is not Theorem:
         return False
     with _ISSUED_LOCK:
         entry = _ISSUED.get(id(theorem))
     if entry is None or entry[0]() is not theorem:
         return False
-    _, theorem_id, recorded = entry
+    _, theorem_id, recorded, proof, parts = entry
     try:
-        proof = object.__getattribute__(theorem, "proof")
-        return (type(proof) is Proof and object.__getattribute__(theorem, "id") == theorem_id
-                and object.__getattribute__(theorem, "digest") == recorded and digest(proof) == recorded)
-    except Exception:  # a forged object with missing slots or an unprintable proof
+        get = object.__getattribute__
+        if not (get(theorem, "proof") is proof and get(theorem, "id") is theorem_id
+                and get(theorem, "digest") is recorded and get(theorem, "title") is proof.title
+                and get(theorem, "statement") is proof.statement):
+            return False
+        now = _parts(proof)
+        return len(now) == len(parts) and all(a is b for a, b in zip(now, parts, strict=True))
+    except Exception:  # a forged object with missing slots
         return False
 
 
@@ -278,44 +306,52 @@ def register_display(render: Callable[[Theorem], str]) -> None:
     _DISPLAY[:] = [render]
 
 
-def digest(proof: Proof) -> str:
-    """SHA-256 of the proof's canonical text (what certificates are hashed by)."""
-    blob = json.dumps(proof_to_data(proof), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+def digest(proof: Proof, show: Callable[[Basic], str] = srepr) -> str:
+    """SHA-256 of the proof's canonical text (what certificates are hashed by); ``show`` is ``srepr`` (the kernel
+    passes one that charges the work of printing, term by term)."""
+    blob = json.dumps(proof_to_data(proof, show=show), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def proof_to_data(proof: Proof) -> dict:
-    """The JSON-ready form of a proof (expressions as ``srepr`` strings)."""
+def proof_to_data(proof: Proof, *, steps: bool = True, show: Callable[[Basic], str] = srepr) -> dict:
+    """The JSON-ready form of a proof (expressions as ``srepr`` strings, printed by ``show``).
+
+    ``steps=False``: the statement alone (no steps of any chain, no citations), what
+    :func:`derive.certificates.statement_of` compares; the steps are then never printed.
+    """
 
     def hyp(h: Hypothesis) -> dict:
-        out = {"name": h.name, "lhs": srepr(h.lhs), "rhs": srepr(h.rhs)}
+        out = {"name": h.name, "lhs": show(h.lhs), "rhs": show(h.rhs)}
         if h.forall:
-            out["forall"] = [srepr(v) for v in h.forall]
+            out["forall"] = [show(v) for v in h.forall]
         return out
 
-    def steps(items) -> list:
+    def chain_steps(items) -> list:
         out = []
         for s in items:
-            item = {"expr": srepr(s.expr), "rule": s.rule}
+            item = {"expr": show(s.expr), "rule": s.rule}
             if s.instance:
-                item["instance"] = [[srepr(v), srepr(t)] for v, t in s.instance]
+                item["instance"] = [[show(v), show(t)] for v, t in s.instance]
             out.append(item)
         return out
 
     def chain(c: Chain | Induction) -> dict:
-        out = {"name": c.name, "claim": {"lhs": srepr(c.lhs), "rhs": srepr(c.rhs)}}
+        out = {"name": c.name, "claim": {"lhs": show(c.lhs), "rhs": show(c.rhs)}}
         if isinstance(c, Induction):
-            out.update({"induction": srepr(c.variable), "base": steps(c.base), "step": steps(c.step)})
+            out["induction"] = show(c.variable)
+            if steps:
+                out.update({"base": chain_steps(c.base), "step": chain_steps(c.step)})
             return out
-        out["steps"] = steps(c.steps)
+        if steps:
+            out["steps"] = chain_steps(c.steps)
         if c.hypotheses:
             out["hypotheses"] = [hyp(h) for h in c.hypotheses]
         return out
 
     def family(f: Family) -> dict:
-        out = {"name": f.name, "index": srepr(f.index), "rows": srepr(f.rows), "cols": srepr(f.cols)}
+        out = {"name": f.name, "index": show(f.index), "rows": show(f.rows), "cols": show(f.cols)}
         if f.base is not None:
-            out.update({"base": srepr(f.base), "step": srepr(f.step)})
+            out.update({"base": show(f.base), "step": show(f.step)})
         return out
 
     main = chain(proof.claim)
@@ -325,10 +361,9 @@ def proof_to_data(proof: Proof) -> dict:
         "title": proof.title,
         "statement": proof.statement,
         "hypotheses": [hyp(h) for h in proof.hypotheses],
-        "definitions": [{"name": d.name, "lhs": srepr(d.symbol), "rhs": srepr(d.rhs)} for d in proof.definitions],
+        "definitions": [{"name": d.name, "lhs": show(d.symbol), "rhs": show(d.rhs)} for d in proof.definitions],
         "lemmas": [chain(c) for c in proof.lemmas],
         "claim": main["claim"],
-        "steps": main["steps"],
-        **({"cites": [{"theorem": t.id, "sha256": t.digest} for t in proof.cites]} if proof.cites else {}),
+        **({"steps": main["steps"]} if steps else {}),
+        **({"cites": [{"theorem": t.id, "sha256": t.digest} for t in proof.cites]} if proof.cites and steps else {}),
     }
-

@@ -35,6 +35,8 @@ from sympy.matrices.expressions import (
     Transpose,
     ZeroMatrix,
 )
+from sympy.printing.precedence import PRECEDENCE, precedence
+from sympy.printing.str import StrPrinter
 
 from .budget import charge, metered_cache
 from .budget import current as current_meter
@@ -53,6 +55,7 @@ __all__ = [
     "shape_doubling",
     "require_shape_doubling",
     "require_exact_types",
+    "shown",
     "add",
     "block",
     "blocks_of",
@@ -152,7 +155,7 @@ def shape_doubling(term: Basic) -> int:
             continue
         edges = shape_doubling_edges(node)
         traces = [t.args[0] for a in node.args if not isinstance(a, MatrixExpr) and isinstance(a, Basic)
-                  for t in a.atoms(Trace)] if isinstance(node, MatMul) else []
+                  for t in _outer_traces(a)] if isinstance(node, MatMul) else []
         if not ready:
             stack.append((node, True))
             stack += [(child, False) for child, _ in edges if id(child) not in known]
@@ -162,6 +165,20 @@ def shape_doubling(term: Basic) -> int:
         value = max([value] + [known[id(inner)][0] for inner in traces])
         known[id(node)] = (value, node)
     return known[id(term)][0]
+
+
+def _outer_traces(coefficient: Basic) -> list[Trace]:
+    """The traces of a coefficient that no other trace of it holds: the matrix inside one is a term of its own, whose
+    traces are its products' (``atoms`` would walk each inner matrix again, for every product it is a coefficient of:
+    an instance of A in k products of tr(A)·B walked the instance k times)."""
+    out, stack = [], [coefficient]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Trace):
+            out.append(node)
+        elif isinstance(node, Basic) and not isinstance(node, MatrixExpr):  # a matrix here is refused later
+            stack += node.args
+    return out
 
 
 def require_shape_doubling(term: Basic, what: str) -> None:
@@ -212,13 +229,25 @@ def _require_dimension(dim: Basic) -> None:
             raise TermError("a dimension symbol needs a plain name and must be made by derive.dim or derive.index")
 
 
+#: Nodes walked between two charges of a walk that charges a unit a node (:func:`require_exact_types`).
+CHARGE_EVERY = 256
+
+
 def require_exact_types(term: Basic) -> None:
-    """Raise TermError unless every node of ``term`` has exactly a kernel type (no subclass, nothing else)."""
+    """Raise TermError unless every node of ``term`` has exactly a kernel type (no subclass, nothing else).
+
+    The walk visits every occurrence of every sub-term (an instance substituted for a symbol the cited claim names k
+    times is walked k times) and charges a unit of work for each (:mod:`.budget`)."""
     from sympy.core.symbol import Str
 
     stack = [term]
+    walked = 0
     while stack:
         node = stack.pop()
+        walked += 1
+        if walked == CHARGE_EVERY:
+            charge(walked)
+            walked = 0
         kind = type(node)
         if kind not in _MATRIX_TYPES:
             raise TermError(f"{kind.__name__} is not a matrix term the kernel knows")
@@ -253,6 +282,8 @@ def require_exact_types(term: Basic) -> None:
                 stack += list(node.args)
         for dim in dims:
             _require_dimension(dim)
+    if walked:
+        charge(walked)
 
 
 def _require_coefficient(c: Basic) -> None:
@@ -546,3 +577,103 @@ def subterms(term: MatrixExpr) -> Iterable[MatrixExpr]:
     yield term
     for child in children(term):
         yield from subterms(child)
+
+
+# --- terms in messages ----------------------------------------------------------------------
+
+#: The characters of a term a message shows; a longer one is cut (``…``).
+MAX_SHOWN = 300
+#: A term with at most this many nodes (matrices, and scalars in coefficients; not their sizes), nested at most
+#: ``SMALL_DEPTH`` deep, is shown as SymPy prints it (``sstr``); SymPy's printer takes time cubic in the nesting
+#: (B + B·C·(⋯) ninety deep, 21 KB of certificate, took half a minute to print), so a larger one is printed here,
+#: node by node, in time linear in what is shown.
+SMALL_NODES = 40
+SMALL_DEPTH = 8
+
+
+def shown(term, limit: int = MAX_SHOWN, *, exact: bool = True) -> str:
+    """``term`` as a message shows it: ``sstr(term)`` for a small term (``exact``), else at most ``limit`` characters
+    printed in time linear in them (a hostile term must not make its own refusal costly)."""
+    if exact and _small(term):
+        text = sympy.sstr(term)
+    else:
+        text = _Shown(limit + 1).doprint(term)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _small(term) -> bool:
+    stack, nodes = [(term, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > SMALL_NODES or depth > SMALL_DEPTH:
+            return False
+        if isinstance(node, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)) or not isinstance(node, Basic):
+            continue
+        kids = node.args[0] if isinstance(node, BlockMatrix) else node.args
+        stack += [(kid, depth + 1) for kid in kids]
+    return True
+
+
+class _Shown(StrPrinter):
+    """SymPy's string printer without its costly parts (products put into SymPy's normal form to find their sign,
+    sums sorted) and stopping after ``budget`` nodes (the rest is ``…``)."""
+
+    def __init__(self, budget: int):
+        super().__init__()
+        self.budget = budget
+
+    def _print(self, expr, **kwargs) -> str:
+        self.budget -= 1
+        if self.budget < 0:
+            return "…"
+        return super()._print(expr, **kwargs)
+
+    def parenthesize(self, item, level, strict=False) -> str:
+        own = self._precedence(item)
+        return f"({self._print(item)})" if own < level or (not strict and own <= level) else self._print(item)
+
+    @staticmethod
+    def _precedence(item) -> int:
+        if isinstance(item, (MatAdd, sympy.Add)):
+            return PRECEDENCE["Add"]
+        if isinstance(item, (MatMul, sympy.Mul)):
+            first = item.args[0] if item.args else None
+            negative = isinstance(first, Rational) and first < 0
+            return PRECEDENCE["Add"] if negative else PRECEDENCE["Mul"]
+        return precedence(item)
+
+    def _joined(self, parts, level, sep) -> str:
+        out = []
+        for part in parts:
+            if self.budget <= 0:
+                out.append("…")
+                break
+            out.append(self.parenthesize(part, level))
+        return sep.join(out)
+
+    def _print_MatMul(self, expr) -> str:
+        args, sign = list(expr.args), ""
+        if args and isinstance(args[0], Rational) and args[0] < 0:
+            sign, args[0] = "-", -args[0]
+            if args[0] == 1 and len(args) > 1:
+                args = args[1:]
+        return sign + self._joined(args, PRECEDENCE["Mul"], "*")
+
+    _print_Mul = _print_MatMul
+
+    def _print_MatAdd(self, expr) -> str:
+        out = []
+        for term in expr.args:  # as StrPrinter._print_Add does, in the order of the arguments
+            if self.budget <= 0:
+                out += ["+", "…"]
+                break
+            text, sign = self._print(term), "+"
+            if text.startswith("-") and not isinstance(term, (MatAdd, sympy.Add)):
+                text, sign = text[1:], "-"
+            nested = self._precedence(term) < PRECEDENCE["Add"] or isinstance(term, (MatAdd, sympy.Add))
+            out += [sign, f"({text})" if nested else text]
+        sign = out.pop(0) if out else "+"
+        return ("" if sign == "+" else sign) + " ".join(out)
+
+    _print_Add = _print_MatAdd

@@ -29,9 +29,10 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
+from .budget import charge
 from .proof import PREDICATES, Chain, Definition, Family, Hypothesis, Induction, Proof, Step
 from .scalars import SCALAR_ASSUMPTIONS, scalar_kind
-from .terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, FamilyMatrix, TermError, index_kind, require_index
+from .terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, FamilyMatrix, TermError, index_kind, require_index, shown
 
 __all__ = ["IDENTIFIER", "ValidationError", "dimension_symbol", "identifier", "rule_name", "term", "validated"]
 
@@ -180,6 +181,7 @@ def _term(value, budget: list[int], doubled: int = 0) -> Basic:
     product, the top-left block of a block matrix; :data:`terms.MAX_SHAPE_DOUBLING`)."""
     try:
         budget[0] -= 1
+        charge()  # a unit a node: the time guard of check is looked at while a large proof is read
         if budget[0] < 0:
             raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
         if doubled > MAX_SHAPE_DOUBLING:
@@ -252,7 +254,7 @@ def _term(value, budget: list[int], doubled: int = 0) -> Basic:
 
 def _term_shown(value) -> str:
     """A term as a message may show it: on one line, cut short, escaped (never raising)."""
-    for show in (str, sympy.srepr):
+    for show in (lambda v: shown(v, 120), sympy.srepr):  # shown: never SymPy's printer on a large or deep term
         try:
             return _shown(" ".join(show(value).split()))
         except Exception:  # noqa: BLE001, S112 - a malformed object may not print: try the next way
@@ -280,6 +282,7 @@ def scalar_symbol(value) -> Symbol:
 def _coefficient(value, budget: list[int]) -> Basic:
     """A product's coefficient (rational numbers, scalar symbols, +, ×, integer powers, 1×1 Trace), rebuilt."""
     budget[0] -= 1
+    charge()
     if budget[0] < 0:
         raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
     kind = type(value)
