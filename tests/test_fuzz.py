@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from sympy import Identity, MatrixSymbol, Q, S, ZeroMatrix, preorder_traversal
+from sympy import Identity, MatrixSymbol, Q, S, Symbol, Trace, ZeroMatrix, preorder_traversal
 
 from derive.fuzz import run
 from derive.fuzz.coverage import JUDGMENTS, all_rules
-from derive.fuzz.generate import Skip, generate, p, s
+from derive.fuzz.generate import SCALAR_INSTANCE, Skip, generate, nu, p, s
 from derive.fuzz.harness import replay_folder
 from derive.fuzz.oracle import judge
 from derive.fuzz.unsound import HOLES, reverted
@@ -197,7 +197,7 @@ def test_the_oracle_refutes_a_circular_definition():
 #: proofs. Seed 1 finds every hole too, but one_sided only after minutes (5 minutes of the slow tier), instance
 #: after 28 s, schur after 21 s and pd_power after 19 s; `python -m derive.fuzz --seed N --focus HOLE` runs any
 #: other.
-HOLE_SEEDS = {"one_sided": 5, "instance": 8, "pd_power": 3, "schur": 2}
+HOLE_SEEDS = {"one_sided": 5, "instance": 8, "pd_power": 3, "schur": 2, "scalar_instance": 8}
 
 
 @pytest.mark.slow  # each hole, put back, costs up to a few dozen focused proofs: the slow tier (.ci/run)
@@ -229,3 +229,83 @@ def test_a_reproduction_replays_on_its_own(tmp_path):
             done.stdout + done.stderr
     else:
         assert done.returncode == 2 and "the kernel refuses" in done.stdout, done.stdout + done.stderr
+
+
+# --- issue 40: a cited theorem's scalar hypothesis λ = r whose r reads its matrices -------------------------------
+
+
+def test_the_oracle_solves_a_scalar_hypothesis_that_reads_matrices():
+    """ν = tr(s) is satisfied by the sample (ν solved once s is drawn): the exploit of issue 40, λI₁ = u from
+    λ = tr(s), is refuted, and λI₁ = s is not (nor dropped for want of a sample)."""
+    sc, other = MatrixSymbol("sc", 1, 1), MatrixSymbol("u1", 1, 1)
+    v = MatrixSymbol("v", p, 1)
+    by_trace = Hypothesis("nu_def", nu, Trace(sc))
+    assert _refuted(_proof([by_trace], mul(nu, Identity(1)), other))
+    verdict = judge(_proof([by_trace], mul(nu, Identity(1)), sc), random.Random(0), samples=3)
+    assert verdict.refutation is None and verdict.samples == 3 and not verdict.dropped
+    gram = Hypothesis("nu_def", nu, Trace(mul(transpose(v), v)) + 1)  # an instance v := w changes r
+    assert _refuted(_proof([gram], mul(nu, v), mul(Trace(mul(transpose(b), b)) + 1, v)))
+    assert not _refuted(_proof([gram], mul(nu, v), mul(Trace(mul(transpose(v), v)) + 1, v)))
+
+
+def _changes_r(proof: Proof) -> bool:
+    """A step cites a theorem at an instance that changes a matrix symbol its scalar hypothesis's r reads."""
+    cited = {th.id: th.proof for th in proof.cites}
+    for chain in (*proof.lemmas, proof.claim):
+        for step in getattr(chain, "steps", ()):
+            theirs = cited.get(step.rule[4:]) if step.rule.startswith("thm:") else None
+            read = {m for h in theirs.hypotheses if type(h.lhs) is Symbol for m in h.rhs.atoms(MatrixSymbol)} \
+                if theirs else set()
+            if any(var in read and value != var for var, value in step.instance):
+                return True
+    return False
+
+
+def test_the_generator_cites_scalar_hypotheses_that_read_matrices_at_instances_that_change_them():
+    """With the focus, cited theorems have ν = r with r reading their matrices (tr(vᵀv) + 1, tr(vᵀAv), tr(s)...),
+    and proofs that assume ν = r[instance] cite them at that instance: true proofs the kernel accepts."""
+    accepted = 0
+    for k in range(40):  # stops after the third (proof 12 of this prefix, about 5 s)
+        if accepted >= 3:
+            break
+        try:
+            proof = generate(random.Random(f"issue40:{k}"), f"g{k}", frozenset({SCALAR_INSTANCE})).proof
+        except Skip:
+            continue
+        if not _changes_r(proof):
+            continue
+        theorem = check(proof)  # the generator writes only what the kernel takes
+        assert judge(theorem.proof, random.Random(k), samples=2).refutation is None
+        accepted += 1
+    assert accepted >= 3
+
+
+def test_the_fuzzer_finds_a_scalar_hypothesis_checked_without_the_instances_matrices(tmp_path):
+    """Issue 40's hole, put back (r of a cited λ = r instantiated in its dimensions only): the focused fuzzer finds
+    a false theorem within a few proofs and its reproduction replays; the kernel as it is gives no finding."""
+    seed = HOLE_SEEDS[SCALAR_INSTANCE]
+    with reverted(SCALAR_INSTANCE):
+        report = run(seed, 40, focus={SCALAR_INSTANCE}, stop_at=SCALAR_INSTANCE, out=tmp_path)
+        assert SCALAR_INSTANCE in report.first, report.summary()
+        finding = next(f for f in report.findings if SCALAR_INSTANCE in f.refutation.tags)
+        assert replay_folder(finding.path) == 1
+    with pytest.raises(ProofError, match="scalar hypothesis nu_def of theorem"):
+        check(finding.theorem.proof)
+    fixed = run(seed, 12, focus={SCALAR_INSTANCE})
+    assert fixed.accepted >= 8 and not fixed.findings and not fixed.crashes, fixed.summary()
+
+
+# --- issue 40: records replayed against sources they were not made from ------------------------------------------
+
+
+def test_the_fuzzer_finds_a_replay_that_states_what_the_source_does_not():
+    """With derive.records' replay as it was before issue 40 put back (a record's proof checked as it stands once its
+    lemmas match the source's on the keys the source has), a stale record whose lemma has a local hypothesis the
+    source lost is reported (the replay states what the source does not); with the fix, no replay of a stale or
+    edited record states anything but the source's statement, and every one accepted is judged true."""
+    with reverted("stale_record"):
+        report = run(3, 20, focus={"stale_record"}, stop_at="stale_record")
+        assert "stale_record" in report.first and report.replay_mismatches, report.summary()
+    fixed = run(3, 20, focus={"stale_record"})
+    assert fixed.replays >= 40 and fixed.replays_accepted >= 10, fixed.summary()
+    assert not fixed.replay_mismatches and not fixed.findings and not fixed.crashes, fixed.summary()

@@ -38,7 +38,20 @@ from ..kernel import AXIOMS, Chain, Definition, Family, Hypothesis, Induction, P
 from ..kernel.axioms import equation_rule
 from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
 from ..kernel.judgments import Context, check_defined, defined_canon, invertible, positive_definite
-from ..kernel.terms import FamilyMatrix, TermError, add, block, canon, children, inv, mul, power, rebuild, transpose
+from ..kernel.terms import (
+    FamilyMatrix,
+    TermError,
+    add,
+    block,
+    canon,
+    children,
+    index_kind,
+    inv,
+    mul,
+    power,
+    rebuild,
+    transpose,
+)
 
 __all__ = ["Generated", "World", "generate", "mutate"]
 
@@ -61,6 +74,9 @@ NU_VALUES = (mu**2 + 1, mu**2, lam + mu, 1 / lam, 2 * mu, lam * mu - 1)
 COVERAGE_TARGETS = ("schur", "blocks", "psd_congruence", "one_sided", "sign_narrowing")
 COVERAGE_RATE = 0.25
 NU_MAYBE_ZERO = (lam + mu, lam * mu - 1)  # 0 on some samples (λ = −μ, λμ = 1): ν's sign keeps 0 (sign_narrowing)
+#: The focus of issue 40: cited theorems whose scalar hypothesis nu = r reads their matrix symbols, cited at instances
+#: that change them (``derive.fuzz.unsound``'s ``scalar_instance`` slip checks r without the matrices put in).
+SCALAR_INSTANCE = "scalar_instance"
 MAX_OPS = 40  # terms larger than this (in nodes) are not pursued
 #: What building a term can raise (SymPy refusing a construction, a shape that does not conform).
 BUILD_ERRORS = (TermError, ValueError, TypeError, AttributeError, NotImplementedError, IndexError, KeyError,
@@ -114,6 +130,9 @@ class World:
     families: list = dataclasses.field(default_factory=list)
     cites: list = dataclasses.field(default_factory=list)
     placeholders: dict = dataclasses.field(default_factory=dict)  # placeholder symbol -> family member
+    #: cited theorem id -> {its matrix symbol: a term of this world}: the instance the citing proof's nu = r[instance]
+    #: was written for (issue 40), which its citations of that theorem mostly use
+    pinned: dict = dataclasses.field(default_factory=dict)
     ctx: Context | None = None
 
     def chance(self, probability: float, hole: str | None = None) -> bool:
@@ -182,7 +201,7 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
         w.families.append(Family("x", s, p, Integer(1)))
     if w.chance(0.2):  # an index as a dimension: the prefix Xp[t] has t rows, Xp[0] is empty
         w.families.append(Family("Xp", s, s, p))
-    if w.chance(0.3, "sign_narrowing"):  # a scalar hypothesis nu = r (issue 29)
+    if SCALAR_INSTANCE not in focus and w.chance(0.3, "sign_narrowing"):  # a scalar hypothesis nu = r (issue 29)
         values = NU_MAYBE_ZERO if "sign_narrowing" in focus else NU_VALUES
         w.hypotheses.append(Hypothesis("nu_def", nu, rng.choice(values)))
     if w.family("x") is not None and w.chance(0.25):  # P[0] = 0 (0×p), P[s+1] = [P[s]; x[s+1]ᵀ]
@@ -509,31 +528,60 @@ def instances(name: str, entry, terms: Terms, world: World) -> list[tuple]:
 
 
 def _citation_instance(name: str, terms: Terms, world: World) -> list[tuple]:
+    """An instance for a citation of a theorem: each symbol of its claim and of the right side r of its scalar
+    hypothesis nu = r (issue 40: an instance that changes r needs nu = r[instance] here) sometimes left to stand
+    for itself, else a term that satisfies its predicates; r's symbols mostly as :attr:`World.pinned` has them."""
     theorem = next(th for th in world.cites if th.id == name[4:])
-    preds = {}
-    for h in theorem.proof.hypotheses:
-        if h.is_predicate:
-            preds.setdefault(h.lhs.arguments[0], set()).add(h.lhs.function)
+    rng = terms.rng
+    preds = _predicates(theorem.proof)
+    in_r = _scalar_hypothesis_symbols(theorem.proof)
+    pinned = world.pinned.get(theorem.id, {}) if in_r and rng.random() < 0.85 else {}
+    focused = SCALAR_INSTANCE in world.focus
+    # focused, the symbols of its predicate hypotheses too (A, B: the citing world may have no such A of its own)
+    extra = in_r | set(preds) if focused else in_r
     out = []
     for sym in sorted({m for m in theorem.proof.claim.lhs.atoms(MatrixSymbol)} |
-                      {m for m in theorem.proof.claim.rhs.atoms(MatrixSymbol)}, key=lambda m: m.name):
-        if terms.rng.random() < 0.4:
+                      {m for m in theorem.proof.claim.rhs.atoms(MatrixSymbol)} | extra, key=lambda m: m.name):
+        if sym in pinned:
+            out.append((sym, pinned[sym]))
             continue
-        need = preds.get(sym, set())
-        r, c = sym.shape
-        if need & {Q.positive_definite, Q.invertible}:
-            candidates = [x for x in terms.invertible_candidates(r) + [power(a, 3) for a in world.of_role("pd")]
-                          if terms.defined(x)]
-            if Q.positive_definite in need:
-                candidates = [x for x in candidates if positive_definite(canon(x), terms.ctx)]
-            elif candidates:
-                candidates = [x for x in candidates if invertible(canon(x), terms.ctx)]
-            if not candidates:
-                continue
-            out.append((sym, terms.rng.choice(candidates)))
-        elif not need:
-            out.append((sym, terms.term(r, c, 1)))
+        if rng.random() < (0.1 if focused and sym in extra else 0.4):
+            continue
+        value = _instance_for(sym, preds.get(sym, set()), terms, world)
+        if value is not None:
+            out.append((sym, value))
     return out
+
+
+def _predicates(proof: Proof) -> dict:
+    """matrix symbol -> the predicates (Q.invertible, ...) the proof's hypotheses state of it."""
+    preds: dict = {}
+    for h in proof.hypotheses:
+        if h.is_predicate:
+            preds.setdefault(h.lhs.arguments[0], set()).add(h.lhs.function)
+    return preds
+
+
+def _scalar_hypothesis_symbols(proof: Proof) -> set:
+    """The matrix symbols the right sides of the proof's scalar hypotheses nu = r read (issue 40)."""
+    return {m for h in proof.hypotheses if type(h.lhs) is Symbol for m in h.rhs.atoms(MatrixSymbol)}
+
+
+def _instance_for(sym, need: set, terms: Terms, world: World):
+    """A term for the cited theorem's symbol ``sym`` that the citing context shows has the predicates ``need``
+    (positive definite, invertible), or any term of its shape when it needs none; None when there is none."""
+    r, c = sym.shape
+    if need & {Q.positive_definite, Q.invertible}:
+        candidates = [x for x in terms.invertible_candidates(r) + [power(a, 3) for a in world.of_role("pd")]
+                      if terms.defined(x)]
+        if Q.positive_definite in need:
+            candidates = [x for x in candidates if positive_definite(canon(x), terms.ctx)]
+        elif candidates:
+            candidates = [x for x in candidates if invertible(canon(x), terms.ctx)]
+        return terms.rng.choice(candidates) if candidates else None
+    if not need:
+        return terms.term(r, c, 1)
+    return None
 
 
 def _nu_value(world: World):
@@ -681,7 +729,7 @@ def seeded_start(ctx: Context, terms: Terms, world: World):
     names = [k for k in _rule_names(ctx, world) if ":" in k and k not in getattr(ctx, "scalar_equations", {})]
     rng.shuffle(names)
     cited = [k for k in names if k.startswith("thm:")]
-    if cited and rng.random() < 0.5:  # a chain that uses the cited theorem
+    if cited and rng.random() < (0.9 if SCALAR_INSTANCE in world.focus else 0.5):  # a chain that uses the cited theorem
         names = cited + names
     for name in names[:6]:
         try:
@@ -843,19 +891,42 @@ def _context(world: World, name: str) -> Context:
         raise Skip(f"statement: {exc}") from None
 
 
-def _cited_theorem(rng: random.Random, name: str):
-    """A small checked theorem with predicate hypotheses, for ``thm:`` citations."""
+def _matrix_nu_values(A, B, v, sc) -> tuple:
+    """Right sides r of a cited theorem's scalar hypothesis nu = r that read its matrix symbols (issue 40): A (p×p,
+    positive definite), B (invertible), v (p×1) and a 1×1 sc.  tr(vᵀv) + 1 is positive (the kernel then takes
+    nu ≠ 0); the others may be 0, and nu is not assumed non-zero for them."""
+    return (Trace(mul(transpose(v), v)) + 1, Trace(mul(transpose(v), A, v)), Trace(sc), lam * Trace(sc) + mu,
+            Trace(mul(transpose(v), B, v)) - mu, Trace(mul(transpose(v), v)) * Trace(sc))
+
+
+def _cited_theorem(rng: random.Random, name: str, focus: frozenset = frozenset()):
+    """A small checked theorem with predicate hypotheses, for ``thm:`` citations; sometimes with a scalar
+    hypothesis nu = r, whose r sometimes reads the theorem's matrices (issue 40), and then usually a claim
+    nu·T = r·T (one ``hyp:nu_def`` step, then a walk): an instance that changes r's matrices changes the claim."""
     w = World(rng, frozenset())
     A = w.symbol("A", p, p, "pd")
     B = w.symbol("B", p, p, "inv")
     w.hypotheses += [Hypothesis("A_pd", Q.positive_definite(A), S.true), Hypothesis("B_inv", Q.invertible(B), S.true)]
-    if rng.random() < 0.4:  # a cited theorem with a scalar hypothesis nu = r (issue 29: cited where it holds)
-        w.hypotheses.append(Hypothesis("nu_def", nu, rng.choice(NU_VALUES)))
+    v = MatrixSymbol("v", p, 1)
+    value = None
+    roll = rng.random()  # (one draw for both choices: an unfocused proof without r's matrices is what it was)
+    if roll < (1.0 if SCALAR_INSTANCE in focus else 0.4):  # a scalar hypothesis nu = r (issue 29)
+        if (rng.random() < 0.9) if SCALAR_INSTANCE in focus else roll >= 0.2:  # r reads the theorem's matrices (40)
+            sc = MatrixSymbol("sc", 1, 1)
+            value = rng.choice(_matrix_nu_values(A, B, v, sc))
+            if value.has(sc):
+                w.symbol("sc", 1, 1, "free")
+        else:
+            value = rng.choice(NU_VALUES)
+        w.hypotheses.append(Hypothesis("nu_def", nu, value))
     w.symbol("v", p, 1, "free")
     ctx = _context(w, name)
     terms = Terms(w, ctx)
+    through = value is not None and value.atoms(MatrixSymbol) and \
+        rng.random() < (0.9 if SCALAR_INSTANCE in focus else 0.6)
     for _ in range(4):
-        chain = random_chain("main", ctx, terms, w, rng.randint(1, 3))
+        chain = _through_scalar_hypothesis(ctx, terms, w) if through else None
+        chain = chain or random_chain("main", ctx, terms, w, rng.randint(1, 3))
         if chain is None:
             continue
         try:
@@ -865,13 +936,82 @@ def _cited_theorem(rng: random.Random, name: str):
     return None
 
 
-def _share_scalar_hypothesis(world: World, cited) -> None:
+def _through_scalar_hypothesis(ctx: Context, terms: Terms, world: World) -> Chain | None:
+    """nu·T = r·T' (issue 40): nu·T rewritten by ``hyp:nu_def`` to r·T, then a short walk (sometimes read
+    backwards), so that the claim reads r's matrices."""
+    rng = terms.rng
+    try:
+        rule = rule_for("hyp:nu_def", (), ctx)
+        shape = rng.choice(((p, p), (p, 1), (1, 1), (p, p)))
+        factor = next((x for x in (terms.term(*shape, 1) for _ in range(4)) if not x.atoms(ZeroMatrix)), None)
+        if factor is None:  # nu·0 = r·0 says nothing
+            return None
+        start = canon(mul(nu, factor))
+        results = [r for _, r in islice(rewrites(start, rule, ctx), 6) if r != start]
+        after = defined_canon(rng.choice(results), ctx) if results else None
+    except Exception:  # noqa: BLE001 - the generator proposes; what the kernel cannot take is dropped
+        return None
+    if after is None or after == start:
+        return None
+    steps = [Step(after, "hyp:nu_def")]
+    steps += walk(after, rng.randint(0, 2), ctx, terms, world)
+    if rng.random() < 0.3:
+        exprs = [start] + [x.expr for x in steps]
+        back = [Step(exprs[i - 1], steps[i - 1].rule, steps[i - 1].instance) for i in range(len(steps), 0, -1)]
+        return Chain("main", exprs[-1], start, tuple(back))
+    return Chain("main", start, steps[-1].expr, tuple(steps))
+
+
+def _share_scalar_hypothesis(world: World, cited, name: str = "fuzz") -> None:
     """Usually the citing world assumes the cited theorem's nu = r too (then ``thm:`` may be used); sometimes it
-    does not, or assumes another r, and every citation must be refused (the oracle samples nu freely then)."""
+    does not, or assumes another r, and every citation must be refused (the oracle samples nu freely then).
+
+    Where r reads the cited theorem's matrices (issue 40), the citing world assumes r as it is (a citation must
+    then leave r's matrices as they are), or r at an instance of its own, nu = r[instance] (:attr:`World.pinned`:
+    the citations of the theorem mostly use that instance and are accepted; others must be refused), or neither."""
     theirs = next((h for h in cited.proof.hypotheses if h.name == "nu_def"), None)
-    if theirs is None or _nu_value(world) is not None or not world.chance(0.7):
+    if theirs is None or _nu_value(world) is not None:
         return
-    world.hypotheses.append(Hypothesis("nu_def", nu, theirs.rhs))
+    if not theirs.rhs.atoms(MatrixSymbol):
+        if world.chance(0.7):
+            world.hypotheses.append(Hypothesis("nu_def", nu, theirs.rhs))
+        return
+    roll = world.rng.random()
+    if roll < 0.45:
+        world.hypotheses.append(Hypothesis("nu_def", nu, theirs.rhs))
+    elif roll < (0.95 if SCALAR_INSTANCE in world.focus else 0.85):
+        _pin(world, cited, theirs.rhs, name)
+
+
+def _pin(world: World, cited, value: Basic, name: str) -> None:
+    """The citing world assumes nu = r[instance] for an instance of r's matrix symbols by terms of this world
+    (no family member, definition or index symbol: the hypothesis speaks about the world's own symbols only)."""
+    try:
+        terms = Terms(world, _context(world, name), index_symbols=())
+    except Skip:
+        return
+    preds = _predicates(cited.proof)
+    pinned = {}
+    for sym in sorted(value.atoms(MatrixSymbol), key=lambda m: m.name):
+        for _ in range(6):
+            term = _instance_for(sym, preds.get(sym, set()), terms, world)
+            if term is not None and term != sym and not term.atoms(FamilyMatrix, ZeroMatrix) and not term.has(nu) \
+                    and not any(index_kind(x) == "index" for x in term.free_symbols if isinstance(x, Symbol)):
+                pinned[sym] = term
+                break
+    if not pinned:
+        return
+    try:
+        instantiated = value.xreplace({tr: Trace(canon(tr.args[0].xreplace(pinned))) for tr in value.atoms(Trace)})
+    except BUILD_ERRORS:
+        return
+    world.hypotheses.append(Hypothesis("nu_def", nu, instantiated))
+    try:
+        _context(world, name)
+    except Skip:  # the kernel does not take this r[instance] (a coefficient too large, say): assume neither
+        world.hypotheses.pop()
+        return
+    world.pinned[cited.id] = pinned
 
 
 def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozenset()) -> Generated:
@@ -883,11 +1023,11 @@ def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozense
     if not focus and rng.random() < COVERAGE_RATE:
         focus = frozenset({rng.choice(COVERAGE_TARGETS)})
     world = build_world(rng, focus)
-    if world.chance(0.3):
-        cited = _cited_theorem(rng, f"{name}_cited")
+    if world.chance(0.3, SCALAR_INSTANCE):
+        cited = _cited_theorem(rng, f"{name}_cited", world.focus)
         if cited is not None:
             world.cites.append(cited)
-            _share_scalar_hypothesis(world, cited)
+            _share_scalar_hypothesis(world, cited, name)
     # definitions
     if world.chance(0.45, "circular_definition"):
         ctx = _context(world, name)
@@ -1061,7 +1201,9 @@ def _mutate_scalar(proof: Proof, world: World, rng: random.Random, slots) -> tup
     k = next((i for i, h in enumerate(proof.hypotheses) if h.name == "nu_def"), None)
     if k is not None and rng.random() < 0.6:
         h = proof.hypotheses[k]
-        new = rng.choice([v for v in (*NU_VALUES, h.rhs + 1, -h.rhs) if v != h.rhs])
+        theirs = [c.rhs for th in proof.cites for c in th.proof.hypotheses if c.name == "nu_def" and
+                  c.rhs.atoms(MatrixSymbol)]  # issue 40: r as the cited theorem has it, not at the pinned instance
+        new = rng.choice([v for v in (*NU_VALUES, h.rhs + 1, -h.rhs, *theirs) if v != h.rhs])
         hyps = list(proof.hypotheses)
         hyps[k] = Hypothesis(h.name, h.lhs, new)
         return dataclasses.replace(proof, hypotheses=tuple(hyps)), f"scalar hypothesis nu = {h.rhs} -> {new}"

@@ -21,6 +21,7 @@ from pathlib import Path
 from sympy import Q, S
 
 from ..kernel import Hypothesis, Proof, ProofError, Theorem, check, proof_to_data
+from . import replay as records_replay
 from .coverage import JUDGMENTS, all_rules, recording, rules_of
 from .generate import BUILD_ERRORS, Skip, World, generate, mutate
 from .oracle import Refutation, judge, replay, to_json_ready
@@ -28,7 +29,10 @@ from .oracle import Refutation, judge, replay, to_json_ready
 __all__ = ["Finding", "Report", "main", "run"]
 
 HOLES = ("instance", "recurrence_index", "circular_definition", "pd_power", "schur", "psd_congruence", "one_sided",
-         "sign_narrowing")
+         "sign_narrowing", "scalar_instance", "stale_record")
+#: Replays of stale and edited records (:mod:`.replay`) run for one proof in REPLAY_EVERY (all, with the focus
+#: ``stale_record``), with a random stream of their own: the rest of a run is the same with or without them.
+REPLAY_EVERY = 4
 
 
 @dataclass
@@ -65,6 +69,10 @@ class Report:
     dropped_samples: int = 0
     findings: list[Finding] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)  # check raised something other than a ProofError
+    replays: int = 0  # records replayed against a source they were not made from (.replay)
+    replays_accepted: int = 0  # ... that the kernel accepted (each then judged like any theorem)
+    #: replays whose theorem does not state exactly the source's statement: a record decided a statement
+    replay_mismatches: list[str] = field(default_factory=list)
     first: dict[str, tuple[int, int]] = field(default_factory=dict)  # hole -> (proof index, proofs run so far)
     seconds: float = 0.0
     #: with ``run(coverage=True)``: "proof_rules", "proof_judgments" (accepted generated proofs), "mutant_rules",
@@ -87,6 +95,10 @@ class Report:
             f"({self.dropped_samples} samples dropped)",
             f"  refuted (kernel-accepted claims the witness refutes): {len(self.findings)}",
         ]
+        if self.replays:
+            lines.append(f"  records replayed against other sources: {self.replays}, accepted {self.replays_accepted}, "
+                         f"stating what the source does not: {len(self.replay_mismatches)}")
+        lines += [f"  replay: {m}" for m in self.replay_mismatches[:3]]
         lines += [f"  crash: {c}" for c in self.crashes[:5]]
         for hole in HOLES:
             if hole in self.first:
@@ -162,14 +174,39 @@ def one_proof(report: Report, index: int, *, mutants: int = 2, samples: int = 2,
         return
     report.accepted += 1
     _judge(report, theorem, rng, index, None, out, samples)
-    _mutants(report, generated.proof, generated.world, rng, index, mutants, out, samples)
+    made = _mutants(report, generated.proof, generated.world, rng, index, mutants, out, samples)
+    if "stale_record" in focus or index % REPLAY_EVERY == 0:
+        _replays(report, generated.proof, made, index, samples)
+
+
+def _replays(report: Report, proof: Proof, mutants: list, index: int, samples: int) -> None:
+    """Stale and edited records of the proof and its mutants replayed against each other's sources (.replay): what
+    a replay gives must state exactly the source's statement, and is judged like any theorem."""
+    rng = random.Random(f"{report.seed}:{index}:replay")
+    for source, record, what in records_replay.pairs(proof, mutants, rng):
+        report.replays += 1
+        try:
+            statement, theorem = records_replay.replayed(source, record)
+        except Exception as exc:  # a replay promises a theorem or None, whatever the record holds
+            report.crashes.append(f"seed {report.seed} proof {index}: replay raised {type(exc).__name__}: {exc}")
+            continue
+        if theorem is None:
+            continue
+        report.replays_accepted += 1
+        why = records_replay.states_the_source(theorem, statement)
+        if why is not None:
+            report.replay_mismatches.append(f"seed {report.seed} proof {index}, {what}: {why}")
+            report.first.setdefault("stale_record", (index, report.proofs))
+            continue
+        _judge(report, theorem, rng, index, what, None, samples)
 
 
 def _mutants(report: Report, proof: Proof, world: World, rng: random.Random, index: int, count: int,
-             out: Path | None, samples: int) -> None:
-    made = 0
+             out: Path | None, samples: int) -> list[tuple[Proof, str]]:
+    """Check ``count`` mutants of the proof and judge those the kernel accepts; the mutants made."""
+    made: list[tuple[Proof, str]] = []
     for _ in range(count * 4):
-        if made >= count:
+        if len(made) >= count:
             break
         try:
             mutated = mutate(proof, world, rng)
@@ -177,7 +214,7 @@ def _mutants(report: Report, proof: Proof, world: World, rng: random.Random, ind
             mutated = None
         if mutated is None or mutated[0] == proof:
             continue
-        made += 1
+        made.append(mutated)
         report.mutants += 1
         mutant, description = mutated
         theorem = _check(report, mutant, index, "mutant")
@@ -186,6 +223,7 @@ def _mutants(report: Report, proof: Proof, world: World, rng: random.Random, ind
             continue
         report.mutants_accepted += 1
         _judge(report, theorem, rng, index, description, out, samples)
+    return made
 
 
 def run(seed: int = 0, proofs: int = 100, *, mutants: int = 2, samples: int = 2, focus=(), out: Path | None = None,

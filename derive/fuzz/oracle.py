@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
-from sympy import Basic, Integer, Matrix, Rational, Symbol, eye, zeros
+from sympy import Basic, Integer, Matrix, Rational, Symbol, Trace, eye, zeros
 from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
@@ -226,8 +226,13 @@ def _skew(rng, k) -> Matrix:
 
 
 def _orthogonal(rng, k) -> Matrix:
+    """A rotation (Cayley: I + S is invertible for skew S) or, half the time, a reflection (its first row negated):
+    both components of O(k), so U = −1 is drawn when k = 1 (issue 40: rotations alone let UᵀU = I ⇒ U = I pass)."""
     s = _skew(rng, k)
-    return (eye(k) - s) * (eye(k) + s).inv()  # Cayley: I + S is invertible for skew S
+    q = (eye(k) - s) * (eye(k) + s).inv()
+    if rng.random() < 0.5:
+        q[0, :] = -q[0, :]
+    return q
 
 
 def _invertible(rng, k) -> Matrix:
@@ -286,21 +291,51 @@ def _dim_value(expr, dims: dict) -> int:
     return int(value)
 
 
-def _solve_scalar_hypotheses(proof: Proof, scalars: dict, dims: dict) -> None:
-    """λ = r (issue 29): λ takes the value of r on the other scalars and the dimensions; one declared positive
-    must come out positive (else the sample cannot satisfy the hypotheses: CannotSample)."""
+def _mentions_matrices(h: Hypothesis) -> bool:
+    """A scalar hypothesis λ = r whose r reads matrices (tr(vᵀv) + 1, tr(s), tr(I)): solved once the matrices have
+    values."""
+    return bool(h.rhs.atoms(Trace))
+
+
+def _solve_scalar_hypotheses(proof: Proof, scalars: dict, dims: dict, matrices: Sample | None = None) -> None:
+    """λ = r (issue 29): λ takes the value of r on the other scalars and the dimensions, each λ once the scalars r
+    reads have theirs; one declared positive must come out positive (else the sample cannot satisfy the hypotheses:
+    CannotSample).
+
+    Called twice: before the matrices are drawn (``matrices`` None), for the hypotheses whose r reads no matrix (an
+    equation S = term may need their λ); then with the sample's matrices and family members, for all of them
+    (issue 40: r of a cited theorem's λ = r may read its matrix symbols, tr(vᵀv) + 1 or tr(s), and a citing proof
+    assumes λ = r with the instance's matrices put in; the oracle satisfies λ = r whatever the matrices are)."""
     pending = [h for h in proof.hypotheses if type(h.lhs) is Symbol]
-    for _ in range(len(pending)):
-        for h in list(pending):
-            value = h.rhs.xreplace({**{k: v for k, v in scalars.items() if k != h.lhs},
-                                    **{k: Integer(v) for k, v in dims.items()}})
-            if isinstance(value, Rational):
-                if scalar_kind(h.lhs) == "positive" and value <= 0:
-                    raise CannotSample(f"{h.lhs} must be positive, but {h.name} gives {value}")
-                scalars[h.lhs] = value
-                pending.remove(h)
-    if pending:
+    while pending:
+        unsolved = {h.lhs for h in pending}
+        ready = [h for h in pending if (matrices is not None or not _mentions_matrices(h)) and
+                 not {s for s in h.rhs.atoms(Symbol) if scalar_kind(s) is not None} & (unsolved - {h.lhs})]
+        if not ready:
+            break
+        for h in ready:
+            if matrices is None:
+                value = h.rhs.xreplace({**{k: v for k, v in scalars.items() if k != h.lhs},
+                                        **{k: Integer(v) for k, v in dims.items()}})
+            else:
+                try:
+                    value = _exact_coefficient(h.rhs, proof, Sample(dims, scalars, matrices.env, matrices.members))
+                except WitnessError as exc:
+                    raise CannotSample(f"{h.name}: {exc}") from None
+            if not isinstance(value, Rational):
+                raise CannotSample(f"{h.name} gives {h.lhs} no rational value")
+            if scalar_kind(h.lhs) == "positive" and value <= 0:
+                raise CannotSample(f"{h.lhs} must be positive, but {h.name} gives {value}")
+            scalars[h.lhs] = value
+            pending.remove(h)
+    if pending and matrices is not None:
         raise CannotSample("the scalar hypotheses " + ", ".join(h.name for h in pending) + " cannot be solved")
+
+
+def _exact_coefficient(c: Basic, proof: Proof, sample: Sample) -> Rational:
+    """The exact value of a coefficient (traces of 1×1 matrices included) on a sample."""
+    ctx = _context(proof, sample, {})
+    return ctx.arith.domain.to_sympy(_coefficient(c, ctx))
 
 
 def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) -> Sample:
@@ -405,6 +440,7 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
             for e in range(MAX_MEMBER + 1):
                 at = {**dims, f.index: e}
                 members[(f.name, e)] = _free(rng, _dim_value(f.rows, at), _dim_value(f.cols, at))
+    _solve_scalar_hypotheses(proof, scalars, dims, Sample(dims, scalars, env, members))  # those that read matrices
     return Sample(dims, scalars, env, members, adversarial_names)
 
 
@@ -565,6 +601,21 @@ def _zero_scalar(proof: Proof, sample: Sample) -> bool:
     return any(type(h.lhs) is Symbol and sample.scalars.get(h.lhs) == 0 for h in proof.hypotheses)
 
 
+def _scalar_instance(proof: Proof) -> bool:
+    """A step cites a theorem at an instance that changes a matrix symbol which the right side r of the theorem's
+    scalar hypothesis λ = r reads (the ``scalar_instance`` slip: r checked as it is, not at the instance)."""
+    cited = {th.id: th.proof for th in proof.cites}
+    for c in _chains(proof):
+        for s in c.steps:
+            theirs = cited.get(s.rule[4:]) if s.rule.startswith("thm:") else None
+            if theirs is None:
+                continue
+            read = {m for h in theirs.hypotheses if type(h.lhs) is Symbol for m in h.rhs.atoms(MatrixSymbol)}
+            if any(v in read and t != v for v, t in s.instance):
+                return True
+    return False
+
+
 def _instance_broken(proof: Proof, sample: Sample, extra: dict) -> bool:
     """A step instantiates a variable with a term that has no value of the variable's shape on the sample."""
     for c in _chains(proof):
@@ -603,6 +654,8 @@ def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
         tags.add("one_sided")
     if _zero_scalar(proof, sample):
         tags.add("sign_narrowing")
+    if _scalar_instance(proof):
+        tags.add("scalar_instance")
     return tags
 
 

@@ -24,6 +24,17 @@ time of a ``with`` block, so that a test can show that the fuzzer finds the hole
   invertible too (U Uᵀ for a tall U with UᵀU = I); ``._narrowed_sign`` dropping 0 from r's signs (λ = λ₂ + μ
   judged non-zero).
 
+* ``scalar_instance`` (issue 40, a hole the kernel had until then) — ``derive.kernel.checking.scalar_hypothesis_holds``
+  with only the step's *dimensions* put into r of a cited theorem's scalar hypothesis λ = r, not its matrices: a
+  theorem with λ = tr(s) cited at s := u in a proof that assumes λ = tr(s) gave its claim for u (λI₁ = u, so
+  u = s for every 1×1 u and s).  Its copy is the kernel's code before that fix (commit ``ec2222c``), with the fixed
+  kernel's signature ``(h, dims, mats, ctx)``.
+
+* ``stale_record`` (issue 40, a hole outside the kernel: ``RECORD_HOLES``) — ``derive.records.replay_proof`` as it was:
+  a record's proof checked as it stands once its statement matched the source's on the keys the source's lemmas
+  have, so a lemma recorded under a local hypothesis the source no longer states was "verified".  Found as a
+  replay whose theorem does not state the source's statement (``harness.Report.replay_mismatches``).
+
 The copies are the kernel's code at commit ``c057037`` (before the fixes), verbatim except that
 ``_instance_maps`` and ``_instantiate`` also take the fixed kernel's signatures ``(given, ctx, fail)`` and
 ``(entry, step, ctx, fail)``.  They call the kernel's other functions by name, so they stay what they were as
@@ -35,7 +46,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from sympy import Basic, Symbol
+from sympy import Basic, PolynomialError, Symbol
 from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose
 
 from ..kernel import axioms, checking, judgments
@@ -56,6 +67,7 @@ from ..kernel.judgments import (
     sign,
 )
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof, ProofError, Step
+from ..kernel.scalars import CoefficientError, canon_coefficient
 from ..kernel.terms import (
     MATRIX_NODES,
     FamilyMatrix,
@@ -316,6 +328,18 @@ def _narrowed_sign_without_zero(declared: frozenset, value: Basic, ctx: Context,
     return (declared & (sign(value, ctx, depth + 1) - {0})) or declared
 
 
+def _scalar_hypothesis_holds_dims_only(h: Hypothesis, dims: dict, mats: dict, ctx: Context) -> bool:
+    """λ = r of a cited theorem "holds" when the citing proof has λ = r with r's *dimensions* instantiated, whatever
+    the instance does to r's matrices (``mats`` is ignored).  Unsound: λ = tr(s) cited at s := u."""
+    if h.lhs in dims:
+        return False
+    try:
+        value = canon_coefficient(h.rhs.xreplace(dims), canon)
+    except (CoefficientError, TermError, PolynomialError, ValueError, TypeError):
+        return False
+    return any(symbol == h.lhs and known == value for symbol, known in ctx.scalar_equations.values())
+
+
 #: hole -> (module, function name, old function) for each function put back.
 HOLES = {
     "instance": ((checking, "_instance_maps", _instance_maps), (checking, "_instantiate", _instantiate)),
@@ -331,16 +355,57 @@ HOLES = {
     "psd_congruence": ((judgments, "_semidefinite_congruence", _semidefinite_congruence_any_sign),),
     "one_sided": ((judgments, "_one_sided_inverse", _one_sided_inverse_either_order),),
     "sign_narrowing": ((judgments, "_narrowed_sign", _narrowed_sign_without_zero),),
+    "scalar_instance": ((checking, "scalar_hypothesis_holds", _scalar_hypothesis_holds_dims_only),),
 }
+
+
+def _replay_proof_keys_present(statement, data, known=None):
+    """``derive.records`` before issue 40: the record's proof checked as it is, once it "states" the source's statement
+    — a lemma compared only on the keys the source's lemma has (a lemma with no local hypotheses has no
+    ``hypotheses`` key, so a record of it under a hypothesis matched)."""
+    from ..certificates.format import CertificateError, proof_from_data
+    from ..kernel import check, proof_to_data
+
+    try:
+        proof = proof_from_data(data, known)
+    except CertificateError:
+        return None
+    mine, want = proof_to_data(proof), dict(statement.data)
+    if any(mine.get(key) != want.get(key) for key in ("theorem", "title", "statement", "hypotheses", "definitions",
+                                                       "families", "claim")):
+        return None
+    recorded = {chain["name"]: chain for chain in mine["lemmas"]}
+    for chain in want["lemmas"]:
+        theirs = recorded.get(chain["name"])
+        if theirs is None or any(theirs.get(k) != v for k, v in chain.items()):
+            return None
+    try:
+        return check(proof)
+    except ProofError:
+        return None
+
+
+def _records_module():
+    from .. import records
+
+    return records
+
+
+#: Holes outside the kernel: what decided that a statement was verified (``stale_record``, issue 40: a replay of a
+#: record whose lemma has a local hypothesis the source's lemma lost).  The fuzzer finds it as a replay whose theorem
+#: does not state the source's statement (``Report.replay_mismatches``), not as a refuted claim.
+RECORD_HOLES = {"stale_record": (("records", "replay_proof", _replay_proof_keys_present),)}
 
 
 @contextlib.contextmanager
 def reverted(hole: str) -> Iterator[None]:
     """Within the block, the kernel's functions of ``hole`` are the old, unsound ones (see the module's table)."""
     missing = object()
-    saved = [(module, name, getattr(module, name, missing)) for module, name, _ in HOLES[hole]]
+    slips = HOLES[hole] if hole in HOLES else tuple((_records_module(), name, old)
+                                                    for _, name, old in RECORD_HOLES[hole])
+    saved = [(module, name, getattr(module, name, missing)) for module, name, _ in slips]
     try:
-        for module, name, old in HOLES[hole]:
+        for module, name, old in slips:
             setattr(module, name, old)
         yield
     finally:
