@@ -59,7 +59,7 @@ def ratios(oa, rng, count, kind):
         for offset, X, Y, w in problems(rng, count, *KINDS[kind]):
             ours = oa.coefficients(X, Y, weights=w)
             A, B = (X, Y) if w is None else (X * np.sqrt(w)[:, None], Y * np.sqrt(w)[:, None])
-            # the reference one problem at a time: route "exact" on a stack refines in float64 (docs/codegen.md)
+            # the reference: route "exact", the exact solution rounded once, one problem at a time (docs/codegen.md)
             exact = np.stack([oa.coefficients(a, b, route="exact") for a, b in
                               zip(A.reshape((-1,) + A.shape[-2:]), B.reshape((-1,) + B.shape[-2:]), strict=True)])
             for a, b, mine, want in zip(A.reshape((-1,) + A.shape[-2:]), B.reshape((-1,) + B.shape[-2:]),

@@ -68,6 +68,15 @@ def test_small_well_conditioned_problems_take_the_cholesky_answer(monkeypatch):
     assert exact_path == []
 
 
+def refined(X, Y):
+    """auto's refined path for one small problem whose data leave the safe range (_auto_small_scaled: the Cholesky
+    answer where trusted, else exact refinement, else QR with exactly rounded refinement), on data in range: the
+    machinery route "exact" took until issue 40 (route "exact" is now rational: test_numerics_exact.py)."""
+    Y = np.asarray(Y, dtype=float)
+    beta = nn._auto_small_scaled(X, Y[:, None] if Y.ndim == 1 else Y)
+    return beta[:, 0] if Y.ndim == 1 else beta
+
+
 def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
     exact_path = spy(monkeypatch, "_qr_or_svd")
     integer_steps = spy(monkeypatch, "_refine_exactly")
@@ -75,10 +84,10 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
     X = np.column_stack([np.ones(36), x])
     y = -0.25 + 1.002 * x + np.sin(x)
     exact = exact_least_squares(X, y)
-    assert np.array_equal(nn.coefficients(X, y, route="exact"), exact)  # bit for bit
+    assert np.array_equal(refined(X, y), exact)  # bit for bit
     assert len(integer_steps) == 1 and exact_path == []  # the trust test rejected it; exact gradients sufficed
     rng = np.random.default_rng(16)
-    refined = 0
+    steps = 0
     for trial in range(60):  # uncentred problems, many of which the trust test rejects
         n, p, k = int(rng.integers(4, 60)), int(rng.integers(2, 6)), int(rng.integers(1, 3))
         X = rng.standard_normal((n, p))
@@ -87,15 +96,15 @@ def test_small_problems_that_would_lose_digits_are_refined_exactly(monkeypatch):
         Y = X @ rng.standard_normal((p, k)) * 10.0 ** rng.integers(-3, 3) + rng.standard_normal((n, k))
         want = np.column_stack([exact_least_squares(X, Y[:, j]) for j in range(k)])
         before = len(integer_steps)
-        error = np.max(np.abs(nn.coefficients(X, Y, route="exact") - want) / np.abs(want))
-        refined += len(integer_steps) > before
+        error = np.max(np.abs(refined(X, Y) - want) / np.abs(want))
+        steps += len(integer_steps) > before
         limit = 4 * np.finfo(float).eps if len(integer_steps) > before else 1e-11  # refined: to the last bit
         assert error <= limit, (trial, error)
-    assert refined >= 20  # the exact gradients carried many of them
+    assert steps >= 20  # the exact gradients carried many of them
     monkeypatch.setattr(nn, "_refine_wide", lambda *a: None)  # steps that do not converge: the QR path
     monkeypatch.setattr(nn, "_refine_exactly", lambda *a: None)
     X = np.column_stack([np.ones(36), x])
-    assert np.array_equal(nn.coefficients(X, y, route="exact"), exact) and len(exact_path) >= 1
+    assert np.array_equal(refined(X, y), exact) and len(exact_path) >= 1
 
 
 def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
@@ -105,7 +114,7 @@ def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
     exact = exact_least_squares(X, y)
     lstsq = np.linalg.lstsq(X, y, rcond=None)[0]
     wide = spy(monkeypatch, "_refine_wide")
-    beta = nn.coefficients(X, y, route="exact")  # 10,000 products: extended-precision steps
+    beta = refined(X, y)  # 10,000 products: extended-precision steps
     assert len(wide) == 1
     assert np.max(np.abs(beta - exact)) <= 1e-18 * np.max(np.abs(exact))  # about 2^-64 of the largest
     assert np.max(np.abs(beta - exact) / np.abs(exact)) <= 1e-13  # the small coefficient too, to 1e-13
@@ -113,10 +122,11 @@ def test_larger_small_problems_refine_in_extended_precision(monkeypatch):
     original = nn._minus_products
     monkeypatch.setattr(nn, "_minus_products", lambda *a, **k: sums.append(a[3]) or original(*a, **k))
     monkeypatch.setattr(nn, "_refine_wide", lambda *a: None)  # no extended steps: the QR path
-    beta = nn.coefficients(X, y, route="exact")
+    beta = refined(X, y)
     assert sums and not any(sums)  # 10,000 products: past _FSUM_LIMIT, extended precision, not math.fsum per row
     assert np.max(np.abs(beta - exact) / np.abs(exact)) <= 1e-13
     assert np.max(np.abs(beta - exact)) <= np.max(np.abs(lstsq - exact))
+    assert np.array_equal(nn.coefficients(X, y, route="exact"), exact)  # route "exact": exact, rounded once
 
 
 def test_one_column_is_the_exactly_rounded_quotient(monkeypatch):
@@ -156,9 +166,9 @@ def test_tiny_path_names_bad_values(p):
 
 def test_trust_rule():
     beta = [[1.0, 1e-3]]  # the columns of β
-    assert nn._trusted(beta, [1.0, 1.0], 1e-16)
-    assert not nn._trusted(beta, [1.0, 1.0], 1e-14)  # 1e-14 · 1 > 1e-12 · 1e-3
-    assert nn._trusted(beta, [1.0, 1e6], 1e-14)  # scaled: |Dβ| = (1, 1)
+    assert nn._trusted(beta, [1.0, 1.0], nn._TRUST * 1e-4)
+    assert not nn._trusted(beta, [1.0, 1.0], nn._TRUST * 1e-2)  # _TRUST 1e-2 · 1 > _TRUST · 1e-3
+    assert nn._trusted(beta, [1.0, 1e6], nn._TRUST * 1e-2)  # scaled: |Dβ| = (1, 1)
     assert not nn._trusted([[1.0, 0.0]], [1.0, 1.0], 1e-16)  # an exact zero: refine
     for bad in (np.inf, -np.inf, np.nan):
         assert not nn._trusted([[1.0, bad]], [1.0, 1.0], 1e-16)

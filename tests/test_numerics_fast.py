@@ -449,7 +449,7 @@ def test_auto_is_within_ten_times_lstsqs_error_on_every_uncentred_problem(oa, ki
             w = rng.uniform(0.1, 10.0, X.shape[:-1]) if kind == "weighted" else None
             got = oa.coefficients(X, Y, weights=w)
             A, B = (X, Y) if w is None else (X * np.sqrt(w)[..., None], Y * np.sqrt(w)[..., None])
-            # the reference one problem at a time: route "exact" on a stack refines in float64 (docs/codegen.md)
+            # the reference one problem at a time (route "exact" solves a stack exactly too, since issue 40)
             exact = np.stack([oa.coefficients(a, b, route="exact") for a, b in
                               zip(A.reshape((-1,) + A.shape[-2:]), B.reshape((-1,) + B.shape[-2:]), strict=True)])
             for a, b, mine, want in zip(A.reshape((-1,) + A.shape[-2:]), B.reshape((-1,) + B.shape[-2:]),

@@ -41,7 +41,7 @@ Routes (each evaluates a kernel-checked identity on the column-scaled data):
                 about κ² eps (κ the condition number of the column-scaled X), so where κ² eps is well under 1 the
                 answer is in the accuracy class of a backward-stable solver (lstsq). Less robust than the NumPy
                 module's "auto", which measures κ² and switches to Householder QR or the SVD for hard ones (its
-                "exact" route refines to the exact solution): here κ² eps near or over 1 (cond(X) over about
+                "exact" route is the exact solution, rounded once): here κ² eps near or over 1 (cond(X) over about
                 1e7 in float64, 3e3 in float32, once columns are scaled) leaves an inaccurate answer, and a rank-
                 deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there. On concrete
                 CPU arrays "auto" is the NumPy module's instead (see "On the CPU" below).
@@ -66,7 +66,8 @@ PyTorch and JAX on the CPU make each small product of a batch a call of its own;
 threaded numerics are several times faster there and about lstsq's accuracy (they measure κ²,
 take Householder QR where the Gram route cannot serve, and give the minimum-norm solution with a
 RankDeficientWarning where X is rank-deficient, as route "svd" does, where the array-API code raises). The
-refined exact solution of the float64 data is the NumPy module's route "exact" (the accuracy reference).
+exact least-squares solution of the float64 data, rounded once, is the NumPy module's route "exact" (the accuracy
+reference; rational arithmetic, up to 64 columns).
 Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax.vmap``,
 ``jax.grad``, ``torch.compile``, ``torch.func``, ``torch.vmap``, and PyTorch tensors that require grad; so do
 other devices, other routes and dtypes, and ``HOST_NUMERICS = False``. Its answers agree with the NumPy module's

@@ -68,7 +68,7 @@ Routes (each evaluates a kernel-checked identity on the column-scaled data):
                 about κ² eps (κ the condition number of the column-scaled X), so where κ² eps is well under 1 the
                 answer is in the accuracy class of a backward-stable solver (lstsq). Less robust than the NumPy
                 module's "auto", which measures κ² and switches to Householder QR or the SVD for hard ones (its
-                "exact" route refines to the exact solution): here κ² eps near or over 1 (cond(X) over about
+                "exact" route is the exact solution, rounded once): here κ² eps near or over 1 (cond(X) over about
                 1e7 in float64, 3e3 in float32, once columns are scaled) leaves an inaccurate answer, and a rank-
                 deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there. On concrete
                 CPU arrays "auto" is the NumPy module's instead (see "On the CPU" below).
@@ -93,7 +93,8 @@ PyTorch and JAX on the CPU make each small product of a batch a call of its own;
 threaded numerics are several times faster there and about lstsq's accuracy (they measure κ²,
 take Householder QR where the Gram route cannot serve, and give the minimum-norm solution with a
 RankDeficientWarning where X is rank-deficient, as route "svd" does, where the array-API code raises). The
-refined exact solution of the float64 data is the NumPy module's route "exact" (the accuracy reference).
+exact least-squares solution of the float64 data, rounded once, is the NumPy module's route "exact" (the accuracy
+reference; rational arithmetic, up to 64 columns).
 Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax.vmap``,
 ``jax.grad``, ``torch.compile``, ``torch.func``, ``torch.vmap``, and PyTorch tensors that require grad; so do
 other devices, other routes and dtypes, and ``HOST_NUMERICS = False``. Its answers agree with the NumPy module's
@@ -1182,4 +1183,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "edc10270f674b522b1abb398e78572765146b325db4a76ec24dfba2df93ee3f6"
+HOST_MODULE_SHA256 = "d34ab88e739b8da65e94cd053ccf509ca79367ed61f43aada6d96455b8825521"
