@@ -20,6 +20,42 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+#: ``DERIVE_SKIPPED_IMPORTS=FILE``: the node ids of the tests skipped because an optional package could not be
+#: imported are written to FILE, one a line, so that .ci/run, which runs the README's test command with the test
+#: extra alone, can run exactly those again once it has installed the frameworks (issue 40 item 8).
+SKIPPED_IMPORTS = "DERIVE_SKIPPED_IMPORTS"
+
+
+def _skipped_for_an_import(report) -> bool:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return report.skipped and "could not import" in reason
+
+
+def _note_skipped_import(config, report) -> None:
+    path = os.environ.get(SKIPPED_IMPORTS)
+    if path and not hasattr(config, "workerinput") and _skipped_for_an_import(report):  # the controller writes
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(report.nodeid + "\n")
+
+
+@pytest.hookimpl
+def pytest_configure(config):
+    global _CONFIG
+    _CONFIG = config
+
+
+_CONFIG = None
+
+
+def pytest_runtest_logreport(report):
+    _note_skipped_import(_CONFIG, report)
+
+
+def pytest_collectreport(report):
+    _note_skipped_import(_CONFIG, report)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _registry_as_the_module_found_it():
     """Theorems a test module registers (``load_library``, ``@theorem`` in a test) are unregistered after the module,

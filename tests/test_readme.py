@@ -25,6 +25,17 @@ def test_ci_runs_the_readme_commands():
         assert command in ci
 
 
+def test_ci_runs_the_readme_test_command_before_it_installs_any_framework():
+    """Issue 40 item 8: the README's test command runs with the test extra alone, as a newcomer runs it; the tests it
+    skipped for an optional package run again once the frameworks are installed."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    tests = ci.index(readme_commands()[1])
+    installs = [i for i, line in enumerate(ci) if re.search(r"pip install .*\b(jax|torch|dask|scikit-learn)\b", line)]
+    assert installs and all(i > tests for i in installs)
+    again = [i for i, line in enumerate(ci) if line.strip().startswith('python -m pytest "@$skipped"')]
+    assert again and again[0] > max(installs)
+
+
 # --- the README matches the tool -------------------------------------------------------------------
 
 
