@@ -464,3 +464,66 @@ def test_generated_code_runs_in_a_fresh_interpreter(generated):
     code = "import numpy as np, ols_attention as m; print(m.coefficients(np.eye(2), [1.0, 2.0]).tolist())"
     result = subprocess.run([sys.executable, "-c", code], cwd=out, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[1.0, 2.0]"
+
+
+# --- issue 41: a 1×1 inverse as a coefficient, and the printer's bounds ----------------------------------------------
+
+
+def _normalised_attention_term():
+    """(1ᵀKq)⁻¹ VᵀKq as the kernel builds it: the 1×1 inverse is read as a scalar, Trace((1ᵀKq)⁻¹), the coefficient."""
+    from sympy import MatrixSymbol, Trace
+
+    from derive import dim, inv, mul, transpose
+
+    n, d, dv = dim("n"), dim("d"), dim("d_v")
+    K, q, V, one = (MatrixSymbol("K", n, d), MatrixSymbol("q", d, 1), MatrixSymbol("V", n, dv),
+                    MatrixSymbol("one", n, 1))
+    term = mul(inv(mul(transpose(one), K, q)), transpose(V), K, q)
+    assert term.args[0].atoms(Trace)  # the coefficient holds the 1×1 matrix, and the tail K q inside it
+    return term
+
+
+def test_shared_tails_are_cut_inside_a_1x1_coefficient_and_the_sharing_ends():
+    """The tail K q of VᵀKq recurs inside the coefficient (1ᵀKq)⁻¹: it is shared once, both products read it,
+    and the sharing stops (it named fresh tails K q forever, since the one inside the coefficient was counted and
+    never cut)."""
+    from derive.codegen.generate import _share_suffixes, _Work
+
+    work = _Work(10_000)
+    shared = _share_suffixes({"r": _normalised_attention_term()}, work=work)
+    assert list(shared) == ["u0", "r"] and str(shared["u0"]) == "K*q"
+    assert "K*q" not in str(shared["r"]) and str(shared["r"]).count("u0") == 2
+    assert work.used < 1_000
+
+
+def test_a_tail_counted_where_it_cannot_be_cut_is_an_error_not_a_loop(monkeypatch):
+    """Were a counted tail never cut (the bug of issue 41, brought back by a cut that does not descend), the
+    sharing names the lack of progress instead of looping."""
+    from derive.codegen import generate as g
+
+    monkeypatch.setattr(g, "_rebuild", lambda term, f, work: term)
+    with pytest.raises(CodegenError, match="made no progress"):
+        g._share_suffixes({"r": _normalised_attention_term()}, work=g._Work(100_000))
+
+
+def test_the_printer_refuses_a_term_past_its_bounds(monkeypatch):
+    """A term of more than MAX_TERM_NODES nodes, or one whose printing takes more than MAX_WORK steps, is a
+    CodegenError (named by codegen, which prints the other routes), not an unbounded computation."""
+    from sympy import MatrixSymbol
+
+    from derive import add, dim, mul
+    from derive.codegen import generate as g
+    from derive.routes import Term as PrintedTerm
+
+    p = dim("p")
+    A = [MatrixSymbol(f"A{i}", p, p) for i in range(30)]
+    route = PrintedTerm("wide", definition="S", names={})
+    wide = add(*[mul(A[i % 30], A[(7 * i + 1) % 30], A[(13 * i + 2) % 30]) for i in range(1500)])
+    with pytest.raises(CodegenError, match="more than 4,000 nodes"):
+        g.print_assignments({"S": wide}, g.FactoringNumPyPrinter(route))
+    narrow = add(*[mul(A[i % 30], A[(7 * i + 1) % 30], A[(13 * i + 2) % 30]) for i in range(40)])
+    assert g.print_assignments({"S": narrow}, g.FactoringNumPyPrinter(route))[-1].startswith("S = ")
+    monkeypatch.setattr(g, "MAX_WORK", 100)
+    with pytest.raises(CodegenError, match="more than 100 steps"):
+        g.print_assignments({"S": narrow}, g.FactoringNumPyPrinter(route))
+    assert g.print_assignments({"S": A[0]}, g.FactoringNumPyPrinter(route)) == ["S = A0"]

@@ -429,3 +429,90 @@ print("agree")
 '''
     used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=tmp_path)
     assert used.returncode == 0 and used.stdout.strip() == "agree", used.stdout + used.stderr
+
+
+# --- a 1×1 inverse as a coefficient, and the printer's bounds (tests/data/normalised_attention.py, issue 41) --------
+
+#: ``derive codegen`` on the library takes a few seconds; before issue 41 it looped forever on normalised attention.
+CODEGEN_SECONDS = 120
+TOO_WIDE = ("not printed: theorem wide_sum, term wide: its terms have more than 4,000 nodes, the printer's bound on "
+            "one route")
+NORMALISED = ("normalised_attention", "normalised_attention_solve", "narrow")
+
+
+@pytest.fixture(scope="module")
+def normalised(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess | None]:
+    """``derive codegen`` on normalised attention, (1ᵀKq)⁻¹VᵀKq, and a term past the printer's bound; None where it
+    did not finish within ``CODEGEN_SECONDS``."""
+    work = tmp_path_factory.mktemp("normalised")
+    shutil.copy(DATA / "normalised_attention.py", work / "normalised_attention.py")
+    try:
+        result = subprocess.run([sys.executable, "-m", "derive", "codegen", "--library", "normalised_attention.py",
+                                 "--out", "code"], capture_output=True, text=True, cwd=work, timeout=CODEGEN_SECONDS,
+                                env=dict(os.environ), preexec_fn=lambda: os.umask(0o022))
+    except subprocess.TimeoutExpired:
+        result = None
+    return work, result
+
+
+def _finished(normalised) -> tuple[Path, subprocess.CompletedProcess]:
+    work, result = normalised
+    if result is None:
+        pytest.fail(f"derive codegen did not finish within {CODEGEN_SECONDS} s (issue 41: it looped on the 1×1 "
+                    "coefficient (1ᵀKq)⁻¹ of normalised attention)")
+    return work, result
+
+
+def test_a_1x1_inverse_as_a_coefficient_prints_and_a_term_past_the_bound_is_named(normalised):
+    """Issue 41: the route whose term is (1ᵀKq)⁻¹VᵀKq prints in every module (Kq formed once, the 1×1 inverse a
+    reciprocal), and a term too large for the printer is named with its reason while the others are printed."""
+    work, result = _finished(normalised)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("not printed")] == [TOO_WIDE]
+    for name in CODE_FILES:
+        text = (work / "code" / name).read_text()
+        assert all(f"\ndef {function}(" in text for function in NORMALISED), name
+        assert "\ndef wide(" not in text and "wide_sum, term wide: its terms have more than 4,000 nodes" in \
+            " ".join(text.split('"""')[1].split()), name
+    numpy_text = (work / "code" / "ols_attention.py").read_text()
+    body = numpy_text.split("\ndef normalised_attention(")[1].split("\ndef ")[0]
+    assert body.count("(K @ q)") == 1 and "np.linalg.inv" not in body, body
+    ruff = shutil.which("ruff")
+    if ruff is not None:
+        root = Path(__file__).resolve().parents[1]
+        linted = subprocess.run([ruff, "check", "--config", str(root / "pyproject.toml"), *CODE_FILES],
+                                capture_output=True, text=True, cwd=work / "code")
+        assert linted.returncode == 0, linted.stdout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_normalised_attention_agrees_with_numpy_on_every_backend(normalised, backend):
+    work, _ = _finished(normalised)
+    check = '''
+import sys
+sys.path.insert(0, "code")
+import numpy as np
+''' + _backend_imports(backend) + '''
+rng = np.random.default_rng(41)
+n, d, dv = 9, 4, 3
+K, q, V, one = rng.standard_normal((n, d)), rng.standard_normal((d, 1)), rng.standard_normal((n, dv)), np.ones((n, 1))
+K = K + 1.0  # 1ᵀKq away from 0
+want = V.T @ K @ q / (one.T @ K @ q)[0, 0]
+assert np.allclose(want, V.T @ K @ q @ np.linalg.inv(one.T @ K @ q))
+for name in ("normalised_attention", "normalised_attention_solve"):
+    for module in frameworks:
+        got = np.asarray(getattr(module, name)(K, q, V, one))
+        assert got.shape == want.shape and np.allclose(got, want, rtol=1e-10, atol=1e-12), (module.__name__, name)
+    got = getattr(om, name)(K.tolist(), q.tolist(), V.tolist(), one.tolist())
+    assert np.allclose(np.array(got.tolist(), dtype=float), want, rtol=1e-12, atol=1e-13), ("mpmath", name)
+Kb, qb, Vb = rng.standard_normal((5, n, d)) + 1.0, rng.standard_normal((5, d, 1)), rng.standard_normal((5, n, dv))
+want = Vb.mT @ Kb @ qb / (one.T @ Kb @ qb)  # a stack of queries: one normaliser each
+for module in [oa] + [m for m in (ox,) if m is not None]:
+    got = np.asarray(module.normalised_attention(Kb, qb, Vb, one))
+    assert got.shape == want.shape and np.allclose(got, want, rtol=1e-10, atol=1e-12), module.__name__
+A0, A1 = rng.standard_normal((2, 4, 4))
+assert np.allclose(oa.narrow(A0, A1), A0 @ A1) and "wide" not in oa.__all__
+print("agree")
+'''
+    used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=work)
+    assert used.returncode == 0 and used.stdout.strip() == "agree", used.stdout + used.stderr

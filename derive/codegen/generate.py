@@ -18,7 +18,8 @@ X_q (L (Lᵀ (XᵀY))) never forms an n×n or m×n matrix), tails of products th
 repeated terms are computed once, diagonal factors become vectors scaling rows or columns, inverses become
 solves (by substitution for triangular factors), block matrices are concatenated, and no fractional matrix
 power is ever emitted.  A route or term the numerics do not call that cannot be printed is left out and
-named (:class:`Unprinted`); the module is written with the others.
+named (:class:`Unprinted`); the module is written with the others.  Printing one is bounded
+(:data:`MAX_TERM_NODES`, :data:`MAX_WORK`): past the bounds it is named too, never an unbounded computation.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 from types import ModuleType
 
-from sympy import Basic, Rational, Symbol, cse, preorder_traversal
+from sympy import Add, Basic, Mul, Pow, Rational, Symbol, cse
 from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
@@ -44,6 +45,7 @@ from sympy.matrices.expressions import (
     MatMul,
     MatPow,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
@@ -274,6 +276,17 @@ def _bare(code: str) -> str:
     return code[1:-1]
 
 
+def _atomic(code: str) -> str:
+    """Printed code that binds as one operand: a name, a call or indexing, or parenthesized whole."""
+    if code.isidentifier() or (_bare(code) != code and code.startswith("(")):
+        return code
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return f"({code})"
+    return code if isinstance(node, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) else f"({code})"
+
+
 class _FoldingMixin:
     """Shared by the NumPy and mpmath printers: products fold right to left."""
 
@@ -316,6 +329,8 @@ class _FoldingMixin:
         if expr in dims:
             return f"({dims[expr]})"
         name = str(expr.name)
+        if name in getattr(self, "one_by_one", ()) and not self._entries_allowed():
+            raise CodegenError(f"{name}, a 1×1 matrix read as a scalar, is printed as a product's coefficient only")
         python = self.route.names.get(name, name)
         if not python.isidentifier() or keyword.iskeyword(python):
             raise CodegenError(f"the scalar {name} is not a Python name: map it to one in the route's names")
@@ -415,7 +430,38 @@ class _FoldingMixin:
     def _print_MatMul(self, expr):
         coeff, factors = factors_of(expr)
         out = self._fold(factors)
-        return out if coeff == 1 else f"({self._print(coeff)})*{out}"
+        return out if coeff == 1 else f"({self._coefficient(coeff)})*{out}"
+
+    #: Whether a 1×1 matrix read as a scalar prints as a number (mpmath: its entry) and so may stand wherever a
+    #: scalar does; else (the array printers) it is the (..., 1, 1) array, which scales a product by broadcasting
+    #: and is printed as a product's coefficient only.
+    scalar_entries = False
+
+    def _coefficient(self, coeff) -> str:
+        """A product's coefficient, where a 1×1 matrix read as a scalar, ``Trace(m)``, may be printed."""
+        outer, self.in_coefficient = getattr(self, "in_coefficient", False), True
+        try:
+            return _bare(self._print(coeff))
+        finally:
+            self.in_coefficient = outer
+
+    def _print_Trace(self, expr):
+        """A 1×1 matrix read as a scalar, such as the (1ᵀKq)⁻¹ of normalised attention (issue 41)."""
+        matrix = expr.arg
+        if tuple(matrix.shape) != (1, 1):
+            raise CodegenError(f"the trace of {_shown(matrix)}, not a 1×1 matrix, is not printed")
+        if not self._entries_allowed():
+            raise CodegenError(f"the 1×1 matrix {_shown(matrix)} read as a scalar is printed as the coefficient "
+                               "of a product only")
+        return self._entry(_atomic(self._print(matrix)))
+
+    def _entries_allowed(self) -> bool:
+        """Whether a 1×1 matrix read as a scalar may be printed here."""
+        return self.scalar_entries or getattr(self, "in_coefficient", False)
+
+    def _entry(self, a: str) -> str:
+        """The scalar a 1×1 matrix holds, from its printed (atomic) code: the array itself, which broadcasts."""
+        return a
 
     def _print_MatrixSymbol(self, expr):
         return self._var(expr)
@@ -433,6 +479,8 @@ class _FoldingMixin:
             if factors is not None:
                 self.helpers.add("_printed_factor_solve")
                 return f"_printed_factor_solve({factors}, np.eye({var}.shape[-1], dtype={var}.dtype), transpose=False)"
+        if tuple(expr.shape) == (1, 1) and not self.scalar_entries:  # a 1×1 matrix: its entry's reciprocal
+            return f"(1/{_atomic(self._print(expr.arg))})"
         return self._inverse(_bare(self._print(expr.arg)))
 
     def _print_MatPow(self, expr):
@@ -538,6 +586,11 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     def _solve(self, a: str, b: str) -> str:
         return f"_lu_solve({a}, {b})"
 
+    scalar_entries = True
+
+    def _entry(self, a: str) -> str:
+        return f"{a}[0, 0]"
+
     def _print_Rational(self, expr):
         return f"mpmath.mpf({expr.p})/{expr.q}"
 
@@ -571,6 +624,80 @@ _PRINTERS = {"numpy": FactoringNumPyPrinter, "mpmath": MatrixMpmathPrinter, "xp"
              "dask": BatchedNumPyPrinter}
 
 
+#: The printer's bounds on one route or term (issue 41): its terms may hold at most ``MAX_TERM_NODES`` nodes, and
+#: printing them may take at most ``MAX_WORK`` steps (a node visited or rebuilt, a factor of a tail of a product
+#: hashed).  The built-in routes and those of the tests' libraries take under 40 nodes and 250 steps; a term of
+#: 4,000 nodes prints in about a second, ``cse`` included.  A route past either bound is not printed and is named.
+MAX_TERM_NODES = 4_000
+MAX_WORK = 2_000_000
+
+
+class _Work:
+    """The work spent printing one route, charged as it goes: past ``limit`` a :class:`CodegenError`."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit, self.used = MAX_WORK if limit is None else limit, 0
+
+    def charge(self, steps: int = 1) -> None:
+        self.used += steps
+        if self.used > self.limit:
+            raise CodegenError(f"printing it takes more than {self.limit:,} steps, the printer's bound on one route")
+
+
+#: The nodes the printer descends into (a product's coefficient and the 1×1 matrix of a ``Trace`` in it included);
+#: every other node (a matrix symbol, I, 0, a scalar symbol, a number) is a leaf.
+_DESCENDED = (MatMul, MatAdd, Transpose, MatPow, Trace, Mul, Add, Pow)  # Inverse is a MatPow
+
+
+def _children(term: Basic) -> tuple:
+    if isinstance(term, BlockMatrix):
+        return tuple(b for row in blocks_of(term) for b in row)
+    return term.args if isinstance(term, _DESCENDED) else ()
+
+
+def _nodes(term: Basic, work: _Work) -> Iterator[Basic]:
+    """The nodes of a term, in preorder, as :func:`_rebuild` descends: what is counted in them can be rewritten."""
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        work.charge()
+        yield node
+        stack.extend(reversed(_children(node)))
+
+
+def _rebuild(term: Basic, f, work: _Work) -> Basic:
+    """``term`` with ``f`` applied to each of its children (:func:`_children`), built without SymPy's rewriting;
+    ``term`` itself where nothing changed."""
+    work.charge()
+    children = _children(term)
+    new = [f(child) for child in children]
+    if all(a is b for a, b in zip(children, new, strict=True)):
+        return term
+    if isinstance(term, BlockMatrix):
+        width = len(blocks_of(term)[0])
+        return BlockMatrix([new[i:i + width] for i in range(0, len(new), width)])
+    if isinstance(term, (MatMul, MatAdd, Mul, Add, Pow)):
+        return term.func(*new, evaluate=False)
+    return term.func(*new)
+
+
+def _size(exprs, limit: int | None = None) -> int:
+    """The number of nodes of the terms, counted up to ``limit`` + 1 (default: ``MAX_TERM_NODES`` + 1)."""
+    limit = MAX_TERM_NODES if limit is None else limit
+    count, work = 0, _Work(limit + 2)
+    for e in exprs:
+        for _ in _nodes(e, work):
+            count += 1
+            if count > limit:
+                return count
+    return count
+
+
+def _shown(term, width: int = 60) -> str:
+    text = " ".join(str(term).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
     """``name = code`` lines for several expressions, sharing subexpressions found by ``cse``.
 
@@ -595,16 +722,15 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
                     break
             term = MatMul(*([coeff] if coeff != 1 else []), *factors, evaluate=False) if len(factors) > 1 \
                 else factors[0]
-        if term.args and isinstance(term, (MatMul, MatAdd, Transpose, Inverse)):
-            return term.func(*[hide(a) for a in term.args],
-                             **({"evaluate": False} if isinstance(term, (MatMul, MatAdd)) else {}))
-        if isinstance(term, BlockMatrix):
-            return BlockMatrix([[hide(b) for b in row] for row in blocks_of(term)])
-        return term
+        return _rebuild(term, hide, work)
 
+    if _size(exprs.values()) > MAX_TERM_NODES:
+        raise CodegenError(f"its terms have more than {MAX_TERM_NODES:,} nodes, the printer's bound on one route")
+    work = printer.work = _Work()
     printer.dims = _argument_dims(exprs, printer)
     exprs = _share_suffixes(dict(zip(exprs, (hide(e) for e in exprs.values()), strict=True)),
-                            lambda f: _is_diagonal_atom(f, printer.route) or str(f) in {str(a) for a in atoms.values()})
+                            lambda f: _is_diagonal_atom(f, printer.route) or str(f) in {str(a) for a in atoms.values()},
+                            work)
     hidden = list(exprs.values())
     replacements, reduced = cse(hidden, symbols=_cse_names(), optimizations=None)
     reveal = {v: k for k, v in atoms.items()}
@@ -635,6 +761,7 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
 def _emit_assignments(printer, exprs: dict[str, Basic], names: dict, replacements, reduced) -> list[str]:
     """The assignment lines of :func:`print_assignments`, in an order where each follows what it reads."""
     printer.solve_counts = {}
+    printer.one_by_one = set()  # the names of scalars computed once that hold a 1×1 matrix read as a scalar
     pending = [(str(symbol), value) for symbol, value in replacements] + list(zip(exprs, reduced, strict=True))
     lines = []
     shared: dict[str, Basic] = {}  # cse's placeholder, by name -> what later terms read in its place
@@ -655,7 +782,10 @@ def _emit_assignments(printer, exprs: dict[str, Basic], names: dict, replacement
             shared[name] = value
         elif not getattr(value, "is_Matrix", False):  # a scalar computed once (μ²)
             shared[name] = Symbol(name)
-            lines.append(f"{name} = {printer.doprint(value)}")
+            traced = value.atoms(Trace) or {str(s) for s in value.free_symbols} & printer.one_by_one
+            if traced:  # a 1×1 matrix read as a scalar: where it may be printed, so may this name
+                printer.one_by_one.add(name)
+            lines.append(f"{name} = {printer._coefficient(value) if traced else printer.doprint(value)}")
         elif isinstance(value, Inverse) and name not in exprs:  # a repeated inverse: its matrix once, solves
             shared[name] = Inverse(MatrixSymbol(name, *value.shape))
             lines.append(f"{name} = {printer.doprint(value.arg)}")
@@ -666,40 +796,51 @@ def _emit_assignments(printer, exprs: dict[str, Basic], names: dict, replacement
     return lines
 
 
-def _share_suffixes(exprs: dict[str, Basic], vector=lambda factor: False) -> dict[str, Basic]:
+def _share_suffixes(exprs: dict[str, Basic], vector=lambda factor: False, work: _Work | None = None) \
+        -> dict[str, Basic]:
     """Products fold right to left, so what two products share is a common tail of factors (G⁻¹XᵀY in
     G⁻¹XᵀY + G⁻¹Xᵀ(Y − XG⁻¹XᵀY)): each tail of two or more factors that occurs twice becomes an assignment,
     the longest first, computed once; ``cse`` finds the rest (whole repeated terms).  A tail of factors all
-    held as vectors (``vector``) is not a matrix and stays where it is."""
+    held as vectors (``vector``) is not a matrix and stays where it is.
+
+    Tails are counted and cut in the same nodes (:func:`_nodes`, :func:`_rebuild`: a product's coefficient
+    too, the 1×1 matrix of a ``Trace`` in it included, issue 41), so every occurrence counted is cut and each
+    round lowers Σ (factors − 1) over the products by at least 1: the loop ends within that many rounds.  A
+    round that does not (a tail counted where it cannot be cut) is a :class:`CodegenError`, not a loop."""
+    work = work if work is not None else _Work()
     taken = {str(a.name) for e in exprs.values() for a in e.atoms(MatrixSymbol)} | set(exprs)
     fresh = (f"u{i}" for i in itertools.count() if f"u{i}" not in taken)
     shared: dict[str, Basic] = {}
+    before, tail = None, ()
     while True:
         counts: dict[tuple, int] = {}
+        potential = 0
         for e in (*shared.values(), *exprs.values()):
-            for node in preorder_traversal(e):
+            for node in _nodes(e, work):
                 if isinstance(node, MatMul):
                     _, factors = factors_of(node)
+                    potential += max(len(factors) - 1, 0)
+                    work.charge(len(factors) * (len(factors) + 1) // 2)  # the tails hashed
                     for i in range(len(factors) - 1):
                         counts[tuple(factors[i:])] = counts.get(tuple(factors[i:]), 0) + 1
+        if before is not None and potential >= before:
+            raise CodegenError(f"sharing the tails of products made no progress at {_shown(tail)} "
+                               "(a tail counted where it cannot be cut)")
+        before = potential
         repeated = [tail for tail, count in counts.items() if count >= 2 and not all(map(vector, tail))]
         if not repeated:
             break
-        tail = max(repeated, key=lambda t: (len(t), str(t)))
+        longest = max(map(len, repeated))
+        tail = max((t for t in repeated if len(t) == longest), key=str)
         symbol = MatrixSymbol(next(fresh), tail[0].shape[0], tail[-1].shape[1])
 
         def cut(term, tail=tail, symbol=symbol):
             if isinstance(term, MatMul):
                 coeff, factors = factors_of(term)
                 if tuple(factors[-len(tail):]) == tail and len(factors) >= len(tail):
-                    rest = [cut(f) for f in factors[:-len(tail)]]
+                    coeff, rest = cut(coeff), [cut(f) for f in factors[:-len(tail)]]
                     return MatMul(coeff, *rest, symbol, evaluate=False) if rest or coeff != 1 else symbol
-            if term.args and isinstance(term, (MatMul, MatAdd, Transpose, Inverse)):
-                return term.func(*[cut(a) for a in term.args],
-                                 **({"evaluate": False} if isinstance(term, (MatMul, MatAdd)) else {}))
-            if isinstance(term, BlockMatrix):
-                return BlockMatrix([[cut(b) for b in row] for row in blocks_of(term)])
-            return term
+            return _rebuild(term, cut, work)
 
         shared = {name: cut(e) for name, e in shared.items()}
         shared[str(symbol.name)] = MatMul(*tail, evaluate=False)
@@ -1093,6 +1234,12 @@ def generate_module(theorems: dict[str, Theorem], backend: str, unprinted: list[
                                         backend, helpers)
         except CodegenError as exc:
             left_out.append(Unprinted(d.theorem, name, kind, str(exc)))
+            continue
+        except (RecursionError, ArithmeticError, LookupError, TypeError, ValueError,
+                NotImplementedError) as exc:  # SymPy's printers and cse on a term they do not take: named
+            first = (str(exc).splitlines() or [""])[0]
+            reason = f"the printer failed on it ({type(exc).__name__}: {first[:200]})"
+            left_out.append(Unprinted(d.theorem, name, kind, reason))
             continue
         public.append(d)
         public_functions.append(function)
