@@ -1,11 +1,12 @@
-"""The ``derive`` command: list, prove, check, latex, codegen, reproduce and build.
+"""The ``derive`` command: list, prove, refute, check, latex, codegen, reproduce and build.
 
 Every command that works on theorems takes ``--library MODULE_OR_FILE`` (repeatable): the theorems a
 user's module registers with ``@theorem`` are treated exactly like the built-in ones.  Installed
 packages register through the entry-point group ``ols_transformer.theorems``.
 
-Exit codes: 0 success, 1 a proof or certificate failed, 2 a usage error (bad id, bad path, a library
-that cannot be loaded, a missing optional dependency), 3 an output that cannot be written (the message
+Exit codes: 0 success, 1 a proof or certificate failed (``derive refute``: a counterexample was found), 2 a
+usage error (bad id, bad path, a library that cannot be loaded, a missing optional dependency; ``derive refute``:
+a theorem whose statement cannot be built), 3 an output that cannot be written (the message
 names the file or directory), 4 an incomplete run with no failure: ``derive check`` stopped by its outer
 time guard before a verdict on some certificate (``interrupted: not checked``; none rejected, none
 unreadable), ``derive export`` refused some theorems (each listed with its reason; the others were
@@ -214,6 +215,10 @@ def _cmd_prove(args) -> int:
     if args.json:
         rows = [{k: r[k] for k in ("id", "status", "steps", "seconds", "witness", "error") if k in r}
                 for r in records]
+        for row, r in zip(rows, records, strict=True):
+            if r["status"] != "verified":  # the verdict on the chain that could not be closed (derive refute)
+                verdict = r.get("counterexample")
+                row["counterexample"] = None if verdict is None else verdict.to_json()
         print(json.dumps(rows, indent=1))
     else:
         print(f"{'theorem':30} {'steps':>5}  {'verified':8} {'seconds':>7}")
@@ -234,6 +239,44 @@ def _cmd_prove(args) -> int:
               + (f" ({failed} not proved)" if failed else ""))
     _record_problems()
     return 0 if all(r["status"] == "verified" for r in records) else 1
+
+
+def _cmd_refute(args) -> int:
+    """Look for a counterexample to the claim of every chain of each theorem's statement (derive.refute): exit 1
+    when one is found (and confirmed), 0 when none is."""
+    from .authoring.registry import statement
+    from .refute import refute, statement_chains
+
+    ids = _select(args.ids)
+    budget = _positive("--budget", args.budget, int)
+    results, unreadable = [], 0
+    for theorem_id in ids:
+        try:
+            stated = statement(theorem_id)  # the statement only: no chain runs, nothing is searched
+        except Exception as exc:  # a user's proof function that raises: say so, go on
+            unreadable += 1
+            results.append({"id": theorem_id, "error": f"cannot state: {type(exc).__name__}: {exc}"})
+            continue
+        verdicts = [refute(stated, chain, seed=args.seed, budget=budget) for chain in statement_chains(stated)]
+        results.append({"id": theorem_id, "verdicts": verdicts})
+    found = sum(v.is_false for r in results for v in r.get("verdicts", ()))
+    if args.json:
+        print(json.dumps([{"id": r["id"], "error": r["error"]} if "error" in r else
+                          {"id": r["id"], "chains": [v.to_json() for v in r["verdicts"]]} for r in results], indent=1))
+    else:
+        for r in results:
+            if "error" in r:
+                print(f"{r['id']}: {_one_line(r['error'])}")
+                continue
+            for v in r["verdicts"]:
+                print(str(v) if v.is_false else f"{r['id']}/{v.chain}: {v.summary()}")
+        chains = sum(len(r.get("verdicts", ())) for r in results)
+        unsatisfied = sum(v.kind == "hypotheses_unsatisfied" for r in results for v in r.get("verdicts", ()))
+        print(f"{chains} chain{'s' * (chains != 1)} of {len(results) - unreadable} theorem"
+              f"{'s' * (len(results) - unreadable != 1)}: {found} false (counterexample), "
+              f"{chains - found - unsatisfied} not refuted (true on the instances tried), {unsatisfied} with "
+              f"hypotheses never satisfied" + (f"; {unreadable} theorems could not be stated" if unreadable else ""))
+    return 1 if found else 2 if unreadable else 0
 
 
 def _witness_starting(index: int, total: int, theorem_id: str) -> None:
@@ -506,6 +549,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--search", action="store_true",
                    help="search every proof again (.auto) instead of replaying the recorded one, and record it")
     p.set_defaults(run=_cmd_prove)
+    f = sub.add_parser("refute", help="look for a counterexample to each chain's claim (exit 1: one was found)")
+    f.add_argument("ids", nargs="*", metavar="ID", help="theorem ids (default: those of --library, else all)")
+    f.add_argument("--json", action="store_true", help="print a JSON array instead of text")
+    f.add_argument("--seed", type=int, default=0, help="the search's seed (a verdict prints the one that replays it)")
+    f.add_argument("--budget", default="120", metavar="N", help="instances tried per chain (default: 120)")
+    f.add_argument("--library", action="append", metavar="MODULE_OR_FILE",
+                   help="also load the theorems this module or .py file registers with @theorem (repeatable); "
+                        "Python code that runs with your rights: load only code you trust")
+    f.set_defaults(run=_cmd_refute)
     c = sub.add_parser("check", help="re-check certificate files from scratch")
     c.add_argument("files", nargs="+", metavar="FILE")
     c.add_argument("--expect", metavar="ID", help="require each certificate to prove the built-in theorem ID")

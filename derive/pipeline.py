@@ -48,7 +48,9 @@ def prove(ids: Sequence[str], witness: bool = False, search: bool = False,
     With ``search``, every theorem asked for is searched again (``derive prove --search``) and its record
     rewritten.  With ``witness``, every verified proof is also re-evaluated by the independent exact witness.
     ``progress``, when given, is called with (index, total, record) as each theorem is done, and ``starting``
-    with (index, total, theorem id) as each one starts (a long witness is then never silent).
+    with (index, total, theorem id) as each one starts (a long witness is then never silent).  A theorem whose
+    chain could not be closed (a :class:`ProofError` from the builder) gets ``counterexample``: the
+    :class:`derive.refute.Verdict` on that chain's claim that the builder attached to the error, or None.
     """
     from .authoring.registry import checked, searched
 
@@ -77,6 +79,8 @@ def prove(ids: Sequence[str], witness: bool = False, search: bool = False,
                     del record["theorem"]
         except ProofError as exc:
             record["error"] = str(exc)
+            # the verdict on the chain that could not be closed (derive.refute), when the builder attached one
+            record["counterexample"] = getattr(exc, "counterexample", None)
         except Exception as exc:  # a user's proof function that raises: report it, no traceback
             record["error"] = f"{theorem_id}: building the proof raised {type(exc).__name__}: {exc}"
         if "searched" not in record:

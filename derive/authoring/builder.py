@@ -8,6 +8,7 @@ records the step; :func:`derive.kernel.check` later re-checks every step from sc
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ class _Mode(threading.local):
     def __init__(self):
         self.statement_only = False
         self.made: list | None = None  # the builders made under statement_only(), in order
+        self.searching = 0  # inside .auto: a chain the search closes and fails is its own business
 
 
 _MODE = _Mode()
@@ -72,6 +74,7 @@ class ChainBuilder:
         self.hypotheses = tuple(hypotheses)
         self.current = self.lhs
         self.steps: list[Step] = []
+        self.refutation_claim = None  # (name, lhs, rhs, hypotheses) a failure is refuted on, when not this chain's
         self.lazy = builder.lazy
         if self.lazy:  # statement_only(): no context, no steps
             self.ctx = None
@@ -171,9 +174,46 @@ class ChainBuilder:
         """
         if self.lazy:
             return self.qed(rhs)
-        from .auto import close
+        from .auto import AutoInterrupted, close
 
-        return close(self, rhs, timeout=timeout, budget=budget)
+        _MODE.searching += 1
+        try:
+            return close(self, rhs, timeout=timeout, budget=budget)
+        except AutoInterrupted:  # the wall-clock guard fired: no verdict, and no more time spent
+            raise
+        except ProofError as exc:
+            self._refute(exc, rhs)
+            raise
+        finally:
+            _MODE.searching -= 1
+
+    def _refute(self, exc: ProofError, rhs: Basic) -> None:
+        """Attach to ``exc``, a failure to close this chain, the verdict of :func:`derive.refute.refute` on the chain's
+        statement (hypotheses, definitions, local hypotheses, lhs = ``rhs``) as ``exc.counterexample``: a
+        :class:`~derive.refute.Verdict` (``"false"`` with a confirmed counterexample, or not proved), None when no
+        verdict could be had; its one-line summary is added to the message.  Small budget (:data:`REFUTE_BUDGET`
+        instances, :data:`REFUTE_SECONDS` CPU seconds as an outer guard); ``DERIVE_REFUTE=off`` turns it off."""
+        if hasattr(exc, "counterexample"):
+            return
+        exc.counterexample = None
+        if os.environ.get("DERIVE_REFUTE", "").strip().lower() in ("off", "0", "no", "false"):
+            return
+        try:
+            from ..refute import refute
+
+            name, lhs, target, hypotheses = self.refutation_claim or (self.name, self.lhs, canon(rhs), self.hypotheses)
+            b = self.builder
+            statement = Proof(b.theorem, b.title, b.statement, b.hypotheses, b.definitions, (),
+                              Chain(name, lhs, target, (), tuple(hypotheses)), (), b.families)
+            verdict = refute(statement, budget=REFUTE_BUDGET, time_limit=REFUTE_SECONDS)
+        except Exception:  # a statement the refuter cannot read: the proof error stands as it is
+            return
+        exc.counterexample = verdict
+        line = verdict.summary() if verdict.is_false else f"not proved; {verdict.summary()}"
+        if len(line) > REFUTE_LINE:
+            line = line[:REFUTE_LINE - 1] + "…"
+        exc.reason = f"{exc.reason}; {line}"
+        exc.args = (f"{exc.args[0]}; {line}", *exc.args[1:])
 
     def qed(self, rhs: Basic | None = None) -> Chain:
         """Close the chain; its right-hand side is where it ended (or must be ``rhs``)."""
@@ -184,7 +224,12 @@ class ChainBuilder:
                 rhs = self.current
             self.current = canon(rhs)
         elif rhs is not None and canon(rhs) != self.current:
-            self._fail(f"the chain ends at {self.current}, not at {canon(rhs)}")
+            try:
+                self._fail(f"the chain ends at {self.current}, not at {canon(rhs)}")
+            except ProofError as exc:
+                if not _MODE.searching:  # a hand-written chain that ends elsewhere: is its claim false?
+                    self._refute(exc, rhs)
+                raise
         if self.name == "main" and self.on_close == self.builder._close and self.current == self.lhs:
             raise ProofError(self.builder.theorem, "statement", None, None,
                              trivial_claim(self.given_lhs, self.given_lhs if rhs is None else rhs, self.lhs))
@@ -310,12 +355,20 @@ class InductionBuilder:
 
     def base(self) -> ChainBuilder:
         """The chain from lhs to rhs at 0."""
-        return ChainBuilder(self.builder, f"{self.name}_base", self._at(0)[0], (), self._closed("base"))
+        return self._refuted_as_whole(
+            ChainBuilder(self.builder, f"{self.name}_base", self._at(0)[0], (), self._closed("base")))
 
     def step(self) -> ChainBuilder:
         """The chain from lhs to rhs at variable + 1; it may cite ``hyp:IH``, the claim at variable."""
-        return ChainBuilder(self.builder, f"{self.name}_step", self._at(self.variable + 1)[0],
-                            (Hypothesis("IH", self.lhs, self.rhs),), self._closed("step"))
+        return self._refuted_as_whole(
+            ChainBuilder(self.builder, f"{self.name}_step", self._at(self.variable + 1)[0],
+                         (Hypothesis("IH", self.lhs, self.rhs),), self._closed("step")))
+
+    def _refuted_as_whole(self, chain: ChainBuilder) -> ChainBuilder:
+        """A base or step chain that fails is refuted as the induction's claim, lhs = rhs for every value of the
+        index (its step's hypothesis IH cannot be sampled)."""
+        chain.refutation_claim = (self.name, self.lhs, self.rhs, ())
+        return chain
 
     def _closed(self, part: str):
         def close(chain: Chain) -> None:
@@ -335,6 +388,12 @@ class InductionBuilder:
         self.step().auto(self._at(self.variable + 1)[1], budget, timeout=timeout)
         return self.lemma
 
+
+#: What a failure to close a chain spends on looking for a counterexample (see :meth:`ChainBuilder._refute`):
+#: instances tried, an outer guard in CPU seconds, and the most characters of the verdict added to the message.
+REFUTE_BUDGET = 60
+REFUTE_SECONDS = 4.0
+REFUTE_LINE = 600
 
 #: How to keep a term as written: SymPy's operators simplify while they build, the package's constructors never.
 KEEP_THE_FORM = ("SymPy's own operators (*, +, .T, .I, **) simplify while they build: (X.T*X).I*X.T*X is I "
