@@ -137,3 +137,70 @@ def test_other_processes_with_other_hash_seeds_find_the_same_chain_with_the_same
     import hashlib
 
     assert outputs[0] == outputs[1] == [hashlib.sha256(here[0].encode()).hexdigest(), str(here[1])]
+
+
+RIDGE_AUGMENTED = """
+import time
+from sympy import Identity, MatrixSymbol, Q, ZeroMatrix
+from derive import Hypothesis, ProofBuilder, ProofError, block, check, dim, inv, mul, predicate, scalar, transpose
+
+n, p, k = dim("n"), dim("p"), dim("k")
+X, Y = MatrixSymbol("X", n, p), MatrixSymbol("Y", n, k)
+lam, mu = scalar("lambda"), scalar("mu", positive=True)
+Z, targets = block([[X], [mul(mu, Identity(p))]]), block([[Y], [ZeroMatrix(p, k)]])
+ridge_gram = mul(transpose(X), X) + mul(lam, Identity(p))
+lhs, rhs = mul(inv(mul(transpose(Z), Z)), transpose(Z), targets), mul(inv(ridge_gram), transpose(X), Y)
+cases = {{"hypothesis": [Hypothesis("lambda_mu", lam, mu ** 2)],
+          "invertible only": [predicate("ridge_invertible", Q.invertible, ridge_gram)],
+          "lambda = mu": [Hypothesis("lambda_mu", lam, mu), predicate("ridge_invertible", Q.invertible, ridge_gram)]}}
+for name in {names!r}:
+    b = ProofBuilder("ridge_auto", "ridge auto", "ridge auto", cases[name])
+    start = time.process_time()
+    try:
+        b.main(lhs).auto(rhs)
+        outcome = "proved " + check(b.proof()).id
+    except ProofError as error:
+        outcome = " ".join(str(error).split())
+    print(name, "|", round(time.process_time() - start, 1), "|", outcome)
+"""
+
+
+def test_ridge_as_augmented_ols_gets_an_answer_quickly():
+    """Issue 41: ``.auto`` on ridge as OLS on the rows [X; μI], stated directly.  With λ = μ² it is proved; with
+    only XᵀX + λI invertible (or λ = μ) the claim is false and the search must say so, within its work budget.
+    It ran for minutes inside SymPy's ``BlockMatrix.shape``: ``block_single`` read backwards wrapped terms in
+    1×1 block matrices again and again, and each level doubles the cost of a shape, outside the budget; the
+    search now holds no term nested deeper than its statement's blocks and the kernel's shape-doubling bound."""
+    names = ["hypothesis", "invertible only", "lambda = mu"]
+    code = RIDGE_AUGMENTED.format(names=names)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                            timeout=90)
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" | ", 1) for line in result.stdout.splitlines())
+    assert lines["hypothesis"].endswith("| proved ridge_auto"), lines
+    for name in names[1:]:
+        assert "auto found no chain" in lines[name] and "they first differ at mu**2*I" in lines[name], lines
+        assert float(lines[name].split(" | ")[0]) < 60, lines  # seconds of CPU (a few on a quiet machine)
+
+
+def test_the_search_holds_no_term_nested_deeper_than_its_statement():
+    """``Engine.admissible``: blocks nested beyond max(MAX_BLOCK_NESTING, the statement's) are refused before any
+    shape is asked; a statement nested deeper still normalises (its own depth is allowed)."""
+    from sympy import MatrixSymbol
+
+    from derive import block
+
+    A = MatrixSymbol("A", n, p)
+    wrapped = A
+    for _ in range(auto.MAX_BLOCK_NESTING + 2):
+        wrapped = block([[wrapped]])
+    assert auto.block_nesting(wrapped) == auto.MAX_BLOCK_NESTING + 2
+    b = ProofBuilder("deep", "deep", "deep")
+    chain = b.main(mul(transpose(wrapped), wrapped))
+    engine = auto.Engine(chain, work.current().used + 10**6)
+    assert not engine.admissible(wrapped) and engine.admissible(block([[block([[A]])]]))
+    engine.allow(wrapped)
+    assert engine.admissible(wrapped) and not engine.admissible(block([[wrapped]]))
+    chain.auto(mul(transpose(A), A))
+    assert check(b.proof()).id == "deep"

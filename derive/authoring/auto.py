@@ -67,6 +67,7 @@ from ..kernel.judgments import OutOfTime, check_defined, defined_canon
 from ..kernel.scalars import canon_coefficient
 from ..kernel.terms import (
     MATRIX_NODES,
+    MAX_SHAPE_DOUBLING,
     FamilyMatrix,
     TermError,
     add,
@@ -80,6 +81,7 @@ from ..kernel.terms import (
     rebuild,
     require_index,
     shape,
+    shape_doubling,
     subterms,
 )
 
@@ -89,6 +91,10 @@ MAX_STEPS = 400  # steps of one normalisation: a safety net, far above what a re
 MAX_SEARCH_TERMS = 3000  # terms the fallback search visits before it gives up
 SHORT_SEARCH_TERMS = 40  # the first, short search: finds chains of two or three steps directly
 SEARCH_SIZE_SLACK = 12  # the fallback search visits terms at most this many nodes larger than its start
+#: Block matrices nested in block matrices along one path of a term the search may hold, beyond what its statement
+#: nests (issue 41): ``block_single`` read backwards wraps A into [[A]] again and again, and SymPy asks the top-left
+#: block's shape twice at each level, outside the work budget (ridge as OLS on [X; μI] ran for minutes there).
+MAX_BLOCK_NESTING = 2
 
 # --- the work budget of a search (units of kernel work, derive.kernel.budget; never seconds) -------------
 
@@ -140,6 +146,18 @@ class _Failed(Exception):
 
 def size(term: Basic) -> int:
     return sum(1 for _ in subterms(term))
+
+
+@functools.lru_cache(maxsize=8192)
+def block_nesting(term: Basic) -> int:
+    """The most block matrices along one path of ``term`` (0 for a term without blocks); asks SymPy no shape."""
+    own = 1 if isinstance(term, BlockMatrix) else 0
+    return own + max((block_nesting(child) for child in children(term)), default=0)
+
+
+@functools.lru_cache(maxsize=8192)
+def _shape_doubling(term: Basic) -> int:
+    return shape_doubling(term)
 
 
 # --- rewrite sources ------------------------------------------------------------------------------
@@ -561,6 +579,8 @@ class Engine:
         self.cite_cache: dict = {}
         self.zero_lemmas: dict[Basic, str | None] = {}
         self.tried: list[str] = []  # what was tried, for the message when nothing works
+        self.nesting = MAX_BLOCK_NESTING  # block nesting a held term may have (see admissible)
+        self.allow(*(side for e in self.equations for side in (e.lhs, e.rhs)))
 
     # -- bookkeeping
     def tick(self) -> None:
@@ -569,7 +589,20 @@ class Engine:
         if self.guard is not None and time.monotonic() > self.guard:
             raise _GuardFired()
 
+    def allow(self, *terms: Basic) -> None:
+        """The terms the search starts from (sides, equations) may nest blocks as deep as they do."""
+        self.nesting = max([self.nesting] + [block_nesting(t) for t in terms])
+
+    def admissible(self, term: Basic) -> bool:
+        """A term the search may hold and ask SymPy about: blocks nested at most ``nesting`` deep and the kernel's
+        bound on shape doubling (:data:`MAX_SHAPE_DOUBLING`).  Both are counted on the term's nodes, before any
+        shape is asked, so a refused candidate costs only its construction (issue 41)."""
+        return block_nesting(term) <= self.nesting and _shape_doubling(term) <= MAX_SHAPE_DOUBLING
+
     def defined(self, term: Basic) -> bool:
+        """``term`` is admissible and the kernel shows it defined (remembered): every term the search keeps."""
+        if not self.admissible(term):
+            return False
         key = (term, len(self.ctx.equations))
         if key not in self.defined_memo:
             try:
@@ -683,6 +716,8 @@ class Engine:
         chain = self.chain.builder.lemma(self._fresh_name(), lhs)
         sub = Engine(chain, self.limit, self.guard)
         sub.flips, sub.goal = set(self.flips), self.goal
+        sub.allow(lhs)
+        sub.nesting = max(sub.nesting, self.nesting)
         nf, steps = sub.normalise(lhs)
         if nf == lhs or not steps or _refused_step(chain, steps) is not None:
             return None
@@ -1127,7 +1162,9 @@ def normal_form(chain, expr: Basic, budget: int | None = None) -> Basic:
     ``budget`` units of work (default: :func:`default_budget` of ``expr`` to itself)."""
     budget = _positive_units(budget, "budget") or default_budget(chain, expr)
     engine = Engine(chain, work.current().used + budget)
-    return engine.normalise(canon(expr))[0]
+    start = canon(expr)
+    engine.allow(start)
+    return engine.normalise(start)[0]
 
 
 def _positive_units(value, name: str) -> int | None:
@@ -1331,6 +1368,7 @@ def _normalise_fully(engine: Engine, start: Basic) -> tuple[Basic, list[Move]]:
 
 
 def _find(engine: Engine, start: Basic, target: Basic) -> list[Move]:
+    engine.allow(start, target)
     start, prefix = _prepare(engine, start, "the left-hand side")
     right_start, suffix_moves = _prepare(engine, target, "the right-hand side")
     suffix = _reverse(target, suffix_moves)
