@@ -34,6 +34,7 @@ verdict on any machine; ``time_limit`` (CPU seconds) is an outer guard only, and
 
 from __future__ import annotations
 
+import html
 import math
 import random
 import time
@@ -699,6 +700,23 @@ class Verdict:
                   f"  they differ first at entry ({i}, {j}) (row, column from 0): {self.lhs_value[i, j]} ≠ "
                   f"{self.rhs_value[i, j]}"]
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the verdict as a small table: the claim, the verdict, and for a counterexample the value
+        of every symbol and both sides (every text escaped)."""
+        def cell(text) -> str:
+            return html.escape(str(text), quote=True)
+
+        rows = [("claim", f"{self.theorem}/{self.chain}: {self.lhs} = {self.rhs}"), ("verdict", self.summary())]
+        if self.kind == "false":
+            rows += [(getattr(key, "name", str(key)), _show_matrix(value) if isinstance(value, ImmutableMatrix)
+                      else value) for key, value in self.values.items()]
+            i, j = self.entry
+            rows += [("lhs", _show_matrix(self.lhs_value)), ("rhs", _show_matrix(self.rhs_value)),
+                     ("first difference", f"entry ({i}, {j}): {self.lhs_value[i, j]} ≠ {self.rhs_value[i, j]}")]
+        body = "".join(f"<tr><th style=\"text-align:left\">{cell(k)}</th><td style=\"text-align:left\">"
+                       f"<code>{cell(v)}</code></td></tr>" for k, v in rows)
+        return f"<table>{body}</table>"
 
     def to_json(self) -> dict:
         """The verdict as JSON-ready data: numbers as strings, matrices as nested lists of strings."""

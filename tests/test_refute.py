@@ -113,6 +113,17 @@ def test_the_verdict_prints_sizes_values_sides_the_entry_the_hypotheses_and_the_
         assert part in text, (part, text)
 
 
+def test_a_notebook_shows_the_verdict_as_a_table_with_every_text_escaped():
+    table = refute(FALSE["inverse_of_sum"][0], seed=3)._repr_html_()
+    assert table.startswith("<table>") and table.count("<tr>") >= 6
+    for part in ("claim", "FALSE", "<th style=\"text-align:left\">A</th>", "[1/2]", "entry (0, 0)"):
+        assert part in table, (part, table)
+    true = refute(FALSE["inverse_of_sum"][0], seed=3)
+    hostile = Verdict(**{**true.__dict__, "theorem": "<script>alert(1)</script>", "kind": "true_on_instances"})
+    shown = hostile._repr_html_()
+    assert "<script>" not in shown and "&lt;script&gt;" in shown
+
+
 def test_the_search_is_deterministic_and_the_seed_replays_it():
     gls = FALSE["gls_without_its_hypothesis"][0]
     first, again = refute(gls, seed=5), refute(gls, seed=5)
