@@ -233,12 +233,7 @@ def statement(theorem_id: str) -> Statement:
 def stated(proof: Proof, cited: Sequence[str] = ()) -> Statement:
     """The :class:`Statement` of a proof as its source builds it (steps, if any, are dropped); ``cited``: the ids
     its builders cite."""
-    data = proof_to_data(proof)
-    data.pop("steps", None)
-    for chain in data["lemmas"]:
-        for part in ("steps", "base", "step"):
-            chain.pop(part, None)
-    data.pop("cites", None)
+    data = proof_to_data(proof, steps=False)
     data["cites"] = list(cited)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return Statement(proof.theorem, proof.title, MappingProxyType(data), hashlib.sha256(text.encode()).hexdigest(),

@@ -24,12 +24,10 @@ from sympy.matrices.expressions import MatrixSymbol
 
 from .. import records
 from ..authoring.registry import Statement, stated
+from ..certificates.format import FORMAT
 from ..kernel import Chain, Hypothesis, Proof, Step, Theorem, proof_to_data
 
 __all__ = ["pairs", "replayed", "states_the_source"]
-
-FORMAT = "ols-transformer-certificate/2"
-
 
 def record_data(proof: Proof) -> dict:
     """The record (certificate JSON) of a proof, checked or not."""
