@@ -31,6 +31,7 @@ same statement gives the same chain, or the same refusal, on any machine at any 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import itertools
 import time
@@ -621,7 +622,8 @@ class Engine:
         Equations that would bring in only symbols the other side does not speak about (``goal``) wait until
         nothing else applies: with two factorisations of X, the one the other side uses goes first.
         """
-        eqs = [e.flipped() if e.name in self.flips else e for e in self.equations]
+        hidden = getattr(self.chain.builder, "_hidden_lemmas", frozenset())  # see _without_lemmas
+        eqs = [e.flipped() if e.name in self.flips else e for e in self.equations if e.name not in hidden]
         deferred = [e for e in eqs if self.goal is not None and _off_goal(e, self.goal)
                     and (self.goal_all or not e.name.startswith(("lemma:", "def:")))]
         eqs = [e for e in eqs if e not in deferred]
@@ -1179,6 +1181,39 @@ def _positive_units(value, name: str) -> int | None:
 # --- closing a chain --------------------------------------------------------------------------------
 
 
+#: The most normal forms one search remembers (see :func:`_remembering`); past it the memo starts afresh.
+MAX_REMEMBERED = 200_000
+
+
+@contextlib.contextmanager
+def _remembering():
+    """Let the kernel's ``canon`` remember normal forms for the length of one search, as it does inside a check.
+
+    A remembered normal form charges again the units it cost (:func:`derive.kernel.terms.canon`), so the work
+    counted, and with it every verdict, is what it was without the memo; only the time changes.  The search
+    rebuilds and re-normalises the same sub-terms at every position it tries, and SymPy recomputes their shapes
+    each time (issue 41: a Kalman covariance form spent 55 s of CPU in its 6.7 million units; 5 s with the memo).
+    """
+    meter = work.current()
+    if meter.memo is not None:  # inside a check, or an outer search: its memo serves
+        yield
+        return
+    meter.memo = _BoundedMemo()
+    try:
+        yield
+    finally:
+        meter.memo = None
+
+
+class _BoundedMemo(dict):
+    """A dict that starts afresh past :data:`MAX_REMEMBERED` entries (memory stays bounded; counts unchanged)."""
+
+    def __setitem__(self, key, value) -> None:
+        if len(self) >= MAX_REMEMBERED:
+            self.clear()
+        super().__setitem__(key, value)
+
+
 def close(chain, rhs: Basic, timeout: float | None = None, both_ways: bool = True, budget: int | None = None):
     """Find steps from ``chain.current`` to ``rhs``, record them, and close the chain (see the module doc).
 
@@ -1203,7 +1238,8 @@ def close(chain, rhs: Basic, timeout: float | None = None, both_ways: bool = Tru
     guard = None if timeout is None else time.monotonic() + timeout
     snapshot = _snapshot(chain)
     try:
-        return _close(chain, target, work.current().used + budget, guard, both_ways, snapshot, budget)
+        with _remembering():
+            return _close(chain, target, work.current().used + budget, guard, both_ways, snapshot, budget)
     except _GuardFired:
         _restore(chain, snapshot)
         raise AutoInterrupted(chain.builder.theorem, chain.name, len(chain.steps) + 1, "auto",
@@ -1228,7 +1264,10 @@ def _close(chain, target: Basic, limit: int, guard: float | None, both_ways: boo
     except ProofError as forward:
         if not both_ways:
             raise
-        moves = _backwards(chain, target, engine.limit, guard, snapshot, forward)
+        try:
+            moves = _backwards(chain, target, engine.limit, guard, snapshot, forward)
+        except ProofError:
+            moves = _without_lemmas(chain, target, engine.limit, guard, snapshot, forward)
     finally:
         chain.ctx.deadline = saved_deadline
     moves = _validated(engine, chain, moves, target)
@@ -1271,6 +1310,31 @@ def _backwards(chain, target: Basic, limit: int, guard: float | None, snapshot: 
         chain.ctx.memo.clear()
         raise forward from None
     return _reverse(target, moves)
+
+
+def _without_lemmas(chain, target: Basic, limit: int, guard: float | None, snapshot: tuple,
+                    forward: ProofError) -> list[Move]:
+    """The search once more, in the budget left, with the proof's earlier lemmas kept for the judgments but not
+    used as rewrites; ``forward`` (re-raised) when there are none or this finds nothing either.
+
+    A lemma is a big step the search prefers, and it can lead away: with the Sherman–Morrison downdate as a
+    lemma, the leave-one-out coefficients' left side was expanded before the inverse could be cleared by
+    multiplying through, and the claim that ``.auto`` proves without the lemma failed with it (issue 41)."""
+    _restore(chain, snapshot)
+    builder = chain.builder
+    hidden = frozenset(name for name in chain.ctx.rules if name.startswith("lemma:"))
+    if not hidden or getattr(builder, "_hidden_lemmas", None) is not None:
+        raise forward from None  # no lemma to leave out, or a search already without them
+    engine = Engine(chain, limit, guard)
+    chain.ctx.deadline = limit
+    builder._hidden_lemmas = hidden  # the lemmas the search proves on the way stay usable
+    try:
+        return _find(engine, chain.current, target)
+    except (OutOfTime, ProofError):
+        _restore(chain, snapshot)
+        raise forward from None
+    finally:
+        builder._hidden_lemmas = None
 
 
 # --- what the automation hands back, re-checked ----------------------------------------------------
