@@ -4,7 +4,7 @@ The public authoring API (stable; see ``docs/authoring.md``)::
 
     from derive import (ProofBuilder, Hypothesis, Definition, Proof, Theorem, ProofError, check, theorem,
                         dim, predicate, mul, add, inv, transpose, power, block,
-                        scalar, index, family)
+                        scalar, index, family, ones, diag)
 
 ``derive.kernel`` is the trusted core; everything else (``derive.authoring``, ``derive.library``,
 ``derive.certificates``, ``derive.witness``, ``derive.latex``, ``derive.codegen``, ``derive.experiments``)
@@ -19,8 +19,9 @@ from . import _hooks
 __version__ = "0.1.0"
 
 __all__ = ["Chain", "ChainBuilder", "Definition", "Family", "Hypothesis", "Induction", "InductionBuilder", "Proof",
-           "ProofBuilder", "ProofError", "Step", "Theorem", "__version__", "add", "block", "check", "dim", "family",
-           "index", "inv", "mul", "orthogonal", "power", "predicate", "scalar", "theorem", "transpose"]
+           "ProofBuilder", "ProofError", "Step", "Theorem", "__version__", "add", "block", "check", "diag", "dim",
+           "family", "index", "inv", "mul", "ones", "orthogonal", "power", "predicate", "scalar", "theorem",
+           "transpose"]
 
 
 def _record_store():
@@ -39,7 +40,7 @@ _SOURCES = {
                      "predicate", "scalar", "theorem"], "derive.authoring"),
     **dict.fromkeys(["Chain", "Definition", "Family", "Hypothesis", "Induction", "Proof", "ProofError", "Step",
                      "Theorem", "check"], "derive.kernel"),
-    **dict.fromkeys(["add", "block", "inv", "mul", "power", "transpose"], "derive.kernel.terms"),
+    **dict.fromkeys(["add", "block", "diag", "inv", "mul", "ones", "power", "transpose"], "derive.kernel.terms"),
 }
 
 

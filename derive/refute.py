@@ -48,7 +48,7 @@ import sympy
 from sympy import QQ, Basic, ImmutableMatrix, Integer, Rational, Symbol
 from sympy.assumptions import Q
 from sympy.assumptions.assume import AppliedPredicate
-from sympy.matrices.expressions import MatrixSymbol
+from sympy.matrices.expressions import Identity, MatMul, MatrixSymbol
 from sympy.polys.matrices import DomainMatrix
 
 from .kernel import Chain, Hypothesis, Induction, Proof
@@ -212,6 +212,10 @@ def _hypothesis_fails(h: Hypothesis, env: Mapping, dims: Mapping[Symbol, int], s
         if isinstance(h.lhs, AppliedPredicate):
             if len(h.lhs.arguments) != 1:
                 return "a predicate of more than one matrix"
+            if h.lhs.function == Q.nonzero:  # issue 41: a scalar fact c ≠ 0, c read as the 1×1 matrix c·I₁
+                value = _evaluate(MatMul(h.lhs.arguments[0], Identity(1), evaluate=False), env, dims, scalars,
+                                  families)
+                return None if value.to_list()[0][0] != 0 else f"{h.lhs.arguments[0]} is 0"
             return _predicate(h.lhs.function, _evaluate(h.lhs.arguments[0], env, dims, scalars, families))
         if type(h.lhs) is Symbol:  # a scalar hypothesis λ = r
             given = {**scalars, **{s: Integer(v) for s, v in dims.items()}}
@@ -615,6 +619,13 @@ def _hypothesis_text(h: Hypothesis) -> str:
     return f"(for all {', '.join(map(str, h.forall))}: {text})" if h.forall else text
 
 
+def _symbol_name(key) -> str:
+    """How a value's symbol is shown: a family member with its index (k[2]), a matrix or scalar by its name."""
+    if isinstance(key, FamilyMatrix):
+        return str(key)
+    return str(getattr(key, "name", key))
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What :func:`refute` found for one chain's claim.
@@ -660,7 +671,7 @@ class Verdict:
         """The verdict in one line."""
         if self.kind == "false":
             where = self._dims_text()
-            matrices = [f"{getattr(k, 'name', k)} = {_show_matrix(v)}" for k, v in self.values.items()
+            matrices = [f"{_symbol_name(k)} = {_show_matrix(v)}" for k, v in self.values.items()
                         if isinstance(v, ImmutableMatrix)]
             scalars = [f"{k} = {v}" for k, v in self.values.items() if isinstance(k, Symbol) and scalar_kind(k)]
             i, j = self.entry
@@ -691,7 +702,7 @@ class Verdict:
         lines.append("  values:")
         for key, value in self.values.items():
             if isinstance(value, ImmutableMatrix):
-                lines.append(f"    {getattr(key, 'name', key)} = {_show_matrix(value)}")
+                lines.append(f"    {_symbol_name(key)} = {_show_matrix(value)}")
             elif isinstance(key, Symbol) and scalar_kind(key):
                 lines.append(f"    {key} = {value}")
         i, j = self.entry
@@ -709,7 +720,7 @@ class Verdict:
 
         rows = [("claim", f"{self.theorem}/{self.chain}: {self.lhs} = {self.rhs}"), ("verdict", self.summary())]
         if self.kind == "false":
-            rows += [(getattr(key, "name", str(key)), _show_matrix(value) if isinstance(value, ImmutableMatrix)
+            rows += [(_symbol_name(key), _show_matrix(value) if isinstance(value, ImmutableMatrix)
                       else value) for key, value in self.values.items()]
             i, j = self.entry
             rows += [("lhs", _show_matrix(self.lhs_value)), ("rhs", _show_matrix(self.rhs_value)),
@@ -731,7 +742,7 @@ class Verdict:
                                "budget": self.budget, "instances": self.instances, "satisfied": self.satisfied,
                                "compared": self.compared, "stopped": self.stopped}
         if self.kind == "false":
-            out.update(values={str(getattr(k, "name", k)): value(v) for k, v in self.values.items()},
+            out.update(values={_symbol_name(k): value(v) for k, v in self.values.items()},
                        lhs_value=value(self.lhs_value), rhs_value=value(self.rhs_value), entry=list(self.entry),
                        hypotheses=[name for name, _ in self.hypotheses])
         elif self.unsatisfied:

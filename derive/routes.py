@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["TERM_NAMES", "CodegenError", "Printed", "Route", "Term"]
+__all__ = ["SIDES", "TERM_NAMES", "CodegenError", "Printed", "Route", "Term"]
+
+#: The sides of a lemma a :class:`Route` may print.
+SIDES = ("lhs", "rhs")
 
 
 class CodegenError(ValueError):
@@ -19,22 +22,30 @@ class CodegenError(ValueError):
 
 @dataclass(frozen=True)
 class Route:
-    """A route: the checked lemma whose right-hand side is evaluated, and how symbols are named.
+    """A route: the checked lemma one of whose sides is evaluated, and how symbols are named.
 
     Declared by the theorem that proves the lemma (``@theorem(routes=[Route(...)])``); ``theorem`` is
-    filled in from the registry.  Of the form X_q · A = X_q · E, E is printed (the coefficients β̂), else the
-    whole right side.  Printed as ``_<name>_beta`` where the numerics call it (``PRINTED[name]``), else as a
-    public function ``<name>`` of the generated modules.
+    filled in from the registry.  ``side`` names the side printed: ``"rhs"`` (the default) or ``"lhs"``.  Of the
+    form X_q · A = X_q · E, E (or A) is printed (the coefficients β̂), else that whole side.  Printed as
+    ``_<name>_beta`` where the numerics call it (``PRINTED[name]``), else as a public function ``<name>`` (a
+    built-in theorem's in the generated modules, a user library's in that library's own modules).  ``names``
+    maps symbols (matrices and scalars) to Python names; a symbol it leaves out is named after itself (a
+    Python keyword or a name the module uses gets a ``_`` appended: the scalar ``lambda`` is ``lambda_``).
     """
 
     name: str
     lemma: str
-    names: dict[str, str]  # matrix symbol -> Python variable
+    names: dict[str, str] = field(default_factory=dict)  # symbol -> Python variable
     diagonal: tuple[str, ...] = ()  # symbols held as vectors of their diagonal
     lower: tuple[str, ...] = ()  # lower-triangular symbols (solved by substitution)
     upper: tuple[str, ...] = ()  # upper-triangular symbols
     gram: bool = False  # XᵀY arrives precomputed as ``XtY`` (the fast memory), so X itself is not needed
     theorem: str = ""
+    side: str = "rhs"  # which side of the lemma is printed: "rhs" or "lhs"
+
+    def __post_init__(self):
+        if self.side not in SIDES:
+            raise CodegenError(f"route {self.name}: side must be \"lhs\" or \"rhs\", not {self.side!r}")
 
     @property
     def function(self) -> str:
@@ -48,7 +59,7 @@ class Route:
     @property
     def source(self) -> str:
         """Where in the theorem the printed term comes from, in words."""
-        return f"lemma {self.lemma}"
+        return f"lemma {self.lemma}" if self.side == "rhs" else f"lemma {self.lemma}, left side"
 
 
 #: How a :class:`Term`'s symbols are named unless it says otherwise.

@@ -416,7 +416,7 @@ def test_mpmath_route_functions_of_a_users_theorem_accept_lists(tmp_path):
     (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "qr_coefficients"))
     result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
     assert result.returncode == 0, result.stderr
-    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, mpmath, ols_attention_mp as om\n"
+    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, mpmath, routes_mpmath as om\n"
              "rng = np.random.default_rng(2); X = rng.standard_normal((12, 3)); y = rng.standard_normal(12)\n"
              "Q, R = np.linalg.qr(X)\n"
              "expected = np.linalg.lstsq(X, y, rcond=None)[0]\n"

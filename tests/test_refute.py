@@ -253,6 +253,30 @@ def test_a_failing_induction_is_refuted_as_its_claim_for_every_index():
     assert verdict.lhs_value == eye(1) + g and verdict.rhs_value == 2 * eye(1) != eye(1) + g
 
 
+def test_family_members_are_shown_with_their_index_in_every_output():
+    """Free family members (k[1], k[2], ...) are named with their index in the summary, the printed verdict, the
+    notebook table and the JSON (whose keys were all "k": every member but the last was lost)."""
+    from sympy import ZeroMatrix
+
+    from derive import family, index
+
+    t = index("t")
+    kk = family("k", (p, 1))
+    S = family("S", (p, p))  # S[t + 1] = S[t] + k[t+1] k[t+1]^T: a sum of outer products, claimed k k^T twice
+    S.recurrence(ZeroMatrix(p, p), lambda s: add(S[s], mul(kk[s + 1], transpose(kk[s + 1]))))
+    b = ProofBuilder("wrong_members", "t", "t", families=[kk, S])
+    with pytest.raises(ProofError) as info:
+        b.induction("closed_form", t, S[t], mul(t, kk[t], transpose(kk[t]))).auto()
+    verdict = info.value.counterexample
+    assert verdict.kind == "false"
+    members = [key for key in verdict.values if str(key).startswith("k[")]
+    assert len(members) >= 2
+    data = verdict.to_json()["values"]
+    for member in members:
+        assert str(member) in verdict.summary() and str(member) in str(verdict) and str(member) in data
+        assert str(member) in verdict._repr_html_()
+
+
 def test_derive_refute_off_turns_it_off(monkeypatch):
     monkeypatch.setenv("DERIVE_REFUTE", "off")
     b = ProofBuilder("commute", "t", "t", [])

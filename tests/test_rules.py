@@ -42,7 +42,20 @@ from derive.kernel import (
     symmetric,
     theorem_context,
 )
-from derive.kernel.terms import TermError, add, block, blocks_of, canon, factors_of, inv, mul, power, transpose
+from derive.kernel.terms import (
+    Diag,
+    Ones,
+    TermError,
+    add,
+    block,
+    blocks_of,
+    canon,
+    factors_of,
+    inv,
+    mul,
+    power,
+    transpose,
+)
 
 # --- symbols (concrete sizes) ---------------------------------------------------------
 
@@ -135,6 +148,11 @@ def evaluate(term: Basic, env: dict[MatrixSymbol, Matrix]) -> Matrix:
         return eye(_size(term.shape[0]))
     if isinstance(term, ZeroMatrix):
         return zeros(_size(term.shape[0]), _size(term.shape[1]))
+    if isinstance(term, Ones):  # issue 41: 1ₙ
+        return sympy.ones(_size(term.shape[0]), 1)
+    if isinstance(term, Diag):  # issue 41: diag(v)
+        vector = evaluate(term.args[0], env)
+        return diag(*[vector[i, 0] for i in range(vector.rows)])
     if isinstance(term, Transpose):
         return evaluate(term.args[0], env).T
     if isinstance(term, Inverse):  # before MatPow: Inverse subclasses MatPow
@@ -152,7 +170,8 @@ def evaluate(term: Basic, env: dict[MatrixSymbol, Matrix]) -> Matrix:
         for m in mats[1:]:
             out = out * evaluate(m, env)
         traces = {t: evaluate(t.args[0], env)[0, 0] for t in coeff.atoms(sympy.Trace)}
-        return coeff.xreplace(traces) * out  # scalar symbols stay symbols: the identity must hold for every value
+        sizes = {d: _size(d) for d in coeff.free_symbols if d in DIMS}  # a size in a coefficient is its number
+        return coeff.xreplace(traces).xreplace(sizes) * out  # scalar symbols stay symbols: for every value
     if isinstance(term, MatAdd):
         parts = [evaluate(a, env) for a in term.args]
         out = parts[0]
@@ -327,6 +346,14 @@ CASES: dict[str, Case] = {
     # issue 29: a literally 1×1 matrix is its own transpose (uᵀ A w = wᵀ Aᵀ u, the column-token form)
     "transpose_scalar": Case("transpose_scalar", transpose(mul(transpose(u), A, w)), mul(transpose(u), A, w)),
     "transpose_scalar_symbol": Case("transpose_scalar", transpose(s1), s1),
+    # issue 41: the coefficient alone out of an inverse, (c M)⁻¹ = c⁻¹ M⁻¹ for a product M of non-square factors
+    "inverse_product_scalar_out": Case("inverse_product", inv(mul(lam, C, E)), mul(1 / lam, inv(mul(C, E))),
+                                       (pred("CE_inv", Q.invertible, mul(C, E)),)),
+    # issue 41: the ones vector, 1ₙᵀ1ₙ = n
+    "ones_inner": Case("ones_inner", mul(transpose(Ones(3)), Ones(3)), mul(3, Identity(1))),
+    "ones_inner_symbolic": Case("ones_inner", mul(transpose(Ones(p)), Ones(p)), mul(p, Identity(1))),
+    "ones_inner_run": Case("ones_inner", mul(Ones(p), transpose(Ones(p)), Ones(p), transpose(Ones(p))),
+                           mul(p, Ones(p), Identity(1), transpose(Ones(p)))),
 }
 
 

@@ -82,7 +82,7 @@ def test_certificates_check_without_the_library_and_keep_the_umask(workdir):
     result = run(workdir, "check", *map(str, files))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "verified theorem ols_coefficients_as_attention (2 steps; cites spectral_precision)" in result.stdout
-    assert "then    H*H = H" in result.stdout  # the statement it verified
+    assert "proves  HH = H" in result.stdout  # the statement it verified, in the package's notation (issue 44)
 
 
 def test_an_altered_user_certificate_is_rejected(workdir, tmp_path):
@@ -202,7 +202,7 @@ def test_a_route_of_a_users_theorem_with_a_scalar_becomes_a_public_function(tmp_
     (tmp_path / "routes.py").write_text(SCALAR_ROUTE_FILE)
     result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
     assert result.returncode == 0, result.stderr
-    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, ols_attention as oa, ols_attention_mp as om\n"
+    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, routes_numpy as oa, routes_mpmath as om\n"
              "rng = np.random.default_rng(2); X = rng.standard_normal((6, 9)); Y = rng.standard_normal((6, 2))\n"
              "want = np.linalg.solve(X.T @ X + 0.5 * np.eye(9), X.T @ Y)\n"
              "beta = oa.shrunk(X, Y, 0.25)\n"
@@ -219,8 +219,8 @@ def test_a_route_of_a_users_theorem_becomes_a_public_function_of_the_generated_m
     (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "qr_coefficients"))
     result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
     assert result.returncode == 0, result.stderr
-    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, mpmath, ols_attention as oa, "
-             "ols_attention_mp as om\n"
+    check = ("import sys; sys.path.insert(0, 'code'); import numpy as np, mpmath, routes_numpy as oa, "
+             "routes_mpmath as om\n"
              "rng = np.random.default_rng(1); X = rng.standard_normal((30, 3)); Y = rng.standard_normal((30, 2))\n"
              "Q, R = np.linalg.qr(X)\n"
              "beta = oa.qr_coefficients(Q, R, Y)\n"
@@ -232,27 +232,43 @@ def test_a_route_of_a_users_theorem_becomes_a_public_function_of_the_generated_m
     used = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=tmp_path)
     assert used.returncode == 0, used.stderr
     assert "printed from qr_predictions, lemma main (route qr_coefficients)" in used.stdout
-    header = (tmp_path / "code" / "ols_attention.py").read_text()
+    header = (tmp_path / "code" / "routes_numpy.py").read_text()
     assert "qr_coefficients" in header.split('"""')[1]  # the header names the function and its theorem
+    assert "qr_coefficients" not in (tmp_path / "code" / "ols_attention.py").read_text()  # the package's: unchanged
 
 
-def test_a_route_that_would_shadow_a_function_of_the_module_is_named_and_left_out(tmp_path):
+def test_a_route_named_like_a_function_of_the_package_is_printed_in_the_librarys_module(tmp_path):
+    """The library's module is its own: a route may be named ``predict`` there; the package's ``predict`` stays."""
     (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "predict"))
     result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
-    assert result.returncode == 0 and "Traceback" not in result.stderr
-    assert "not printed: theorem qr_predictions, route predict: route predict (qr_predictions) cannot be a public " \
-           "function of the generated module" in result.stderr
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "\ndef predict(Q, R, Y):" in (tmp_path / "code" / "routes_numpy.py").read_text()
     text = (tmp_path / "code" / "ols_attention.py").read_text()
     assert text.count("\ndef predict(") == 1 and "\ndef predict(X: npt.ArrayLike" in text  # the module's own
-    strict = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code", "--strict")
-    assert strict.returncode == 4 and "route predict" in strict.stderr
+
+
+def test_a_route_that_would_shadow_a_name_of_the_librarys_module_is_named_and_left_out(tmp_path):
+    (tmp_path / "routes.py").write_text(ROUTE_FILE.replace("NAME", "np"))
+    result = run(tmp_path, "codegen", "--library", "routes.py", "--out", "code")
+    assert result.returncode == 4 and "Traceback" not in result.stderr
+    assert "not printed: theorem qr_predictions, route np: route np (qr_predictions) cannot be a public function " \
+           "of the module of routes.py" in result.stderr
+    assert "\ndef np(" not in (tmp_path / "code" / "routes_numpy.py").read_text()
 
 
 # --- routes of the general shape (tests/data/user_routes.py) ---------------------------------------------------
 
 UNPRINTABLE = ("not printed: theorem query_weights, term root: refusing to print the matrix power (X.T*X)**2 "
                "(only diagonal factors take powers)")
-CODE_FILES = ("ols_attention.py", "ols_attention_mp.py", "ols_attention_xp.py", "ols_attention_dask.py")
+BACKEND_NAMES = ("numpy", "mpmath", "xp", "dask")
+
+
+def code_files(library: str) -> tuple[str, ...]:
+    """The modules of a library's own that ``derive codegen`` writes (``<library>_<backend>.py``)."""
+    return tuple(f"{library}_{backend}.py" for backend in BACKEND_NAMES)
+
+
+CODE_FILES = code_files("user_routes")
 PRINTED_HERE = ["refined_coefficients", "augmented_ridge", "explained", "hat", "query_weights", "precision"]
 
 
@@ -267,7 +283,7 @@ def general(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 def test_codegen_writes_what_it_can_and_names_what_it_cannot(general):
     work, result = general
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 4, result.stderr  # something not printed (named)
     assert [line for line in result.stderr.splitlines() if line.startswith("not printed")] == [UNPRINTABLE]
     assert "Traceback" not in result.stderr
     for name in CODE_FILES:
@@ -275,8 +291,9 @@ def test_codegen_writes_what_it_can_and_names_what_it_cannot(general):
         header = text.split('"""')[1]
         assert "query_weights, term root: refusing to print the matrix power" in header, name
         assert "def root(" not in text
-    numpy_text = (work / "code" / "ols_attention.py").read_text()
+    numpy_text = (work / "code" / "user_routes_numpy.py").read_text()
     assert all(f"def {name}(" in numpy_text for name in PRINTED_HERE)
+    assert "refined_coefficients" not in (work / "code" / "ols_attention.py").read_text()  # the package's: unchanged
     assert not list((work / "code").glob(".*.tmp"))  # written through temporary files, renamed
 
 
@@ -285,7 +302,8 @@ def test_strict_codegen_exits_nonzero_and_still_writes_the_others(general):
     result = run(work, "codegen", "--library", "user_routes.py", "--out", "strict", "--strict", "--backend", "numpy")
     assert result.returncode == 4 and UNPRINTABLE in result.stderr.splitlines()
     # deterministic: the same library gives the same bytes
-    assert (work / "strict" / "ols_attention.py").read_bytes() == (work / "code" / "ols_attention.py").read_bytes()
+    for name in ("ols_attention.py", "user_routes_numpy.py"):
+        assert (work / "strict" / name).read_bytes() == (work / "code" / name).read_bytes()
 
 
 def test_a_failed_proof_fails_codegen_and_is_named(tmp_path):
@@ -297,14 +315,14 @@ def test_a_failed_proof_fails_codegen_and_is_named(tmp_path):
     assert "FAILED refined_ols/main step 1 (rule auto)" in result.stderr
     assert ("not printed: theorem refined_ols, route refined_coefficients: its theorem's proof was not checked"
             in result.stderr.splitlines())
-    written = (tmp_path / "code" / "ols_attention.py").read_text()
+    written = (tmp_path / "code" / "broken_numpy.py").read_text()
     assert "def augmented_ridge(" in written and "def refined_coefficients(" not in written
 
 
 def test_general_routes_share_work_and_solve_instead_of_inverting(general):
     work, _ = general
-    text = (work / "code" / "ols_attention.py").read_text()
-    public = text.split("# --- routes and terms of checked theorems, as public functions")[1]
+    text = (work / "code" / "user_routes_numpy.py").read_text()
+    public = text.split('"""', 2)[2]  # the functions of the library's module and the helpers they call
     refined = public.split("def refined_coefficients(")[1].split("\ndef ")[0]
     # XᵀX formed once and factored once, G⁻¹XᵀY solved once and reused, every inverse a solve with the factors
     assert refined.count("@ X)") == 1 and "np.linalg.solve(" not in refined, refined
@@ -322,15 +340,15 @@ def test_general_routes_share_work_and_solve_instead_of_inverting(general):
 #: The generated modules a check script runs: NumPy and mpmath with the package alone; the array-API and Dask
 #: modules where their optional packages are installed (each a test of its own, skipped cleanly without them).
 BACKENDS = {"numpy": (), "frameworks": ("array_api_compat", "dask.array")}
-IMPORTS = {"numpy": "import ols_attention as oa, ols_attention_mp as om\nox = od = None\nframeworks = [oa]\n",
-           "frameworks": "import ols_attention as oa, ols_attention_mp as om, ols_attention_xp as ox, "
-                         "ols_attention_dask as od\nframeworks = [ox, od]\n"}
+IMPORTS = {"numpy": "import {lib}_numpy as oa, {lib}_mpmath as om\nox = od = None\nframeworks = [oa]\n",
+           "frameworks": "import {lib}_numpy as oa, {lib}_mpmath as om, {lib}_xp as ox, "
+                         "{lib}_dask as od\nframeworks = [ox, od]\n"}
 
 
-def _backend_imports(backend: str) -> str:
+def _backend_imports(backend: str, library: str = "user_routes") -> str:
     for module in BACKENDS[backend]:
         pytest.importorskip(module)
-    return IMPORTS[backend]
+    return IMPORTS[backend].format(lib=library)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -379,13 +397,13 @@ print("agree")
     assert used.returncode == 0 and used.stdout.strip() == "agree", used.stdout + used.stderr
 
 
-def _ruff(code: Path) -> subprocess.CompletedProcess | None:
+def _ruff(code: Path, files: tuple[str, ...] = CODE_FILES) -> subprocess.CompletedProcess | None:
     """ruff on the generated modules in ``code`` with the project's settings (None where ruff is not installed)."""
     ruff = shutil.which("ruff")
     if ruff is None:
         return None
     root = Path(__file__).resolve().parents[1]
-    return subprocess.run([ruff, "check", "--config", str(root / "pyproject.toml"), *CODE_FILES],
+    return subprocess.run([ruff, "check", "--config", str(root / "pyproject.toml"), *files],
                           capture_output=True, text=True, cwd=code)
 
 
@@ -408,7 +426,7 @@ def test_routes_of_identities_factor_a_repeated_inverse_once_and_agree_with_nump
     result = run(tmp_path, "codegen", "--library", "identity_routes.py", "--out", "code", "--strict")
     assert result.returncode == 0, result.stderr
     assert not [line for line in result.stderr.splitlines() if line.startswith("not printed")]
-    text = (tmp_path / "code" / "ols_attention.py").read_text()
+    text = (tmp_path / "code" / "identity_routes_numpy.py").read_text()
     woodbury = text.split("def woodbury_inverse(")[1].split("\ndef ")[0]
     assert woodbury.count("_printed_factor(A)") == 1 and "np.linalg.inv(A)" not in woodbury, woodbury
     assert woodbury.count("_printed_factor_solve(A_lu, ") == 4, woodbury  # A⁻¹ alone, A⁻¹U, and B A⁻¹ twice
@@ -416,7 +434,7 @@ def test_routes_of_identities_factor_a_repeated_inverse_once_and_agree_with_nump
 import sys
 sys.path.insert(0, "code")
 import numpy as np
-''' + _backend_imports(backend) + '''
+''' + _backend_imports(backend, "identity_routes") + '''
 rng = np.random.default_rng(5)
 A, C = rng.standard_normal((4, 4)) + 4 * np.eye(4), rng.standard_normal((2, 2)) + 3 * np.eye(2)
 U, V = rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
@@ -474,17 +492,17 @@ def test_a_1x1_inverse_as_a_coefficient_prints_and_a_term_past_the_bound_is_name
     """Issue 41: the route whose term is (1ᵀKq)⁻¹VᵀKq prints in every module (Kq formed once, the 1×1 inverse a
     reciprocal), and a term too large for the printer is named with its reason while the others are printed."""
     work, result = _finished(normalised)
-    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 4 and "Traceback" not in result.stderr, result.stderr  # wide: not printed
     assert [line for line in result.stderr.splitlines() if line.startswith("not printed")] == [TOO_WIDE]
-    for name in CODE_FILES:
+    for name in code_files("normalised_attention"):
         text = (work / "code" / name).read_text()
         assert all(f"\ndef {function}(" in text for function in NORMALISED), name
         assert "\ndef wide(" not in text and "wide_sum, term wide: its terms have more than 4,000 nodes" in \
             " ".join(text.split('"""')[1].split()), name
-    numpy_text = (work / "code" / "ols_attention.py").read_text()
+    numpy_text = (work / "code" / "normalised_attention_numpy.py").read_text()
     body = numpy_text.split("\ndef normalised_attention(")[1].split("\ndef ")[0]
     assert body.count("(K @ q)") == 1 and "np.linalg.inv" not in body, body
-    linted = _ruff(work / "code")
+    linted = _ruff(work / "code", code_files("normalised_attention"))
     assert linted is None or linted.returncode == 0, linted.stdout
 
 
@@ -495,7 +513,7 @@ def test_normalised_attention_agrees_with_numpy_on_every_backend(normalised, bac
 import sys
 sys.path.insert(0, "code")
 import numpy as np
-''' + _backend_imports(backend) + '''
+''' + _backend_imports(backend, "normalised_attention") + '''
 rng = np.random.default_rng(41)
 n, d, dv = 9, 4, 3
 K, q, V, one = rng.standard_normal((n, d)), rng.standard_normal((d, 1)), rng.standard_normal((n, dv)), np.ones((n, 1))

@@ -64,12 +64,14 @@ from ..kernel.checking import (
     rewrites,
     scalar_hypothesis_holds,
 )
+from ..kernel.hints import explained
 from ..kernel.judgments import OutOfTime, check_defined, defined_canon
 from ..kernel.scalars import canon_coefficient
 from ..kernel.terms import (
     MATRIX_NODES,
     MAX_SHAPE_DOUBLING,
     FamilyMatrix,
+    Ones,
     TermError,
     add,
     canon,
@@ -182,6 +184,7 @@ NEEDS: dict[str, tuple[type, ...]] = {
     "block_add": (BlockMatrix,), "block_scale": (BlockMatrix,), "block_identity": (BlockMatrix,),
     "block_zero": (BlockMatrix,), "block_inverse_diagonal": (BlockMatrix,), "scalar_matrix": (MatMul,),
     "block_inverse_schur": (BlockMatrix,), "block_inverse_schur_mirror": (BlockMatrix,),
+    "ones_inner": (Ones,),  # issue 41: 1ₙᵀ1ₙ = n
 }
 
 
@@ -490,7 +493,7 @@ def _directed_axioms() -> list[Source]:
     plain = ["transpose_transpose", "transpose_zero", "transpose_symmetric", "transpose_product",
              "transpose_sum", "transpose_inverse", "block_transpose", "inverse_inverse", "inverse_identity",
              "inverse_cancel", "identity_mul", "zero_mul", "zero_add", "collect", "block_single", "block_zero",
-             "block_identity", "block_inverse_diagonal", "inverse_product"]
+             "block_identity", "block_inverse_diagonal", "inverse_product", "ones_inner"]
     out: list[Source] = [_Unscalarise()] + [RuleSource(name, AXIOMS[name]) for name in plain]
     out.append(CheckedSource("distribute", _monic_denominator))
     out.append(RuleSource("power_combine", AXIOMS["power_combine"], accept=_combine_reduces))
@@ -1415,7 +1418,7 @@ def _prepare(engine: Engine, term: Basic, label: str) -> tuple[Basic, list[Move]
         try:
             check_defined(term, engine.ctx)
         except TermError as exc:
-            engine.chain._fail(f"auto: {label} {_show(term)} is not defined: {exc}", "auto")
+            engine.chain._fail(f"auto: {label} {_show(term)} is not defined: {explained(exc, engine.ctx)}", "auto")
     return (moves[-1].expr if moves else term), moves
 
 

@@ -18,6 +18,7 @@ from sympy.matrices.expressions import MatrixExpr
 
 from ..kernel import AXIOMS, Chain, Definition, Hypothesis, Induction, Proof, ProofError, Step, Theorem
 from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
+from ..kernel.hints import explained
 from ..kernel.judgments import check_defined
 from ..kernel.terms import TermError, canon
 
@@ -125,13 +126,13 @@ class ChainBuilder:
                 try:
                     check_defined(result, self.ctx)
                 except TermError as exc:
-                    undefined.append(str(exc))
+                    undefined.append(exc)
                     continue
                 seen.append(result)
         if len(seen) <= nth:
             where = "" if at is None else f" at {at}"
             if undefined:  # the rule applies, but what it gives is not defined: say why
-                self._fail(f"applies{where}, but the result is not defined: {undefined[0]}", rule)
+                self._fail(f"applies{where}, but the result is not defined: {explained(undefined[0], self.ctx)}", rule)
             self._fail(f"does not apply{where} in {self.current}", rule)
         return self._record(seen[nth], rule, instance)
 
@@ -147,7 +148,7 @@ class ChainBuilder:
         try:
             check_defined(expr, self.ctx)
         except TermError as exc:
-            self._fail(f"{expr} is not defined: {exc}", rule)
+            self._fail(f"{expr} is not defined: {explained(exc, self.ctx)}", rule)
         if not one_step(self.current, expr, fn, self.ctx):
             self._fail(f"does not lead from {self.current} to {expr}", rule)
         return self._record(expr, rule, instance)

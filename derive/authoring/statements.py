@@ -6,7 +6,7 @@ from sympy import Basic, S, Symbol
 from sympy.assumptions.assume import Predicate
 from sympy.matrices.expressions import Identity, MatrixExpr
 
-from ..kernel import PREDICATES, Family, Hypothesis
+from ..kernel import PREDICATES, SCALAR_PREDICATES, Family, Hypothesis
 from ..kernel.terms import FamilyMatrix, mul, transpose
 
 __all__ = ["MatrixFamily", "dim", "family", "index", "orthogonal", "predicate", "scalar"]
@@ -110,10 +110,13 @@ def scalar(name: str, positive: bool = False) -> Symbol:
 def predicate(name: str, pred: Predicate, matrix: MatrixExpr) -> Hypothesis:
     """The hypothesis ``pred(matrix)``, e.g. ``predicate("A_invertible", Q.invertible, A)``.
 
-    ``pred`` is one of ``Q.invertible``, ``Q.positive_definite``, ``Q.symmetric``, ``Q.diagonal``.
+    ``pred`` is one of ``Q.invertible``, ``Q.positive_definite``, ``Q.symmetric``, ``Q.diagonal`` — or, for a scalar
+    (a scalar symbol, tr of a 1×1 matrix, a rational function of them), ``Q.nonzero``: the scalar fact c ≠ 0
+    (``predicate("sigma_nonzero", Q.nonzero, sigma)``; issue 41).
     """
-    if not any(pred == known for known in PREDICATES.values()):
-        raise ValueError(f"{pred} is not a predicate the kernel knows (use Q.{', Q.'.join(PREDICATES)})")
+    known = {**PREDICATES, **SCALAR_PREDICATES}
+    if not any(pred == p for p in known.values()):
+        raise ValueError(f"{pred} is not a predicate the kernel knows (use Q.{', Q.'.join(known)})")
     return Hypothesis(name, pred(matrix), S.true)
 
 

@@ -284,7 +284,9 @@ def _names_are_identifiers(data: dict) -> None:
 
 
 class CertificateUnreadable(CertificateError):
-    """The file itself cannot be read (missing, a directory, no permission): a usage or I/O problem."""
+    """The file itself cannot be read as a certificate (missing, a directory, no permission, not UTF-8 text, not
+    JSON): a usage or I/O problem (``derive check``: exit 2, "cannot read"), not a certificate that fails to check
+    (a JSON value that is not a valid certificate is rejected: exit 1)."""
 
 
 def _read_bounded(path: Path) -> bytes:
@@ -332,9 +334,10 @@ def read_certificate(path) -> dict:
     try:
         return json.loads(data.decode("utf-8"), parse_int=_no_big_integers)
     except UnicodeDecodeError:
-        raise CertificateError(f"{path}: not UTF-8 text") from None
+        raise CertificateUnreadable(f"{path}: not UTF-8 text, so not a certificate") from None
     except json.JSONDecodeError as exc:
-        raise CertificateError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise CertificateUnreadable(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}), so not a "
+                                    "certificate") from None
     except RecursionError:
         raise CertificateError(f"{path}: JSON nested too deeply") from None
     except CertificateError as exc:

@@ -28,9 +28,9 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from ..kernel import PREDICATES
-from ..kernel.scalars import MAX_COEFFICIENT_NODES, MAX_EXPONENT, CoefficientError, require_coefficient
-from ..kernel.terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, FamilyMatrix, shape_doubling_edges
+from ..kernel import PREDICATES, SCALAR_PREDICATES
+from ..kernel.scalars import MAX_COEFFICIENT_NODES, MAX_EXPONENT, CoefficientError, index_power, require_coefficient
+from ..kernel.terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, Diag, FamilyMatrix, Ones, shape_doubling_edges
 from ..kernel.validation import IDENTIFIER
 
 __all__ = ["OutOfTime", "ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS",
@@ -191,9 +191,10 @@ def _build(node, depth: int = 0, doubled: dict | None = None):
     if name == "False":
         raise ParseError("False is not a value a certificate may hold")
     if name.startswith("Q."):
-        if name[2:] not in PREDICATES:
+        known = {**PREDICATES, **SCALAR_PREDICATES}  # issue 41: Q.nonzero(c), a scalar fact
+        if name[2:] not in known:
             raise ParseError(f"unknown predicate {name}")
-        return PREDICATES[name[2:]]
+        return known[name[2:]]
     builder = _BUILDERS.get(name)
     if builder is None:
         raise ParseError(f"constructor {name!r} is not allowed in a certificate")
@@ -262,6 +263,12 @@ def _pow(c):
     base, exponent = _arity(c, 2)
     if not isinstance(base, Basic) or isinstance(base, MatrixExpr) or not isinstance(base, (Symbol, Add, Mul, Trace)):
         raise ParseError("Pow takes a scalar base (a symbol, a sum, a product or a 1×1 trace)")
+    if isinstance(exponent, (Symbol, Add, Mul)):  # issue 41: γ^(k·t + c), the kernel's index power exactly
+        built = Pow(base, exponent)
+        if index_power(built) is None:
+            raise ParseError(f"Pow with a symbolic exponent takes a scalar symbol to an index exponent k·t + c "
+                             f"(index symbols, integers of at most {MAX_EXPONENT} in size)")
+        return built
     if not isinstance(exponent, Integer) or abs(int(exponent)) > MAX_EXPONENT:
         raise ParseError(f"Pow takes an integer exponent of at most {MAX_EXPONENT} in size")
     return Pow(base, exponent)
@@ -347,9 +354,29 @@ def _block(c):
 
 def _applied(c):
     predicate, matrix = _arity(c, 2)
+    if predicate in SCALAR_PREDICATES.values():  # issue 41: Q.nonzero(c) of a coefficient c
+        if not isinstance(matrix, (Symbol, Add, Mul, Pow, Trace)):
+            raise ParseError("a scalar fact takes a scalar (a symbol, a sum, a product, a power or a 1×1 trace)")
+        try:
+            require_coefficient(matrix, lambda m: None)  # the matrices in a Trace were built by this parser
+        except CoefficientError as exc:
+            raise ParseError(f"a scalar fact's subject: {exc}") from None
+        return predicate(matrix)
     if predicate not in PREDICATES.values():
         raise ParseError("AppliedPredicate takes a known predicate")
     return predicate(_matrix(matrix, "a predicate's argument"))
+
+
+def _ones(c):
+    """1ₙ (issue 41): the ones vector of a dimension's length."""
+    (size,) = _arity(c, 1)
+    return Ones(_dim(size, "a ones vector's length"))
+
+
+def _diag(c):
+    """diag(v) (issue 41) of a matrix term (the kernel checks that it is a column)."""
+    (vector,) = _arity(c, 1)
+    return Diag(_matrix(vector, "diag's argument"))
 
 
 _BUILDERS = {
@@ -373,6 +400,8 @@ _BUILDERS = {
     "ImmutableDenseMatrix": _dense,
     "BlockMatrix": _block,
     "AppliedPredicate": _applied,
+    "Ones": _ones,
+    "Diag": _diag,
 }
 
 

@@ -1,7 +1,8 @@
-"""Numeric code generated from checked theorems: standalone NumPy and mpmath modules.
+"""Numeric code generated from checked theorems: standalone NumPy, mpmath, array-API and Dask modules.
 
-The fixed numerics are the package modules :mod:`derive.codegen.numerics_numpy` and
-:mod:`derive.codegen.numerics_mpmath`; :mod:`derive.codegen.generate` prints the rest from checked lemmas.
+The fixed numerics are the package modules :mod:`derive.codegen.numerics_numpy`, ``numerics_mpmath``,
+``numerics_xp`` and ``numerics_dask``; :mod:`derive.codegen.generate` prints the rest from checked lemmas.  A user
+library's routes and terms are printed in modules of its own (:func:`library_module`), never in the package's.
 """
 
 from .generate import (
@@ -10,7 +11,11 @@ from .generate import (
     CodegenError,
     Route,
     Term,
+    Unprinted,
+    declared_printed,
     generate_module,
+    library_file,
+    library_module,
     mpmath_module,
     numpy_module,
     registered_printed,
@@ -18,8 +23,9 @@ from .generate import (
     required_theorems,
     route_expression,
     term_expression,
+    user_libraries,
 )
 
-__all__ = ["NUMERICS", "REQUIRED_THEOREMS", "CodegenError", "Route", "Term", "generate_module", "mpmath_module",
-           "numpy_module", "registered_printed", "registered_routes", "required_theorems", "route_expression",
-           "term_expression"]
+__all__ = ["NUMERICS", "REQUIRED_THEOREMS", "CodegenError", "Route", "Term", "Unprinted", "declared_printed",
+           "generate_module", "library_file", "library_module", "mpmath_module", "numpy_module", "registered_printed",
+           "registered_routes", "required_theorems", "route_expression", "term_expression", "user_libraries"]

@@ -20,6 +20,12 @@ solves (by substitution for triangular factors), block matrices are concatenated
 power is ever emitted.  A route or term the numerics do not call that cannot be printed is left out and
 named (:class:`Unprinted`); the module is written with the others.  Printing one is bounded
 (:data:`MAX_TERM_NODES`, :data:`MAX_WORK`): past the bounds it is named too, never an unbounded computation.
+
+The package's modules hold the built-in library's routes and terms only.  A user library's (a ``--library``
+module or file, an entry point) are printed in modules of its own, :func:`library_module`: its public functions
+and the few helpers they call, copied from the backend's fixed numerics, so the package's modules are the same
+bytes whatever library is loaded.  A route prints the side of its lemma it names (``Route.side``); the scalars
+a printed side reads are its function's arguments, named after their symbols (:meth:`_FoldingMixin.python_name`).
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
 import hashlib
 import importlib
 import itertools
 import keyword
+import re
 import textwrap
 from collections.abc import Iterator, Sequence
 from importlib import resources
@@ -56,26 +64,72 @@ from ..kernel import Theorem, is_issued
 from ..kernel.terms import blocks_of, exponent_form, factors_of
 from ..routes import CodegenError, Printed, Route, Term
 
-__all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "route_expression",
-           "term_expression", "required_theorems", "Unprinted", "generate_module", "numpy_module", "mpmath_module",
-           "xp_module", "dask_module",
+__all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "declared_printed",
+           "route_expression", "term_expression", "required_theorems", "Unprinted", "generate_module",
+           "numpy_module", "mpmath_module", "xp_module", "dask_module", "library_module", "library_file",
+           "library_module_name", "library_display", "library_of", "user_libraries", "PACKAGE_LIBRARY",
            "REQUIRED_THEOREMS", "NUMERICS"]
 
 
-def registered_printed() -> dict[str, Printed]:
-    """Every route and term the registered theorems declare, by name (each name once), in registry order."""
+def declared_printed() -> list[Printed]:
+    """Every route and term the registered theorems declare, in registry order (the built-in library first),
+    each with its theorem filled in; two of one name may come from different libraries."""
     from ..authoring.registry import entries
 
-    out: dict[str, Printed] = {}
+    out: list[Printed] = []
     for item in entries().values():
         for declared in item.routes:
             if not isinstance(declared, (Route, Term)):
                 raise CodegenError(f"{item.id} declares {declared!r}, which is neither a Route nor a Term")
-            if declared.name in out:
-                raise CodegenError(f"printed function {declared.name} is declared by {out[declared.name].theorem} "
-                                   f"and {item.id}")
-            out[declared.name] = dataclasses.replace(declared, theorem=item.id)
+            out.append(dataclasses.replace(declared, theorem=item.id))
     return out
+
+
+def registered_printed() -> dict[str, Printed]:
+    """Every route and term the registered theorems declare, by name, in registry order: of two of one name, the
+    first registered (the built-in library's own come first, so a user's library never displaces them; each of
+    a user's is printed in that library's module, :func:`library_module`)."""
+    out: dict[str, Printed] = {}
+    for declared in declared_printed():
+        out.setdefault(declared.name, declared)
+    return out
+
+
+#: Where the built-in theorems live: a theorem registered by a module under it is the package's own, and what it
+#: declares is printed in the package's generated modules; any other (a ``--library`` module or file, an entry
+#: point) is a user's library, printed in a module of its own.
+PACKAGE_LIBRARY = "derive."
+
+_USER_FILE = re.compile(r"_derive_user_library_(?P<stem>.+)_[0-9a-f]{12}\Z")
+
+
+def library_of(declared: Printed) -> str | None:
+    """The registry module of the user library that declares ``declared``, or None for the package's own."""
+    from ..authoring.registry import entries
+
+    item = entries().get(declared.theorem)
+    module = item.module if item is not None else ""
+    return None if module.startswith(PACKAGE_LIBRARY) else module
+
+
+def user_libraries() -> list[str]:
+    """The user libraries that declare routes or terms (registry modules), in registry order."""
+    return list(dict.fromkeys(lib for d in declared_printed() if (lib := library_of(d)) is not None))
+
+
+def library_module_name(library: str) -> str:
+    """The stem of a user library's generated modules, a Python name from its file or module: ``my_theorems`` for
+    the file ``my_theorems.py`` (loaded from any folder), ``my_package_theorems`` for the module
+    ``my_package.theorems``.  Its modules are ``<stem>_<backend>.py`` (:func:`library_file`)."""
+    match = _USER_FILE.match(library)
+    stem = match["stem"] if match else library.replace(".", "_")
+    stem = re.sub(r"\W", "_", stem, flags=re.ASCII) or "library"
+    return stem if stem[0].isalpha() or stem[0] == "_" else f"library_{stem}"
+
+
+def library_file(library: str, backend: str) -> str:
+    """The file name of a user library's module for ``backend``: ``<stem>_<backend>.py``."""
+    return f"{library_module_name(library)}_{backend}.py"
 
 
 def registered_routes() -> dict[str, Route]:
@@ -177,13 +231,15 @@ def route_definitions(theorem: Theorem, expr: Basic) -> dict[str, Basic]:
 
 def route_expression(theorem: Theorem, route: Route) -> Basic:
     """What a route prints: E of a checked lemma X_q · A = X_q · E (the coefficients, β̂ = E), or else the
-    lemma's whole right side, whatever its shape."""
+    lemma's whole right side, whatever its shape; with ``side="lhs"``, A or the whole left side."""
     if not is_issued(theorem):
         raise CodegenError("code is generated from checked theorems only")
     chain = _lemma(theorem, route.lemma)
     if chain.hypotheses:
         raise CodegenError(f"{theorem.id}/{route.lemma} has local hypotheses")
-    return _without_query(chain) if _has_query(chain) else chain.rhs
+    side = chain.lhs if route.side == "lhs" else chain.rhs
+    _bounded(side)
+    return _without_query(side) if _has_query(chain) else side
 
 
 def _has_query(chain) -> bool:
@@ -195,8 +251,8 @@ def _has_query(chain) -> bool:
             and str(factors[0].name) == "X_q")
 
 
-def _without_query(chain) -> Basic:
-    _, factors = factors_of(chain.rhs)
+def _without_query(side) -> Basic:
+    _, factors = factors_of(side)
     return MatMul(*factors[1:], evaluate=False) if len(factors) > 2 else factors[1]
 
 
@@ -207,12 +263,12 @@ def term_expression(theorem: Theorem, term: Term) -> Basic:
     if term.definition:
         for definition in theorem.proof.definitions:
             if str(definition.symbol.name) == term.definition:
-                return definition.rhs
+                return _bounded(definition.rhs)
         raise CodegenError(f"{theorem.id} has no definition {term.definition}")
     chain = _lemma(theorem, term.lemma)
     if chain.hypotheses:
         raise CodegenError(f"{theorem.id}/{term.lemma} has local hypotheses")
-    coeff, factors = factors_of(chain.rhs)
+    coeff, factors = factors_of(_bounded(chain.rhs))
     last = factors[-1] if factors else None
     if coeff != 1 or len(factors) < 2 or not isinstance(last, MatrixSymbol) or str(last.name) != term.values:
         raise CodegenError(f"{theorem.id}/{term.lemma} is not of the form W {term.values} (weights times values)")
@@ -220,12 +276,24 @@ def term_expression(theorem: Theorem, term: Term) -> Basic:
 
 
 def printed_assignments(theorem: Theorem, declared: Printed) -> dict[str, Basic]:
-    """What a declaration prints: ``name = term`` in order, the last one the function's result."""
+    """What a declaration prints: ``name = term`` in order, the last one the function's result.  Every term is
+    within :data:`MAX_TERM_NODES` before SymPy is asked anything about it (:func:`_bounded`)."""
     if isinstance(declared, Route):
         expr = route_expression(theorem, declared)
         result = declared.result if _coefficients(theorem, declared) else declared.name
-        return {**route_definitions(theorem, expr), result: expr}
+        definitions = route_definitions(theorem, expr)
+        for term in definitions.values():
+            _bounded(term)
+        return {**definitions, result: expr}
     return {declared.result: term_expression(theorem, declared)}
+
+
+def _bounded(term: Basic) -> Basic:
+    """``term`` itself, where it has at most :data:`MAX_TERM_NODES` nodes (counted without asking SymPy anything,
+    and counting no further than the bound), else a :class:`CodegenError`."""
+    if _size([term]) > MAX_TERM_NODES:
+        raise CodegenError(f"its terms have more than {MAX_TERM_NODES:,} nodes, the printer's bound on one route")
+    return term
 
 # --- printing -----------------------------------------------------------------------
 
@@ -291,11 +359,26 @@ class _FoldingMixin:
     """Shared by the NumPy and mpmath printers: products fold right to left."""
 
     route: Route
+    #: Names the printed code may not give a symbol: the module's own (its imports and helpers).
+    reserved: frozenset[str] = frozenset()
+    #: The names of every symbol of the printed terms (set by :func:`print_assignments`): a name made for one
+    #: symbol is never another's.
+    taken: frozenset[str] = frozenset()
+
+    def python_name(self, name: str) -> str:
+        """The Python name of the symbol ``name``: as the declaration's ``names`` map it, else its own name, with a
+        ``_`` appended while it is a keyword, a name of the module (``reserved``) or another symbol's
+        (``lambda`` → ``lambda_``)."""
+        if name in self.route.names:
+            return self.route.names[name]
+        python = name
+        while keyword.iskeyword(python) or python in self.reserved or (python != name and python in self.taken):
+            python += "_"
+        return python
 
     def _var(self, term) -> str:
         if isinstance(term, MatrixSymbol):
-            name = str(term.name)
-            return self.route.names.get(name, name)
+            return self.python_name(str(term.name))
         raise CodegenError(f"cannot name {term}")
 
     def _diagonal(self, term) -> str:
@@ -331,9 +414,10 @@ class _FoldingMixin:
         name = str(expr.name)
         if name in getattr(self, "one_by_one", ()) and not self._entries_allowed():
             raise CodegenError(f"{name}, a 1×1 matrix read as a scalar, is printed as a product's coefficient only")
-        python = self.route.names.get(name, name)
+        python = self.python_name(name)
         if not python.isidentifier() or keyword.iskeyword(python):
-            raise CodegenError(f"the scalar {name} is not a Python name: map it to one in the route's names")
+            raise CodegenError(f"the scalar {name} is mapped to {python!r}, not a Python name: map it to one in the "
+                               "route's names")
         return python
 
     def _dim(self, size) -> str:
@@ -727,12 +811,14 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
     if _size(exprs.values()) > MAX_TERM_NODES:
         raise CodegenError(f"its terms have more than {MAX_TERM_NODES:,} nodes, the printer's bound on one route")
     work = printer.work = _Work()
+    printer.taken = frozenset(_symbol_names(exprs))
     printer.dims = _argument_dims(exprs, printer)
     exprs = _share_suffixes(dict(zip(exprs, (hide(e) for e in exprs.values()), strict=True)),
                             lambda f: _is_diagonal_atom(f, printer.route) or str(f) in {str(a) for a in atoms.values()},
                             work)
     hidden = list(exprs.values())
-    replacements, reduced = cse(hidden, symbols=_cse_names(), optimizations=None)
+    local = _symbol_names(exprs) | set(printer.reserved) | {printer.python_name(n) for n in printer.taken}
+    replacements, reduced = cse(hidden, symbols=_cse_names(local), optimizations=None)
     reveal = {v: k for k, v in atoms.items()}
     names = dict(printer.route.names)
     for atom, term in reveal.items():
@@ -808,7 +894,7 @@ def _share_suffixes(exprs: dict[str, Basic], vector=lambda factor: False, work: 
     round lowers Σ (factors − 1) over the products by at least 1: the loop ends within that many rounds.  A
     round that does not (a tail counted where it cannot be cut) is a :class:`CodegenError`, not a loop."""
     work = work if work is not None else _Work()
-    taken = {str(a.name) for e in exprs.values() for a in e.atoms(MatrixSymbol)} | set(exprs)
+    taken = _symbol_names(exprs)
     fresh = (f"u{i}" for i in itertools.count() if f"u{i}" not in taken)
     shared: dict[str, Basic] = {}
     before, tail = None, ()
@@ -876,11 +962,16 @@ def _argument_dims(exprs: dict[str, Basic], printer) -> dict:
     return dims
 
 
-def _cse_names():
-    index = 0
-    while True:
-        yield MatrixSymbol(f"t{index}", 1, 1)  # shapes are fixed by cse's substitution
-        index += 1
+def _symbol_names(exprs: dict[str, Basic]) -> set[str]:
+    """The names the terms use: what they define, and every matrix and scalar symbol they read."""
+    return set(exprs) | {str(a.name) for e in exprs.values() for a in e.atoms(MatrixSymbol, Symbol)}
+
+
+def _cse_names(taken: set[str] = frozenset()):
+    """``t0``, ``t1``, ...: the names of what ``cse`` shares, none of them a name the terms or the module use."""
+    for index in itertools.count():
+        if f"t{index}" not in taken:
+            yield MatrixSymbol(f"t{index}", 1, 1)  # shapes are fixed by cse's substitution
 
 
 
@@ -971,35 +1062,42 @@ def _coefficients(theorem: Theorem, declared: Printed) -> bool:
 
 
 def _public_function(theorem: Theorem, declared: Printed, printer_class, known: set[str], backend: str,
-                     helpers: set[str]) -> str:
+                     helpers: set[str], reserved: frozenset[str] = frozenset(), module: str = "the generated module") \
+        -> str:
     """A route or term the numerics do not call (a user's theorem declares it), printed as a public function
-    ``<name>(<arguments>)``: its parameters are the matrices and scalars its right side reads, those the
-    declaration names first, in the order of its names, then the others by name.  Raises :class:`CodegenError`
-    saying why it cannot be printed."""
+    ``<name>(<arguments>)``: its parameters are the matrices and scalars its printed side reads, those the
+    declaration names first, in the order of its names, then the other matrices by name, then the other scalars
+    by name (each named after its symbol: :meth:`_FoldingMixin.python_name`, no name of ``reserved``); a
+    dimension it reads as a coefficient (1/n) is the size of an argument.  Raises :class:`CodegenError` saying
+    why it cannot be printed."""
     kind = "route" if isinstance(declared, Route) else "term"
     if not declared.name.isidentifier() or declared.name.startswith("_") or declared.name in known \
             or keyword.iskeyword(declared.name):
-        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}) cannot be a public function of the generated "
-                           "module: its name must be a public identifier that the module does not already use")
+        raise CodegenError(f"{kind} {declared.name} ({declared.theorem}) cannot be a public function of {module}: "
+                           "its name must be a public identifier that the module does not already use")
     assignments = printed_assignments(theorem, declared)
     printer = printer_class(declared)
+    printer.reserved = frozenset(reserved)
     lines = print_assignments(assignments, printer)
     result = list(assignments)[-1]
     needed = _unbound_names("\n".join(["def _probe():", *("    " + line for line in lines), f"    return {result}"]),
                             known - printer.helpers)
     needed = [name for name in needed if name not in printer.helpers]
+    raw = {printer.python_name(name): name for name in sorted(printer.taken - set(assignments))}
+    symbols = {**raw, **{v: k for k, v in declared.names.items()}}
+    matrices = {printer.python_name(str(m.name)) for e in assignments.values() for m in e.atoms(MatrixSymbol)}
+    # a scalar (derive.scalar), or an index (derive.index: the t of γ^t) that no argument has as a size; a dimension
+    # (derive.dim) is a size, read off an argument's shape, never an argument of its own
+    scalars = {printer.python_name(str(s.name)) for e in assignments.values() for s in e.atoms(Symbol)
+               if not (s.is_integer and (s.is_positive or s in printer.dims))} - matrices
     order = [*declared.names.values(), "XtY"]
-    parameters = [name for name in order if name in needed] + sorted(n for n in needed if n not in order)
+    parameters = [name for name in order if name in needed] + sorted(
+        (n for n in needed if n not in order), key=lambda n: (n in scalars, n))
     clash = sorted(set(parameters) & known)
     if clash:
         raise CodegenError(f"{kind} {declared.name} ({declared.theorem}) would read {', '.join(clash)} as an argument, "
                            "a name the module already uses: rename it in the declaration's names")
-    symbols = {v: k for k, v in declared.names.items()}
     expr = assignments[result]
-    matrices = {declared.names.get(str(m.name), str(m.name)) for e in assignments.values()
-                for m in e.atoms(MatrixSymbol)}
-    scalars = {declared.names.get(str(s.name), str(s.name)) for e in assignments.values() for s in e.atoms(Symbol)
-               if not s.is_integer} - matrices
     strange = sorted(set(parameters) - matrices - scalars - {"XtY"})
     if strange:
         raise CodegenError(f"{kind} {declared.name} ({declared.theorem}): its printed code reads {', '.join(strange)}, "
@@ -1161,7 +1259,7 @@ def _header(title: str, backend: str, printed: list[Printed], theorems: dict[str
                   "numerics do not call (function: theorem, where in it):", ""]
         lines += [f"    {d.name:{width}}{d.theorem}, {d.source}" for d in public]
     unused = [d for name, d in registered_printed().items() if d not in printed and d not in public
-              and name not in {u.name for u in left_out}]
+              and name not in {u.name for u in left_out} and library_of(d) is None]
     if left_out:
         lines += ["", "Declared by theorems but not printed (theorem, route or term: why):", ""]
         for u in left_out:
@@ -1221,28 +1319,9 @@ def generate_module(theorems: dict[str, Theorem], backend: str, unprinted: list[
     # A term is public where no backend calls it (a user's theorem declares it).
     every = {name for other in NUMERICS for name in _called(other)}
     called = set(numerics.PRINTED_PARAMETERS) if backend in ("numpy", "mpmath") else every
-    public, public_functions, left_out = [], [], []
-    for name, d in declared.items():
-        if name in (called if isinstance(d, Route) else every):
-            continue
-        kind = "route" if isinstance(d, Route) else "term"
-        if not is_issued(theorems.get(d.theorem)):
-            left_out.append(Unprinted(d.theorem, name, kind, "its theorem's proof was not checked"))
-            continue
-        try:
-            function = _public_function(theorems[d.theorem], d, printer_class, known | {p.name for p in public},
-                                        backend, helpers)
-        except CodegenError as exc:
-            left_out.append(Unprinted(d.theorem, name, kind, str(exc)))
-            continue
-        except (RecursionError, ArithmeticError, LookupError, TypeError, ValueError,
-                NotImplementedError) as exc:  # SymPy's printers and cse on a term they do not take: named
-            first = (str(exc).splitlines() or [""])[0]
-            reason = f"the printer failed on it ({type(exc).__name__}: {first[:200]})"
-            left_out.append(Unprinted(d.theorem, name, kind, reason))
-            continue
-        public.append(d)
-        public_functions.append(function)
+    own = [d for name, d in declared.items() if name not in (called if isinstance(d, Route) else every)
+           and library_of(d) is None]  # a user library's are printed in its own module (library_module)
+    public, public_functions, left_out = _public_functions(own, theorems, printer_class, known, backend, helpers)
     if unprinted is not None:
         unprinted.extend(left_out)
     used = [_HELPERS[backend][name] for name in sorted(helpers)]
@@ -1259,6 +1338,38 @@ def generate_module(theorems: dict[str, Theorem], backend: str, unprinted: list[
                     "", f'HOST_MODULE_SHA256 = "{digest}"']
     header = _header(title, backend, printed, theorems, required, numerics, docstring, public, left_out)
     return "\n".join([header, "", code.rstrip("\n"), "", "", *section]) + "\n"
+
+
+def _public_functions(declarations: Sequence[Printed], theorems: dict[str, Theorem], printer_class,
+                      known: set[str], backend: str, helpers: set[str], reserved: frozenset[str] = frozenset(),
+                      module: str = "the generated module") -> tuple[list[Printed], list[str], list[Unprinted]]:
+    """Each declaration printed as a public function where it can be (:func:`_public_function`), in order: those
+    printed, their sources, and those left out with the reason (a name taken by an earlier one included)."""
+    public, functions, left_out = [], [], []
+    for d in declarations:
+        kind = "route" if isinstance(d, Route) else "term"
+        if not is_issued(theorems.get(d.theorem)):
+            left_out.append(Unprinted(d.theorem, d.name, kind, "its theorem's proof was not checked"))
+            continue
+        earlier = next((e for e in public if e.name == d.name), None)
+        if earlier is not None:
+            left_out.append(Unprinted(d.theorem, d.name, kind, f"{earlier.theorem} declares a {kind} of the same name"
+                                      f" in {module}, printed there: rename one"))
+            continue
+        try:
+            function = _public_function(theorems[d.theorem], d, printer_class, known | {p.name for p in public},
+                                        backend, helpers, reserved, module)
+        except CodegenError as exc:
+            left_out.append(Unprinted(d.theorem, d.name, kind, str(exc)))
+            continue
+        except Exception as exc:  # SymPy's printers and cse on a term they do not take, or a slip of ours: named
+            first = (str(exc).splitlines() or [""])[0]
+            reason = f"the printer failed on it ({type(exc).__name__}: {first[:200]})"
+            left_out.append(Unprinted(d.theorem, d.name, kind, reason))
+            continue
+        public.append(d)
+        functions.append(function)
+    return public, functions, left_out
 
 
 def numpy_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
@@ -1279,3 +1390,199 @@ def xp_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = 
 def dask_module(theorems: dict[str, Theorem], unprinted: list[Unprinted] | None = None) -> str:
     """The Dask module's text (deterministic); what it leaves out is appended to ``unprinted``."""
     return generate_module(theorems, "dask", unprinted)
+
+
+# --- a user library's own modules ------------------------------------------------------------
+
+#: The helpers of the fixed numerics that printed code may call (the printers' ``_solve``, ``_plus_identity``, ...,
+#: and the mpmath module's readers of arguments); a user library's module copies those its functions call.
+_PRINTER_CALLS = ("_plus_identity", "_solve_triangular", "_general_solve", "_lu_solve", "_scale_rows",
+                  "_scale_columns", "_vector_power", "_vector_add", "_vector_scale", "_vector_shift",
+                  "_matrix_argument", "_scalar_argument")
+
+#: Backend -> how a user library's module names it in its title.
+_LIBRARY_TITLES = {"numpy": "NumPy", "mpmath": "mpmath", "xp": "array API (NumPy, PyTorch, JAX, CuPy)",
+                   "dask": "Dask (NumPy-printed)"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Statement:
+    """A top-level statement of a numerics module: its source, the names it binds and the names it reads."""
+
+    index: int
+    node: ast.stmt
+    text: str
+    binds: frozenset[str]
+    reads: frozenset[str]
+
+
+def _statements(source: str) -> list[_Statement]:
+    """The top-level statements of a numerics module's source that bind names (imports, definitions,
+    assignments), each with what it binds and what it reads from the module (a function's own locals left out)."""
+    lines = source.splitlines()
+    out = []
+    for index, node in enumerate(ast.parse(source).body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            binds = {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            binds = set()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                binds.add(node.name)
+            else:
+                binds |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                binds |= {n.name for n in ast.walk(node)
+                          if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            if not binds:
+                continue
+        local = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        local |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments)
+                  for a in (*n.posonlyargs, *n.args, *n.kwonlyargs, n.vararg, n.kwarg) if a is not None}
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            local = set()  # a module-level assignment reads the module's names
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        out.append(_Statement(index, node, "\n".join(lines[first - 1:node.end_lineno]), frozenset(binds),
+                              frozenset(reads)))
+    return out
+
+
+def _closure(statements: list[_Statement], names: set[str]) -> tuple[list[_Statement], set[str]]:
+    """The statements that bind ``names`` and, in turn, what they read (in source order), and every name needed."""
+    by_name: dict[str, list[_Statement]] = {}
+    for statement in statements:
+        for name in statement.binds:
+            by_name.setdefault(name, []).append(statement)
+    needed, todo, chosen = set(), list(names), {}
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        for statement in by_name.get(name, ()):
+            if statement.index not in chosen:
+                chosen[statement.index] = statement
+                if not isinstance(statement.node, (ast.Import, ast.ImportFrom)):
+                    todo.extend(statement.reads)
+    return [chosen[i] for i in sorted(chosen)], needed
+
+
+def _copied(statements: list[_Statement], needed: set[str], source: str) -> tuple[list[str], list[str]]:
+    """The import lines (only the names needed, in the source's order and groups: a blank line where the source
+    had one between them) and the other statements' sources, in order."""
+    lines = source.splitlines()
+    imports, code, last = [], [], None
+    for statement in statements:
+        node = statement.node
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            code.append(statement.text)
+            continue
+        kept = [a for a in node.names if (a.asname or a.name).split(".")[0] in needed]
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__" or not kept:
+            continue
+        text = ast.unparse(type(node)(**{**{f: getattr(node, f) for f in node._fields}, "names": kept}))
+        if last is not None and any(not line.strip() for line in lines[last:node.lineno - 1]):
+            imports.append("")
+        imports.append(text)
+        last = node.end_lineno
+    return imports, code
+
+
+def _free_names(function: str) -> set[str]:
+    """The names a function's source reads from its module: neither bound in it (its parameters, assignments,
+    imports and nested definitions, at any depth) nor builtins."""
+    node = ast.parse(function).body[0]
+    bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments)
+              for a in (*n.posonlyargs, *n.args, *n.kwonlyargs, n.vararg, n.kwarg) if a is not None}
+    bound |= {(a.asname or a.name).split(".")[0] for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    bound |= {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {n for n in read - bound if not hasattr(builtins, n)}
+
+
+@functools.cache
+def _library_context(backend: str) -> tuple[str, list[_Statement], frozenset[str]]:
+    """A backend's numerics source, its statements and the names a user library's module of it may hold (the
+    numerics' imports, the helpers printed code may call and what they read, the printed section's helpers)."""
+    module = NUMERICS[backend][0]
+    source = resources.files(module.rsplit(".", 1)[0]).joinpath(module.rsplit(".", 1)[1] + ".py").read_text(
+        encoding="utf-8")
+    statements = _statements(source)
+    imported = {name for s in statements if isinstance(s.node, (ast.Import, ast.ImportFrom)) for name in s.binds}
+    _, reachable = _closure(statements, set(_PRINTER_CALLS))
+    defined = {name for s in statements for name in s.binds}
+    return source, statements, frozenset((imported | (reachable & defined) | set(_HELPERS.get(backend, {})))
+                                         - {"annotations"})
+
+
+def library_display(library: str) -> str:
+    """How a user library is named in its modules: its file's name (``my_theorems.py``) or its dotted name."""
+    match = _USER_FILE.match(library)
+    return f"{match['stem']}.py" if match else library
+
+
+def library_module(theorems: dict[str, Theorem], backend: str, library: str,
+                   unprinted: list[Unprinted] | None = None) -> str:
+    """The module of a user library (a registry module, :func:`user_libraries`) for ``backend``: every route and
+    term its theorems declare, printed as public functions where they can be, each one that cannot named in the
+    header with its reason (and appended to ``unprinted``), and the helpers they call, copied from the backend's
+    fixed numerics.  Standalone (it imports only the backend and the standard library, never this package, nor
+    the package's generated module) and deterministic (its text depends on the library's name, not on its folder).
+    """
+    if backend not in NUMERICS:
+        raise CodegenError(f"no backend {backend!r} (known: {', '.join(NUMERICS)})")
+    declarations = [d for d in declared_printed() if library_of(d) == library]
+    if not declarations:
+        raise CodegenError(f"library {library_display(library)} declares no route or term")
+    source, statements, known = _library_context(backend)
+    # the names of every backend's module are kept from the functions and their arguments, so that a function has
+    # the same name and the same parameters in each (λ named lambda_ everywhere, a scalar np named np_ everywhere)
+    everywhere = frozenset().union(*(_library_context(other)[2] for other in NUMERICS))
+    display = library_display(library)
+    helpers: set[str] = set()
+    public, functions, left_out = _public_functions(declarations, theorems, _PRINTERS[backend], set(everywhere),
+                                                    backend, helpers, everywhere, f"the module of {display}")
+    if unprinted is not None:
+        unprinted.extend(left_out)
+    printed_helpers = [_HELPERS[backend][name] for name in sorted(helpers)]
+    reads = {name for text in (*printed_helpers, *functions) for name in _free_names(text)}
+    chosen, needed = _closure(statements, reads & known)
+    imports, copied = _copied(chosen, needed, source)
+    bound = {name for s in chosen for name in s.binds} | set(helpers) | {d.name for d in public}
+    missing = sorted(reads - bound)
+    if missing:  # the printers called something the numerics do not define: the package's slip, said plainly
+        raise CodegenError(f"the module of {display} would read {', '.join(missing)}, which {NUMERICS[backend][0]} "
+                           "does not define")
+    numerics = NUMERICS[backend][0]
+    width = max([len(d.name) for d in public] + [8]) + 2
+    lines = [f'"""{display}: functions printed from its checked theorems, {_LIBRARY_TITLES[backend]}.', "",
+             "Generated by `derive codegen`; do not edit.  Each function is printed from a kernel-checked lemma or",
+             f"definition of a theorem of {display} (function: theorem, where in it):", ""]
+    lines += [f"    {d.name:{width}}{d.theorem}, {d.source}" for d in public] or ["    (none)"]
+    if left_out:
+        lines += ["", "Declared by its theorems but not printed (theorem, route or term: why):", ""]
+        for u in left_out:
+            lines += textwrap.wrap(f"{u.theorem}, {u.kind} {u.name}: {u.reason}", 110, initial_indent="    ",
+                                   subsequent_indent="        ")
+    lines += ["", *textwrap.wrap(
+        "A function assumes what its theorem's hypotheses say of its arguments; nothing here checks them.  The "
+        "module imports only its backend and the standard library; the helpers its functions call are copied from "
+        f"the package module {numerics}.", 110)]
+    digests = list(dict.fromkeys(d.theorem for d in public))
+    if digests:
+        lines += ["", "Certificates of the theorems (id, sha256):", ""]
+        lines += [f"    {theorem_id:24} {theorems[theorem_id].digest}" for theorem_id in digests]
+    lines.append('"""')
+    future = any(isinstance(s.node, ast.ImportFrom) and s.node.module == "__future__" for s in statements)
+    parts = ["\n".join(lines), ""]
+    if future:
+        parts += ["from __future__ import annotations", ""]
+    if imports:
+        parts += [*imports, ""]
+    parts += textwrap.wrap(f"__all__ = [{', '.join(repr(d.name) for d in public)}]", 116, subsequent_indent="    ",
+                           break_long_words=False)
+    body = [*copied, *printed_helpers, *functions]
+    if body:
+        parts += ["", "", "\n\n\n".join(body)]
+    return "\n".join(parts) + "\n"

@@ -37,6 +37,10 @@ JUDGMENTS: dict[str, str] = {
     "family_fact": "_family_fact",  # a predicate kept by a recurrence
     "by_unfolding": "_by_unfolding",  # a predicate of a definition's unfolding
     "member_defined": "_member_defined",  # a family member defined at its index
+    "scaled_invertible": "_scaled_invertible",  # c·M with c ≠ 0 and M (any factors) invertible (issue 41)
+    "scalar_fact": "_scalar_fact",  # Q.nonzero(c) narrows c's sign (issue 41)
+    "diag_invertible": "_diag_invertible",  # diag(c·1ₙ) with c ≠ 0 (issue 41)
+    "index_power": "_index_power_defined",  # γ^(k·t + c) defined (γ ≠ 0 where the exponent may be negative)
 }
 
 #: the rules that are not axioms, by kind.

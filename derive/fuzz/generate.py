@@ -39,12 +39,15 @@ from ..kernel.axioms import equation_rule
 from ..kernel.checking import chain_context, lemma_rule, one_step, resolve_rule, rewrites, theorem_context
 from ..kernel.judgments import Context, check_defined, defined_canon, invertible, positive_definite
 from ..kernel.terms import (
+    Diag,
     FamilyMatrix,
+    Ones,
     TermError,
     add,
     block,
     canon,
     children,
+    factors_of,
     index_kind,
     inv,
     mul,
@@ -74,6 +77,11 @@ NU_VALUES = (mu**2 + 1, mu**2, lam + mu, 1 / lam, 2 * mu, lam * mu - 1)
 COVERAGE_TARGETS = ("schur", "blocks", "psd_congruence", "one_sided", "sign_narrowing")
 COVERAGE_RATE = 0.25
 NU_MAYBE_ZERO = (lam + mu, lam * mu - 1)  # 0 on some samples (λ = −μ, λμ = 1): ν's sign keeps 0 (sign_narrowing)
+#: Focus of the index powers γ^(k·t + c) (issue 41): coefficients with them are drawn often, and the oracle draws their
+#: real bases 0 often (``derive.fuzz.unsound``'s ``index_power`` slip takes γ^(−t) as defined for every γ).
+INDEX_POWER = "index_power"
+INDEX_POWER_WORLDS = 0.25  # worlds (unfocused) whose coefficients are sometimes index powers
+INDEX_POWER_RATE = 0.25  # coefficients of such a world that are (0.5 with the focus)
 #: The focus of issue 40: cited theorems whose scalar hypothesis nu = r reads their matrix symbols, cited at instances
 #: that change them (``derive.fuzz.unsound``'s ``scalar_instance`` slip checks r without the matrices put in).
 SCALAR_INSTANCE = "scalar_instance"
@@ -85,6 +93,17 @@ BUILD_ERRORS = (TermError, ValueError, TypeError, AttributeError, NotImplemented
 
 class Skip(Exception):
     """The generator could not build what it tried (counted, then it tries something else)."""
+
+
+def index_powers(i: Symbol, world: World | None = None) -> tuple:
+    """Coefficients with index powers of the index symbol ``i`` (issue 41): of λ > 0 any (λ^(−i) too), of μ (real) the
+    powers with a natural exponent only — μ^(−i) and μ^(i − 1) divide by μ, which may be 0 (a sound kernel refuses
+    them) — and of ν (ν = r) a negative one, defined only where r is shown non-zero."""
+    out = (lam**i, lam**(i + 1), lam**(-i), 1 / (lam**i + 1), (lam**(i - 1) + mu) / (lam + 1), lam**(2 * i) * mu,
+           mu**i, mu**(i + 1), mu**(2 * i) + 1, (mu**i + lam) / lam, mu**(-i), mu**(i - 1))
+    if world is not None and _nu_value(world) is not None:
+        out += (nu**(-i), nu**i * lam)
+    return out
 
 
 def _size(term: Basic) -> int:
@@ -134,6 +153,15 @@ class World:
     #: was written for (issue 40), which its citations of that theorem mostly use
     pinned: dict = dataclasses.field(default_factory=dict)
     ctx: Context | None = None
+    #: issue 41: whether coefficients are sometimes index powers, and the stream of random numbers those choices use,
+    #: of its own (seeded from the world's stream without drawing from it), so that a proof in which none is drawn is
+    #: the proof the seed gave before index powers existed
+    index_powers: bool = False
+    aux: random.Random | None = None
+    #: issue 41 (definedness that follows, 1ₙ, diag(v)): None in a world without its constructs, else the names of
+    #: the hypotheses it added (:func:`_issue41_world`)
+    constructs: set | None = None
+    aux41: random.Random | None = None  # issue 41: the stream its choices are drawn from
 
     def chance(self, probability: float, hole: str | None = None) -> bool:
         if hole is not None and hole in self.focus:
@@ -155,6 +183,8 @@ class World:
 
 def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
     w = World(rng, focus)
+    w.aux = random.Random(f"index_power:{rng.getstate()[1][:8]}")  # reads the state, draws nothing
+    w.index_powers = INDEX_POWER in focus or w.aux.random() < INDEX_POWER_WORLDS
     if w.chance(0.8, "pd_power"):
         A = w.symbol("A", p, p, "pd")
         w.hypotheses.append(Hypothesis("A_pd", Q.positive_definite(A), S.true))
@@ -209,6 +239,7 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
                                  block([[FamilyMatrix("P", s, s, p)], [transpose(FamilyMatrix("x", s + 1, p, 1))]])))
     _issue29_world(w)
     _coverage_world(w)
+    _issue41_world(w)
     return w
 
 
@@ -230,6 +261,103 @@ def _coverage_world(w: World) -> None:
     if U is not None and X is not None and w.chance(0.5, "psd_congruence"):
         Lm = w.symbol("Lm", p, p, "psd")
         w.hypotheses.append(Hypothesis("Lm_cong", mul(U, Lm, transpose(U)), mul(transpose(X), X)))
+
+
+#: issue 41: the holes of the rules that entered with it (derive.fuzz.unsound); a world has its constructs when focused
+#: on one of them or, drawn from a stream of its own, in CONSTRUCT_WORLDS of the runs' worlds (so that a world without
+#: them is the world the seed gave before they existed)
+CONSTRUCT_HOLES = ("scaled_invertible", "scalar_fact", "diag_invertible", "ones_inner", "diag_column")
+CONSTRUCT_WORLDS = 0.25
+CONSTRUCT_SALT = "d"  # names the worlds' own stream (this one: seed 27's default run reaches every rule and judgment)
+#: c of Σ = c·I (GLS with Σ = σ²I: Σ⁻¹ unfolds to c⁻¹I); μ is shown non-zero only by a fact μ ≠ 0
+SCALE_VALUES = (lam**2, lam, 2, mu)
+#: subjects c of the scalar fact Q.nonzero(c), and divisors a world with a fact draws coefficients 1/d of: d = c is
+#: defined by the fact (up to a rational factor), a d that only contains c is not (the scalar_fact slip takes it)
+FACT_SUBJECTS = (mu, mu + lam, lam - 1, mu - 1, 2 * mu)
+FACT_DIVISORS = (mu, mu + lam, lam - 1, mu - 1, mu + 1, lam + mu - 1, 2 * mu)
+#: coefficients c of c·M (M = XᵀX) and of diag(c·1ₚ): an index t may be 0 and μ is 0 nowhere the oracle samples, so a
+#: sound kernel inverts t·XᵀX and diag(t·1ₚ) never (the scaled_invertible and diag_invertible slips do)
+SCALED = (lam, Integer(2), Integer(-1), lam**2, t, mu, nu)
+
+
+#: Axioms that entered with issue 41: drawn in a world with its constructs only, so that the random order of the others
+#: (and so every world without them) is what the seed gave before they existed.
+ISSUE41_AXIOMS = ("ones_inner",)
+
+
+def _axiom_names(world: World | None) -> list[str]:
+    """The axioms a step or a mutation draws from, in the kernel's order (issue 41's only for a world with them)."""
+    return [a for a in AXIOMS if a not in ISSUE41_AXIOMS or (world is not None and world.constructs is not None)]
+
+
+def _issue41_world(w: World) -> None:
+    """Worlds for the rules of issue 41: XᵀX invertible (c·XᵀX invertible for c ≠ 0) and, focused, Σ = c·I (XᵀΣ⁻¹X
+    unfolds to c⁻¹XᵀX), a scalar fact Q.nonzero(c), and v with diag(v) invertible or positive definite (every entry
+    non-zero, positive).  Every choice here and in the hooks below is drawn from the world's stream of its own
+    (:attr:`World.aux41`), and a construct *replaces* what the seed's stream chose (a term, a coefficient, a chain's
+    start, an axiom tried): so the proofs of a run change only where a construct is drawn, and the rules and
+    judgments the run reached before are still reached."""
+    aux = random.Random(f"{CONSTRUCT_SALT}:{w.rng.getstate()[1][:8]}")  # reads the state, draws nothing
+    focused = bool(w.focus & set(CONSTRUCT_HOLES))
+    if not (focused or aux.random() < CONSTRUCT_WORLDS):
+        return
+    w.aux41, added = aux, set()
+    w.constructs = added
+
+    def chance(probability: float, hole: str) -> bool:
+        return aux.random() < (max(probability, 0.9) if hole in w.focus else probability)
+
+    X = w.symbols.get("X")
+    if X is not None and chance(0.8, "scaled_invertible"):
+        w.hypotheses.append(Hypothesis("gram_inv", Q.invertible(mul(transpose(X), X)), S.true))
+        added.add("gram_inv")
+        if focused and chance(0.5, "scaled_invertible"):  # a new symbol and rule: the focused worlds only
+            Sc = w.symbol("Sc", n, n, "iso")
+            w.hypotheses.append(Hypothesis("Sc_iso", Sc, mul(aux.choice(SCALE_VALUES), Identity(n))))
+            added.add("Sc_iso")
+    if chance(0.6, "scalar_fact"):
+        w.hypotheses.append(Hypothesis("fact_nonzero", Q.nonzero(aux.choice(FACT_SUBJECTS)), S.true))
+        added.add("fact_nonzero")
+    if "v" in w.symbols and chance(0.5, "diag_invertible"):
+        pred = aux.choice((Q.invertible, Q.invertible, Q.positive_definite))
+        w.hypotheses.append(Hypothesis("Dv_entries", pred(Diag(w.symbols["v"])), S.true))
+        added.add("Dv_entries")
+
+
+def _construct_rate(world: World, base: float) -> float:
+    """How often a hook of issue 41 replaces what the seed's stream chose (much more often when focused)."""
+    return 0.6 if world.focus & set(CONSTRUCT_HOLES) else base
+
+
+def _construct_start(terms: Terms, world: World):
+    """A start for a chain of a world with issue 41's constructs (or None), of a kind drawn first (each kind reaches a
+    rule or judgment of issue 41): the ones vector — the centring matrix C = I − 11ᵀ/p squared or applied to 1, 1ᵀ1,
+    1ᵀM1, vᵀ11ᵀ1 (a row times 1 that is not 1ᵀ); diag(v) — diag(v)ᵀ, 1ᵀdiag(v)1, inverses of diag(c·1) and diag(v);
+    c·M — inverses of c·XᵀX and XᵀSc⁻¹X; a scalar fact — 1/d·1ᵀ1 for d the fact's subject or a scalar containing it.
+    Drawn from the world's own stream."""
+    aux = world.aux41
+    one = Ones(p)
+    v = world.symbols.get("v")
+    centring = add(Identity(p), mul(-1 / p, one, transpose(one)))
+    middle = aux.choice([m for m in world.symbols.values() if m.shape == (p, p)] or [Identity(p)])
+    kinds = {"ones": [mul(centring, centring), mul(centring, one), mul(transpose(one), one),
+                      mul(transpose(one), middle, one), mul(one, transpose(one), one)]}
+    if v is not None:
+        kinds["ones"] += [mul(transpose(v), one, transpose(one), one), mul(transpose(one), one, transpose(v))]
+        kinds["diag"] = [mul(Diag(v), one), mul(transpose(one), Diag(v), one), transpose(Diag(v))]
+    inverses = [x for x in terms.construct_candidates(p) if terms.defined(inv(x))]
+    kinds["diag"] = kinds.get("diag", []) + [inv(x) for x in inverses if type(x) is Diag]
+    scaled = [x for x in inverses if type(x) is not Diag]
+    if scaled:
+        kinds["scaled"] = [inv(x) for x in scaled] + [mul(inv(x), aux.choice((one, v or one))) for x in scaled]
+    fact = terms.fact_coefficient(force=True)
+    if fact is not None:
+        kinds["fact"] = [mul(fact, transpose(one), one), mul(fact, one), mul(fact, middle)]
+    choice = aux.choice(kinds[aux.choice(sorted(kinds))])
+    try:
+        return canon(choice) if terms.defined(choice) else None
+    except BUILD_ERRORS:
+        return None
 
 
 def _issue29_world(w: World) -> None:
@@ -268,6 +396,9 @@ class Terms:
         self.indices = list(index_symbols)
 
     def coefficient(self):
+        fact = self.fact_coefficient()
+        if fact is not None:
+            return fact
         if _nu_value(self.w) is not None and self.rng.random() < (0.5 if "sign_narrowing" in self.w.focus else 0.05):
             return self.rng.choice((1 / nu, nu, 1 / nu))  # its definedness needs ν's sign, narrowed by ν = r
         c = self.rng.choice(COEFFICIENTS)
@@ -277,6 +408,16 @@ class Terms:
             v = self.w.symbols["v"]
             other = self.w.symbols.get("w", v)
             c = c * Trace(mul(transpose(v), other))
+        return self.index_power(c)
+
+    def index_power(self, c):
+        """``c``, or sometimes (in a world with index powers) a coefficient with an index power γ^(k·t + c) of one of
+        this term's index symbols instead (issue 41; drawn from the world's own stream :attr:`World.aux`)."""
+        w = self.w
+        if not w.index_powers or not self.indices or w.aux is None:
+            return c
+        if w.aux.random() < (0.5 if INDEX_POWER in w.focus else INDEX_POWER_RATE):
+            return w.aux.choice(index_powers(w.aux.choice(self.indices), w))
         return c
 
     def leaves(self, r, c) -> list:
@@ -293,6 +434,67 @@ class Terms:
         if r == c:
             out += [Identity(r)] * 2
         return out
+
+    # -- issue 41: the ones vector, diag(v), c·M, scalar facts (only in a world with them: World.constructs) --
+
+    def construct_leaves(self, r, c) -> list:
+        """1ₖ and 1ₖᵀ (k = p, n), diag(v) and diag(λ·1ₚ), in a world with issue 41's constructs."""
+        if self.w.constructs is None:
+            return []
+        out = []
+        for k in (p, n):
+            if (r, c) == (k, 1):
+                out.append(Ones(k))
+            if (r, c) == (1, k):
+                out.append(transpose(Ones(k)))
+        if r == c == p and "v" in self.w.symbols:
+            out += [Diag(self.w.symbols["v"]), Diag(mul(lam, Ones(p)))]
+        if r == c == p and "diag_column" in self.w.focus:  # diag of a matrix: a sound kernel never takes it
+            out += [Diag(m) for m in self.w.symbols.values() if m.shape == (p, p)]
+        return out
+
+    def construct_candidates(self, k) -> list:
+        """k×k candidates for an inverse (issue 41): c·XᵀX (XᵀX invertible), XᵀSc⁻¹X (Sc = c·I), diag(c·1ₚ), diag(v)
+        (every entry of v non-zero by hypothesis); c of every sign, 0 included (t), for the kernel to refuse."""
+        added = self.w.constructs
+        if added is None or k != p:
+            return []
+        coefficients = [c for c in SCALED if (not c.has(t) or t in self.indices)
+                        and (not c.has(nu) or _nu_value(self.w) is not None)]
+        aux = self.w.aux41
+        out = [Diag(mul(aux.choice(coefficients), Ones(p))), Diag(Ones(p))]
+        X = self.w.symbols.get("X")
+        if X is not None and "gram_inv" in added:
+            out += [mul(aux.choice(coefficients), transpose(X), X) for _ in range(2)]
+            if "Sc_iso" in added:
+                out.append(mul(transpose(X), inv(self.w.symbols["Sc"]), X))
+        if "Dv_entries" in added:
+            out.append(Diag(self.w.symbols["v"]))
+        return out
+
+    def fact_coefficient(self, force: bool = False):
+        """In a world with a scalar fact (issue 41), sometimes (``force``: always) 1/d for d the fact's subject (half
+        the time) or a scalar that merely contains it (the scalar_fact slip takes μ ≠ 0 for μ + λ ≠ 0); else None."""
+        added = self.w.constructs
+        if added is None or "fact_nonzero" not in added:
+            return None
+        aux = self.w.aux41
+        if force or aux.random() < (0.5 if "scalar_fact" in self.w.focus else 0.1):
+            subject = next(h.lhs.arguments[0] for h in self.w.hypotheses if h.name == "fact_nonzero")
+            return 1 / (subject if aux.random() < 0.5 else aux.choice(FACT_DIVISORS))
+        return None
+
+    def construct_swap(self, term, r, c):
+        """``term``, or sometimes (in a world with issue 41's constructs) a defined construct of its shape instead: 1ₖ,
+        1ₖᵀ, diag(v), diag(λ·1ₚ), or the inverse of a candidate (drawn from the world's own stream)."""
+        aux = self.w.aux41
+        if self.w.constructs is None or aux.random() >= _construct_rate(self.w, 0.0) / 2:
+            return term
+        options = self.construct_leaves(r, c)
+        if r == c:
+            options += [inv(x) for x in self.construct_candidates(r)]
+        options = [x for x in options if self.defined(x)]
+        return aux.choice(options) if options else term
 
     def invertible_candidates(self, k) -> list:
         out = []
@@ -392,7 +594,7 @@ class Terms:
             except BUILD_ERRORS:
                 continue
             if candidate is not None and _size(candidate) <= MAX_OPS and self.defined(candidate):
-                return candidate
+                return self.construct_swap(candidate, r, c)
         leaves = self.leaves(r, c)
         if leaves:
             return self.rng.choice(leaves)
@@ -613,7 +815,7 @@ def _expansions(sub: Basic, terms: Terms) -> list[tuple[Basic, str]]:
     propose(lambda: transpose(transpose(sub)), "transpose_transpose")
     propose(lambda: add(sub, ZeroMatrix(r, c)), "zero_add")
     propose(lambda: block([[sub]]), "block_single")
-    a = rng.choice(COEFFICIENTS[:4])
+    a = terms.index_power(rng.choice(COEFFICIENTS[:4]))  # γ^t·A + (1 − γ^t)·A: an index power (issue 41)
     propose(lambda: add(mul(a, sub), mul(1 - a, sub)), "collect")
     if r == c:
         propose(lambda: transpose(sub), "transpose_symmetric")
@@ -693,8 +895,11 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
         return None
     names = _rule_names(ctx, world)
     equations = [k for k in names if ":" in k]
-    axioms = list(AXIOMS)
+    axioms = _axiom_names(None)
     rng.shuffle(axioms)
+    if world.constructs is not None:  # issue 41's axioms, at a place of the world's own stream
+        for name in ISSUE41_AXIOMS:
+            axioms.insert(world.aux41.randrange(len(axioms) + 1), name)
     tries = [rng.choice(equations) for _ in range(3)] if equations and rng.random() < 0.45 else []
     if any(isinstance(x.args[0], BlockMatrix) for x in current.atoms(Inverse)) and rng.random() < 0.5:
         first = ["block_inverse_schur", "block_inverse_schur_mirror", "block_inverse_diagonal"]
@@ -763,6 +968,11 @@ def walk(start, length: int, ctx: Context, terms: Terms, world: World) -> list[S
 
 def random_chain(name: str, ctx: Context, terms: Terms, world: World, length: int) -> Chain | None:
     rng = terms.rng
+    if world.constructs is not None and world.aux41.random() < _construct_rate(world, 0.3):
+        start = _construct_start(terms, world)  # issue 41: the ones vector, diag(v), c·M, scalar facts
+        steps = walk(start, length, ctx, terms, world) if start is not None else []
+        if steps:
+            return Chain(name, start, steps[-1].expr, tuple(steps))
     seeded = seeded_start(ctx, terms, world) if rng.random() < (0.3 if "schur" in world.focus else 0.55) else None
     first = []
     special = terms._issue29_candidates() if seeded is None else []
@@ -1144,6 +1354,8 @@ def perturb(term: Basic, rng: random.Random, world: World) -> Basic | None:
                 i = rng.randrange(len(mats) - 1)
                 mats[i], mats[i + 1] = mats[i + 1], mats[i]
                 new = MatMul(*([coeff] if coeff != 1 else []), *mats)
+        elif kind == 2 and isinstance(sub, MatMul) and _index_powers_of(sub) and rng.random() < 0.5:
+            new = _shifted_index_power(sub, rng)  # issue 41: γ^e → γ^(e ± 1), γ^(−e), or another index symbol
         elif kind == 2:
             new = mul(rng.choice((2, -1, lam, Rational(1, 2))), sub)
         elif kind == 3 and isinstance(sub, (MatPow, Inverse)):
@@ -1177,6 +1389,24 @@ def perturb(term: Basic, rng: random.Random, world: World) -> Basic | None:
             except BUILD_ERRORS:
                 continue
     return None
+
+
+def _index_powers_of(term: MatMul) -> list:
+    """The index powers γ^(k·t + c) of a product's coefficient, in a fixed order."""
+    coeff = factors_of(term)[0]
+    return sorted((node for node in sympy.preorder_traversal(coeff) if isinstance(node, sympy.Pow) and
+                   not isinstance(node.exp, Rational)), key=sympy.default_sort_key)
+
+
+def _shifted_index_power(term: MatMul, rng: random.Random):
+    """``term`` with one index power of its coefficient changed: γ^(e + 1), γ^(e − 1), γ^(−e), or e's index symbol
+    replaced by another one."""
+    power = rng.choice(_index_powers_of(term))
+    base, e = power.args
+    symbol = sorted(e.free_symbols, key=str)[0]
+    new_e = rng.choice((e + 1, e - 1, -e, e.xreplace({symbol: rng.choice([x for x in (t, s, u) if x != symbol])})))
+    coeff, mats = factors_of(term)
+    return mul(coeff.xreplace({power: sympy.Pow(base, new_e)}), mats)
 
 
 def _foreign_index(f: Family, rng, other=None) -> Family | None:
@@ -1229,9 +1459,11 @@ def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] 
     if kind == "rule" and slots:
         slot = rng.choice(slots)
         step = _get_step(proof, slot)
-        rules = list(AXIOMS) + [f"hyp:{h.name}" for h in proof.hypotheses]
+        rules = _axiom_names(None) + [f"hyp:{h.name}" for h in proof.hypotheses]
         rules += [f"def:{d.name}" for d in proof.definitions]
         new = rng.choice([r for r in rules if r != step.rule])
+        if world.constructs is not None and world.aux41.random() < 0.1:  # issue 41's axioms, on the world's stream
+            new = world.aux41.choice([r for r in ISSUE41_AXIOMS if r != step.rule] or [new])
         return _set_step(proof, slot, dataclasses.replace(step, rule=new, instance=())), f"rule {step.rule} -> {new}"
     if kind == "expr" and slots:
         slot = rng.choice(slots)

@@ -29,7 +29,8 @@ from .oracle import Refutation, judge, replay, to_json_ready
 __all__ = ["Finding", "Report", "main", "run"]
 
 HOLES = ("instance", "recurrence_index", "circular_definition", "pd_power", "schur", "psd_congruence", "one_sided",
-         "sign_narrowing", "scalar_instance", "stale_record")
+         "sign_narrowing", "scalar_instance", "stale_record", "index_power", "scaled_invertible", "scalar_fact",
+         "diag_invertible", "ones_inner", "diag_column")
 #: Replays of stale and edited records (:mod:`.replay`) run for one proof in REPLAY_EVERY (all, with the focus
 #: ``stale_record``), with a random stream of their own: the rest of a run is the same with or without them.
 REPLAY_EVERY = 4

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
-from sympy import Basic, Integer, Matrix, Rational, Symbol, Trace, eye, zeros
+from sympy import Basic, Integer, Matrix, Poly, Pow, Rational, Symbol, Trace, eye, zeros
 from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
@@ -45,7 +45,7 @@ from sympy.matrices.expressions import (
 
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
-from ..kernel.terms import FamilyMatrix, index_kind
+from ..kernel.terms import Diag, FamilyMatrix, index_kind
 from ..witness.evaluate import UndefinedValue, WitnessError, _coefficient, _Ctx, _eval, _RationalArith
 
 __all__ = ["Refutation", "Verdict", "judge", "replay", "sample_proof"]
@@ -250,6 +250,10 @@ def _draw(rng, kinds: set, r: int, c: int, root: int, adversarial_ok: bool,
           exponents: frozenset = frozenset()) -> tuple[Matrix, bool]:
     """A value of the shape r×c with the predicates ``kinds``; and whether it is an adversarial one (its blocks
     chosen by the integer ``exponents`` the proof raises the symbol to: C³ = −I for 3, C⁴ = −4I for 4)."""
+    if "entries_positive" in kinds:  # issue 41: v with Q.positive_definite(diag(v)): every entry positive
+        return Matrix(r, c, lambda i, j: _positive(rng)), False
+    if "entries_nonzero" in kinds:  # issue 41: v with Q.invertible(diag(v)): every entry non-zero
+        return Matrix(r, c, lambda i, j: _positive(rng) * rng.choice((-1, 1))), False
     if "orth_columns" in kinds or "orth_rows" in kinds:
         big = max(r, c)
         q = _orthogonal(rng, big)
@@ -351,10 +355,13 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
         dim_symbols |= {s for s in (f.rows.free_symbols | f.cols.free_symbols) if index_kind(s) == "dimension"}
     dims = {s: rng.choice((1, 2, 2, 3, 4)) for s in sorted(dim_symbols, key=str)}
     scalars = {}
+    bases = _index_power_bases(terms)
     for s in sorted({s for t in terms for s in t.atoms(Symbol)}, key=str):  # sorted: sets follow the hash seed
         kind = scalar_kind(s)
         if kind == "positive":
             scalars[s] = _positive(rng)
+        elif kind == "real" and s in bases:  # issue 41: γ^t at γ = 0 is 0 (t > 0) or 1 (t = 0); γ^(−t) has no value
+            scalars[s] = Rational(rng.choice((0, 0, -2, -1, 1, 2)), rng.choice((1, 2)))
         elif kind == "real":
             scalars[s] = Rational(rng.choice((-3, -2, -1, 1, 2, 3)), rng.choice((1, 2)))
     _solve_scalar_hypotheses(proof, scalars, dims)
@@ -369,6 +376,8 @@ def sample_proof(proof: Proof, rng: random.Random, *, adversarial: bool = True) 
                          if h.lhs.function == getattr(sympy.Q, k)), None)
             if isinstance(arg, MatrixSymbol) and name:
                 kinds.setdefault(arg, set()).add(name)
+            elif type(arg) is Diag and isinstance(arg.args[0], MatrixSymbol) and name in _DIAG_ENTRIES:
+                kinds.setdefault(arg.args[0], set()).add(_DIAG_ENTRIES[name])  # issue 41: diag(v) by v's entries
             continue
         orth = _orthogonality(h)
         if orth:
@@ -509,9 +518,15 @@ def _definition_order(proof: Proof) -> tuple[list, list[str] | None]:
     return order, None
 
 
+#: issue 41: the kind of v that a predicate of diag(v) asks for (diagonal and symmetric hold of every diag(v)).
+_DIAG_ENTRIES = {"invertible": "entries_nonzero", "positive_definite": "entries_positive"}
+
+
 def _holds(h: Hypothesis, proof: Proof, sample: Sample, ctx: _Ctx, rng: random.Random) -> bool:
     if type(h.lhs) is Symbol:  # a scalar hypothesis λ = r, on the numbers
         return _coefficient(h.lhs, ctx) == _coefficient(h.rhs, ctx)
+    if h.is_predicate and h.lhs.function == sympy.Q.nonzero:  # issue 41: a scalar fact c ≠ 0, on the numbers
+        return _coefficient(h.lhs.arguments[0], ctx) != 0
     if h.is_predicate:
         value = _eval(h.lhs.arguments[0], ctx).to_Matrix()
         if value.rows != value.cols:
@@ -596,6 +611,92 @@ def _tall_orthonormal_gram(proof: Proof) -> bool:
                for product in node.args[0].atoms(MatMul) for u in tall)
 
 
+def _index_power_bases(terms: list) -> set:
+    """The scalar symbols γ of the index powers γ^(k·t + c) in ``terms`` (issue 41)."""
+    return {node.args[0] for term in terms for node in term.atoms(Pow) if not isinstance(node.args[1], Rational)}
+
+
+def _zero_index_power(proof: Proof, sample: Sample) -> bool:
+    """An index power whose exponent may be negative (γ^(−t), γ^(t − 1)) with γ = 0 on the sample (the ``index_power``
+    slip: such a power taken as defined for every γ)."""
+    for term in _terms(proof):
+        for node in term.atoms(Pow):
+            base, exponent = node.args
+            if isinstance(exponent, Rational) or sample.scalars.get(base) != 0:
+                continue
+            if any(coefficient < 0 for coefficient in Poly(exponent, *sorted(exponent.free_symbols, key=str)).coeffs()):
+                return True
+    return False
+
+
+def _coefficients(proof: Proof) -> list[Basic]:
+    """Every coefficient of every product of the proof's terms (issue 41's tags look at them)."""
+    out = []
+    for term in _terms(proof):
+        for product in term.atoms(MatMul):
+            out += [a for a in product.args if not isinstance(a, sympy.MatrixExpr)]
+    return out
+
+
+def _scalar_value(c: Basic, proof: Proof, sample: Sample, extra: dict):
+    """The value of the coefficient ``c`` on the sample (the index symbols at ``extra``), or None without one."""
+    try:
+        value = _value(MatMul(c, Identity(1), evaluate=False), proof, sample, extra)
+    except Exception:  # noqa: BLE001 - a tag is a hint; what has no value here is not this tag's case
+        return None
+    return value[0, 0]
+
+
+def _zero_coefficient_inverse(proof: Proof, sample: Sample, extra: dict) -> bool:
+    """An inverse of c·M whose coefficient c is 0 on the sample (the ``scaled_invertible`` slip: c·M taken as
+    invertible whenever M is)."""
+    for term in _terms(proof):
+        for node in term.atoms(Inverse):
+            inner = node.args[0]
+            if isinstance(inner, MatMul) and not isinstance(inner.args[0], sympy.MatrixExpr) and \
+                    _scalar_value(inner.args[0], proof, sample, extra) == 0:
+                return True
+    return False
+
+
+def _zero_divisor_with_fact(proof: Proof, sample: Sample, extra: dict) -> bool:
+    """A scalar fact Q.nonzero(c) among the hypotheses, and a coefficient that divides by a scalar that is 0 on the
+    sample (the ``scalar_fact`` slip: the fact read as making every scalar that contains c non-zero)."""
+    if not any(h.is_predicate and h.lhs.function == sympy.Q.nonzero for h in proof.hypotheses):
+        return False
+    for c in _coefficients(proof):
+        for node in sympy.preorder_traversal(c):
+            if isinstance(node, Pow) and isinstance(node.args[1], Rational) and node.args[1] < 0 and \
+                    _scalar_value(node.args[0], proof, sample, extra) == 0:
+                return True
+    return False
+
+
+def _singular_diag(proof: Proof, sample: Sample, extra: dict) -> bool:
+    """An inverse or a negative power of diag(v) with an entry 0 on the sample (the ``diag_invertible`` slip)."""
+    for term in _terms(proof):
+        for node in term.atoms(MatPow):
+            if type(node.args[0]) is Diag and node.args[1] < 0:
+                try:
+                    vector = _value(node.args[0].args[0], proof, sample, extra)
+                except Exception:  # noqa: BLE001 - no value: not this tag's case
+                    continue
+                if any(x == 0 for x in vector):
+                    return True
+    return False
+
+
+def _diag_of_a_matrix(proof: Proof) -> bool:
+    """diag(M) of an M that is not a column (the ``diag_column`` slip: diag of any matrix taken as defined)."""
+    return any(node.args[0].shape[1] != 1 for term in _terms(proof) for node in term.atoms(Diag))
+
+
+def _ones_inner_step(proof: Proof) -> bool:
+    """A step citing ``ones_inner`` (the ``ones_inner`` slip: x 1ₙ read as 1ₙᵀ1ₙ for any row x)."""
+    return any(s.rule == "ones_inner" for c in _chains(proof)
+               for s in ((*c.base, *c.step) if isinstance(c, Induction) else c.steps))
+
+
 def _zero_scalar(proof: Proof, sample: Sample) -> bool:
     """A scalar of a hypothesis λ = r that is 0 on the sample (the ``sign_narrowing`` slip)."""
     return any(type(h.lhs) is Symbol and sample.scalars.get(h.lhs) == 0 for h in proof.hypotheses)
@@ -656,6 +757,18 @@ def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
         tags.add("sign_narrowing")
     if _scalar_instance(proof):
         tags.add("scalar_instance")
+    if _zero_coefficient_inverse(proof, sample, extra):
+        tags.add("scaled_invertible")
+    if _zero_divisor_with_fact(proof, sample, extra):
+        tags.add("scalar_fact")
+    if _singular_diag(proof, sample, extra):
+        tags.add("diag_invertible")
+    if _ones_inner_step(proof):
+        tags.add("ones_inner")
+    if _diag_of_a_matrix(proof):
+        tags.add("diag_column")
+    if _zero_index_power(proof, sample):
+        tags.add("index_power")
     return tags
 
 

@@ -30,6 +30,18 @@ time of a ``with`` block, so that a test can show that the fuzzer finds the hole
   u = s for every 1×1 u and s).  Its copy is the kernel's code before that fix (commit ``ec2222c``), with the fixed
   kernel's signature ``(h, dims, mats, ctx)``.
 
+* ``index_power`` (issue 41, a plausible slip, not a past hole) — ``derive.kernel.judgments._index_power_defined``
+  without its side condition: γ^(k·t + c) taken as defined for every γ even where the exponent may be negative, so
+  γ^(−t) or γ^(t − 1) with γ possibly 0 is accepted (at γ = 0, t = 1 it has no value).
+
+* ``scaled_invertible``, ``scalar_fact``, ``diag_invertible``, ``ones_inner`` (issue 41, plausible slips in the rules
+  that entered with it, not holes any kernel had) — ``derive.kernel.judgments._scaled_invertible`` without c ≠ 0 (c·M
+  judged invertible whenever M is: t·XᵀX at t = 0); ``._scalar_fact`` matching a fact Q.nonzero(c) against every
+  scalar that *contains* c (μ ≠ 0 read as μ + λ ≠ 0); ``._diag_invertible`` without c ≠ 0 (diag(c·1ₙ) invertible for
+  every c); ``derive.kernel.axioms._ones_pair`` checking only the right factor (vᵀ1ₙ = n for every row vector v);
+  ``derive.kernel.judgments._require_column`` accepting diag(M) of any M (``diag_column``: diag of a matrix has no
+  value).
+
 * ``stale_record`` (issue 40, a hole outside the kernel: ``RECORD_HOLES``) — ``derive.records.replay_proof`` as it was:
   a record's proof checked as it stands once its statement matched the source's on the keys the source's lemmas
   have, so a lemma recorded under a local hypothesis the source no longer states was "verified".  Found as a
@@ -67,16 +79,20 @@ from ..kernel.judgments import (
     sign,
 )
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof, ProofError, Step
-from ..kernel.scalars import CoefficientError, canon_coefficient
+from ..kernel.scalars import CoefficientError, canon_coefficient, index_power, is_number
 from ..kernel.terms import (
     MATRIX_NODES,
     FamilyMatrix,
+    Ones,
     TermError,
     canon,
+    dims_equal,
     factors_of,
     index_kind,
+    mul,
     require_exact_types,
     require_index,
+    shape,
 )
 
 __all__ = ["HOLES", "reverted"]
@@ -340,6 +356,53 @@ def _scalar_hypothesis_holds_dims_only(h: Hypothesis, dims: dict, mats: dict, ct
     return any(symbol == h.lhs and known == value for symbol, known in ctx.scalar_equations.values())
 
 
+def _index_power_defined_for_any_base(c, ctx: Context) -> bool:
+    """γ^(k·t + c) "defined" whenever it is an index power, whatever γ and the exponent's sign.  Unsound: γ^(−t) with
+    γ = 0 and t ≥ 1 divides by zero."""
+    if index_power(c) is None:
+        raise TermError(f"{c} is not a power the kernel knows")
+    return True
+
+
+# --- plausible slips in the rules of issue 41 (definedness that follows, the ones vector, diag(v)) ----------------
+
+
+def _scaled_invertible_any_coefficient(coeff, mats: list, ctx: Context, depth: int) -> bool:
+    """c·M "invertible" whenever M = A₁⋯A_r is, whatever c.  Unsound: c may be 0 (t·XᵀX at t = 0, ν = λ + μ)."""
+    if coeff == 1 or not mats:
+        return False
+    return invertible(mul(mats), ctx, depth)
+
+
+def _scalar_fact_contained(c: Basic, ctx: Context) -> frozenset | None:
+    """A fact Q.nonzero(c′) read as making every scalar that *contains* c′ non-zero.  Unsound: μ ≠ 0 says nothing
+    about μ + λ or μ − 1."""
+    if is_number(c):
+        return None
+    for key, signs in ctx.scalar_facts.items():
+        if c == key or c.has(key):
+            return signs
+    return None
+
+
+def _diag_invertible_any_coefficient(term, ctx: Context, depth: int) -> bool:
+    """diag(c·1ₖ) "invertible" whatever c.  Unsound: diag(t·1ₖ) = 0 at t = 0."""
+    _, mats = factors_of(term.args[0])
+    return len(mats) == 1 and type(mats[0]) is Ones
+
+
+def _any_vector(vector) -> None:
+    """diag(M) "defined" for any matrix M, not only a column.  Unsound: diag of a p×p matrix has no meaning (no
+    value)."""
+
+
+def _ones_pair_right_only(left, right) -> bool:
+    """The run x 1ₙ read as 1ₙᵀ1ₙ whenever x is a row of n entries (the left factor not checked).  Unsound: vᵀ1ₙ is
+    the sum of v's entries, not n."""
+    rows, cols = shape(left)
+    return type(right) is Ones and is_number(rows) and rows == 1 and dims_equal(cols, right.args[0])
+
+
 #: hole -> (module, function name, old function) for each function put back.
 HOLES = {
     "instance": ((checking, "_instance_maps", _instance_maps), (checking, "_instantiate", _instantiate)),
@@ -356,6 +419,12 @@ HOLES = {
     "one_sided": ((judgments, "_one_sided_inverse", _one_sided_inverse_either_order),),
     "sign_narrowing": ((judgments, "_narrowed_sign", _narrowed_sign_without_zero),),
     "scalar_instance": ((checking, "scalar_hypothesis_holds", _scalar_hypothesis_holds_dims_only),),
+    "scaled_invertible": ((judgments, "_scaled_invertible", _scaled_invertible_any_coefficient),),
+    "scalar_fact": ((judgments, "_scalar_fact", _scalar_fact_contained),),
+    "diag_invertible": ((judgments, "_diag_invertible", _diag_invertible_any_coefficient),),
+    "ones_inner": ((axioms, "_ones_pair", _ones_pair_right_only),),
+    "diag_column": ((judgments, "_require_column", _any_vector),),
+    "index_power": ((judgments, "_index_power_defined", _index_power_defined_for_any_base),),
 }
 
 

@@ -20,6 +20,7 @@ from .checking import (
 from .judgments import Context, check_defined, invertible, positive_definite, symmetric
 from .proof import (
     PREDICATES,
+    SCALAR_PREDICATES,
     Chain,
     Definition,
     Family,
@@ -35,8 +36,8 @@ from .proof import (
 )
 from .stated import check_stated
 
-__all__ = ["AXIOMS", "PREDICATES", "Chain", "CheckInterrupted", "Context", "Definition", "Family", "Hypothesis",
-           "Induction", "Proof", "ProofError", "Step", "Theorem", "WorkExceeded", "chain_context", "check",
-           "check_defined", "check_stated", "default_limit", "digest", "induction_chains", "invertible", "is_issued",
-           "lemma_rule", "one_step", "positive_definite", "proof_size", "proof_to_data", "resolve_rule", "rewrites",
-           "symmetric", "theorem_context"]
+__all__ = ["AXIOMS", "PREDICATES", "SCALAR_PREDICATES", "Chain", "CheckInterrupted", "Context", "Definition", "Family",
+           "Hypothesis", "Induction", "Proof", "ProofError", "Step", "Theorem", "WorkExceeded", "chain_context",
+           "check", "check_defined", "check_stated", "default_limit", "digest", "induction_chains", "invertible",
+           "is_issued", "lemma_rule", "one_step", "positive_definite", "proof_size", "proof_to_data", "resolve_rule",
+           "rewrites", "symmetric", "theorem_context"]

@@ -24,7 +24,7 @@ from .judgments import (
     symmetric,
 )
 from .scalars import is_one_by_one
-from .terms import add, block, blocks_of, canon, dims_equal, exponent_form, factors_of, inv, mul, power, shape
+from .terms import Ones, add, block, blocks_of, canon, dims_equal, exponent_form, factors_of, inv, mul, power, shape
 
 __all__ = ["AXIOMS", "RUNS", "Rule", "equation_rule", "scalar_equation_rule"]
 
@@ -74,10 +74,15 @@ def _transpose_zero(t, ctx):
 
 
 def _inverse_product(t, ctx):
+    """(c A₁⋯A_r)⁻¹ = c⁻¹ A_r⁻¹⋯A₁⁻¹ (every Aᵢ square and invertible, c ≠ 0); else (issue 41) the coefficient alone
+    taken out, (c M)⁻¹ = c⁻¹ M⁻¹ for the product M = A₁⋯A_r (c ≠ 1, r ≥ 2: M invertible, c ≠ 0), so (σ²XᵀX)⁻¹ =
+    σ⁻²(XᵀX)⁻¹ whatever the shapes of M's factors."""
     if isinstance(t, Inverse) and isinstance(t.args[0], MatMul):
         coeff, mats = factors_of(t.args[0])
         if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx) for m in mats):
             return [mul(1 / coeff, [inv(m) for m in reversed(mats)])]
+        if coeff != 1 and len(mats) > 1 and nonzero(coeff, ctx) and invertible(mul(mats), ctx):
+            return [mul(1 / coeff, inv(mul(mats)))]
     return []
 
 
@@ -377,6 +382,22 @@ def _scalar_matrix(t, ctx):
             if is_one_by_one(m) and not isinstance(m, (Identity, ZeroMatrix))]
 
 
+def _ones_inner(t, ctx):
+    """1ₙᵀ1ₙ = n·I₁ (issue 41): the ones vector's inner product with itself is its length, a 1×1 matrix
+    (``identity_mul`` and ``scalar_matrix`` then take the I₁ out).  Side condition: the run is 1ₙᵀ then 1ₙ, both
+    ones vectors of one length n (an index may be 0: 1₀ᵀ1₀ = 0)."""
+    coeff, mats = factors_of(t)
+    if isinstance(t, MatMul) and coeff == 1 and len(mats) == 2 and _ones_pair(mats[0], mats[1]):
+        return [mul(mats[1].args[0], Identity(1))]
+    return []
+
+
+def _ones_pair(left, right) -> bool:
+    """``left`` is 1ₙᵀ and ``right`` is 1ₙ, of one length n."""
+    return (type(right) is Ones and type(left) is Transpose and type(left.args[0]) is Ones
+            and dims_equal(left.args[0].args[0], right.args[0]))
+
+
 def _transpose_scalar(t, ctx):
     """Mᵀ = M for a literally 1×1 M (its shape is 1×1 as written, not by a dimension that might be 1): a 1×1
     matrix is its own transpose, so yᵀXΓx_q = (yᵀXΓx_q)ᵀ = x_qᵀΓᵀXᵀy (issue 29)."""
@@ -415,6 +436,7 @@ AXIOMS: dict[str, Rule] = {
     "block_inverse_schur_mirror": _block_inverse_schur_mirror,  # ... by T = A − B D⁻¹ C; D, T invertible
     "scalar_matrix": _scalar_matrix,  # c A s B = (c tr s) A B for a 1×1 factor s
     "transpose_scalar": _transpose_scalar,  # Mᵀ = M for a literally 1×1 M
+    "ones_inner": _ones_inner,  # 1ₙᵀ1ₙ = n·I₁
 }
 
 
@@ -447,6 +469,7 @@ RUNS.update({
     "block_multiply": lambda mats, i, j: j - i == 2,
     "zero_mul": _runs_containing(ZeroMatrix),
     "distribute": _runs_containing(MatAdd),
+    "ones_inner": lambda mats, i, j: j - i == 2 and type(mats[i + 1]) is Ones,
 })
 assert set(RUNS) == set(AXIOMS), "every axiom says which runs it can match"
 for _name, _rule in AXIOMS.items():

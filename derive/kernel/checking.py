@@ -37,14 +37,18 @@ from sympy.matrices.expressions import (
 
 from .axioms import AXIOMS, Rule, equation_rule, scalar_equation_rule
 from .budget import CheckInterrupted, GuardFired, WorkExceeded, charge, default_limit, guarded, metered
+from .hints import explained
 from .judgments import (
+    NONZERO,
     Context,
     OutOfTime,
+    _fact_keys,
     _square,
     check_defined,
     defined_canon,
     diagonal,
     invertible,
+    nonzero,
     positive_definite,
     require_coefficient_defined,
     symmetric,
@@ -255,6 +259,9 @@ def _add_hypotheses(hypotheses, ctx: Context, fail) -> None:
         if is_scalar_hypothesis(h):
             _add_scalar_hypothesis(h, ctx, fail)
             continue
+        if h.is_scalar_fact:
+            _add_scalar_fact(h, ctx, fail)
+            continue
         if h.is_predicate:
             if h.forall or not isinstance(h.rhs, BooleanTrue):
                 fail(f"predicate hypothesis {h.name} must read Q.<predicate>(M) = true")
@@ -266,7 +273,7 @@ def _add_hypotheses(hypotheses, ctx: Context, fail) -> None:
             ctx.equations.append((canon(h.lhs), canon(h.rhs)))
         _register(f"hyp:{h.name}", (canon(h.lhs) if not h.is_predicate else None, h.rhs, h.forall), ctx, fail)
     for h in hypotheses:
-        if is_scalar_hypothesis(h):
+        if is_scalar_hypothesis(h) or h.is_scalar_fact:
             _check_scalar_hypothesis(h, ctx, fail)
         elif h.is_predicate:
             subject = _defined(h.lhs.arguments[0], ctx, fail)
@@ -306,11 +313,33 @@ def _add_scalar_hypothesis(h: Hypothesis, ctx: Context, fail) -> None:
 
 
 def _check_scalar_hypothesis(h: Hypothesis, ctx: Context, fail) -> None:
-    """The right side is defined: its 1×1 matrices are, and it divides only by scalars shown non-zero."""
+    """The right side (of a scalar fact, its subject) is defined: its 1×1 matrices are, and it divides only by
+    scalars shown non-zero."""
     try:
-        require_coefficient_defined(h.rhs, ctx)
+        require_coefficient_defined(h.lhs.arguments[0] if h.is_scalar_fact else h.rhs, ctx)
     except TermError as exc:
-        fail(f"scalar hypothesis {h.name}: {exc}")
+        fail(f"scalar {'fact' if h.is_scalar_fact else 'hypothesis'} {h.name}: {explained(exc, ctx)}")
+
+
+def _add_scalar_fact(h: Hypothesis, ctx: Context, fail) -> None:
+    """Q.nonzero(c) (issue 41): the coefficient c is not zero.  The sign judgment narrows c — c itself, up to a
+    rational factor (``judgments._fact_keys``), never a scalar that merely contains c — to non-zero; nothing
+    is bound, and the hypothesis is no rewrite rule.  Its subject must be defined (checked with the others)."""
+    if h.forall or not isinstance(h.rhs, BooleanTrue):
+        fail(f"scalar fact {h.name} must read Q.nonzero(c) = true and bind nothing")
+    (subject,) = h.lhs.arguments
+    if isinstance(subject, MATRIX_NODES) or not isinstance(subject, Basic):
+        fail(f"scalar fact {h.name} is about a scalar (a coefficient), not a matrix")
+    try:
+        require_coefficient(subject, require_exact_types)
+    except (CoefficientError, TermError) as exc:
+        fail(f"scalar fact {h.name}: {' '.join(str(exc).split())[:200]}")
+    keys = _fact_keys(subject, canon)
+    if not keys:
+        fail(f"scalar fact {h.name}: {shown(subject)} is a number (or cannot be brought to a normal form)")
+    _register(f"hyp:{h.name}", (None, h.rhs, ()), ctx, fail)  # a predicate: no rewrite rule
+    for key in keys:
+        ctx.scalar_facts[key] = NONZERO
 
 
 def _register(rule: str, entry, ctx: Context, fail) -> None:
@@ -320,11 +349,12 @@ def _register(rule: str, entry, ctx: Context, fail) -> None:
 
 
 def _defined(term, ctx, fail):
-    """The normal form of a term checked as written; ``fail`` with the reason otherwise."""
+    """The normal form of a term checked as written; ``fail`` with the reason otherwise (and, for a judgment
+    definedness needed, which hypothesis would make it follow: ``hints.explained``)."""
     try:
         return defined_canon(term, ctx)
     except TermError as exc:
-        fail(str(exc))
+        fail(explained(exc, ctx))
 
 
 def _same_shape(a, b, fail, what) -> None:
@@ -445,6 +475,18 @@ def scalar_hypothesis_holds(h: Hypothesis, dims: dict, mats: dict, ctx: Context)
     return any(symbol == h.lhs and known == value for symbol, known in ctx.scalar_equations.values())
 
 
+def scalar_fact_holds(h: Hypothesis, dims: dict, mats: dict, ctx: Context) -> bool:
+    """A cited theorem's scalar fact Q.nonzero(c) holds in the citing context (issue 41): c under the step's full
+    instance (dimensions, then matrices) is a defined coefficient the citing chain shows non-zero."""
+    try:
+        value = h.lhs.arguments[0].xreplace(dims).xreplace(mats)
+        require_coefficient(value, require_exact_types)
+        require_coefficient_defined(value, ctx)
+        return nonzero(canon_coefficient(value, canon), ctx)
+    except (CoefficientError, TermError, PolynomialError, ValueError, TypeError):
+        return False
+
+
 def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
     """The claim of a checked theorem, instantiated, once its instantiated hypotheses hold here.
 
@@ -482,6 +524,10 @@ def _cite(theorem: Theorem, step: Step, ctx: Context, fail) -> Rule:
             if not scalar_hypothesis_holds(h, dims, mats, ctx):
                 fail(f"scalar hypothesis {h.name} of theorem {theorem.id} does not hold here: {h.lhs} = "
                      f"{shown(h.rhs.xreplace(dims).xreplace(mats))} is not a scalar hypothesis of this proof")
+        elif h.is_scalar_fact:
+            if not scalar_fact_holds(h, dims, mats, ctx):
+                fail(f"scalar fact {h.name} of theorem {theorem.id} does not hold here: cannot show that "
+                     f"{shown(h.lhs.arguments[0].xreplace(dims).xreplace(mats))} is not zero")
         elif h.is_predicate:
             name = next(k for k, v in PREDICATES.items() if h.lhs.function == v)
             subject = instance(h.lhs.arguments[0])
@@ -513,7 +559,7 @@ def chain_context(outer: Context, chain: Chain, lemma_rules: dict, fail) -> Cont
     ctx = Context(list(outer.equations), {k: list(v) for k, v in outer.predicates.items()}, dict(outer.rules),
                   dict(outer.citations), outer.deadline, families=dict(outer.families),
                   total_families=set(outer.total_families), scalar_equations=dict(outer.scalar_equations),
-                  family_facts=outer.family_facts)
+                  family_facts=outer.family_facts, scalar_facts=dict(outer.scalar_facts))
     for name, entry in lemma_rules.items():
         _register(name, entry, ctx, fail)
         ctx.equations.append((entry[0], entry[1]))
@@ -534,7 +580,7 @@ def _check_chain(theorem: str, chain: Chain, outer: Context, lemma_rules: dict) 
             try:
                 after = defined_canon(step.expr, ctx)
             except TermError as exc:
-                fail(str(exc), index, step.rule)
+                fail(explained(exc, ctx), index, step.rule)
             rule = resolve_rule(step, ctx, lambda reason, at=index, name=step.rule: fail(reason, at, name))
             if after == current:
                 fail("the step does not change the expression", index, step.rule)
@@ -623,7 +669,8 @@ def _inductive_facts(f: Family, ctx: Context) -> frozenset:
     while kept:
         probe = Context(list(ctx.equations) + [(member, member)], {k: list(v) for k, v in ctx.predicates.items()},
                         dict(ctx.rules), dict(ctx.citations), ctx.deadline, families=dict(ctx.families),
-                        total_families=set(ctx.total_families), family_facts=ctx.family_facts)
+                        total_families=set(ctx.total_families), family_facts=ctx.family_facts,
+                        scalar_equations=dict(ctx.scalar_equations), scalar_facts=dict(ctx.scalar_facts))
         for name in kept:
             probe.predicates[name].append(member)
         try:
@@ -816,7 +863,8 @@ def _step_defined_for_any_member(f: Family, ctx: Context) -> bool:
     member = _member(f, fresh)
     probe = Context(list(ctx.equations) + [(member, member)], {k: list(v) for k, v in ctx.predicates.items()},
                     dict(ctx.rules), dict(ctx.citations), ctx.deadline, families=dict(ctx.families),
-                    total_families=set(ctx.total_families), scalar_equations=dict(ctx.scalar_equations))
+                    total_families=set(ctx.total_families), scalar_equations=dict(ctx.scalar_equations),
+                    scalar_facts=dict(ctx.scalar_facts))
     try:
         check_defined(f.step.xreplace({f.index: fresh}), probe)
     except OutOfTime:

@@ -25,10 +25,20 @@ from sympy.matrices.expressions import (
 
 from .budget import GuardFired, WorkExceeded, charge, current
 from .proof import PREDICATES
-from .scalars import is_number, scalar_kind, size_kind
+from .scalars import (
+    CoefficientError,
+    canon_coefficient,
+    index_power,
+    is_number,
+    may_be_negative,
+    scalar_kind,
+    size_kind,
+)
 from .terms import (
     MATRIX_NODES,
+    Diag,
     FamilyMatrix,
+    Ones,
     TermError,
     add,
     blocks_of,
@@ -48,8 +58,8 @@ from .terms import (
     shown,
 )
 
-__all__ = ["Context", "OutOfTime", "check_defined", "defined_canon", "diagonal", "invertible", "nonnegative",
-           "nonzero", "positive", "positive_definite", "positive_power_base", "positive_semidefinite",
+__all__ = ["Context", "NotShown", "OutOfTime", "check_defined", "defined_canon", "diagonal", "invertible",
+           "nonnegative", "nonzero", "positive", "positive_definite", "positive_power_base", "positive_semidefinite",
            "schur_blocks", "schur_complement", "sign", "symmetric"]
 
 _SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; any bound is sound)
@@ -57,6 +67,16 @@ _SEARCH_DEPTH = 4  # how many equations a judgment follows (sub-terms are free; 
 
 class OutOfTime(TermError):
     """A search ran past its work budget (``Context.deadline``, in units of work)."""
+
+
+class NotShown(TermError):
+    """Definedness needs a judgment that was not shown (``judgment``: "invertible" or "nonzero", of ``subject``, a
+    matrix term or a scalar).  ``derive.kernel.hints.explained`` adds which hypothesis would make it follow (issue
+    41); the message itself is cheap, so a search that meets many undefined candidates pays nothing for the hint."""
+
+    def __init__(self, message: str, judgment: str, subject):
+        super().__init__(message)
+        self.judgment, self.subject = judgment, subject
 
 
 class FamilyFacts(dict):
@@ -95,6 +115,9 @@ class Context:
     total_families: set = field(default_factory=set)  # recurrences whose every member is defined
     scalar_equations: dict = field(default_factory=dict)  # hyp:NAME -> (scalar symbol λ, coefficient r): λ = r
     family_facts: FamilyFacts = field(default_factory=lambda: FamilyFacts())  # shared by a theorem's chains
+    #: scalar facts (issue 41): a key of a coefficient (:func:`_fact_keys`) -> the signs a ``Q.nonzero(c)`` hypothesis
+    #: leaves it (NONZERO)
+    scalar_facts: dict = field(default_factory=dict)
 
     def has(self, predicate: str, term: Basic) -> bool:
         return any(term == t for t in self.predicates[predicate])
@@ -117,7 +140,8 @@ class Context:
     def remembered(self, name: str, term: Basic, depth: int, judge) -> bool:
         """``judge()``, memoised; ``term`` is in normal form (the judgments canonicalise what they are asked)."""
         self.tick()
-        key = (name, term, depth, len(self.equations), sum(len(v) for v in self.predicates.values()))
+        key = (name, term, depth, len(self.equations), sum(len(v) for v in self.predicates.values()),
+               len(self.scalar_facts))
         if key not in self.memo:
             self.memo[key] = False  # while in progress (a cycle through equations): not shown, which is sound
             self.memo[key] = judge()
@@ -145,9 +169,54 @@ def sign(c: Basic, ctx: Context, depth: int = 0) -> frozenset:
 
     Rational numbers by value; a scalar symbol is positive by declaration, else of unknown sign; a 1×1
     matrix read as a scalar, tr(m), is positive, non-negative or non-zero when m is positive definite,
-    positive semidefinite or invertible; sums, products and integer powers by the rules of signs.
+    positive semidefinite or invertible; sums, products and integer powers by the rules of signs; narrowed by a
+    scalar fact ``Q.nonzero(c)`` about c itself (issue 41: :func:`_scalar_fact`).
     """
     ctx.tick()
+    out = _signs(c, ctx, depth)
+    if ctx.scalar_facts and len(out) > 1:
+        fact = _scalar_fact(c, ctx)
+        if fact is not None:
+            out = (out & fact) or out  # empty: the hypotheses contradict each other; what is known is kept
+    return out
+
+
+# --- scalar facts (issue 41): Q.nonzero(c) for a coefficient c -------------------------------------------------
+
+
+def _fact_keys(c: Basic, canon_matrix) -> tuple:
+    """The keys a scalar fact about ``c`` is filed under, and looked up by: c's normal form without its rational
+    factor (2σ² − 2 and σ² − 1, 2σ and σ are one key), and the key of −c (1 − σ² and σ² − 1).  A number has
+    none (a fact about a number says nothing).  ``canon_matrix`` brings the matrices inside traces to normal form."""
+    if is_number(c):
+        return ()
+    try:
+        value = canon_coefficient(c, canon_matrix)
+    except (CoefficientError, TermError, ValueError, TypeError, ArithmeticError):
+        return ()
+    if is_number(value):
+        return ()
+    out = []
+    for signed in (value, -value):
+        if type(signed) is Add:
+            signed = signed.as_content_primitive()[1]
+        elif type(signed) is Mul:
+            signed = signed.as_coeff_Mul()[1]
+        if signed not in out:
+            out.append(signed)
+    return tuple(out)
+
+
+def _scalar_fact(c: Basic, ctx: Context) -> frozenset | None:
+    """The signs a scalar fact gives ``c`` itself: Q.nonzero(c′) with c′ a non-zero rational multiple of c (c's
+    normal form up to a rational factor).  Never a fact about a part of c, nor about a scalar c merely contains:
+    σ ≠ 0 says nothing about σ − 1 (the ``scalar_fact`` slip of ``derive.fuzz.unsound`` reads it so)."""
+    keys = _fact_keys(c, canonical)
+    return ctx.scalar_facts.get(keys[0]) if keys else None
+
+
+def _signs(c: Basic, ctx: Context, depth: int) -> frozenset:
+    """The signs of ``c`` by its form (:func:`sign` narrows them by the scalar facts)."""
     kind = type(c)
     if is_number(c):
         return POSITIVE if c > 0 else NEGATIVE if c < 0 else ZERO
@@ -172,8 +241,25 @@ def sign(c: Basic, ctx: Context, depth: int = 0) -> frozenset:
             if all(part <= {0, side} for part in parts):
                 return frozenset({side}) if any(part == {side} for part in parts) else frozenset({0, side})
         return UNKNOWN
+    if kind is Pow and index_power(c) is not None:
+        # γ^(Σ kt + c) for natural numbers t (issue 41): positive for γ > 0; for γ = 0, 0 or 1 (0⁰ = 1), or 0 when
+        # c > 0, and never 0 where the exponent may be negative (the power is then defined only for γ ≠ 0); for
+        # γ < 0 the sign of (−1)^c when every k is even, else either sign
+        base, constant, terms = index_power(c)
+        out: set = set()
+        for a in sign(base, ctx, depth):
+            if a > 0:
+                out.add(1)
+            elif a == 0:
+                if not may_be_negative(constant, terms):
+                    out |= {0} if constant > 0 else {0, 1}
+            else:
+                out |= {(-1) ** (constant % 2)} if all(k % 2 == 0 for _, k in terms) else {-1, 1}
+        return frozenset(out) or UNKNOWN
     if kind is Pow:
         base, exponent = c.args
+        if not is_number(exponent):
+            return UNKNOWN
         part = sign(base, ctx, depth) - ({0} if exponent < 0 else set())
         return frozenset(a ** abs(int(exponent)) if a else 0 for a in part) or UNKNOWN
     return UNKNOWN
@@ -366,6 +452,10 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
         coeff, mats = factors_of(term)
         if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth) for m in mats):
             return True
+        if _scaled_invertible(coeff, mats, ctx, depth):
+            return True
+    if type(term) is Diag and _diag_invertible(term, ctx, depth):
+        return True
     diagonal = _block_diagonal(term)
     if diagonal is not None and all(invertible(b, ctx, depth) for b in diagonal):
         return True
@@ -380,6 +470,21 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
     if _family_fact("invertible", term, ctx):
         return True
     return _by_unfolding(("invertible",), term, ctx, depth, invertible)
+
+
+def _scaled_invertible(coeff, mats: list, ctx: Context, depth: int) -> bool:
+    """c·M is invertible when c ≠ 0 and M = A₁⋯A_r is (issue 41): det(cM) = cᵏ det M for M of size k.  M's factors
+    need not be square (σ²XᵀX from XᵀX invertible and σ ≠ 0); c = 1 is M itself, judged as such."""
+    if coeff == 1 or not mats:
+        return False
+    return nonzero(coeff, ctx) and invertible(mul(mats), ctx, depth)
+
+
+def _diag_invertible(term: Diag, ctx: Context, depth: int) -> bool:
+    """diag(v) is invertible when every entry of v is shown non-zero (issue 41): v = c·1ₖ with c ≠ 0 (1ₖ itself:
+    c = 1).  A hypothesis Q.invertible(diag(v)) — every entry of v non-zero — is looked up like any other."""
+    coeff, mats = factors_of(term.args[0])
+    return len(mats) == 1 and type(mats[0]) is Ones and nonzero(coeff, ctx)
 
 
 def _one_sided_inverse(term, ctx: Context) -> bool:
@@ -496,8 +601,8 @@ def diagonal(term, ctx: Context, depth: int = 0) -> bool:
 def _diagonal(term, ctx: Context, depth: int) -> bool:
     if depth > _SEARCH_DEPTH or not _square(term):
         return False
-    if isinstance(term, (Identity, ZeroMatrix)) or ctx.has("diagonal", term):
-        return True
+    if isinstance(term, (Identity, ZeroMatrix, Diag)) or ctx.has("diagonal", term):
+        return True  # diag(v) of a column v (its definedness): diagonal by construction
     if isinstance(term, (Inverse, MatPow, Transpose)):
         return diagonal(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
@@ -535,8 +640,8 @@ def symmetric(term, ctx: Context, depth: int = 0) -> bool:
 def _symmetric(term, ctx: Context, depth: int) -> bool:
     if depth > _SEARCH_DEPTH or not _square(term):
         return False
-    if isinstance(term, (Identity, ZeroMatrix)) or ctx.has("symmetric", term) or ctx.has("diagonal", term):
-        return True
+    if isinstance(term, (Identity, ZeroMatrix, Diag)) or ctx.has("symmetric", term) or ctx.has("diagonal", term):
+        return True  # diag(v) is diagonal, so its own transpose
     if isinstance(term, (Inverse, MatPow, Transpose)):
         return symmetric(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
@@ -614,8 +719,8 @@ def _pushed(term, ctx: Context, depth: int):
             return Inverse(_pushed(Transpose(inner.args[0]), ctx, depth))
         if inner_kind is MatPow and _is_integer(inner.args[1]):
             return power(_pushed(Transpose(inner.args[0]), ctx, depth), inner.args[1])
-        if inner_kind is Identity:
-            return inner
+        if inner_kind in (Identity, Diag):  # Iᵀ = I, diag(v)ᵀ = diag(v)
+            return _pushed(inner, ctx, depth)
         return Transpose(_pushed(inner, ctx, depth))
     if kind is Inverse:
         inner = _pushed(term.args[0], ctx, depth)
@@ -626,13 +731,16 @@ def _pushed(term, ctx: Context, depth: int):
             if nonzero(coeff, ctx) and all(_square(m) and invertible(m, ctx, depth + 1) for m in mats):
                 return mul(1 / coeff, [_pushed(Inverse(m), ctx, depth) for m in reversed(mats)])
         return Inverse(inner)
-    if kind in (MatMul, MatAdd, MatPow, BlockMatrix):
+    if kind is MatMul:  # identity factors dropped (A I = A): Xᵀ(σ²I)⁻¹X unfolds to σ⁻²XᵀX
+        coeff, mats = factors_of(rebuild(term, [_pushed(c, ctx, depth) for c in children(term)]))
+        return mul(coeff, [m for m in mats if type(m) is not Identity] or mats[:1])
+    if kind in (MatAdd, MatPow, BlockMatrix, Diag):
         return rebuild(term, [_pushed(c, ctx, depth) for c in children(term)])
     return term
 
 
 def _state(ctx: Context) -> tuple:
-    return len(ctx.equations), sum(len(v) for v in ctx.predicates.values())
+    return len(ctx.equations), sum(len(v) for v in ctx.predicates.values()), len(ctx.scalar_facts)
 
 
 def _unfolded(term, ctx: Context, depth: int):
@@ -758,13 +866,36 @@ def _require_coefficient_defined(c: Basic, ctx: Context) -> None:
         kind = type(node)
         if kind is Trace:
             _check_defined(node.args[0], ctx)
+        elif kind is Pow and not is_number(node.args[1]):
+            _index_power_defined(node, ctx)
         elif kind is Pow:
             base, exponent = node.args
             if exponent < 0 and not nonzero(base, ctx):
-                raise TermError(f"cannot show that {shown(base)} is not zero, needed to divide by it")
+                raise NotShown(f"cannot show that {shown(base)} is not zero, needed to divide by it", "nonzero", base)
             stack.append(base)
         elif kind in (Add, Mul):
             stack += list(node.args)
+
+
+def _index_power_defined(c: Pow, ctx: Context) -> bool:
+    """γ^(Σ kt + c) (issue 41) is defined for every natural t when every k and c are ≥ 0 (0⁰ = 1); an exponent that
+    may be negative (γ^(−t), γ^(t − 1)) divides by a power of γ, so γ must be shown non-zero.  True, or TermError."""
+    power = index_power(c)
+    if power is None:
+        raise TermError(f"{shown(c)} is not a power the kernel knows")
+    base, constant, terms = power
+    if may_be_negative(constant, terms) and not nonzero(base, ctx):
+        raise TermError(f"cannot show that {shown(base)} is not zero, needed for the power {shown(c)} (its exponent "
+                        f"may be negative)")
+    return True
+
+
+def _require_column(vector) -> None:
+    """diag(v) is defined for a column v only (issue 41): k×1 as written, the 1 literally 1 (not a dimension that
+    might be 1: diag of an n×p matrix has no meaning)."""
+    cols = shape(vector)[1]
+    if not (is_number(cols) and cols == 1):
+        raise TermError(f"diag takes a column vector (k×1), not {shown(vector)} of shape {shape(vector)}")
 
 
 def check_defined(term, ctx: Context) -> None:
@@ -792,7 +923,7 @@ def _check_defined(term, ctx: Context, depth: int = 0) -> None:
         kids = children(term)
     for child in kids:
         _check_defined(child, ctx, depth)
-    if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)):
+    if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Ones)):
         for dim in term.shape:
             if dim.is_integer is not True or dim.is_nonnegative is not True or not all(
                 index_kind(s) is not None for s in dim.free_symbols
@@ -803,7 +934,9 @@ def _check_defined(term, ctx: Context, depth: int = 0) -> None:
             _require_member(term, ctx, depth)
     elif isinstance(term, Inverse):
         if not invertible(term.args[0], ctx):
-            raise TermError(f"cannot show that {shown(term.args[0])} is invertible")
+            raise NotShown(f"cannot show that {shown(term.args[0])} is invertible", "invertible", term.args[0])
+    elif isinstance(term, Diag):
+        _require_column(term.args[0])
     elif isinstance(term, MatPow):
         q = term.args[1]
         if not isinstance(q, Rational):
@@ -814,7 +947,8 @@ def _check_defined(term, ctx: Context, depth: int = 0) -> None:
             raise TermError(f"cannot show that {shown(term.args[0])} is diagonal and positive definite, needed for the "
                             f"non-integer power {q}")
         if q < 0 and not invertible(term.args[0], ctx):
-            raise TermError(f"cannot show that {shown(term.args[0])} is invertible, needed for power {q}")
+            raise NotShown(f"cannot show that {shown(term.args[0])} is invertible, needed for power {q}", "invertible",
+                           term.args[0])
     elif isinstance(term, MatMul):
         for left, right in zip(kids[:-1], kids[1:], strict=True):
             if not dims_equal(shape(left)[1], shape(right)[0]):

@@ -18,12 +18,15 @@ from sympy.assumptions import Q
 from sympy.assumptions.assume import AppliedPredicate
 from sympy.matrices.expressions import MatrixSymbol
 
-__all__ = ["PREDICATES", "Chain", "Definition", "Family", "Hypothesis", "Induction", "Proof", "ProofError", "Step",
-           "Theorem", "digest", "is_issued", "proof_to_data", "register_display"]
+__all__ = ["PREDICATES", "SCALAR_PREDICATES", "Chain", "Definition", "Family", "Hypothesis", "Induction", "Proof",
+           "ProofError", "Step", "Theorem", "digest", "is_issued", "proof_to_data", "register_display"]
 
 #: Predicate hypotheses the kernel understands, written ``Q.<name>(M)`` = true.
 PREDICATES = {"positive_definite": Q.positive_definite, "invertible": Q.invertible,
               "diagonal": Q.diagonal, "symmetric": Q.symmetric}
+#: Scalar facts (issue 41), written ``Q.nonzero(c)`` = true for a coefficient c (a scalar symbol, tr(m) of a 1×1
+#: matrix, a rational function of them): c ≠ 0.
+SCALAR_PREDICATES = {"nonzero": Q.nonzero}
 
 # --- proofs (plain data, untrusted until checked) ------------------------------------
 
@@ -45,6 +48,12 @@ class Hypothesis:
     @property
     def is_predicate(self) -> bool:
         return isinstance(self.lhs, AppliedPredicate)
+
+    @property
+    def is_scalar_fact(self) -> bool:
+        """``Q.nonzero(c)`` for a coefficient c (issue 41): a predicate about a scalar, not a matrix."""
+        lhs = self.lhs
+        return isinstance(lhs, AppliedPredicate) and any(lhs.function == p for p in SCALAR_PREDICATES.values())
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,14 @@
 Part of the trusted core.  A product's coefficient is a SymPy scalar expression built from rational
 numbers, scalar symbols (real, or positive by declaration), dimension and index symbols (the integers they
 stand for) and ``Trace(m)`` for a 1×1 matrix term ``m``
-(the 1×1 matrix read as the scalar it holds), with +, × and integer powers.  Its normal form is computed
-exactly by polynomial arithmetic over the rationals: numerator and denominator coprime polynomials in those
-atoms, the denominator monic, both expanded.  Two coefficients are equal as rational functions exactly
-when their normal forms are equal.  Nothing here judges signs; :mod:`.judgments` does, with the context.
+(the 1×1 matrix read as the scalar it holds), with +, × and integer powers, and (issue 41) *index powers*
+γ^e of a scalar symbol γ with an exponent e = k₁t₁ + … + c linear in index symbols (γ^t, γ^{t+1}, γ^{−t}).  Its
+normal form is computed exactly by polynomial arithmetic over the rationals: numerator and denominator coprime
+polynomials in those atoms, the denominator monic, both expanded.  An index power is read as γ^c·∏(γ^{tᵢ})^{kᵢ}, each
+γ^{tᵢ} one more atom (so γ^{t+1} = γ·γ^t, γ^a·γ^b = γ^{a+b} and γ^t/γ^t = 1 are the normal form's; γ^0 = 1 is
+SymPy's, when an index is instantiated).  Two coefficients are equal as rational functions exactly when their
+normal forms are equal.  Nothing here judges signs; :mod:`.judgments` does, with the context (γ^e with a
+possibly negative e needs γ ≠ 0).
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ from sympy.matrices.expressions import Trace
 
 from .budget import charge, metered_cache
 
-__all__ = ["COEFFICIENT_TYPES", "MAX_EXPONENT", "CoefficientError", "atoms_of", "canon_coefficient",
-           "is_number", "is_one_by_one", "is_scalar_symbol", "require_coefficient", "scalar_kind", "size_kind"]
+__all__ = ["COEFFICIENT_TYPES", "MAX_EXPONENT", "MAX_EXPONENT_TERMS", "CoefficientError", "atoms_of",
+           "canon_coefficient", "index_exponent", "index_power", "is_number", "is_one_by_one", "is_scalar_symbol",
+           "may_be_negative", "require_coefficient", "scalar_kind", "size_kind"]
 
 #: The assumptions a scalar symbol is made with (``derive.scalar``): real, or positive.
 SCALAR_ASSUMPTIONS = {"real": {"real": True}, "positive": {"positive": True}}
 MAX_EXPONENT = 64  # integer powers in a coefficient: |exponent| at most this
+MAX_EXPONENT_TERMS = 4  # index symbols in one index exponent (γ^(t + s) has two); |kᵢ|, |c| ≤ MAX_EXPONENT
 MAX_COEFFICIENT_NODES = 400  # nodes of one coefficient expression
 MAX_EXPANDED_TERMS = 20_000  # estimated terms of its numerator and denominator once over a common denominator
 AS_EXPR_UNITS = 100  # units per term of turning a polynomial into a SymPy expression
@@ -77,6 +83,56 @@ def is_number(c: Basic) -> bool:
     return type(c) in _RATIONAL_TYPES
 
 
+def index_exponent(e: Basic) -> tuple[int, tuple[tuple[Symbol, int], ...]] | None:
+    """``(c, ((t₁, k₁), ...))`` when ``e`` is an *index exponent* k₁t₁ + … + c — index symbols tᵢ (``derive.index``,
+    distinct, at most :data:`MAX_EXPONENT_TERMS`, sorted by name) with non-zero integer kᵢ and an integer c, each of
+    size at most :data:`MAX_EXPONENT` — written as SymPy builds it (t, 2t, t + 1, −t − 1, t + s); None otherwise (a
+    number, a dimension or scalar symbol, t², t/2, a float)."""
+    kind = type(e)
+    parts = e.args if kind is Add else (e,) if kind in (Symbol, Mul) else None
+    if parts is None or type(parts) is not tuple or not 1 <= len(parts) <= MAX_EXPONENT_TERMS + 1:
+        return None
+    constant, terms = 0, {}
+    for part in parts:
+        if type(part) in _RATIONAL_TYPES:
+            if kind is not Add or part.q != 1 or constant or not part:
+                return None
+            constant = int(part.p)
+            continue
+        if type(part) is Mul:
+            if len(part.args) != 2:
+                return None
+            k, symbol = part.args
+            if type(k) not in _RATIONAL_TYPES or k.q != 1 or not k:
+                return None
+            k = int(k.p)
+        else:
+            k, symbol = 1, part
+        if size_kind(symbol) != "index" or symbol in terms:
+            return None
+        terms[symbol] = k
+    if not terms or len(terms) > MAX_EXPONENT_TERMS or abs(constant) > MAX_EXPONENT or \
+            any(abs(k) > MAX_EXPONENT for k in terms.values()):
+        return None
+    return constant, tuple(sorted(terms.items(), key=lambda item: item[0].name))
+
+
+def index_power(c: Basic) -> tuple[Symbol, int, tuple[tuple[Symbol, int], ...]] | None:
+    """``(γ, c, ((t, k), ...))`` for an index power γ^(Σ kt + c) of a scalar symbol γ (``derive.scalar``), else None."""
+    if type(c) is not Pow:
+        return None
+    base, exponent = c.args
+    form = index_exponent(exponent)
+    if form is None or not is_scalar_symbol(base):
+        return None
+    return base, form[0], form[1]
+
+
+def may_be_negative(constant: int, terms: tuple) -> bool:
+    """An index exponent Σ kt + c may be negative for some natural numbers t (its power is then a division)."""
+    return constant < 0 or any(k < 0 for _, k in terms)
+
+
 def is_one_by_one(term: Basic) -> bool:
     """A matrix term whose shape is literally 1×1: it may be read as a scalar."""
     shape = getattr(term, "shape", None)
@@ -109,7 +165,13 @@ def require_coefficient(c: Basic, require_matrix) -> None:
             require_matrix(matrix)
         elif kind is Pow:
             base, exponent = node.args
-            if type(exponent) not in _RATIONAL_TYPES or exponent.q != 1 or abs(exponent) > MAX_EXPONENT:
+            if type(exponent) not in _RATIONAL_TYPES:  # issue 41: γ^(k·t + c), γ a scalar symbol, t an index
+                if index_power(node) is None:
+                    raise CoefficientError(f"a power with a symbolic exponent must be γ^(k·t + c): a scalar symbol "
+                                           f"(derive.scalar) to an index symbol (derive.index) times an integer plus "
+                                           f"an integer, each of at most {MAX_EXPONENT} in size")
+                continue
+            if exponent.q != 1 or abs(exponent) > MAX_EXPONENT:
                 raise CoefficientError(f"a coefficient's powers must be integers of at most {MAX_EXPONENT} in size")
             stack.append(base)
         elif kind in (Add, Mul):
@@ -138,6 +200,8 @@ def _expanded_size(c: Basic) -> tuple[int, int]:
             num = min(num + n * max(den // max(d, 1), 1), cap)
         return num, den
     if kind is Pow:
+        if type(c.args[1]) not in _RATIONAL_TYPES:  # an index power: one monomial
+            return 1, 1
         n, d = _expanded_size(c.args[0])
         k = int(c.args[1])
         n, d = (n, d) if k >= 0 else (d, n)
@@ -146,16 +210,27 @@ def _expanded_size(c: Basic) -> tuple[int, int]:
 
 
 def atoms_of(c: Basic) -> set[Basic]:
-    """The scalar symbols and Trace atoms of a coefficient."""
+    """The scalar symbols and Trace atoms of a coefficient; an index power γ^(Σ kt + c) gives γ and each γ^t."""
     out: set[Basic] = set()
     stack = [c]
     while stack:
         node = stack.pop()
         if type(node) is Symbol or type(node) is Trace:
             out.add(node)
+        elif type(node) is Pow and type(node.args[1]) not in _RATIONAL_TYPES:
+            power = index_power(node)
+            if power is None:
+                raise CoefficientError(f"{node} is not a power the kernel knows")
+            base, _, terms = power
+            out |= {base} | {_index_atom(base, symbol) for symbol, _ in terms}
         elif type(node) in (Add, Mul, Pow):
             stack += list(node.args)
     return out
+
+
+def _index_atom(base: Symbol, symbol: Symbol) -> Basic:
+    """γ^t, the atom an index power is read in: γ^(Σ kt + c) = γ^c·∏ (γ^t)^k."""
+    return Pow(base, symbol)
 
 
 @metered_cache(maxsize=16384)
@@ -256,6 +331,15 @@ def _rational_function(c: Basic, index: dict, n: int) -> tuple[dict, dict]:
         exponents = [0] * n
         exponents[index[c]] = 1
         return {tuple(exponents): _ONE_TERM}, _constant(_ONE_TERM, n)
+    if kind is Pow and type(c.args[1]) not in _RATIONAL_TYPES:  # γ^(Σ kt + c) = γ^c·∏ (γ^t)^k: one monomial
+        power = index_power(c)
+        if power is None:
+            raise CoefficientError(f"{c} is not a power the kernel knows")
+        base, constant, terms = power
+        top, bottom = [0] * n, [0] * n
+        for atom, k in ((base, constant), *((_index_atom(base, symbol), k) for symbol, k in terms)):
+            (top if k > 0 else bottom)[index[atom]] += abs(k)
+        return {tuple(top): _ONE_TERM}, {tuple(bottom): _ONE_TERM}
     if kind is Pow:
         p, q = _rational_function(c.args[0], index, n)
         k = int(c.args[1])

@@ -43,7 +43,9 @@ from .budget import current as current_meter
 from .scalars import CoefficientError, canon_coefficient, is_number, is_one_by_one, require_coefficient
 
 __all__ = [
+    "Diag",
     "FamilyMatrix",
+    "Ones",
     "MAX_INDEX",
     "TermError",
     "index_kind",
@@ -61,11 +63,13 @@ __all__ = [
     "blocks_of",
     "canon",
     "canonical",
+    "diag",
     "dims_equal",
     "factors_of",
     "inv",
     "is_scalar",
     "mul",
+    "ones",
     "power",
     "same",
     "shape",
@@ -109,9 +113,49 @@ class FamilyMatrix(MatrixExpr):
         return f"{self.name}[{printer._print(self.index)}]"
 
 
+class Ones(MatrixExpr):
+    """``1ₙ``: the n×1 vector of ones (issue 41), a leaf like an identity.  ``1ₙᵀ1ₙ = n`` is the axiom ``ones_inner``;
+    1ₙ1ₙᵀ is the n×n matrix of ones (no rule rewrites it)."""
+
+    def __new__(cls, size):
+        return Basic.__new__(cls, sympy.sympify(size))
+
+    @property
+    def size(self) -> Expr:
+        return self.args[0]
+
+    @property
+    def shape(self):
+        return self.args[0], S.One
+
+    def _sympystr(self, printer):
+        return f"ones({printer._print(self.args[0])})"
+
+
+class Diag(MatrixExpr):
+    """``diag(v)``: the k×k diagonal matrix whose diagonal is the column vector v (k×1; issue 41).  Diagonal and
+    symmetric; invertible where every entry of v is non-zero (a ``Q.invertible(diag(v))`` hypothesis says so, or
+    v = c·1ₖ with c ≠ 0).  Its shape asks v's shape once (no shape doubling)."""
+
+    def __new__(cls, vector):
+        return Basic.__new__(cls, vector)
+
+    @property
+    def vector(self) -> MatrixExpr:
+        return self.args[0]
+
+    @property
+    def shape(self):
+        rows = self.args[0].shape[0]
+        return rows, rows
+
+    def _sympystr(self, printer):
+        return f"diag({printer._print(self.args[0])})"
+
+
 #: The only matrix node types a kernel term may contain.
 MATRIX_NODES = (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd,
-                BlockMatrix)
+                BlockMatrix, Ones, Diag)
 
 
 #: Exactly these types (no subclasses) may occur: a subclass could redefine equality.
@@ -262,6 +306,15 @@ def require_exact_types(term: Basic) -> None:
             dims = node.args[2:]
         elif kind in (Identity, ZeroMatrix):
             dims = node.args
+        elif kind is Ones:
+            if len(node.args) != 1:
+                raise TermError("a ones vector takes one size")
+            dims = node.args
+        elif kind is Diag:
+            if len(node.args) != 1:
+                raise TermError("diag takes one column vector")
+            dims = ()
+            stack.append(node.args[0])
         else:
             dims = ()
             if kind is MatPow or kind is Inverse:
@@ -322,6 +375,20 @@ def transpose(a: MatrixExpr) -> MatrixExpr:
 
 def inv(a: MatrixExpr) -> MatrixExpr:
     return Inverse(a)
+
+
+def ones(size) -> Ones:
+    """The n×1 vector of ones 1ₙ (``size``: a dimension, an index symbol or a natural number)."""
+    if isinstance(size, bool) or not isinstance(size, (int, Basic)):
+        raise TermError(f"the size of a ones vector must be an int or a dimension, not {type(size).__name__}")
+    return Ones(size)
+
+
+def diag(vector: MatrixExpr) -> Diag:
+    """diag(v): the diagonal matrix whose diagonal is the column vector ``vector`` (k×1)."""
+    if not isinstance(vector, MatrixExpr):
+        raise TermError(f"diag takes a column vector (a matrix term), not {type(vector).__name__}")
+    return Diag(vector)
 
 
 def power(a: MatrixExpr, exponent) -> MatrixExpr:
@@ -508,8 +575,10 @@ def canon(term: Basic) -> MatrixExpr:
 
 def _canon(term: Basic) -> MatrixExpr:
     charge()
-    if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)):
+    if isinstance(term, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Ones)):
         return term
+    if isinstance(term, Diag):
+        return Diag(canon(term.args[0]))
     if isinstance(term, Transpose):
         return Transpose(canon(term.args[0]))
     if isinstance(term, Inverse):  # before MatPow: Inverse subclasses MatPow
@@ -541,7 +610,7 @@ def same(a: Basic, b: Basic) -> bool:
 
 def children(term: MatrixExpr) -> list[MatrixExpr]:
     """Matrix sub-terms in a fixed order (scalars and shapes are not children)."""
-    if isinstance(term, (Transpose, Inverse)):
+    if isinstance(term, (Transpose, Inverse, Diag)):
         return [term.args[0]]
     if isinstance(term, MatPow):
         return [term.args[0]]
@@ -560,6 +629,8 @@ def rebuild(term: MatrixExpr, new_children: list[MatrixExpr]) -> MatrixExpr:
         return Transpose(new_children[0])
     if isinstance(term, Inverse):
         return Inverse(new_children[0])
+    if isinstance(term, Diag):
+        return Diag(new_children[0])
     if isinstance(term, MatPow):
         return power(new_children[0], term.args[1])
     if isinstance(term, MatMul):
@@ -608,7 +679,7 @@ def _small(term) -> bool:
         nodes += 1
         if nodes > SMALL_NODES or depth > SMALL_DEPTH:
             return False
-        if isinstance(node, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix)) or not isinstance(node, Basic):
+        if isinstance(node, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Ones)) or not isinstance(node, Basic):
             continue
         kids = node.args[0] if isinstance(node, BlockMatrix) else node.args
         stack += [(kid, depth + 1) for kid in kids]

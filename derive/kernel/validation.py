@@ -30,9 +30,26 @@ from sympy.matrices.expressions import (
 )
 
 from .budget import charge
-from .proof import PREDICATES, Chain, Definition, Family, Hypothesis, Induction, Proof, Step
-from .scalars import SCALAR_ASSUMPTIONS, scalar_kind
-from .terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, FamilyMatrix, TermError, index_kind, require_index, shown
+from .proof import PREDICATES, SCALAR_PREDICATES, Chain, Definition, Family, Hypothesis, Induction, Proof, Step
+from .scalars import (
+    MAX_EXPONENT,
+    MAX_EXPONENT_TERMS,
+    SCALAR_ASSUMPTIONS,
+    index_exponent,
+    index_power,
+    scalar_kind,
+)
+from .terms import (
+    MAX_DIMENSION_NODES,
+    MAX_SHAPE_DOUBLING,
+    Diag,
+    FamilyMatrix,
+    Ones,
+    TermError,
+    index_kind,
+    require_index,
+    shown,
+)
 
 __all__ = ["IDENTIFIER", "ValidationError", "dimension_symbol", "identifier", "rule_name", "term", "validated"]
 
@@ -204,6 +221,12 @@ def _term(value, budget: list[int], doubled: int = 0) -> Basic:
         if kind is ZeroMatrix:
             rows, cols = _exactly(value, 2)
             return ZeroMatrix(dimension(rows), dimension(cols))
+        if kind is Ones:  # issue 41: the ones vector 1ₙ
+            (size,) = _exactly(value, 1)
+            return Ones(dimension(size))
+        if kind is Diag:  # issue 41: diag(v); its shape asks v's once (no doubling)
+            (vector,) = _exactly(value, 1)
+            return Diag(_term(vector, budget, doubled))
         if kind is Transpose:
             (arg,) = _exactly(value, 1)
             return Transpose(_term(arg, budget, doubled))
@@ -263,7 +286,7 @@ def _term_shown(value) -> str:
 
 
 _MATRIX_TYPES = frozenset({MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul,
-                           MatAdd, BlockMatrix})
+                           MatAdd, BlockMatrix, Ones, Diag})
 
 
 def scalar_symbol(value) -> Symbol:
@@ -297,11 +320,52 @@ def _coefficient(value, budget: list[int]) -> Basic:
         return kind(*[_coefficient(a, budget) for a in args])
     if kind is sympy.Pow:
         base, exponent = _exactly(value, 2)
+        if type(exponent) not in _RATIONAL_TYPES:  # issue 41: γ^(k·t + c), exactly
+            return _index_power(base, exponent, budget)
         return sympy.Pow(_coefficient(base, budget), rational(exponent))
     if kind is Trace:
         (matrix,) = _exactly(value, 1)
         return Trace(_term(matrix, budget))
     raise ValidationError(f"{kind.__name__} is not allowed in a coefficient")
+
+
+def _index_power(base, exponent, budget: list[int]) -> Basic:
+    """γ^(k₁t₁ + … + c) (issue 41): a scalar symbol γ to an index exponent — index symbols (``derive.index``) times
+    integers, plus an integer, each of at most ``MAX_EXPONENT`` in size (:func:`scalars.index_exponent`) — rebuilt;
+    anything else (a float, a dimension or scalar symbol, t², t/2, a huge number) is refused."""
+    what = "an index power γ^(k·t + c) (a scalar symbol to an index symbol times an integer plus an integer)"
+    base = scalar_symbol(base)
+    exponent = _index_exponent(exponent, what, budget)
+    if index_exponent(exponent) is None:
+        raise ValidationError(f"{what}: exponent {_term_shown(exponent)} is not one (at most {MAX_EXPONENT_TERMS} "
+                              f"index symbols, integers of at most {MAX_EXPONENT} in size)")
+    out = sympy.Pow(base, exponent)
+    if index_power(out) is None:
+        raise ValidationError(f"{what}: SymPy changed it while rebuilding it")
+    return out
+
+
+def _index_exponent(value, what: str, budget: list[int], depth: int = 0) -> Basic:
+    """The exponent of an index power, rebuilt from exactly an index symbol, an integer, a product of the two or a
+    sum of those (the form is checked by the caller)."""
+    budget[0] -= 1
+    charge()
+    if budget[0] < 0:
+        raise ValidationError(f"a term has more than {MAX_TERM_NODES} nodes")
+    kind = type(value)
+    if kind in _NUMBER_TYPES:
+        number = rational(value)
+        if abs(number) > MAX_EXPONENT:
+            raise ValidationError(f"{what}: an integer of more than {MAX_EXPONENT} in size")
+        return number
+    if kind is Symbol:
+        return index_symbol(value)
+    if depth < 2 and kind in (sympy.Add, sympy.Mul):
+        args = _args(value)
+        if not 2 <= len(args) <= MAX_EXPONENT_TERMS + 1:
+            raise ValidationError(f"{what}: a {kind.__name__} of {len(args)} arguments in its exponent")
+        return kind(*[_index_exponent(a, what, budget, depth + 1) for a in args])
+    raise ValidationError(f"{what}: {kind.__name__} is not allowed in its exponent")
 
 
 def _coefficient_symbol(value) -> Symbol:
@@ -349,6 +413,14 @@ def _predicate(value) -> AppliedPredicate:
     if len(args) != 2:
         raise ValidationError("a predicate hypothesis applies one predicate to one matrix")
     function, subject = args
+    scalar = next((p for p in SCALAR_PREDICATES.values() if function is p), None)
+    if scalar is not None:  # issue 41: Q.nonzero(c) for a coefficient c
+        if type(subject) in _MATRIX_TYPES:
+            raise ValidationError("a scalar fact Q.nonzero(c) is about a scalar, not a matrix")
+        rebuilt = _coefficient(subject, [MAX_TERM_NODES])
+        if type(rebuilt) in _RATIONAL_TYPES:
+            raise ValidationError("a scalar fact about a number says nothing (it is true or false as written)")
+        return AppliedPredicate(scalar, rebuilt)
     known = next((p for p in PREDICATES.values() if function is p), None)
     if known is None:
         raise ValidationError("a predicate hypothesis uses a predicate the kernel does not know")

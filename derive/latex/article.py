@@ -141,7 +141,7 @@ def _display(printer: PaperLatexPrinter, *terms: Basic, end: str = "") -> str:
 
 def _predicate(h: Hypothesis, printer: PaperLatexPrinter) -> tuple[str, str]:
     """(matrix, predicate in words) of a predicate hypothesis."""
-    return printer.doprint(h.lhs.arguments[0]), h.lhs.function.name.replace("_", " ")
+    return printer.doprint(h.lhs.arguments[0]), h.lhs.function.name.replace("_", " ").replace("nonzero", "non-zero")
 
 
 def _quantifier(h: Hypothesis, printer: PaperLatexPrinter) -> str:
@@ -799,11 +799,15 @@ def _results_table(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str
     """One row per theorem: number, title, checked steps, certificate hash, Coq, witness."""
     rows = []
     notes: dict[str, list[str]] = {}
+    rejected: dict[str, list[str]] = {}
     for theorem in ordered:
         status = results.get(theorem.id, {})
         coq = status.get("coq", "")
-        coq_cell = {"exported": "exported", "checked": "accepted"}.get(coq, "---" if coq else "not run")
-        if coq and coq not in ("exported", "checked"):
+        coq_cell = coq_column(coq)
+        if coq_cell == "rejected by coqc":
+            verdict = coq.split(":", 1)[1].strip() if ":" in coq else ""
+            rejected.setdefault(verdict, []).append(theorem.id)
+        elif coq_cell == "---":
             notes.setdefault(coq, []).append(theorem.id)
         witness = status.get("witness", "")
         rows.append(f"\\ref{{{_label(theorem.id)}}} & {escape_text(theorem.title)} & {theorem.steps} & "
@@ -814,10 +818,12 @@ def _results_table(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str
         "Every theorem below was checked by the kernel; the table gives the number of kernel steps of its proof "
         "(lemmas included) and the first 16 hexadecimal digits of the SHA-256 of its certificate, a JSON file "
         "that \\texttt{derive check} re-checks from scratch without running any code of a theorem library. "
-        "The Coq column says whether the certificate was translated into a Coq file (a section with the "
-        "statement, one lemma per kernel step and the theorem as their chain; \\texttt{derive export coq}), and "
-        "\\emph{accepted} where \\texttt{coqc} compiled that file, closed under the global context, in the run "
-        "that wrote this article; the witness column, on how many random instances the independent witness "
+        "The Coq column says \\emph{accepted} only where \\texttt{coqc} compiled the theorem's Coq file (a "
+        "section with the statement, one lemma per kernel step and the theorem as their chain; "
+        "\\texttt{derive export coq}), closed under the global context, in the run that wrote this article; "
+        "\\emph{exported, not compiled} where the file was written and not compiled in that run, \\emph{rejected "
+        "by coqc} where coqc refused it, and --- where the theorem could not be translated (the reason is "
+        "given below the table); the witness column, on how many random instances the independent witness "
         "re-evaluated every step exactly in that run (\\texttt{derive build --witness}).",
         "{\\small",
         "\\begin{longtable}{@{}r>{\\raggedright\\arraybackslash}p{0.38\\textwidth}rlll@{}}",
@@ -830,7 +836,29 @@ def _results_table(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str
         reasons = "; ".join(", ".join("Theorem~\\ref{" + _label(i) + "}" for i in ids) + f": {escape_text(reason)}"
                             for reason, ids in notes.items())
         lines.append(f"\\noindent{{\\small Not exported to Coq (---), with the reason: {reasons}.}}\n")
+    if rejected:
+        verdicts = "; ".join(", ".join("Theorem~\\ref{" + _label(i) + "}" for i in ids)
+                             + (f": {escape_text(verdict)}" if verdict else "") for verdict, ids in rejected.items())
+        lines.append(f"\\noindent{{\\small Rejected by coqc, with its message: {verdicts}.}}\n")
     return "\n".join(lines)
+
+
+#: The Coq states a table of results may give (``results[id]["coq"]``), besides a reason the export refused it.
+COQ_STATES = {"checked": "accepted", "accepted": "accepted", "exported": "exported, not compiled"}
+
+
+def coq_column(state: str) -> str:
+    """The Coq column of the table of results for one theorem's state (issue 41: *accepted* only where coqc
+    accepted the file): ``checked``/``accepted`` (coqc compiled it in this run) is *accepted*; ``exported``
+    (written, not compiled) is *exported, not compiled*; ``rejected`` or ``rejected: <coqc's message>`` is
+    *rejected by coqc*; no state is *not run*; anything else is the reason the theorem was not exported (---)."""
+    if not state:
+        return "not run"
+    if state in COQ_STATES:
+        return COQ_STATES[state]
+    if state == "rejected" or state.startswith(("rejected:", "rejected by coqc")):
+        return "rejected by coqc"
+    return "---"
 
 
 def _new_symbols(theorem: Theorem, glossaries: Mapping[str, Mapping[str, str]], printer: PaperLatexPrinter,
@@ -893,8 +921,9 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
     symbols' descriptions; it defaults to, and overrides per theorem, the registered theorems' glossaries.
     ``meanings`` maps a theorem id to its "What it means" paragraph (LaTeX text), overriding the registered
     ``@theorem(meaning=...)``; a theorem with neither reads as its informal statement.  ``results`` maps a
-    theorem id to ``{"coq": "exported" | "checked" | <why not>, "witness": <verdict>}`` for the table of
-    results.  Titles and statements are escaped and glossaries and meanings made safe
+    theorem id to ``{"coq": "exported" | "checked" | "rejected: <coqc's message>" | <why not>, "witness": <verdict>}``
+    for the table of results (:func:`coq_column`: *accepted* only for ``checked``).  Titles and statements are
+    escaped and glossaries and meanings made safe
     (:mod:`derive.latex.text`), so any text compiles.  The preamble carries the package's definitions
     (:mod:`derive.latex.package`), so the file compiles on its own; the bibliography is printed from the
     shipped ``references.bib`` (:mod:`derive.latex.bibliography`).  ``settings`` are

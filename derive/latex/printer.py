@@ -10,7 +10,7 @@ Theorems, proofs and the article are in :mod:`derive.latex.article`.
 
 from __future__ import annotations
 
-from sympy import Add, Basic, Mul, Pow, Rational, S, Symbol, fraction
+from sympy import Add, Basic, Mul, Pow, Rational, S, Symbol, fraction, powsimp
 from sympy.matrices.expressions import (
     BlockMatrix,
     Identity,
@@ -24,7 +24,7 @@ from sympy.matrices.expressions import (
 from sympy.printing.latex import LatexPrinter
 
 from ..kernel.scalars import scalar_kind
-from ..kernel.terms import FamilyMatrix, blocks_of
+from ..kernel.terms import Diag, FamilyMatrix, Ones, blocks_of
 
 __all__ = ["ABBREVIATIONS", "PaperLatexPrinter", "math"]
 
@@ -177,7 +177,8 @@ class PaperLatexPrinter(LatexPrinter):
     # structure ------------------------------------------------------------------------
     def _wrap(self, expr) -> str:
         """Parenthesise anything that is not a bare symbol (stretchy parentheses around blocks only)."""
-        if isinstance(expr, (MatrixSymbol, FamilyMatrix, BlockMatrix)) or expr.is_Identity or expr.is_ZeroMatrix:
+        if isinstance(expr, (MatrixSymbol, FamilyMatrix, BlockMatrix, Ones, Diag)) or expr.is_Identity \
+                or expr.is_ZeroMatrix:
             return self._print(expr)
         if self._breaking and expr.atoms(BlockMatrix):  # blocks inside: parentheses whose content may break
             return f"\\olsparen{{{self._outermost(expr, deep=True)}}}"
@@ -209,6 +210,14 @@ class PaperLatexPrinter(LatexPrinter):
         if self._settings["dimensions"] and not _is_one_by_one(expr):
             return f"0_{{{self._print(expr.rows)} \\times {self._print(expr.cols)}}}"
         return "0"
+
+    def _print_Ones(self, expr):
+        """The ones vector 1ₙ (issue 41), with its length."""
+        return f"\\mathbf{{1}}_{{{self.dimension(expr.args[0])}}}"
+
+    def _print_Diag(self, expr):
+        """diag(v) (issue 41)."""
+        return f"\\operatorname{{diag}}({self._print(expr.args[0])})"
 
     def _print_BlockMatrix(self, expr):
         grid = blocks_of(expr)
@@ -288,7 +297,11 @@ class PaperLatexPrinter(LatexPrinter):
 
     def coefficient_latex(self, coeff) -> tuple[bool, str]:
         """(negative, magnitude) of a product's scalar coefficient: ``\\frac{\\lambda}{2 (\\lambda + 1)}``,
-        ``(\\lambda + 1)``, ``\\eta``, ``(1 + v^{\\top} A^{-1} u)^{-1}`` (a 1×1 matrix read as a scalar)."""
+        ``(\\lambda + 1)``, ``\\eta``, ``(1 + v^{\\top} A^{-1} u)^{-1}`` (a 1×1 matrix read as a scalar); powers of a
+        scalar with index exponents combined as a paper writes them (``\\gamma^{t + 1}``, not
+        ``\\gamma \\gamma^{t}``)."""
+        if any(not isinstance(node.exp, Rational) for node in coeff.atoms(Pow)):
+            coeff = powsimp(coeff, combine="exp")
         numerator, denominator = fraction(coeff)
         top_content, numerator = numerator.as_content_primitive()
         bottom_content, denominator = denominator.as_content_primitive()

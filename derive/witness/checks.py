@@ -258,6 +258,8 @@ def _hypothesis_holds(h: Hypothesis, ctx: _Ctx, rng: random.Random, tally: _Tall
     if isinstance(h.lhs, AppliedPredicate):
         if h.forall or not isinstance(h.rhs, BooleanTrue) or len(h.lhs.arguments) != 1:
             return "a predicate hypothesis must read Q.<predicate>(M) = true"
+        if h.lhs.function == Q.nonzero:  # issue 41: a scalar fact c ≠ 0
+            return None if _coefficient(h.lhs.arguments[0], ctx) != ctx.arith.domain.zero else "it is zero"
         name = next((k for k, v in _PREDICATES.items() if h.lhs.function == v), None)
         if name is None:
             return f"unknown predicate {h.lhs.function}"

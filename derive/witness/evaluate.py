@@ -42,7 +42,7 @@ from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 
 from ..kernel.proof import Family
 from ..kernel.scalars import scalar_kind, size_kind
-from ..kernel.terms import FamilyMatrix, blocks_of, index_kind
+from ..kernel.terms import Diag, FamilyMatrix, Ones, blocks_of, index_kind
 
 __all__ = ["SYMBOLIC_TERM_LIMIT", "SymbolicTooLarge", "UndefinedValue", "WitnessError", "evaluate", "mul",
            "symbolic_term_limit"]
@@ -501,6 +501,9 @@ def _coefficient(c: Basic, ctx: _Ctx):
         return out
     if isinstance(c, Pow):
         base, exponent = c.args
+        if not isinstance(exponent, Rational) and exponent.free_symbols and \
+                all(type(s) is Symbol and index_kind(s) == "index" for s in exponent.free_symbols):
+            exponent = _index_exponent_value(exponent, ctx)  # γ^t (issue 41): t's value on the sample
         if not (isinstance(exponent, Rational) and exponent.q == 1):
             raise WitnessError(f"the power {c} in a coefficient has a non-integer exponent")
         value, e = _coefficient(base, ctx), int(exponent)
@@ -510,6 +513,20 @@ def _coefficient(c: Basic, ctx: _Ctx):
             return K.one / value ** (-e)
         return value**e
     raise WitnessError(f"{type(c).__name__} is not allowed in a coefficient")
+
+
+def _index_exponent_value(exponent: Basic, ctx: _Ctx) -> Integer:
+    """The integer an exponent in index symbols (γ^t, γ^{t+1}, γ^{−t}; issue 41) stands for on the sample: each index
+    symbol takes its value (an index is a natural number), and the result may be negative."""
+    for s in exponent.free_symbols:
+        if s not in ctx.dims:
+            raise WitnessError(f"the sample gives no value for the index {s} of the exponent {exponent}")
+        if int(ctx.dims[s]) < 0:
+            raise WitnessError(f"the index {s} is {ctx.dims[s]} on the sample, not a natural number")
+    value = exponent.xreplace({s: Integer(int(ctx.dims[s])) for s in exponent.free_symbols})
+    if not value.is_Integer:
+        raise WitnessError(f"the exponent {exponent} is not an integer on the sample")
+    return value
 
 
 def _member(term: FamilyMatrix, ctx: _Ctx) -> DomainMatrix:
@@ -569,6 +586,17 @@ def _eval_node(term: Basic, ctx: _Ctx) -> DomainMatrix:
         return DomainMatrix.eye(_dim(term.shape[0], ctx.dims), K).to_dense()
     if isinstance(term, ZeroMatrix):
         return DomainMatrix.zeros(_shape_of(term, ctx.dims), K).to_dense()
+    if isinstance(term, Ones):  # issue 41: 1ₙ, every entry one
+        rows = _dim(term.shape[0], ctx.dims)
+        return DomainMatrix([[K.one] for _ in range(rows)], (rows, 1), K).to_dense()
+    if isinstance(term, Diag):  # issue 41: diag(v) of a column v
+        vector = _eval(term.args[0], ctx)
+        if vector.shape[1] != 1:
+            raise WitnessError(f"diag takes a column vector, not a {vector.shape[0]}×{vector.shape[1]} matrix")
+        rows = vector.shape[0]
+        entries = vector.to_dense().to_list()
+        grid = [[entries[i][0] if i == j else K.zero for j in range(rows)] for i in range(rows)]
+        return DomainMatrix(grid, (rows, rows), K).to_dense()
     if isinstance(term, Transpose):
         return _eval(term.args[0], ctx).transpose()
     if isinstance(term, Inverse):  # before MatPow: Inverse is a MatPow

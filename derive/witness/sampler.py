@@ -71,7 +71,7 @@ from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 
 from ..kernel import Chain, Family, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
-from ..kernel.terms import FamilyMatrix, blocks_of, index_kind
+from ..kernel.terms import Diag, FamilyMatrix, blocks_of, index_kind
 from .evaluate import (
     Member,
     UndefinedValue,
@@ -492,7 +492,7 @@ def _names(term: Basic, skip: frozenset[str] = frozenset()) -> list[str]:
 #: How the generic sampler can draw a symbol (a kind hint names one of these).
 KINDS = ("free", "orthogonal", "diagonal", "diagonal_positive", "diagonal_nonnegative", "positive_definite",
          "positive_definite_nonsymmetric",
-         "symmetric", "invertible")
+         "symmetric", "invertible", "entries_nonzero", "entries_positive")
 
 
 @dataclass(frozen=True)
@@ -719,7 +719,13 @@ _ENSURES = {
     "positive_definite_nonsymmetric": {"invertible", "positive_definite"},
     "symmetric": {"symmetric", "invertible"},
     "invertible": {"invertible"},
+    # issue 41: a vector v whose diag(v) a hypothesis calls invertible (every entry non-zero) or positive definite
+    "entries_nonzero": set(),
+    "entries_positive": set(),
 }
+
+#: issue 41: the kind of v that makes a predicate of diag(v) hold (diagonal and symmetric hold of any diag(v)).
+_DIAG_ENTRIES = {"invertible": "entries_nonzero", "positive_definite": "entries_positive"}
 
 
 def _kind_of(preds: set[str]) -> str:
@@ -800,12 +806,20 @@ class _Planner:
     def _kinds(self) -> None:
         preds: dict[str, dict[str, str]] = {}
         self.kind_hyps: dict[str, set[str]] = {}
+        entries: dict[str, str] = {}  # issue 41: v -> its kind, from predicates of diag(v)
+        self.diag_hyps: dict[str, dict[str, str]] = {}
         for h in self.hyps:
             if h.forall:
                 continue
             if isinstance(h.lhs, AppliedPredicate):
                 arg = h.lhs.arguments[0] if len(h.lhs.arguments) == 1 else None
                 pred = _pred_name(h)
+                if type(arg) is Diag and isinstance(arg.args[0], MatrixSymbol) and pred is not None:
+                    name = str(arg.args[0].name)  # issue 41: a predicate of diag(v) is one of v's entries
+                    if pred in _DIAG_ENTRIES and entries.get(name) != "entries_positive":
+                        entries[name] = _DIAG_ENTRIES[pred]
+                    self.diag_hyps.setdefault(name, {})[h.name] = pred
+                    continue
                 if isinstance(arg, MatrixSymbol) and pred is not None:
                     preds.setdefault(str(arg.name), {})[pred] = h.name
                     self.kind_hyps.setdefault(str(arg.name), set()).add(h.name)
@@ -817,11 +831,23 @@ class _Planner:
             if side is not None and side[0] in self.order:
                 preds.setdefault(side[0], {})[side[1]] = h.name
                 self.kind_hyps.setdefault(side[0], set()).add(h.name)
+        for name, hyps in self.diag_hyps.items():  # issue 41: diag(v) of a v the plan does not draw
+            if name not in self.order:
+                for hyp in hyps:
+                    self.notes[hyp] = f"{name} is not drawn by a kind, so diag({name}) need not satisfy it"
         middles = self._gram_middles()
         symmetric_by_equation = middles | self._gram_values()
         for name in self.order:
             given = preds.get(name, {})
-            kind = self.hints.kinds.get(name) or _kind_of(set(given))
+            kind = self.hints.kinds.get(name) or entries.get(name) or _kind_of(set(given))
+            for hyp, pred in self.diag_hyps.get(name, {}).items():  # issue 41: diag(v) by v's entries
+                ensures = pred in ("diagonal", "symmetric") or (kind == "entries_positive" and pred in _DIAG_ENTRIES) \
+                    or (kind == "entries_nonzero" and pred == "invertible")
+                if ensures:
+                    self.ensured.add(hyp)
+                    self.kind_hyps.setdefault(name, set()).add(hyp)
+                else:
+                    self.notes[hyp] = f"{name} is drawn as {kind.replace('_', ' ')}, which need not satisfy it"
             if kind == "positive_definite_nonsymmetric" and (name in symmetric_by_equation
                                                               or self.roots.get(name, 1) > 1):
                 kind = "positive_definite"  # an equation (XᵀX = VSVᵀ, XᵀX = S) or a root makes it symmetric
@@ -1294,6 +1320,10 @@ class _Executor:
         if kind == "orthogonal":
             value = (orthogonal(src, rows) if rows == cols else stiefel(src, rows, cols) if rows > cols
                      else stiefel(src, cols, rows).transpose())
+        elif kind in ("entries_nonzero", "entries_positive"):  # issue 41: v with diag(v) invertible / pd
+            draw = src.positive if kind == "entries_positive" else src.param
+            value = DomainMatrix([[draw() for _ in range(cols)] for _ in range(rows)], (rows, cols),
+                                 src.domain).to_dense()
         elif kind == "free" or rows != cols:
             value = free(src, rows, cols)
         elif kind == "diagonal":

@@ -773,3 +773,502 @@ Proof.
 by move=> sA pA; rewrite /ipow; case: k => m; [exact: posdef_npow | apply: posdef_inv; exact: posdef_npow].
 Qed.
 End PosdefPowers.
+
+(* ---- Issue 41: linear combinations closed by reflection ----------------------------------------------------
+   A step's re-association goals (`e0_`, `e1_`) and some rule instances are equalities between two linear
+   combinations (+, -, *:, 0) of the same matrices whose coefficients agree as Laurent polynomials in the scalars
+   (rational coefficients; the scalars known non-zero, `zs`, with integer exponents, any other scalar with natural
+   exponents): 1/n · (1/n²)·n = 1/n², σ⁻²σ² = 1, terms in any order.  `ols_lin zs nz` reifies both sides (matrix
+   atoms and scalar atoms compared up to conversion), computes the normal forms (`vx_check`, by `erefl true`) and
+   concludes by `vx_check_sound`, proved below: nothing is assumed, and a wrong equation is not closed.  `ols_prep`
+   first moves coefficients and negations out of products, drops identity factors and distributes products over
+   sums, on both sides. *)
+(* Sums grouped by a key: a sum whose terms of each key add up to 0 is 0. *)
+Section Group.
+Variables (K : eqType) (V : zmodType) (T : Type) (key : T -> K) (val : T -> V).
+
+Fixpoint gsum (r : seq T) : V := if r is m :: r' then val m + gsum r' else 0.
+
+Lemma gsum_cat r s : gsum (r ++ s) = gsum r + gsum s.
+Proof. by elim: r => [|m r IH] /=; rewrite ?add0r // IH addrA. Qed.
+
+Lemma gsum_split (P : pred T) r : gsum r = gsum (filter P r) + gsum (filter (predC P) r).
+Proof.
+elim: r => [|m r IH] /=; first by rewrite addr0.
+by case: (P m) => /=; rewrite IH; [rewrite addrA | rewrite addrCA].
+Qed.
+
+Lemma gsum_key_filter r c k :
+  k \in map key (filter (fun x => key x != c) r) -> (k != c) && (k \in map key r).
+Proof.
+elim: r => [|x r IH] //=; case: ifP => Hx /=; last by move/IH => /andP [-> H]; rewrite in_cons H orbT.
+by rewrite !in_cons => /orP [/eqP ->|/IH /andP [-> ->]]; rewrite ?eqxx ?Hx ?orbT.
+Qed.
+
+Lemma gsum_zero r : (forall k, k \in map key r -> gsum (filter (fun m => key m == k) r) = 0) -> gsum r = 0.
+Proof.
+move: {2}(size r) (leqnn (size r)) => n; elim: n r => [|n IH] [|m r] //= Hs H.
+have Hm := H (key m) (mem_head _ _); rewrite /= eqxx /= in Hm.
+rewrite (gsum_split (fun m' => key m' == key m) r) addrA Hm add0r.
+apply: IH; first by rewrite size_filter (leq_trans (count_size _ _)).
+move=> k /gsum_key_filter /andP [Hne Hin].
+have := H k; rewrite in_cons Hin orbT /= eq_sym (negbTE Hne) => /(_ isT) <-.
+rewrite -filter_predI; congr gsum; apply: eq_filter => x /=.
+by case: eqP => // ->; rewrite Hne.
+Qed.
+End Group.
+
+(* Laurent monomials: variables known non-zero with integer exponents, others with natural exponents. *)
+Section Laurent.
+Variable R : numFieldType.
+
+Fixpoint lin_addz (a b : seq int) : seq int :=
+  match a, b with x :: a', y :: b' => (x + y) :: lin_addz a' b' | [::], _ => b | _, [::] => a end.
+Fixpoint lin_addn (a b : seq nat) : seq nat :=
+  match a, b with x :: a', y :: b' => (x + y)%N :: lin_addn a' b' | [::], _ => b | _, [::] => a end.
+Fixpoint lin_trimz (a : seq int) : seq int :=
+  if a is x :: a' then (let t := lin_trimz a' in if (t == [::]) && (x == 0) then [::] else x :: t) else [::].
+Fixpoint lin_trimn (a : seq nat) : seq nat :=
+  if a is x :: a' then (let t := lin_trimn a' in if (t == [::]) && (x == 0%N) then [::] else x :: t) else [::].
+
+Fixpoint monoz (xs : seq R) (es : seq int) : R :=
+  match xs, es with x :: xs', e :: es' => x ^ e * monoz xs' es' | _, _ => 1 end.
+Fixpoint monon (xs : seq R) (es : seq nat) : R :=
+  match xs, es with x :: xs', e :: es' => x ^+ e * monon xs' es' | _, _ => 1 end.
+
+Lemma monoz_nil xs : monoz xs [::] = 1. Proof. by case: xs. Qed.
+Lemma monon_nil xs : monon xs [::] = 1. Proof. by case: xs. Qed.
+
+Lemma monoz_add xs a b : all (fun x => x != 0) xs -> monoz xs (lin_addz a b) = monoz xs a * monoz xs b.
+Proof.
+elim: xs a b => [|x xs IH] a b /=; first by rewrite mulr1.
+move=> /andP [nx nxs]; case: a => [|e a]; case: b => [|f b] //=; rewrite ?mul1r ?mulr1 //.
+by rewrite expfzDr // IH // mulrACA.
+Qed.
+
+Lemma monon_add xs a b : monon xs (lin_addn a b) = monon xs a * monon xs b.
+Proof.
+elim: xs a b => [|x xs IH] a b /=; first by rewrite mulr1.
+case: a => [|e a]; case: b => [|f b] //=; rewrite ?mul1r ?mulr1 //.
+by rewrite exprD IH mulrACA.
+Qed.
+
+Lemma monoz_trim xs a : monoz xs (lin_trimz a) = monoz xs a.
+Proof.
+elim: a xs => [|e a IH] [|x xs] //=.
+case: ifP => [/andP [/eqP t0 /eqP ->]|_] /=; last by rewrite IH.
+by rewrite expr0z mul1r -IH t0; case: xs.
+Qed.
+
+Lemma monon_trim xs a : monon xs (lin_trimn a) = monon xs a.
+Proof.
+elim: a xs => [|e a IH] [|x xs] //=.
+case: ifP => [/andP [/eqP t0 /eqP ->]|_] /=; last by rewrite IH.
+by rewrite expr0 mul1r -IH t0; case: xs.
+Qed.
+
+Lemma monoz_neg xs a : monoz xs (map -%R a) = (monoz xs a)^-1.
+Proof. by elim: xs a => [|x xs IH] [|e a] //=; rewrite ?invr1 // IH invfM invr_expz. Qed.
+
+Lemma monon_zero xs a : all (eq_op^~ 0%N) a -> monon xs a = 1.
+Proof. by elim: xs a => [|x xs IH] [|e a] //= /andP [/eqP -> Ha]; rewrite expr0 mul1r IH. Qed.
+
+Lemma monoz_unit xs i : (i < size xs)%N -> monoz xs (rcons (nseq i 0) 1) = nth 0 xs i.
+Proof.
+elim: xs i => [|x xs IH] [|i] //= Hi; first by rewrite expr1z; case: xs {IH Hi} => [|y xs] /=; rewrite mulr1.
+by rewrite IH // expr0z mul1r.
+Qed.
+
+Lemma monon_unit xs i : (i < size xs)%N -> monon xs (rcons (nseq i 0%N) 1%N) = nth 0 xs i.
+Proof.
+elim: xs i => [|x xs IH] [|i] //= Hi; first by rewrite expr1; case: xs {IH Hi} => [|y xs] /=; rewrite mulr1.
+by rewrite IH // expr0 mul1r.
+Qed.
+
+Variables (zs ps : seq R).
+Definition lin_key := (seq int * seq nat)%type.
+Definition lin_mono (k : lin_key) : R := monoz zs k.1 * monon ps k.2.
+Definition lin_nf := seq (rat * lin_key).
+Definition lin_term (m : rat * lin_key) : R := ratr m.1 * lin_mono m.2.
+Definition nf_eval (p : lin_nf) : R := gsum lin_term p.
+
+Definition nf_opp (p : lin_nf) : lin_nf := [seq (- m.1, m.2) | m <- p].
+Definition lin_addk (a b : lin_key) : lin_key := (lin_trimz (lin_addz a.1 b.1), lin_trimn (lin_addn a.2 b.2)).
+Definition nf_scale (m : rat * lin_key) (q : lin_nf) : lin_nf := [seq (m.1 * m'.1, lin_addk m.2 m'.2) | m' <- q].
+Fixpoint nf_mul (p q : lin_nf) : lin_nf := if p is m :: p' then nf_scale m q ++ nf_mul p' q else [::].
+Definition nf_one : lin_nf := [:: (1, ([::], [::]))].
+Fixpoint nf_exp (p : lin_nf) (k : nat) : lin_nf := if k is k'.+1 then nf_mul p (nf_exp p k') else nf_one.
+Definition nf_inv (p : lin_nf) : option lin_nf :=
+  match p with
+  | [::] => Some [::]
+  | [:: (q, (ez, en))] => if all (eq_op^~ 0%N) en then Some [:: (q^-1, (map -%R ez, [::]))] else None
+  | _ => None
+  end.
+
+Hypothesis nz : all (fun x => x != 0) zs.
+
+Lemma nf_eval_cat p q : nf_eval (p ++ q) = nf_eval p + nf_eval q.
+Proof. exact: gsum_cat. Qed.
+
+Lemma nf_eval_opp p : nf_eval (nf_opp p) = - nf_eval p.
+Proof. by elim: p => [|m p IH] /=; rewrite ?oppr0 // IH opprD /lin_term rmorphN mulNr. Qed.
+
+Lemma lin_mono_add a b : lin_mono (lin_addk a b) = lin_mono a * lin_mono b.
+Proof. by rewrite /lin_mono /= monoz_trim monon_trim monoz_add // monon_add mulrACA. Qed.
+
+Lemma nf_eval_scale m q : nf_eval (nf_scale m q) = lin_term m * nf_eval q.
+Proof.
+elim: q => [|m' q IH] /=; first by rewrite mulr0.
+by rewrite IH mulrDr /lin_term rmorphM lin_mono_add mulrACA.
+Qed.
+
+Lemma nf_eval_mul p q : nf_eval (nf_mul p q) = nf_eval p * nf_eval q.
+Proof. by elim: p => [|m p IH] /=; rewrite ?mul0r // nf_eval_cat nf_eval_scale IH mulrDl. Qed.
+
+Lemma nf_eval_one : nf_eval nf_one = 1.
+Proof. by rewrite /nf_eval /= /lin_term /lin_mono /= monoz_nil monon_nil rmorph1 addr0 !mul1r. Qed.
+
+Lemma nf_eval_exp p k : nf_eval (nf_exp p k) = nf_eval p ^+ k.
+Proof.
+elim: k => [|k IH]; first exact: nf_eval_one.
+by rewrite -[nf_exp p k.+1]/(nf_mul p (nf_exp p k)) nf_eval_mul IH exprS.
+Qed.
+
+Lemma nf_eval_inv p q : nf_inv p = Some q -> nf_eval q = (nf_eval p)^-1.
+Proof.
+case: p => [|[c [ez en]] [|? ?]] //=; first by case=> <-; rewrite invr0.
+case: ifP => // Hen [<-]; rewrite /nf_eval /= !addr0 /lin_term /lin_mono /= monon_zero //.
+by rewrite monoz_neg (monon_zero _ Hen) !mulr1 [RHS]invfM fmorphV.
+Qed.
+
+(* a normal form is 0 when the coefficients of each of its monomials add up to 0 *)
+Definition nf_coef (p : lin_nf) (k : lin_key) : rat :=
+  foldr (fun m acc => if m.2 == k then m.1 + acc else acc) 0 p.
+Definition nf_eqb (p q : lin_nf) : bool :=
+  all (fun k => nf_coef p k == nf_coef q k) (map snd p ++ map snd q).
+
+Lemma nf_coef_filter p k :
+  gsum lin_term (filter (fun m => m.2 == k) p) = ratr (nf_coef p k) * lin_mono k.
+Proof.
+elim: p => [|m p IH] /=; first by rewrite rmorph0 mul0r.
+by case: eqP => [E|_] /=; rewrite IH // /lin_term E rmorphD mulrDl.
+Qed.
+
+Lemma nf_eqb_sound p q : nf_eqb p q -> nf_eval p = nf_eval q.
+Proof.
+move=> H; apply/eqP; rewrite -subr_eq0 -nf_eval_opp -nf_eval_cat; apply/eqP; apply: (@gsum_zero _ _ _ (@snd rat lin_key)) => k Hk.
+rewrite nf_coef_filter.
+have -> : nf_coef (p ++ nf_opp q) k = nf_coef p k - nf_coef q k.
+  elim: p {H Hk} => [|m p IH] /=; last by case: eqP; rewrite IH // addrA.
+  by rewrite add0r; elim: q => [|m q IH] /=; rewrite ?oppr0 //; case: eqP; rewrite IH // opprD.
+move: Hk; rewrite map_cat /nf_opp -map_comp => Hk; move: H => /allP /(_ k Hk) /eqP ->.
+by rewrite subrr rmorph0 mul0r.
+Qed.
+
+(* scalar syntax *)
+Inductive sx :=
+| SxZ of nat | SxP of nat | SxN of nat | SxAdd of sx & sx | SxMul of sx & sx | SxOpp of sx | SxInv of sx
+| SxExp of sx & nat.
+
+Fixpoint sx_eval (e : sx) : R :=
+  match e with
+  | SxZ i => nth 0 zs i | SxP i => nth 0 ps i | SxN k => k%:R
+  | SxAdd a b => sx_eval a + sx_eval b | SxMul a b => sx_eval a * sx_eval b | SxOpp a => - sx_eval a
+  | SxInv a => (sx_eval a)^-1 | SxExp a k => sx_eval a ^+ k
+  end.
+
+Fixpoint sx_norm (e : sx) : option lin_nf :=
+  match e with
+  | SxZ i => if (i < size zs)%N then Some [:: (1, (rcons (nseq i 0) 1, [::]))] else None
+  | SxP i => if (i < size ps)%N then Some [:: (1, ([::], rcons (nseq i 0%N) 1%N))] else None
+  | SxN k => Some [:: (k%:R, ([::], [::]))]
+  | SxAdd a b => if (sx_norm a, sx_norm b) is (Some p, Some q) then Some (p ++ q) else None
+  | SxMul a b => if (sx_norm a, sx_norm b) is (Some p, Some q) then Some (nf_mul p q) else None
+  | SxOpp a => if sx_norm a is Some p then Some (nf_opp p) else None
+  | SxInv a => if sx_norm a is Some p then nf_inv p else None
+  | SxExp a k => if sx_norm a is Some p then Some (nf_exp p k) else None
+  end.
+
+Lemma sx_norm_sound e p : sx_norm e = Some p -> sx_eval e = nf_eval p.
+Proof.
+elim: e p => [i|i|k|a IHa b IHb|a IHa b IHb|a IHa|a IHa|a IHa k] p /=.
+- case: ifP => // Hi [<-].
+  by rewrite /nf_eval /= addr0 /lin_term /lin_mono /= rmorph1 mul1r monoz_unit // monon_nil mulr1.
+- case: ifP => // Hi [<-].
+  by rewrite /nf_eval /= addr0 /lin_term /lin_mono /= rmorph1 mul1r monon_unit // monoz_nil mul1r.
+- by case=> <-; rewrite /nf_eval /= addr0 /lin_term /lin_mono /= ratr_nat monoz_nil monon_nil !mulr1.
+- by case: (sx_norm a) IHa => // pa IHa; case: (sx_norm b) IHb => // pb IHb [<-]; rewrite nf_eval_cat (IHa pa) // (IHb pb).
+- by case: (sx_norm a) IHa => // pa IHa; case: (sx_norm b) IHb => // pb IHb [<-]; rewrite nf_eval_mul (IHa pa) // (IHb pb).
+- by case: (sx_norm a) IHa => // pa IHa [<-]; rewrite nf_eval_opp (IHa pa).
+- by case: (sx_norm a) IHa => // pa IHa /nf_eval_inv ->; rewrite (IHa pa).
+- by case: (sx_norm a) IHa => // pa IHa [<-]; rewrite nf_eval_exp (IHa pa).
+Qed.
+
+Definition sx_check (a b : sx) : bool :=
+  if (sx_norm a, sx_norm b) is (Some p, Some q) then nf_eqb p q else false.
+
+Lemma sx_check_sound a b : sx_check a b -> sx_eval a = sx_eval b.
+Proof.
+rewrite /sx_check; case Ea: (sx_norm a) => [p|] //; case Eb: (sx_norm b) => [q|] // H.
+by rewrite (sx_norm_sound Ea) (sx_norm_sound Eb) (nf_eqb_sound H).
+Qed.
+
+(* linear combinations of matrices *)
+Variables (m n : nat) (atoms : seq 'M[R]_(m, n)).
+
+Inductive vx := VxAtom of nat | VxZero | VxAdd of vx & vx | VxOpp of vx | VxScale of sx & vx.
+
+Fixpoint vx_eval (v : vx) : 'M[R]_(m, n) :=
+  match v with
+  | VxAtom i => nth 0 atoms i | VxZero => 0 | VxAdd a b => vx_eval a + vx_eval b | VxOpp a => - vx_eval a
+  | VxScale c a => sx_eval c *: vx_eval a
+  end.
+
+Fixpoint vx_terms (v : vx) : seq (sx * nat) :=
+  match v with
+  | VxAtom i => [:: (SxN 1, i)] | VxZero => [::] | VxAdd a b => vx_terms a ++ vx_terms b
+  | VxOpp a => [seq (SxOpp t.1, t.2) | t <- vx_terms a]
+  | VxScale c a => [seq (SxMul c t.1, t.2) | t <- vx_terms a]
+  end.
+
+Definition vx_term (t : sx * nat) : 'M[R]_(m, n) := sx_eval t.1 *: nth 0 atoms t.2.
+
+Lemma vx_terms_sound v : vx_eval v = gsum vx_term (vx_terms v).
+Proof.
+elim: v => [i||a IHa b IHb|a IHa|c a IHa] /=.
+- by rewrite /vx_term /= scale1r addr0.
+- by [].
+- by rewrite gsum_cat IHa IHb.
+- by rewrite IHa; elim: (vx_terms a) => [|t ts IH] /=; rewrite ?oppr0 // opprD IH /vx_term /= scaleNr.
+- by rewrite IHa; elim: (vx_terms a) => [|t ts IH] /=; rewrite ?scaler0 // scalerDr IH /vx_term /= scalerA.
+Qed.
+
+Definition vx_coef (ts : seq (sx * nat)) (i : nat) : sx :=
+  foldr (fun t acc => if t.2 == i then SxAdd t.1 acc else acc) (SxN 0) ts.
+
+Lemma vx_coef_filter ts i :
+  gsum vx_term (filter (fun t => t.2 == i) ts) = sx_eval (vx_coef ts i) *: nth 0 atoms i.
+Proof.
+elim: ts => [|t ts IH] /=; first by rewrite scale0r.
+by case: eqP => [E|_] /=; rewrite IH // /vx_term E scalerDl.
+Qed.
+
+Definition vx_check (a b : vx) : bool :=
+  let ta := vx_terms a in let tb := vx_terms b in
+  all (fun i => sx_check (vx_coef ta i) (vx_coef tb i)) (map snd ta ++ map snd tb).
+
+Lemma vx_check_sound a b : vx_check a b -> vx_eval a = vx_eval b.
+Proof.
+rewrite /vx_check !vx_terms_sound => H; apply/eqP; rewrite -subr_eq0.
+have -> : - gsum vx_term (vx_terms b) = gsum vx_term [seq (SxOpp t.1, t.2) | t <- vx_terms b].
+  by elim: (vx_terms b) => [|t ts IH] /=; rewrite ?oppr0 // opprD IH /vx_term /= scaleNr.
+rewrite -gsum_cat; apply/eqP; apply: (@gsum_zero _ _ _ (@snd sx nat)) => i Hi; rewrite vx_coef_filter.
+have -> : sx_eval (vx_coef (vx_terms a ++ [seq (SxOpp t.1, t.2) | t <- vx_terms b]) i) =
+          sx_eval (vx_coef (vx_terms a) i) - sx_eval (vx_coef (vx_terms b) i).
+  elim: (vx_terms a) => [|t ts IH] /=; last by case: eqP; rewrite /= IH // addrA.
+  by rewrite add0r; elim: (vx_terms b) => [|t ts IH] /=; rewrite ?oppr0 //; case: eqP; rewrite /= IH // opprD.
+move: Hi; rewrite map_cat -map_comp => Hi; move: H => /allP /(_ i Hi) /sx_check_sound ->.
+by rewrite subrr scale0r.
+Qed.
+End Laurent.
+
+(* the powers x ^+ t (x the i-th scalar of zs, t an index) the reflection treats as scalars of their own: non-zero
+   where x is *)
+Definition lin_pows (R : ringType) (zs : seq R) (pw : seq (nat * nat)) : seq R :=
+  [seq nth 0 zs q.1 ^+ q.2 | q <- pw].
+Lemma lin_nz_pows (R : numFieldType) (zs : seq R) pw :
+  all (fun y => y != 0) zs -> all (fun q => q.1 < size zs)%N pw -> all (fun y => y != 0) (zs ++ lin_pows zs pw).
+Proof.
+move=> nz /allP hpw; rewrite all_cat nz /=; apply/allP => y /mapP [q /hpw hq ->].
+by apply: expf_neq0; apply: (allP nz); rewrite mem_nth.
+Qed.
+
+Ltac lin_lit k := lazymatch k with O => constr:(O) | S ?k' => let r := lin_lit k' in constr:(S r) end.
+Ltac lin_idx x l :=
+  lazymatch l with
+  | cons ?a ?l' =>
+    match constr:(tt) with
+    | _ => let _ := constr:(ltac:(first [constr_eq x a | unify x a]; exact tt) : unit) in constr:(0%N)
+    | _ => let i := lin_idx x l' in constr:(S i)
+    end
+  end.
+(* an index of a number n%:R (n a natural variable) in a list of scalars, by n alone *)
+Ltac lin_idx_nat j l :=
+  lazymatch l with
+  | cons (GRing.natmul _ j) _ => constr:(0%N)
+  | cons _ ?l' => let i := lin_idx_nat j l' in constr:(S i)
+  end.
+Ltac lin_in x zs :=
+  match x with
+  | (?j%:R)%R => lin_idx_nat j zs
+  | _ => lin_idx x zs
+  end.
+(* the index of the power atom (i, e) — the i-th scalar of zs to the power e, e not a numeral — in pw *)
+Ltac lin_idx_pw i e pw :=
+  lazymatch pw with
+  | cons (?i', ?e') ?l' =>
+    match constr:(tt) with
+    | _ => let _ := constr:(ltac:(constr_eq i i'; first [constr_eq e e' | unify e e']; exact tt) : unit) in
+           constr:(0%N)
+    | _ => let r := lin_idx_pw i e l' in constr:(S r)
+    end
+  end.
+(* a monomial over the non-zero scalars zs (and numbers, and their powers x ^+ t of an index exponent t): its
+   inverse is normalised, anything else is an atom *)
+Ltac lin_mono c zs :=
+  match c with
+  | (?a * ?b)%R => let _ := lin_mono a zs in lin_mono b zs
+  | (?a ^+ ?e)%R => let _ := lin_lit e in lin_mono a zs
+  | (?a ^+ ?e)%R => let _ := lin_in a zs in constr:(tt)
+  | (?a ^-1)%R => lin_mono a zs
+  | (- ?a)%R => lin_mono a zs
+  | 1%R => constr:(tt)
+  | (?j%:R)%R => let _ := lin_lit j in constr:(tt)
+  | _ => let _ := lin_in c zs in constr:(tt)
+  end.
+(* the scalar atoms of c: those not in zs added to ps, the powers x ^+ t (x in zs, t not a numeral) to pw as
+   (index of x, t); acc = (ps, pw) *)
+Ltac sx_atoms c zs acc :=
+  lazymatch acc with
+  | (?ps, ?pw) =>
+    match c with
+    | (?a + ?b)%R => let acc1 := sx_atoms a zs acc in sx_atoms b zs acc1
+    | (?a * ?b)%R => let acc1 := sx_atoms a zs acc in sx_atoms b zs acc1
+    | (- ?a)%R => sx_atoms a zs acc
+    | (?a ^-1)%R => let _ := lin_mono a zs in sx_atoms a zs acc
+    | (?a ^+ ?e)%R => let _ := lin_lit e in sx_atoms a zs acc
+    | (?a ^+ ?e)%R => let i := lin_in a zs in
+                      match constr:(tt) with
+                      | _ => let _ := lin_idx_pw i e pw in acc
+                      | _ => constr:((ps, (i, e) :: pw))
+                      end
+    | 1%R => acc
+    | 0%R => acc
+    | (?j%:R)%R => let _ := lin_lit j in acc
+    | _ => let _ := lin_in c zs in acc
+    | _ => let _ := lin_in c ps in acc
+    | _ => constr:((c :: ps, pw))
+    end
+  end.
+(* c as the syntax sx: SxZ i for the i-th scalar of zs, SxZ (k + j) for the j-th power atom of pw (k = size zs),
+   SxP i for the i-th of ps *)
+Ltac sx_reify c zs k pw ps :=
+  match c with
+  | (?a + ?b)%R => let x := sx_reify a zs k pw ps in let y := sx_reify b zs k pw ps in constr:(SxAdd x y)
+  | (?a * ?b)%R => let x := sx_reify a zs k pw ps in let y := sx_reify b zs k pw ps in constr:(SxMul x y)
+  | (- ?a)%R => let x := sx_reify a zs k pw ps in constr:(SxOpp x)
+  | (?a ^-1)%R => let _ := lin_mono a zs in let x := sx_reify a zs k pw ps in constr:(SxInv x)
+  | (?a ^+ ?e)%R => let m := lin_lit e in let x := sx_reify a zs k pw ps in constr:(SxExp x m)
+  | (?a ^+ ?e)%R => let i := lin_in a zs in let j := lin_idx_pw i e pw in constr:(SxZ (k + j)%N)
+  | 1%R => constr:(SxN 1)
+  | 0%R => constr:(SxN 0)
+  | (?j%:R)%R => let m := lin_lit j in constr:(SxN m)
+  | _ => let i := lin_in c zs in constr:(SxZ i)
+  | _ => let i := lin_in c ps in constr:(SxP i)
+  end.
+Ltac vx_atoms t zs acc :=
+  lazymatch acc with
+  | (?ms, ?sacc) =>
+    match t with
+    | (?a + ?b)%R => let acc1 := vx_atoms a zs acc in vx_atoms b zs acc1
+    | (- ?a)%R => vx_atoms a zs acc
+    | (?c *: ?a)%R => let sacc1 := sx_atoms c zs sacc in vx_atoms a zs constr:((ms, sacc1))
+    | 0%R => acc
+    | _ => let _ := lin_idx t ms in acc
+    | _ => constr:((t :: ms, sacc))
+    end
+  end.
+Ltac vx_reify t zs k pw ms ps :=
+  match t with
+  | (?a + ?b)%R => let x := vx_reify a zs k pw ms ps in let y := vx_reify b zs k pw ms ps in constr:(VxAdd x y)
+  | (- ?a)%R => let x := vx_reify a zs k pw ms ps in constr:(VxOpp x)
+  | (?c *: ?a)%R => let s := sx_reify c zs k pw ps in let x := vx_reify a zs k pw ms ps in constr:(VxScale s x)
+  | 0%R => constr:(VxZero)
+  | _ => let i := lin_idx t ms in constr:(VxAtom i)
+  end.
+(* closes L = R between linear combinations of the same matrices with scalar coefficients that agree as Laurent
+   polynomials in the scalars, zs the scalars known non-zero (nz : all (fun x => x != 0) zs) and their powers of an
+   index exponent (`lin_pows`) *)
+Ltac ols_lin zs nz :=
+  lazymatch goal with
+  | |- @eq ?T ?L ?Rh =>
+    lazymatch type of zs with
+    | seq ?S =>
+      let acc1 := vx_atoms L zs constr:((@nil T, (@nil S, @nil (nat * nat)))) in
+      let acc := vx_atoms Rh zs acc1 in
+      lazymatch acc with
+      | (?ms, (?ps, ?pw)) =>
+        let k := eval compute in (size zs) in
+        let l := vx_reify L zs k pw ms ps in
+        let r := vx_reify Rh zs k pw ms ps in
+        exact (@vx_check_sound _ (zs ++ lin_pows zs pw) ps (@lin_nz_pows _ zs pw nz (erefl true)) _ _ ms l r
+                               (erefl true))
+      end
+    end
+  end.
+(* x ^+ n.+1 = x * x ^+ n where n is not a numeral (an index t: γ^(t+1) = γ γ^t) *)
+Ltac ols_exprS :=
+  repeat match goal with
+  | |- context [(?a ^+ (S ?n))%R] => tryif (let _ := lin_lit n in idtac) then fail else rewrite (exprS a n)
+  end.
+Ltac ols_prep :=
+  do ?[rewrite mulmxDl | rewrite mulmxDr | rewrite -scalemxAl | rewrite -scalemxAr | rewrite mulNmx |
+       rewrite mulmxN | rewrite mulmx1 | rewrite mul1mx | rewrite scale_col_mx | rewrite scale_row_mx |
+       rewrite scale_block_mx | rewrite opp_col_mx | rewrite opp_row_mx | rewrite opp_block_mx |
+       rewrite add_col_mx | rewrite add_row_mx | rewrite add_block_mx];
+  rewrite ?mulmxA; ols_exprS.
+(* two block matrices of one shape are equal where their blocks are *)
+Ltac ols_blocks := repeat first [congr (col_mx _ _) | congr (row_mx _ _) | congr (block_mx _ _ _ _)].
+(* what each exported file's `ols_close` does after unfolding its definitions *)
+Ltac ols_closing zs nz := ols_prep; ols_blocks; ols_prep; ols_lin zs nz.
+
+Lemma lin_nz_nil (R : numFieldType) : all (fun x : R => x != 0) [::]. Proof. by []. Qed.
+Lemma lin_nz_cons (R : numFieldType) (x : R) s :
+  0 < x -> all (fun y : R => y != 0) s -> all (fun y : R => y != 0) (x :: s).
+Proof. by move=> /lt0r_neq0 /= -> ->. Qed.
+
+(* Issue 41: sizes c·t (t chunks of c rows): `idxm c t.+1` is `idxm c t + c` by conversion, the number of rows of
+   `col_mx (X t) B` with B of c rows; `idx` is `idxm 1` (kept for the sizes t). *)
+Fixpoint idxm (c s : nat) : nat := if s is s'.+1 then (idxm c s' + c)%N else 0%N.
+
+Lemma idxmE c s : idxm c s = (s * c)%N.
+Proof. by elim: s => //= s ->; rewrite mulSn addnC. Qed.
+
+(* Issue 41: the ones vector 1ₙ is `const_mx 1` (n × 1), 1ₙᵀ1ₙ = n (the kernel's `ones_inner`, a 1×1 matrix), and
+   diag(v) is `diag_mx v^T` (MathComp's diagonal matrix of a row), invertible for v = c·1ₙ with c ≠ 0 (cI). *)
+Section Ones.
+Variable R : fieldType.
+Lemma ones_inner n : (const_mx 1 : 'M[R]_(n, 1))^T *m const_mx 1 = (n%:R : R) *: (1%:M : 'M[R]_1).
+Proof.
+apply/matrixP => i j; rewrite !ord1 !mxE /= mulr1.
+under eq_bigr do rewrite !mxE mulr1.
+by rewrite sumr_const card_ord.
+Qed.
+Lemma diag_ones_scale n (c : R) : diag_mx ((c *: (const_mx 1 : 'M[R]_(n, 1)))^T) = c%:M.
+Proof. by rewrite linearZ /= trmx_const scalemx_const mulr1 diag_const_mx. Qed.
+Lemma unit_diag_ones_scale n (c : R) : c != 0 -> diag_mx ((c *: (const_mx 1 : 'M[R]_(n, 1)))^T) \in unitmx.
+Proof.
+move=> nz; rewrite diag_ones_scale unitmxE det_scalar unitfE.
+by rewrite expf_neq0.
+Qed.
+Lemma unit_diag_ones n : diag_mx ((const_mx 1 : 'M[R]_(n, 1))^T) \in unitmx.
+Proof. by have := @unit_diag_ones_scale n 1 (oner_neq0 _); rewrite scale1r. Qed.
+End Ones.
+
+(* Issue 41: a scalar fact Q.nonzero(c), the hypothesis c != 0: the signs of c without 0, and c among the scalars
+   the reflection may invert. *)
+Lemma sgin_nonzero (R : realFieldType) (x : R) s : x != 0 -> sgin x s -> sgin x [seq a <- s | a != Posz 0].
+Proof. by move=> nz; rewrite /sgin mem_filter => ->; rewrite sgz_eq0 nz. Qed.
+Lemma lin_nz_cons_neq (R : numFieldType) (x : R) s :
+  x != 0 -> all (fun y : R => y != 0) s -> all (fun y : R => y != 0) (x :: s).
+Proof. by move=> /= -> ->. Qed.
+
+(* Issue 41: a power x ^+ t with an index exponent t (γ^t): positive for x positive, non-zero for x non-zero *)
+Lemma sgin_pexp (R : realFieldType) n (x : R) : sgin x [:: Posz 1] -> sgin (x ^+ n) [:: Posz 1].
+Proof. by rewrite /sgin !inE sgzX => /eqP ->; rewrite expr1n. Qed.
+Lemma sgin_nzexp (R : realFieldType) n (x : R) s :
+  Posz 0 \notin s -> sgin x s -> sgin (x ^+ n) [:: Negz 0; Posz 1].
+Proof.
+move=> h0 hx; have nz := expf_neq0 n (sgin_neq0 hx h0); rewrite /sgin !inE.
+by case: (ltrgt0P (x ^+ n)) nz => [/gtr0_sgz ->|/ltr0_sgz ->|->]; rewrite ?eqxx ?orbT.
+Qed.

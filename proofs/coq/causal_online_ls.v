@@ -28,23 +28,24 @@ Fixpoint P (s : nat) {struct s} : 'M[R]_(p, p) :=
   match s with 0 => (lambda^-1) *: (1%:M : 'M[R]_(p)) | s.+1 => - ((P s) *m (x s.+1) *m (invmx ((x s.+1)^T *m (P s) *m (x s.+1) + (1%:M : 'M[R]_(1)))) *m (x s.+1)^T *m (P s)) + (P s) end.
 Fixpoint m_S (s : nat) {struct s} : 'M[R]_(p, k) :=
   match s with 0 => (0 : 'M[R]_(p, k)) | s.+1 => (x s.+1) *m (y s.+1)^T + (m_S s) end.
+Ltac ols_close := ols_closing [:: lambda] (lin_nz_cons lambda_positive (lin_nz_nil R)).
 
 Section slow_memory_step_1_section.
 Variables t : nat.
 Lemma slow_memory_step_1_s1 : lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1).
 Proof.
 have rule_ : (X t.+1) = col_mx (X t) (x t.+1)^T := erefl.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, p) => lambda *: (1%:M : 'M[R]_(p)) + (Z_)^T *m (X t.+1)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma slow_memory_step_1_s2 : lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1).
 Proof.
-have rule_ : (col_mx (X t) (x t.+1)^T)^T = row_mx (X t)^T ((x t.+1)^T)^T := ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx).
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (col_mx (X t) (x t.+1)^T)^T = row_mx (X t)^T ((x t.+1)^T)^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (col_mx (X t) (x t.+1)^T)^T *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, ((idx t) + 1)%N) => lambda *: (1%:M : 'M[R]_(p)) + Z_ *m (X t.+1)) rule_) e1_).
 exact: e_.
 Qed.
@@ -52,8 +53,8 @@ Qed.
 Lemma slow_memory_step_1_s3 : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1).
 Proof.
 have rule_ : ((x t.+1)^T)^T = (x t.+1) := trmxK (x t.+1).
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T ((x t.+1)^T)^T) *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, 1) => lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T Z_) *m (X t.+1)) rule_) e1_).
 exact: e_.
 Qed.
@@ -61,8 +62,8 @@ Qed.
 Lemma slow_memory_step_1_s4 : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T).
 Proof.
 have rule_ : (X t.+1) = col_mx (X t) (x t.+1)^T := erefl.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, p) => lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -75,9 +76,9 @@ Qed.
 
 Lemma slow_memory_step_1_s5 : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) = lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)).
 Proof.
-have rule_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) = (X t)^T *m (X t) + (x t.+1) *m (x t.+1)^T := ltac:(by rewrite (mul_row_col (X t)^T (x t.+1) (X t) (x t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA).
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + ((X t)^T *m (X t) + (x t.+1) *m (x t.+1)^T) = lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_3_0_2_1_slow_memory_step_1_s5 (lambda *: (1%:M : 'M[R]_(p))) ((X t)^T *m (X t)) ((x t.+1) *m (x t.+1)^T)).
+have rule_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) = (X t)^T *m (X t) + (x t.+1) *m (x t.+1)^T := ltac:(first [by rewrite (mul_row_col (X t)^T (x t.+1) (X t) (x t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) = lambda *: (1%:M : 'M[R]_(p)) + (row_mx (X t)^T (x t.+1)) *m (col_mx (X t) (x t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (1%:M : 'M[R]_(p)) + ((X t)^T *m (X t) + (x t.+1) *m (x t.+1)^T) = lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_3_0_2_1_slow_memory_step_1_s5 (lambda *: (1%:M : 'M[R]_(p))) ((X t)^T *m (X t)) ((x t.+1) *m (x t.+1)^T)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => lambda *: (1%:M : 'M[R]_(p)) + Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -85,16 +86,16 @@ Qed.
 Lemma slow_memory_step_1_s6 : lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t).
 Proof.
 have rule_ : (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) = (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) := erefl.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (1%:M : 'M[R]_(p)) + ((x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => lambda *: (1%:M : 'M[R]_(p)) + Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma slow_memory_step_1 : lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t).
 Proof.
-have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) = lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) = lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) = lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans slow_memory_step_1_s1 (etrans slow_memory_step_1_s2 (etrans slow_memory_step_1_s3 (etrans slow_memory_step_1_s4 (etrans slow_memory_step_1_s5 (etrans slow_memory_step_1_s6 e1_))))))).
 Qed.
 
@@ -103,8 +104,8 @@ End slow_memory_step_1_section.
 Lemma slow_memory_base_s1 : (P 0) = (lambda^-1) *: (1%:M : 'M[R]_(p)).
 Proof.
 have rule_ : (P 0) = (lambda^-1) *: (1%:M : 'M[R]_(p)) := erefl.
-have e0_ : (P 0) = (P 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (lambda^-1) *: (1%:M : 'M[R]_(p)) = (lambda^-1) *: (1%:M : 'M[R]_(p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (P 0) = (P 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (lambda^-1) *: (1%:M : 'M[R]_(p)) = (lambda^-1) *: (1%:M : 'M[R]_(p)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -112,8 +113,8 @@ Qed.
 Lemma slow_memory_base_s2 : (lambda^-1) *: (1%:M : 'M[R]_(p)) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))).
 Proof.
 have rule_ : invmx ((1%:M : 'M[R]_(p))) = (1%:M : 'M[R]_(p)) := invmx1 _ _.
-have e0_ : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (lambda^-1) *: (1%:M : 'M[R]_(p)) = (lambda^-1) *: (1%:M : 'M[R]_(p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (lambda^-1) *: (1%:M : 'M[R]_(p)) = (lambda^-1) *: (1%:M : 'M[R]_(p)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (lambda^-1) *: Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -122,26 +123,26 @@ Lemma slow_memory_base_s3 : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = invmx 
 Proof.
 have nz0_ : lambda != 0 := (sgin_neq0 (sgin_pos lambda_positive) isT).
 have rule_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) := inverse_scale (sgin_neq0 (sgin_pos lambda_positive) isT) (@unit_one R p).
-have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //.
-have e1_ : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //.
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) = (lambda^-1) *: (invmx ((1%:M : 'M[R]_(p)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma slow_memory_base_s4 : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))).
 Proof.
-have rule_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) = lambda *: (1%:M : 'M[R]_(p)) := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p)) = lambda *: (1%:M : 'M[R]_(p)) := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p))) = invmx (lambda *: (1%:M : 'M[R]_(p))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (Z_)) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma slow_memory_base_s5 : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))).
 Proof.
-have rule_ : (X 0)^T *m (0 : 'M[R]_(0, p)) = (0 : 'M[R]_(p, p)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (X 0)^T *m (0 : 'M[R]_(0, p)) = (0 : 'M[R]_(p, p)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (0 : 'M[R]_(p, p))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (lambda *: (1%:M : 'M[R]_(p)) + Z_)) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -149,16 +150,16 @@ Qed.
 Lemma slow_memory_base_s6 : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)).
 Proof.
 have rule_ : (0 : 'M[R]_(0, p)) = (X 0) := esym erefl.
-have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (0 : 'M[R]_(0, p))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, p) => invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma slow_memory_base : (P 0) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)).
 Proof.
-have e0_ : (P 0) = (P 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (P 0) = (P 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X 0)^T *m (X 0)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans slow_memory_base_s1 (etrans slow_memory_base_s2 (etrans slow_memory_base_s3 (etrans slow_memory_base_s4 (etrans slow_memory_base_s5 (etrans slow_memory_base_s6 e1_))))))).
 Qed.
 
@@ -168,8 +169,8 @@ Hypothesis IH : (P t) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)).
 Lemma slow_memory_step_s1 : (P t.+1) = - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t).
 Proof.
 have rule_ : (P t.+1) = - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) := erefl.
-have e0_ : (P t.+1) = (P t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (P t.+1) = (P t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -177,8 +178,8 @@ Qed.
 Lemma slow_memory_step_s2 : - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t).
 Proof.
 have rule_ : (P t) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) := IH.
-have e0_ : - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((P t) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => - (Z_ *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t)) rule_) e1_).
 exact: e_.
 Qed.
@@ -186,8 +187,8 @@ Qed.
 Lemma slow_memory_step_s3 : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t).
 Proof.
 have rule_ : (P t) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) := IH.
-have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (P t) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m Z_ *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t)) rule_) e1_).
 exact: e_.
 Qed.
@@ -195,8 +196,8 @@ Qed.
 Lemma slow_memory_step_s4 : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t).
 Proof.
 have rule_ : (P t) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) := IH.
-have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (P t)) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m Z_) + (P t)) rule_) e1_).
 exact: e_.
 Qed.
@@ -204,8 +205,8 @@ Qed.
 Lemma slow_memory_step_s5 : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)).
 Proof.
 have rule_ : (P t) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) := IH.
-have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + (P t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) = - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -225,8 +226,8 @@ Qed.
 Lemma slow_memory_step_s6 : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)).
 Proof.
 have rule_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((1%:M : 'M[R]_(1)) + (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) = invmx ((lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) + (x t.+1) *m (x t.+1)^T) := esym (@sherman_morrison R p (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) (x t.+1) (x t.+1) (posdef_unit (@posdef_ridge R _ _ lambda (X t) lambda_positive)) (posdef_unit (psd_add_posdef (psd_congr_tt (x t.+1) (posdef_psd (posdef_inv (posdef_add_psd (@posdef_scalar R p lambda lambda_positive) (psd_gram (X t)))))) (@posdef_one R 1)))).
-have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((1%:M : 'M[R]_(1)) + (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_slow_memory_step_s6 ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1)) ((1%:M : 'M[R]_(1)))); rewrite (perm_2_1_0_slow_memory_step_s6 (- ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((1%:M : 'M[R]_(1)) + (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))))) (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))).
-have e1_ : invmx ((lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) + (x t.+1) *m (x t.+1)^T) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_3_0_2_1_slow_memory_step_s6 (lambda *: (1%:M : 'M[R]_(p))) ((X t)^T *m (X t)) ((x t.+1) *m (x t.+1)^T)).
+have e0_ : - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) + (1%:M : 'M[R]_(1)))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) + invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) - ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((1%:M : 'M[R]_(1)) + (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_slow_memory_step_s6 ((x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1)) ((1%:M : 'M[R]_(1)))); rewrite (perm_2_1_0_slow_memory_step_s6 (- ((invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1) *m (invmx ((1%:M : 'M[R]_(1)) + (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (x t.+1))) *m (x t.+1)^T *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))))) (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)))); done | ols_close].
+have e1_ : invmx ((lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) + (x t.+1) *m (x t.+1)^T) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_3_0_2_1_slow_memory_step_s6 (lambda *: (1%:M : 'M[R]_(p))) ((X t)^T *m (X t)) ((x t.+1) *m (x t.+1)^T)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -234,38 +235,38 @@ Qed.
 Lemma slow_memory_step_s7 : invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)).
 Proof.
 have rule_ : lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t) = lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1) := esym (slow_memory_step_1 t).
-have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (x t.+1) *m (x t.+1)^T + (X t)^T *m (X t)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma slow_memory_step : (P t.+1) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)).
 Proof using All.
-have e0_ : (P t.+1) = (P t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (P t.+1) = (P t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t.+1)^T *m (X t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans slow_memory_step_s1 (etrans slow_memory_step_s2 (etrans slow_memory_step_s3 (etrans slow_memory_step_s4 (etrans slow_memory_step_s5 (etrans slow_memory_step_s6 (etrans slow_memory_step_s7 e1_)))))))).
 Qed.
 
 End slow_memory_induction.
 
 Lemma slow_memory (t : nat) : (P t) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)).
-Proof. elim: t => [|t IH]; [exact: slow_memory_base | exact: (@slow_memory_step t IH)]. Qed.
+Proof. elim: t => [|t IH]; [first [exact: slow_memory_base | by apply: etrans (etrans _ slow_memory_base) _; ols_close] | first [exact: (@slow_memory_step t IH) | by apply: etrans (etrans _ (@slow_memory_step t IH)) _; ols_close]]. Qed.
 
 Lemma fast_memory_base_s1 : (m_S 0) = (0 : 'M[R]_(p, k)).
 Proof.
 have rule_ : (m_S 0) = (0 : 'M[R]_(p, k)) := erefl.
-have e0_ : (m_S 0) = (m_S 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(p, k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S 0) = (m_S 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(p, k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma fast_memory_base_s2 : (0 : 'M[R]_(p, k)) = (X 0)^T *m (0 : 'M[R]_(0, k)).
 Proof.
-have rule_ : (X 0)^T *m (0 : 'M[R]_(0, k)) = (0 : 'M[R]_(p, k)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : (X 0)^T *m (0 : 'M[R]_(0, k)) = (X 0)^T *m (0 : 'M[R]_(0, k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(p, k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (X 0)^T *m (0 : 'M[R]_(0, k)) = (0 : 'M[R]_(p, k)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (X 0)^T *m (0 : 'M[R]_(0, k)) = (X 0)^T *m (0 : 'M[R]_(0, k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(p, k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -273,16 +274,16 @@ Qed.
 Lemma fast_memory_base_s3 : (X 0)^T *m (0 : 'M[R]_(0, k)) = (X 0)^T *m (Y 0).
 Proof.
 have rule_ : (0 : 'M[R]_(0, k)) = (Y 0) := esym erefl.
-have e0_ : (X 0)^T *m (0 : 'M[R]_(0, k)) = (X 0)^T *m (0 : 'M[R]_(0, k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (X 0)^T *m (Y 0) = (X 0)^T *m (Y 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (X 0)^T *m (0 : 'M[R]_(0, k)) = (X 0)^T *m (0 : 'M[R]_(0, k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X 0)^T *m (Y 0) = (X 0)^T *m (Y 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, k) => (X 0)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma fast_memory_base : (m_S 0) = (X 0)^T *m (Y 0).
 Proof.
-have e0_ : (m_S 0) = (m_S 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (X 0)^T *m (Y 0) = (X 0)^T *m (Y 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S 0) = (m_S 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X 0)^T *m (Y 0) = (X 0)^T *m (Y 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans fast_memory_base_s1 (etrans fast_memory_base_s2 (etrans fast_memory_base_s3 e1_)))).
 Qed.
 
@@ -292,8 +293,8 @@ Hypothesis IH : (m_S t) = (X t)^T *m (Y t).
 Lemma fast_memory_step_s1 : (m_S t.+1) = (x t.+1) *m (y t.+1)^T + (m_S t).
 Proof.
 have rule_ : (m_S t.+1) = (x t.+1) *m (y t.+1)^T + (m_S t) := erefl.
-have e0_ : (m_S t.+1) = (m_S t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (x t.+1) *m (y t.+1)^T + (m_S t) = (x t.+1) *m (y t.+1)^T + (m_S t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S t.+1) = (m_S t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (x t.+1) *m (y t.+1)^T + (m_S t) = (x t.+1) *m (y t.+1)^T + (m_S t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -301,8 +302,8 @@ Qed.
 Lemma fast_memory_step_s2 : (x t.+1) *m (y t.+1)^T + (m_S t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t).
 Proof.
 have rule_ : (m_S t) = (X t)^T *m (Y t) := IH.
-have e0_ : (x t.+1) *m (y t.+1)^T + (m_S t) = (x t.+1) *m (y t.+1)^T + (m_S t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (x t.+1) *m (y t.+1)^T + (m_S t) = (x t.+1) *m (y t.+1)^T + (m_S t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => (x t.+1) *m (y t.+1)^T + Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -310,8 +311,8 @@ Qed.
 Lemma fast_memory_step_s3 : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t).
 Proof.
 have rule_ : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) := erefl.
-have e0_ : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -324,9 +325,9 @@ Qed.
 
 Lemma fast_memory_step_s4 : (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) = (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T).
 Proof.
-have rule_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) = (X t)^T *m (Y t) + (x t.+1) *m (y t.+1)^T := ltac:(by rewrite (mul_row_col (X t)^T (x t.+1) (Y t) (y t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (X t)^T *m (Y t) + (x t.+1) *m (y t.+1)^T = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_fast_memory_step_s4 ((X t)^T *m (Y t)) ((x t.+1) *m (y t.+1)^T)).
+have rule_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) = (X t)^T *m (Y t) + (x t.+1) *m (y t.+1)^T := ltac:(first [by rewrite (mul_row_col (X t)^T (x t.+1) (Y t) (y t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X t)^T *m (Y t) + (x t.+1) *m (y t.+1)^T = (x t.+1) *m (y t.+1)^T + (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_fast_memory_step_s4 ((X t)^T *m (Y t)) ((x t.+1) *m (y t.+1)^T)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -334,17 +335,17 @@ Qed.
 Lemma fast_memory_step_s5 : (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T).
 Proof.
 have rule_ : ((x t.+1)^T)^T = (x t.+1) := trmxK (x t.+1).
-have e0_ : (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T (x t.+1)) *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, 1) => (row_mx (X t)^T Z_) *m (col_mx (Y t) (y t.+1)^T)) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma fast_memory_step_s6 : (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) = (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T).
 Proof.
-have rule_ : (col_mx (X t) (x t.+1)^T)^T = row_mx (X t)^T ((x t.+1)^T)^T := ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx).
-have e0_ : (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) = (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (col_mx (X t) (x t.+1)^T)^T = row_mx (X t)^T ((x t.+1)^T)^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) = (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) = (row_mx (X t)^T ((x t.+1)^T)^T) *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, ((idx t) + 1)%N) => Z_ *m (col_mx (Y t) (y t.+1)^T)) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -352,8 +353,8 @@ Qed.
 Lemma fast_memory_step_s7 : (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) = (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T).
 Proof.
 have rule_ : col_mx (X t) (x t.+1)^T = (X t.+1) := esym erefl.
-have e0_ : (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) = (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) = (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) = (col_mx (X t) (x t.+1)^T)^T *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) = (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, p) => (Z_)^T *m (col_mx (Y t) (y t.+1)^T)) rule_) e1_).
 exact: e_.
 Qed.
@@ -361,30 +362,30 @@ Qed.
 Lemma fast_memory_step_s8 : (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) = (X t.+1)^T *m (Y t.+1).
 Proof.
 have rule_ : col_mx (Y t) (y t.+1)^T = (Y t.+1) := esym erefl.
-have e0_ : (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) = (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (X t.+1)^T *m (Y t.+1) = (X t.+1)^T *m (Y t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) = (X t.+1)^T *m (col_mx (Y t) (y t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X t.+1)^T *m (Y t.+1) = (X t.+1)^T *m (Y t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, k) => (X t.+1)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma fast_memory_step : (m_S t.+1) = (X t.+1)^T *m (Y t.+1).
 Proof using All.
-have e0_ : (m_S t.+1) = (m_S t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (X t.+1)^T *m (Y t.+1) = (X t.+1)^T *m (Y t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S t.+1) = (m_S t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X t.+1)^T *m (Y t.+1) = (X t.+1)^T *m (Y t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans fast_memory_step_s1 (etrans fast_memory_step_s2 (etrans fast_memory_step_s3 (etrans fast_memory_step_s4 (etrans fast_memory_step_s5 (etrans fast_memory_step_s6 (etrans fast_memory_step_s7 (etrans fast_memory_step_s8 e1_))))))))).
 Qed.
 
 End fast_memory_induction.
 
 Lemma fast_memory (t : nat) : (m_S t) = (X t)^T *m (Y t).
-Proof. elim: t => [|t IH]; [exact: fast_memory_base | exact: (@fast_memory_step t IH)]. Qed.
+Proof. elim: t => [|t IH]; [first [exact: fast_memory_base | by apply: etrans (etrans _ fast_memory_base) _; ols_close] | first [exact: (@fast_memory_step t IH) | by apply: etrans (etrans _ (@fast_memory_step t IH)) _; ols_close]]. Qed.
 
 Variables t : nat.
 Lemma causal_online_ls_s1 : X_q *m (P t) *m (m_S t) = X_q *m (P t) *m (X t)^T *m (Y t).
 Proof.
 have rule_ : (m_S t) = (X t)^T *m (Y t) := (fast_memory t).
-have e0_ : X_q *m (P t) *m (m_S t) = X_q *m (P t) *m (m_S t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (P t) *m ((X t)^T *m (Y t)) = X_q *m (P t) *m (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (P t) *m (m_S t) = X_q *m (P t) *m (m_S t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (P t) *m ((X t)^T *m (Y t)) = X_q *m (P t) *m (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m (P t) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -392,16 +393,16 @@ Qed.
 Lemma causal_online_ls_s2 : X_q *m (P t) *m (X t)^T *m (Y t) = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t).
 Proof.
 have rule_ : (P t) = invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t)) := (slow_memory t).
-have e0_ : X_q *m (P t) *m (X t)^T *m (Y t) = X_q *m (P t) *m (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (P t) *m (X t)^T *m (Y t) = X_q *m (P t) *m (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m (X t)^T *m (Y t)) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem causal_online_ls : X_q *m (P t) *m (m_S t) = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t).
 Proof using All.
-have e0_ : X_q *m (P t) *m (m_S t) = X_q *m (P t) *m (m_S t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (P t) *m (m_S t) = X_q *m (P t) *m (m_S t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + (X t)^T *m (X t))) *m (X t)^T *m (Y t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans causal_online_ls_s1 (etrans causal_online_ls_s2 e1_))).
 Qed.
 

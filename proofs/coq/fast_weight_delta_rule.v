@@ -27,21 +27,22 @@ Fixpoint K (s : nat) {struct s} : 'M[R]_((idx s), d_k) :=
   | s.+1 => col_mx (K s) (k s.+1)^T end.
 Fixpoint D (s : nat) {struct s} : 'M[R]_(d_v, d_k) :=
   match s with 0 => (0 : 'M[R]_(d_v, d_k)) | s.+1 => beta *: ((- ((D s) *m (k s.+1)) + (v s.+1)) *m (k s.+1)^T) + (D s) end.
+Ltac ols_close := ols_closing [:: beta] (lin_nz_cons beta_positive (lin_nz_nil R)).
 
 Lemma memory_sum_base_s1 : (m_S 0) = (0 : 'M[R]_(d_v, d_k)).
 Proof.
 have rule_ : (m_S 0) = (0 : 'M[R]_(d_v, d_k)) := erefl.
-have e0_ : (m_S 0) = (m_S 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (0 : 'M[R]_(d_v, d_k)) = (0 : 'M[R]_(d_v, d_k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S 0) = (m_S 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(d_v, d_k)) = (0 : 'M[R]_(d_v, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma memory_sum_base_s2 : (0 : 'M[R]_(d_v, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)).
 Proof.
-have rule_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (0 : 'M[R]_(d_v, d_k)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (0 : 'M[R]_(d_v, d_k)) = (0 : 'M[R]_(d_v, d_k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (0 : 'M[R]_(d_v, d_k)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(d_v, d_k)) = (0 : 'M[R]_(d_v, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -49,16 +50,16 @@ Qed.
 Lemma memory_sum_base_s3 : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (K 0).
 Proof.
 have rule_ : (0 : 'M[R]_(0, d_k)) = (K 0) := esym erefl.
-have e0_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (V 0)^T *m (K 0) = (V 0)^T *m (K 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V 0)^T *m (K 0) = (V 0)^T *m (K 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, d_k) => (V 0)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma memory_sum_base : (m_S 0) = (V 0)^T *m (K 0).
 Proof.
-have e0_ : (m_S 0) = (m_S 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (V 0)^T *m (K 0) = (V 0)^T *m (K 0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S 0) = (m_S 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V 0)^T *m (K 0) = (V 0)^T *m (K 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans memory_sum_base_s1 (etrans memory_sum_base_s2 (etrans memory_sum_base_s3 e1_)))).
 Qed.
 
@@ -68,8 +69,8 @@ Hypothesis IH : (m_S t) = (V t)^T *m (K t).
 Lemma memory_sum_step_s1 : (m_S t.+1) = (v t.+1) *m (k t.+1)^T + (m_S t).
 Proof.
 have rule_ : (m_S t.+1) = (v t.+1) *m (k t.+1)^T + (m_S t) := erefl.
-have e0_ : (m_S t.+1) = (m_S t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (v t.+1) *m (k t.+1)^T + (m_S t) = (v t.+1) *m (k t.+1)^T + (m_S t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S t.+1) = (m_S t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (v t.+1) *m (k t.+1)^T + (m_S t) = (v t.+1) *m (k t.+1)^T + (m_S t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -77,8 +78,8 @@ Qed.
 Lemma memory_sum_step_s2 : (v t.+1) *m (k t.+1)^T + (m_S t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t).
 Proof.
 have rule_ : (m_S t) = (V t)^T *m (K t) := IH.
-have e0_ : (v t.+1) *m (k t.+1)^T + (m_S t) = (v t.+1) *m (k t.+1)^T + (m_S t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (v t.+1) *m (k t.+1)^T + (m_S t) = (v t.+1) *m (k t.+1)^T + (m_S t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => (v t.+1) *m (k t.+1)^T + Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -86,8 +87,8 @@ Qed.
 Lemma memory_sum_step_s3 : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t).
 Proof.
 have rule_ : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) := erefl.
-have e0_ : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -100,9 +101,9 @@ Qed.
 
 Lemma memory_sum_step_s4 : (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) = (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T).
 Proof.
-have rule_ : (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) = (V t)^T *m (K t) + (v t.+1) *m (k t.+1)^T := ltac:(by rewrite (mul_row_col (V t)^T (v t.+1) (K t) (k t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) = (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (V t)^T *m (K t) + (v t.+1) *m (k t.+1)^T = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_memory_sum_step_s4 ((V t)^T *m (K t)) ((v t.+1) *m (k t.+1)^T)).
+have rule_ : (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) = (V t)^T *m (K t) + (v t.+1) *m (k t.+1)^T := ltac:(first [by rewrite (mul_row_col (V t)^T (v t.+1) (K t) (k t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) = (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V t)^T *m (K t) + (v t.+1) *m (k t.+1)^T = (v t.+1) *m (k t.+1)^T + (V t)^T *m (K t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_memory_sum_step_s4 ((V t)^T *m (K t)) ((v t.+1) *m (k t.+1)^T)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -110,8 +111,8 @@ Qed.
 Lemma memory_sum_step_s5 : (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) = (row_mx (V t)^T (v t.+1)) *m (K t.+1).
 Proof.
 have rule_ : col_mx (K t) (k t.+1)^T = (K t.+1) := esym erefl.
-have e0_ : (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) = (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (V t)^T (v t.+1)) *m (K t.+1) = (row_mx (V t)^T (v t.+1)) *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) = (row_mx (V t)^T (v t.+1)) *m (col_mx (K t) (k t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (V t)^T (v t.+1)) *m (K t.+1) = (row_mx (V t)^T (v t.+1)) *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_k) => (row_mx (V t)^T (v t.+1)) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -119,17 +120,17 @@ Qed.
 Lemma memory_sum_step_s6 : (row_mx (V t)^T (v t.+1)) *m (K t.+1) = (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1).
 Proof.
 have rule_ : ((v t.+1)^T)^T = (v t.+1) := trmxK (v t.+1).
-have e0_ : (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) = (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (V t)^T (v t.+1)) *m (K t.+1) = (row_mx (V t)^T (v t.+1)) *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) = (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (V t)^T (v t.+1)) *m (K t.+1) = (row_mx (V t)^T (v t.+1)) *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, 1) => (row_mx (V t)^T Z_) *m (K t.+1)) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma memory_sum_step_s7 : (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) = (col_mx (V t) (v t.+1)^T)^T *m (K t.+1).
 Proof.
-have rule_ : (col_mx (V t) (v t.+1)^T)^T = row_mx (V t)^T ((v t.+1)^T)^T := ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx).
-have e0_ : (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) = (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) = (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (col_mx (V t) (v t.+1)^T)^T = row_mx (V t)^T ((v t.+1)^T)^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) = (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) = (row_mx (V t)^T ((v t.+1)^T)^T) *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, ((idx t) + 1)%N) => Z_ *m (K t.+1)) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -137,31 +138,31 @@ Qed.
 Lemma memory_sum_step_s8 : (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) = (V t.+1)^T *m (K t.+1).
 Proof.
 have rule_ : col_mx (V t) (v t.+1)^T = (V t.+1) := esym erefl.
-have e0_ : (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) = (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (V t.+1)^T *m (K t.+1) = (V t.+1)^T *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) = (col_mx (V t) (v t.+1)^T)^T *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V t.+1)^T *m (K t.+1) = (V t.+1)^T *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_v) => (Z_)^T *m (K t.+1)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma memory_sum_step : (m_S t.+1) = (V t.+1)^T *m (K t.+1).
 Proof using All.
-have e0_ : (m_S t.+1) = (m_S t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (V t.+1)^T *m (K t.+1) = (V t.+1)^T *m (K t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S t.+1) = (m_S t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V t.+1)^T *m (K t.+1) = (V t.+1)^T *m (K t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans memory_sum_step_s1 (etrans memory_sum_step_s2 (etrans memory_sum_step_s3 (etrans memory_sum_step_s4 (etrans memory_sum_step_s5 (etrans memory_sum_step_s6 (etrans memory_sum_step_s7 (etrans memory_sum_step_s8 e1_))))))))).
 Qed.
 
 End memory_sum_induction.
 
 Lemma memory_sum (t : nat) : (m_S t) = (V t)^T *m (K t).
-Proof. elim: t => [|t IH]; [exact: memory_sum_base | exact: (@memory_sum_step t IH)]. Qed.
+Proof. elim: t => [|t IH]; [first [exact: memory_sum_base | by apply: etrans (etrans _ memory_sum_base) _; ols_close] | first [exact: (@memory_sum_step t IH) | by apply: etrans (etrans _ (@memory_sum_step t IH)) _; ols_close]]. Qed.
 
 Section delta_rule_is_gradient_step_section.
 Variables t : nat.
 Lemma delta_rule_is_gradient_step_s1 : (D t.+1) = beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t).
 Proof.
 have rule_ : (D t.+1) = beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) := erefl.
-have e0_ : (D t.+1) = (D t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) = beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (D t.+1) = (D t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) = beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -174,26 +175,26 @@ Qed.
 
 Lemma delta_rule_is_gradient_step_s2 : beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) = beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + (D t).
 Proof.
-have rule_ : beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) = - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + beta *: ((v t.+1) *m (k t.+1)^T) := ltac:(by rewrite ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA).
-have e0_ : beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) = beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (- (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + beta *: ((v t.+1) *m (k t.+1)^T)) + (D t) = beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + (D t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_3_1_0_2_delta_rule_is_gradient_step_s2 (- (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T))) (beta *: ((v t.+1) *m (k t.+1)^T)) ((D t))).
+have rule_ : beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) = - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + beta *: ((v t.+1) *m (k t.+1)^T) := ltac:(first [by rewrite ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) = beta *: ((- ((D t) *m (k t.+1)) + (v t.+1)) *m (k t.+1)^T) + (D t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (- (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + beta *: ((v t.+1) *m (k t.+1)^T)) + (D t) = beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + (D t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_3_1_0_2_delta_rule_is_gradient_step_s2 (- (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T))) (beta *: ((v t.+1) *m (k t.+1)^T)) ((D t))); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_ + (D t)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma delta_rule_is_gradient_step_s3 : beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + (D t) = - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t).
 Proof.
-have rule_ : - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) = beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) := ltac:(by rewrite ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA).
-have e0_ : - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) = - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T))) + (D t) = beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + (D t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) = beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) := ltac:(first [by rewrite ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) = - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T))) + (D t) = beta *: ((v t.+1) *m (k t.+1)^T) - (beta *: ((D t) *m (k t.+1) *m (k t.+1)^T)) + (D t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_ + (D t)) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma delta_rule_is_gradient_step : (D t.+1) = - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t).
 Proof using All.
-have e0_ : (D t.+1) = (D t.+1) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) = - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (D t.+1) = (D t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) = - (beta *: ((- (v t.+1) + (D t) *m (k t.+1)) *m (k t.+1)^T)) + (D t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans delta_rule_is_gradient_step_s1 (etrans delta_rule_is_gradient_step_s2 (etrans delta_rule_is_gradient_step_s3 e1_)))).
 Qed.
 
@@ -203,16 +204,16 @@ Variables t : nat.
 Lemma fast_weight_delta_rule_s1 : (m_S t) *m (q t) = (V t)^T *m (K t) *m (q t).
 Proof.
 have rule_ : (m_S t) = (V t)^T *m (K t) := (memory_sum t).
-have e0_ : (m_S t) *m (q t) = (m_S t) *m (q t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : ((V t)^T *m (K t)) *m (q t) = (V t)^T *m (K t) *m (q t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S t) *m (q t) = (m_S t) *m (q t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((V t)^T *m (K t)) *m (q t) = (V t)^T *m (K t) *m (q t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_ *m (q t)) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem fast_weight_delta_rule : (m_S t) *m (q t) = (V t)^T *m (K t) *m (q t).
 Proof using All.
-have e0_ : (m_S t) *m (q t) = (m_S t) *m (q t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (V t)^T *m (K t) *m (q t) = (V t)^T *m (K t) *m (q t) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (m_S t) *m (q t) = (m_S t) *m (q t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V t)^T *m (K t) *m (q t) = (V t)^T *m (K t) *m (q t) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans fast_weight_delta_rule_s1 e1_)).
 Qed.
 

@@ -39,14 +39,15 @@ Hypothesis C_invertible : C \in unitmx.
 Hypothesis cholesky : X^T *m X = C *m C^T.
 Definition L_svd : 'M[R]_(p, p) := V *m (invmx Sigma).
 Definition L_qr : 'M[R]_(p, p) := invmx m_R.
+Ltac ols_close := try unfold L_svd, L_qr; ols_closing (@nil R) (lin_nz_nil R).
 
 Section any_factor_section.
 Hypothesis G_factors_precision : G *m G^T = invmx (X^T *m X).
 Lemma any_factor_s1 : X_q *m G *m (X *m G)^T *m Y = X_q *m G *m G^T *m X^T *m Y.
 Proof.
-have rule_ : (X *m G)^T = G^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m G *m (X *m G)^T *m Y = X_q *m G *m (X *m G)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m G *m (G^T *m X^T) *m Y = X_q *m G *m G^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m G)^T = G^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m G *m (X *m G)^T *m Y = X_q *m G *m (X *m G)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m G *m (G^T *m X^T) *m Y = X_q *m G *m G^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m G *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -54,16 +55,16 @@ Qed.
 Lemma any_factor_s2 : X_q *m G *m G^T *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
 have rule_ : G *m G^T = invmx (X^T *m X) := G_factors_precision.
-have e0_ : X_q *m G *m G^T *m X^T *m Y = X_q *m (G *m G^T) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m G *m G^T *m X^T *m Y = X_q *m (G *m G^T) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma any_factor : X_q *m G *m (X *m G)^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
-have e0_ : X_q *m G *m (X *m G)^T *m Y = X_q *m G *m (X *m G)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m G *m (X *m G)^T *m Y = X_q *m G *m (X *m G)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans any_factor_s1 (etrans any_factor_s2 e1_))).
 Qed.
 
@@ -72,8 +73,8 @@ End any_factor_section.
 Lemma svd_whitens_s1 : X *m L_svd = U *m Sigma *m V^T *m L_svd.
 Proof.
 have rule_ : X = U *m Sigma *m V^T := svd.
-have e0_ : X *m L_svd = X *m L_svd by rewrite ?mulmxA ?addrA.
-have e1_ : (U *m Sigma *m V^T) *m L_svd = U *m Sigma *m V^T *m L_svd by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L_svd = X *m L_svd by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (U *m Sigma *m V^T) *m L_svd = U *m Sigma *m V^T *m L_svd by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => Z_ *m L_svd) rule_) e1_).
 exact: e_.
 Qed.
@@ -81,8 +82,8 @@ Qed.
 Lemma svd_whitens_s2 : U *m Sigma *m V^T *m L_svd = U *m Sigma *m V^T *m V *m (invmx Sigma).
 Proof.
 have rule_ : L_svd = V *m (invmx Sigma) := (erefl : L_svd = V *m (invmx Sigma)).
-have e0_ : U *m Sigma *m V^T *m L_svd = U *m Sigma *m V^T *m L_svd by rewrite ?mulmxA ?addrA.
-have e1_ : U *m Sigma *m V^T *m (V *m (invmx Sigma)) = U *m Sigma *m V^T *m V *m (invmx Sigma) by rewrite ?mulmxA ?addrA.
+have e0_ : U *m Sigma *m V^T *m L_svd = U *m Sigma *m V^T *m L_svd by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U *m Sigma *m V^T *m (V *m (invmx Sigma)) = U *m Sigma *m V^T *m V *m (invmx Sigma) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => U *m Sigma *m V^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -90,8 +91,8 @@ Qed.
 Lemma svd_whitens_s3 : U *m Sigma *m V^T *m V *m (invmx Sigma) = U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma).
 Proof.
 have rule_ : V^T *m V = (1%:M : 'M[R]_(p)) := V_orthonormal_columns.
-have e0_ : U *m Sigma *m V^T *m V *m (invmx Sigma) = U *m Sigma *m (V^T *m V) *m (invmx Sigma) by rewrite ?mulmxA ?addrA.
-have e1_ : U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma) = U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma) by rewrite ?mulmxA ?addrA.
+have e0_ : U *m Sigma *m V^T *m V *m (invmx Sigma) = U *m Sigma *m (V^T *m V) *m (invmx Sigma) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma) = U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => U *m Sigma *m Z_ *m (invmx Sigma)) rule_) e1_).
 exact: e_.
 Qed.
@@ -99,8 +100,8 @@ Qed.
 Lemma svd_whitens_s4 : U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma) = U *m Sigma *m (invmx Sigma).
 Proof.
 have rule_ : Sigma *m (1%:M : 'M[R]_(p)) = Sigma := mulmx1 Sigma.
-have e0_ : U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma) = U *m (Sigma *m (1%:M : 'M[R]_(p))) *m (invmx Sigma) by rewrite ?mulmxA ?addrA.
-have e1_ : U *m Sigma *m (invmx Sigma) = U *m Sigma *m (invmx Sigma) by rewrite ?mulmxA ?addrA.
+have e0_ : U *m Sigma *m (1%:M : 'M[R]_(p)) *m (invmx Sigma) = U *m (Sigma *m (1%:M : 'M[R]_(p))) *m (invmx Sigma) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U *m Sigma *m (invmx Sigma) = U *m Sigma *m (invmx Sigma) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => U *m Z_ *m (invmx Sigma)) rule_) e1_).
 exact: e_.
 Qed.
@@ -108,8 +109,8 @@ Qed.
 Lemma svd_whitens_s5 : U *m Sigma *m (invmx Sigma) = U *m (1%:M : 'M[R]_(p)).
 Proof.
 have rule_ : Sigma *m (invmx Sigma) = (1%:M : 'M[R]_(p)) := mulmxV (posdef_unit Sigma_positive).
-have e0_ : U *m Sigma *m (invmx Sigma) = U *m (Sigma *m (invmx Sigma)) by rewrite ?mulmxA ?addrA.
-have e1_ : U *m (1%:M : 'M[R]_(p)) = U *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
+have e0_ : U *m Sigma *m (invmx Sigma) = U *m (Sigma *m (invmx Sigma)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U *m (1%:M : 'M[R]_(p)) = U *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => U *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -117,24 +118,24 @@ Qed.
 Lemma svd_whitens_s6 : U *m (1%:M : 'M[R]_(p)) = U.
 Proof.
 have rule_ : U *m (1%:M : 'M[R]_(p)) = U := mulmx1 U.
-have e0_ : U *m (1%:M : 'M[R]_(p)) = U *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
-have e1_ : U = U by rewrite ?mulmxA ?addrA.
+have e0_ : U *m (1%:M : 'M[R]_(p)) = U *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U = U by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma svd_whitens : X *m L_svd = U.
 Proof.
-have e0_ : X *m L_svd = X *m L_svd by rewrite ?mulmxA ?addrA.
-have e1_ : U = U by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L_svd = X *m L_svd by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U = U by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans svd_whitens_s1 (etrans svd_whitens_s2 (etrans svd_whitens_s3 (etrans svd_whitens_s4 (etrans svd_whitens_s5 (etrans svd_whitens_s6 e1_))))))).
 Qed.
 
 Lemma svd_gram_s1 : X^T *m X = (U *m Sigma *m V^T)^T *m X.
 Proof.
 have rule_ : X = U *m Sigma *m V^T := svd.
-have e0_ : X^T *m X = X^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : (U *m Sigma *m V^T)^T *m X = (U *m Sigma *m V^T)^T *m X by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X = X^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (U *m Sigma *m V^T)^T *m X = (U *m Sigma *m V^T)^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (Z_)^T *m X) rule_) e1_).
 exact: e_.
 Qed.
@@ -142,17 +143,17 @@ Qed.
 Lemma svd_gram_s2 : (U *m Sigma *m V^T)^T *m X = (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T.
 Proof.
 have rule_ : X = U *m Sigma *m V^T := svd.
-have e0_ : (U *m Sigma *m V^T)^T *m X = (U *m Sigma *m V^T)^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : (U *m Sigma *m V^T)^T *m (U *m Sigma *m V^T) = (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : (U *m Sigma *m V^T)^T *m X = (U *m Sigma *m V^T)^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (U *m Sigma *m V^T)^T *m (U *m Sigma *m V^T) = (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (U *m Sigma *m V^T)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma svd_gram_s3 : (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T = (V^T)^T *m Sigma^T *m U^T *m U *m Sigma *m V^T.
 Proof.
-have rule_ : (U *m Sigma *m V^T)^T = (V^T)^T *m Sigma^T *m U^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T = (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : ((V^T)^T *m Sigma^T *m U^T) *m U *m Sigma *m V^T = (V^T)^T *m Sigma^T *m U^T *m U *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
+have rule_ : (U *m Sigma *m V^T)^T = (V^T)^T *m Sigma^T *m U^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T = (U *m Sigma *m V^T)^T *m U *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((V^T)^T *m Sigma^T *m U^T) *m U *m Sigma *m V^T = (V^T)^T *m Sigma^T *m U^T *m U *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m U *m Sigma *m V^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -160,8 +161,8 @@ Qed.
 Lemma svd_gram_s4 : (V^T)^T *m Sigma^T *m U^T *m U *m Sigma *m V^T = (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T.
 Proof.
 have rule_ : U^T *m U = (1%:M : 'M[R]_(p)) := U_orthonormal_columns.
-have e0_ : (V^T)^T *m Sigma^T *m U^T *m U *m Sigma *m V^T = (V^T)^T *m Sigma^T *m (U^T *m U) *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : (V^T)^T *m Sigma^T *m U^T *m U *m Sigma *m V^T = (V^T)^T *m Sigma^T *m (U^T *m U) *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (V^T)^T *m Sigma^T *m Z_ *m Sigma *m V^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -169,8 +170,8 @@ Qed.
 Lemma svd_gram_s5 : (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T.
 Proof.
 have rule_ : (V^T)^T = V := trmxK V.
-have e0_ : (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = (V^T)^T *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -178,8 +179,8 @@ Qed.
 Lemma svd_gram_s6 : V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T.
 Proof.
 have rule_ : Sigma^T = Sigma := (diag_sym Sigma_diagonal).
-have e0_ : V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma^T *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m Z_ *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -187,33 +188,33 @@ Qed.
 Lemma svd_gram_s7 : V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m Sigma *m Sigma *m V^T.
 Proof.
 have rule_ : Sigma *m (1%:M : 'M[R]_(p)) = Sigma := mulmx1 Sigma.
-have e0_ : V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m (Sigma *m (1%:M : 'M[R]_(p))) *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m Sigma *m Sigma *m V^T = V *m Sigma *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m Sigma *m (1%:M : 'M[R]_(p)) *m Sigma *m V^T = V *m (Sigma *m (1%:M : 'M[R]_(p))) *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m Sigma *m Sigma *m V^T = V *m Sigma *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m Z_ *m Sigma *m V^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma svd_gram : X^T *m X = V *m Sigma *m Sigma *m V^T.
 Proof.
-have e0_ : X^T *m X = X^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : V *m Sigma *m Sigma *m V^T = V *m Sigma *m Sigma *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X = X^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m Sigma *m Sigma *m V^T = V *m Sigma *m Sigma *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans svd_gram_s1 (etrans svd_gram_s2 (etrans svd_gram_s3 (etrans svd_gram_s4 (etrans svd_gram_s5 (etrans svd_gram_s6 (etrans svd_gram_s7 e1_)))))))).
 Qed.
 
 Lemma svd_precision_s1 : invmx (X^T *m X) = invmx (V *m Sigma *m Sigma *m V^T).
 Proof.
 have rule_ : X^T *m X = V *m Sigma *m Sigma *m V^T := svd_gram.
-have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (V *m Sigma *m Sigma *m V^T) = invmx (V *m Sigma *m Sigma *m V^T) by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (V *m Sigma *m Sigma *m V^T) = invmx (V *m Sigma *m Sigma *m V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma svd_precision_s2 : invmx (V *m Sigma *m Sigma *m V^T) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V).
 Proof.
-have rule_ : invmx (V *m Sigma *m Sigma *m V^T) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) := ltac:(by rewrite (inverse_product (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Sigma_positive)) (posdef_unit Sigma_positive)) (unit_tr (unit_right V_orthonormal_columns))) (inverse_product (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Sigma_positive)) (posdef_unit Sigma_positive)) (inverse_product (unit_right V_orthonormal_columns) (posdef_unit Sigma_positive)) ?mulmxA).
-have e0_ : invmx (V *m Sigma *m Sigma *m V^T) = invmx (V *m Sigma *m Sigma *m V^T) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) by rewrite ?mulmxA ?addrA.
+have rule_ : invmx (V *m Sigma *m Sigma *m V^T) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) := ltac:(first [by rewrite (inverse_product (unit_mul (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Sigma_positive)) (posdef_unit Sigma_positive)) (unit_tr (unit_right V_orthonormal_columns))) (inverse_product (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Sigma_positive)) (posdef_unit Sigma_positive)) (inverse_product (unit_right V_orthonormal_columns) (posdef_unit Sigma_positive)) ?mulmxA | by ols_close]).
+have e0_ : invmx (V *m Sigma *m Sigma *m V^T) = invmx (V *m Sigma *m Sigma *m V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -221,8 +222,8 @@ Qed.
 Lemma svd_precision_s3 : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T.
 Proof.
 have rule_ : invmx V = V^T := (@orthogonal_inverse R p V V_orthonormal_rows).
-have e0_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -230,8 +231,8 @@ Qed.
 Lemma svd_precision_s4 : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T = V *m (invmx Sigma) *m (invmx Sigma) *m V^T.
 Proof.
 have rule_ : invmx (V^T) = V := (@orthogonal_transpose_inverse R p V V_orthonormal_columns).
-have e0_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Sigma) *m (invmx Sigma) *m V^T = V *m (invmx Sigma) *m (invmx Sigma) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T = (invmx (V^T)) *m (invmx Sigma) *m (invmx Sigma) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Sigma) *m (invmx Sigma) *m V^T = V *m (invmx Sigma) *m (invmx Sigma) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m (invmx Sigma) *m (invmx Sigma) *m V^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -239,17 +240,17 @@ Qed.
 Lemma svd_precision_s5 : V *m (invmx Sigma) *m (invmx Sigma) *m V^T = V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T.
 Proof.
 have rule_ : (invmx Sigma)^T = invmx Sigma := (sym_inv (diag_sym Sigma_diagonal)).
-have e0_ : V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T = V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Sigma) *m (invmx Sigma) *m V^T = V *m (invmx Sigma) *m (invmx Sigma) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T = V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Sigma) *m (invmx Sigma) *m V^T = V *m (invmx Sigma) *m (invmx Sigma) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (invmx Sigma) *m Z_ *m V^T) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma svd_precision_s6 : V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T = V *m (invmx Sigma) *m (V *m (invmx Sigma))^T.
 Proof.
-have rule_ : (V *m (invmx Sigma))^T = (invmx Sigma)^T *m V^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : V *m (invmx Sigma) *m (V *m (invmx Sigma))^T = V *m (invmx Sigma) *m (V *m (invmx Sigma))^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Sigma) *m ((invmx Sigma)^T *m V^T) = V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T by rewrite ?mulmxA ?addrA.
+have rule_ : (V *m (invmx Sigma))^T = (invmx Sigma)^T *m V^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : V *m (invmx Sigma) *m (V *m (invmx Sigma))^T = V *m (invmx Sigma) *m (V *m (invmx Sigma))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Sigma) *m ((invmx Sigma)^T *m V^T) = V *m (invmx Sigma) *m (invmx Sigma)^T *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (invmx Sigma) *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -257,8 +258,8 @@ Qed.
 Lemma svd_precision_s7 : V *m (invmx Sigma) *m (V *m (invmx Sigma))^T = V *m (invmx Sigma) *m L_svd^T.
 Proof.
 have rule_ : V *m (invmx Sigma) = L_svd := esym (erefl : L_svd = V *m (invmx Sigma)).
-have e0_ : V *m (invmx Sigma) *m (V *m (invmx Sigma))^T = V *m (invmx Sigma) *m (V *m (invmx Sigma))^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Sigma) *m L_svd^T = V *m (invmx Sigma) *m L_svd^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (invmx Sigma) *m (V *m (invmx Sigma))^T = V *m (invmx Sigma) *m (V *m (invmx Sigma))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Sigma) *m L_svd^T = V *m (invmx Sigma) *m L_svd^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (invmx Sigma) *m (Z_)^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -266,24 +267,24 @@ Qed.
 Lemma svd_precision_s8 : V *m (invmx Sigma) *m L_svd^T = L_svd *m L_svd^T.
 Proof.
 have rule_ : V *m (invmx Sigma) = L_svd := esym (erefl : L_svd = V *m (invmx Sigma)).
-have e0_ : V *m (invmx Sigma) *m L_svd^T = (V *m (invmx Sigma)) *m L_svd^T by rewrite ?mulmxA ?addrA.
-have e1_ : L_svd *m L_svd^T = L_svd *m L_svd^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (invmx Sigma) *m L_svd^T = (V *m (invmx Sigma)) *m L_svd^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L_svd *m L_svd^T = L_svd *m L_svd^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m L_svd^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma svd_precision : invmx (X^T *m X) = L_svd *m L_svd^T.
 Proof.
-have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : L_svd *m L_svd^T = L_svd *m L_svd^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L_svd *m L_svd^T = L_svd *m L_svd^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans svd_precision_s1 (etrans svd_precision_s2 (etrans svd_precision_s3 (etrans svd_precision_s4 (etrans svd_precision_s5 (etrans svd_precision_s6 (etrans svd_precision_s7 (etrans svd_precision_s8 e1_))))))))).
 Qed.
 
 Lemma svd_ols_s1 : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m L_svd^T *m X^T *m Y.
 Proof.
-have rule_ : (X *m L_svd)^T = L_svd^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_svd *m (L_svd^T *m X^T) *m Y = X_q *m L_svd *m L_svd^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m L_svd)^T = L_svd^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_svd *m (L_svd^T *m X^T) *m Y = X_q *m L_svd *m L_svd^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m L_svd *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -291,24 +292,24 @@ Qed.
 Lemma svd_ols_s2 : X_q *m L_svd *m L_svd^T *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
 have rule_ : L_svd *m L_svd^T = invmx (X^T *m X) := esym svd_precision.
-have e0_ : X_q *m L_svd *m L_svd^T *m X^T *m Y = X_q *m (L_svd *m L_svd^T) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_svd *m L_svd^T *m X^T *m Y = X_q *m (L_svd *m L_svd^T) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma svd_ols : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
-have e0_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans svd_ols_s1 (etrans svd_ols_s2 e1_))).
 Qed.
 
 Lemma svd_route_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y.
 Proof.
 have rule_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y := esym svd_ols.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -316,8 +317,8 @@ Qed.
 Lemma svd_route_s2 : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m U^T *m Y.
 Proof.
 have rule_ : X *m L_svd = U := svd_whitens.
-have e0_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_svd *m U^T *m Y = X_q *m L_svd *m U^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_svd *m (X *m L_svd)^T *m Y = X_q *m L_svd *m (X *m L_svd)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_svd *m U^T *m Y = X_q *m L_svd *m U^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => X_q *m L_svd *m (Z_)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -325,24 +326,24 @@ Qed.
 Lemma svd_route_s3 : X_q *m L_svd *m U^T *m Y = X_q *m V *m (invmx Sigma) *m U^T *m Y.
 Proof.
 have rule_ : L_svd = V *m (invmx Sigma) := (erefl : L_svd = V *m (invmx Sigma)).
-have e0_ : X_q *m L_svd *m U^T *m Y = X_q *m L_svd *m U^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (V *m (invmx Sigma)) *m U^T *m Y = X_q *m V *m (invmx Sigma) *m U^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_svd *m U^T *m Y = X_q *m L_svd *m U^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (V *m (invmx Sigma)) *m U^T *m Y = X_q *m V *m (invmx Sigma) *m U^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m U^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma svd_route : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m V *m (invmx Sigma) *m U^T *m Y.
 Proof.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m V *m (invmx Sigma) *m U^T *m Y = X_q *m V *m (invmx Sigma) *m U^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m V *m (invmx Sigma) *m U^T *m Y = X_q *m V *m (invmx Sigma) *m U^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans svd_route_s1 (etrans svd_route_s2 (etrans svd_route_s3 e1_)))).
 Qed.
 
 Lemma qr_whitens_s1 : X *m L_qr = Q *m m_R *m L_qr.
 Proof.
 have rule_ : X = Q *m m_R := qr.
-have e0_ : X *m L_qr = X *m L_qr by rewrite ?mulmxA ?addrA.
-have e1_ : (Q *m m_R) *m L_qr = Q *m m_R *m L_qr by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L_qr = X *m L_qr by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (Q *m m_R) *m L_qr = Q *m m_R *m L_qr by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => Z_ *m L_qr) rule_) e1_).
 exact: e_.
 Qed.
@@ -350,8 +351,8 @@ Qed.
 Lemma qr_whitens_s2 : Q *m m_R *m L_qr = Q *m m_R *m (invmx m_R).
 Proof.
 have rule_ : L_qr = invmx m_R := (erefl : L_qr = invmx m_R).
-have e0_ : Q *m m_R *m L_qr = Q *m m_R *m L_qr by rewrite ?mulmxA ?addrA.
-have e1_ : Q *m m_R *m (invmx m_R) = Q *m m_R *m (invmx m_R) by rewrite ?mulmxA ?addrA.
+have e0_ : Q *m m_R *m L_qr = Q *m m_R *m L_qr by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q *m m_R *m (invmx m_R) = Q *m m_R *m (invmx m_R) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Q *m m_R *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -359,8 +360,8 @@ Qed.
 Lemma qr_whitens_s3 : Q *m m_R *m (invmx m_R) = Q *m (1%:M : 'M[R]_(p)).
 Proof.
 have rule_ : m_R *m (invmx m_R) = (1%:M : 'M[R]_(p)) := mulmxV R_invertible.
-have e0_ : Q *m m_R *m (invmx m_R) = Q *m (m_R *m (invmx m_R)) by rewrite ?mulmxA ?addrA.
-have e1_ : Q *m (1%:M : 'M[R]_(p)) = Q *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
+have e0_ : Q *m m_R *m (invmx m_R) = Q *m (m_R *m (invmx m_R)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q *m (1%:M : 'M[R]_(p)) = Q *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Q *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -368,24 +369,24 @@ Qed.
 Lemma qr_whitens_s4 : Q *m (1%:M : 'M[R]_(p)) = Q.
 Proof.
 have rule_ : Q *m (1%:M : 'M[R]_(p)) = Q := mulmx1 Q.
-have e0_ : Q *m (1%:M : 'M[R]_(p)) = Q *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
-have e1_ : Q = Q by rewrite ?mulmxA ?addrA.
+have e0_ : Q *m (1%:M : 'M[R]_(p)) = Q *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q = Q by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma qr_whitens : X *m L_qr = Q.
 Proof.
-have e0_ : X *m L_qr = X *m L_qr by rewrite ?mulmxA ?addrA.
-have e1_ : Q = Q by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L_qr = X *m L_qr by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q = Q by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans qr_whitens_s1 (etrans qr_whitens_s2 (etrans qr_whitens_s3 (etrans qr_whitens_s4 e1_))))).
 Qed.
 
 Lemma qr_gram_s1 : X^T *m X = (Q *m m_R)^T *m X.
 Proof.
 have rule_ : X = Q *m m_R := qr.
-have e0_ : X^T *m X = X^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : (Q *m m_R)^T *m X = (Q *m m_R)^T *m X by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X = X^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (Q *m m_R)^T *m X = (Q *m m_R)^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (Z_)^T *m X) rule_) e1_).
 exact: e_.
 Qed.
@@ -393,17 +394,17 @@ Qed.
 Lemma qr_gram_s2 : (Q *m m_R)^T *m X = (Q *m m_R)^T *m Q *m m_R.
 Proof.
 have rule_ : X = Q *m m_R := qr.
-have e0_ : (Q *m m_R)^T *m X = (Q *m m_R)^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : (Q *m m_R)^T *m (Q *m m_R) = (Q *m m_R)^T *m Q *m m_R by rewrite ?mulmxA ?addrA.
+have e0_ : (Q *m m_R)^T *m X = (Q *m m_R)^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (Q *m m_R)^T *m (Q *m m_R) = (Q *m m_R)^T *m Q *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (Q *m m_R)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma qr_gram_s3 : (Q *m m_R)^T *m Q *m m_R = m_R^T *m Q^T *m Q *m m_R.
 Proof.
-have rule_ : (Q *m m_R)^T = m_R^T *m Q^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (Q *m m_R)^T *m Q *m m_R = (Q *m m_R)^T *m Q *m m_R by rewrite ?mulmxA ?addrA.
-have e1_ : (m_R^T *m Q^T) *m Q *m m_R = m_R^T *m Q^T *m Q *m m_R by rewrite ?mulmxA ?addrA.
+have rule_ : (Q *m m_R)^T = m_R^T *m Q^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (Q *m m_R)^T *m Q *m m_R = (Q *m m_R)^T *m Q *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (m_R^T *m Q^T) *m Q *m m_R = m_R^T *m Q^T *m Q *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m Q *m m_R) rule_) e1_).
 exact: e_.
 Qed.
@@ -411,8 +412,8 @@ Qed.
 Lemma qr_gram_s4 : m_R^T *m Q^T *m Q *m m_R = m_R^T *m (1%:M : 'M[R]_(p)) *m m_R.
 Proof.
 have rule_ : Q^T *m Q = (1%:M : 'M[R]_(p)) := Q_orthonormal_columns.
-have e0_ : m_R^T *m Q^T *m Q *m m_R = m_R^T *m (Q^T *m Q) *m m_R by rewrite ?mulmxA ?addrA.
-have e1_ : m_R^T *m (1%:M : 'M[R]_(p)) *m m_R = m_R^T *m (1%:M : 'M[R]_(p)) *m m_R by rewrite ?mulmxA ?addrA.
+have e0_ : m_R^T *m Q^T *m Q *m m_R = m_R^T *m (Q^T *m Q) *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : m_R^T *m (1%:M : 'M[R]_(p)) *m m_R = m_R^T *m (1%:M : 'M[R]_(p)) *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => m_R^T *m Z_ *m m_R) rule_) e1_).
 exact: e_.
 Qed.
@@ -420,24 +421,24 @@ Qed.
 Lemma qr_gram_s5 : m_R^T *m (1%:M : 'M[R]_(p)) *m m_R = m_R^T *m m_R.
 Proof.
 have rule_ : m_R^T *m (1%:M : 'M[R]_(p)) = m_R^T := mulmx1 m_R^T.
-have e0_ : m_R^T *m (1%:M : 'M[R]_(p)) *m m_R = (m_R^T *m (1%:M : 'M[R]_(p))) *m m_R by rewrite ?mulmxA ?addrA.
-have e1_ : m_R^T *m m_R = m_R^T *m m_R by rewrite ?mulmxA ?addrA.
+have e0_ : m_R^T *m (1%:M : 'M[R]_(p)) *m m_R = (m_R^T *m (1%:M : 'M[R]_(p))) *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : m_R^T *m m_R = m_R^T *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m m_R) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma qr_gram : X^T *m X = m_R^T *m m_R.
 Proof.
-have e0_ : X^T *m X = X^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : m_R^T *m m_R = m_R^T *m m_R by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X = X^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : m_R^T *m m_R = m_R^T *m m_R by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans qr_gram_s1 (etrans qr_gram_s2 (etrans qr_gram_s3 (etrans qr_gram_s4 (etrans qr_gram_s5 e1_)))))).
 Qed.
 
 Lemma qr_precision_s1 : invmx (X^T *m X) = invmx (m_R^T *m m_R).
 Proof.
 have rule_ : X^T *m X = m_R^T *m m_R := qr_gram.
-have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (m_R^T *m m_R) = invmx (m_R^T *m m_R) by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (m_R^T *m m_R) = invmx (m_R^T *m m_R) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (Z_)) rule_) e1_).
 exact: e_.
 Qed.
@@ -445,8 +446,8 @@ Qed.
 Lemma qr_precision_s2 : invmx (m_R^T *m m_R) = (invmx m_R) *m (invmx (m_R^T)).
 Proof.
 have rule_ : invmx (m_R^T *m m_R) = (invmx m_R) *m (invmx (m_R^T)) := inverse_product (unit_tr R_invertible) R_invertible.
-have e0_ : invmx (m_R^T *m m_R) = invmx (m_R^T *m m_R) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx m_R) *m (invmx (m_R^T)) = (invmx m_R) *m (invmx (m_R^T)) by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (m_R^T *m m_R) = invmx (m_R^T *m m_R) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx m_R) *m (invmx (m_R^T)) = (invmx m_R) *m (invmx (m_R^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -454,8 +455,8 @@ Qed.
 Lemma qr_precision_s3 : (invmx m_R) *m (invmx (m_R^T)) = (invmx m_R) *m (invmx m_R)^T.
 Proof.
 have rule_ : (invmx m_R)^T = invmx (m_R^T) := trmx_inv m_R.
-have e0_ : (invmx m_R) *m (invmx m_R)^T = (invmx m_R) *m (invmx m_R)^T by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx m_R) *m (invmx (m_R^T)) = (invmx m_R) *m (invmx (m_R^T)) by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx m_R) *m (invmx m_R)^T = (invmx m_R) *m (invmx m_R)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx m_R) *m (invmx (m_R^T)) = (invmx m_R) *m (invmx (m_R^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (invmx m_R) *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -463,8 +464,8 @@ Qed.
 Lemma qr_precision_s4 : (invmx m_R) *m (invmx m_R)^T = (invmx m_R) *m L_qr^T.
 Proof.
 have rule_ : invmx m_R = L_qr := esym (erefl : L_qr = invmx m_R).
-have e0_ : (invmx m_R) *m (invmx m_R)^T = (invmx m_R) *m (invmx m_R)^T by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx m_R) *m L_qr^T = (invmx m_R) *m L_qr^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx m_R) *m (invmx m_R)^T = (invmx m_R) *m (invmx m_R)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx m_R) *m L_qr^T = (invmx m_R) *m L_qr^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (invmx m_R) *m (Z_)^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -472,24 +473,24 @@ Qed.
 Lemma qr_precision_s5 : (invmx m_R) *m L_qr^T = L_qr *m L_qr^T.
 Proof.
 have rule_ : invmx m_R = L_qr := esym (erefl : L_qr = invmx m_R).
-have e0_ : (invmx m_R) *m L_qr^T = (invmx m_R) *m L_qr^T by rewrite ?mulmxA ?addrA.
-have e1_ : L_qr *m L_qr^T = L_qr *m L_qr^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx m_R) *m L_qr^T = (invmx m_R) *m L_qr^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L_qr *m L_qr^T = L_qr *m L_qr^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m L_qr^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma qr_precision : invmx (X^T *m X) = L_qr *m L_qr^T.
 Proof.
-have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : L_qr *m L_qr^T = L_qr *m L_qr^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L_qr *m L_qr^T = L_qr *m L_qr^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans qr_precision_s1 (etrans qr_precision_s2 (etrans qr_precision_s3 (etrans qr_precision_s4 (etrans qr_precision_s5 e1_)))))).
 Qed.
 
 Lemma qr_ols_s1 : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m L_qr^T *m X^T *m Y.
 Proof.
-have rule_ : (X *m L_qr)^T = L_qr^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_qr *m (L_qr^T *m X^T) *m Y = X_q *m L_qr *m L_qr^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m L_qr)^T = L_qr^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_qr *m (L_qr^T *m X^T) *m Y = X_q *m L_qr *m L_qr^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m L_qr *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -497,24 +498,24 @@ Qed.
 Lemma qr_ols_s2 : X_q *m L_qr *m L_qr^T *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
 have rule_ : L_qr *m L_qr^T = invmx (X^T *m X) := esym qr_precision.
-have e0_ : X_q *m L_qr *m L_qr^T *m X^T *m Y = X_q *m (L_qr *m L_qr^T) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_qr *m L_qr^T *m X^T *m Y = X_q *m (L_qr *m L_qr^T) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma qr_ols : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
-have e0_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans qr_ols_s1 (etrans qr_ols_s2 e1_))).
 Qed.
 
 Lemma qr_route_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y.
 Proof.
 have rule_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y := esym qr_ols.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -522,8 +523,8 @@ Qed.
 Lemma qr_route_s2 : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m Q^T *m Y.
 Proof.
 have rule_ : X *m L_qr = Q := qr_whitens.
-have e0_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_qr *m Q^T *m Y = X_q *m L_qr *m Q^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_qr *m (X *m L_qr)^T *m Y = X_q *m L_qr *m (X *m L_qr)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_qr *m Q^T *m Y = X_q *m L_qr *m Q^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => X_q *m L_qr *m (Z_)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -531,24 +532,24 @@ Qed.
 Lemma qr_route_s3 : X_q *m L_qr *m Q^T *m Y = X_q *m (invmx m_R) *m Q^T *m Y.
 Proof.
 have rule_ : L_qr = invmx m_R := (erefl : L_qr = invmx m_R).
-have e0_ : X_q *m L_qr *m Q^T *m Y = X_q *m L_qr *m Q^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx m_R) *m Q^T *m Y = X_q *m (invmx m_R) *m Q^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_qr *m Q^T *m Y = X_q *m L_qr *m Q^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx m_R) *m Q^T *m Y = X_q *m (invmx m_R) *m Q^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m Q^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma qr_route : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx m_R) *m Q^T *m Y.
 Proof.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx m_R) *m Q^T *m Y = X_q *m (invmx m_R) *m Q^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx m_R) *m Q^T *m Y = X_q *m (invmx m_R) *m Q^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans qr_route_s1 (etrans qr_route_s2 (etrans qr_route_s3 e1_)))).
 Qed.
 
 Lemma cholesky_route_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (C *m C^T)) *m X^T *m Y.
 Proof.
 have rule_ : X^T *m X = C *m C^T := cholesky.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (C *m C^T)) *m X^T *m Y = X_q *m (invmx (C *m C^T)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (C *m C^T)) *m X^T *m Y = X_q *m (invmx (C *m C^T)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m (invmx (Z_)) *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -556,32 +557,32 @@ Qed.
 Lemma cholesky_route_s2 : X_q *m (invmx (C *m C^T)) *m X^T *m Y = X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y.
 Proof.
 have rule_ : invmx (C *m C^T) = (invmx (C^T)) *m (invmx C) := inverse_product C_invertible (unit_tr C_invertible).
-have e0_ : X_q *m (invmx (C *m C^T)) *m X^T *m Y = X_q *m (invmx (C *m C^T)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m ((invmx (C^T)) *m (invmx C)) *m X^T *m Y = X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (C *m C^T)) *m X^T *m Y = X_q *m (invmx (C *m C^T)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m ((invmx (C^T)) *m (invmx C)) *m X^T *m Y = X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma cholesky_route : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y.
 Proof.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y = X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y = X_q *m (invmx (C^T)) *m (invmx C) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans cholesky_route_s1 (etrans cholesky_route_s2 e1_))).
 Qed.
 
 Lemma gauge_invariance_s1 : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y.
 Proof.
-have rule_ : (X *m W_K)^T = W_K^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m W_Q *m (W_K^T *m X^T) *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m W_K)^T = W_K^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m W_Q *m (W_K^T *m X^T) *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, n) => X_q *m W_Q *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem gauge_invariance : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y.
 Proof using All.
-have e0_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m W_Q *m W_K^T *m X^T *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m W_Q *m W_K^T *m X^T *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans gauge_invariance_s1 e1_)).
 Qed.
 

@@ -20,37 +20,38 @@ Hypothesis sum : D = E *m ones_N.
 Hypothesis D_positive : posdef D.
 Definition p : 'M[R]_(N, 1) := ((invmx D) *m E)^T.
 Definition xi_new : 'M[R]_(d, 1) := X *m p.
+Ltac ols_close := try unfold p, xi_new; ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma probabilities_sum_to_one_1_s1 : (E *m ones_N)^T = ones_N^T *m E^T.
 Proof.
-have rule_ : (E *m ones_N)^T = ones_N^T *m E^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (E *m ones_N)^T = (E *m ones_N)^T by rewrite ?mulmxA ?addrA.
-have e1_ : ones_N^T *m E^T = ones_N^T *m E^T by rewrite ?mulmxA ?addrA.
+have rule_ : (E *m ones_N)^T = ones_N^T *m E^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (E *m ones_N)^T = (E *m ones_N)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_N^T *m E^T = ones_N^T *m E^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma probabilities_sum_to_one_1 : (E *m ones_N)^T = ones_N^T *m E^T.
 Proof.
-have e0_ : (E *m ones_N)^T = (E *m ones_N)^T by rewrite ?mulmxA ?addrA.
-have e1_ : ones_N^T *m E^T = ones_N^T *m E^T by rewrite ?mulmxA ?addrA.
+have e0_ : (E *m ones_N)^T = (E *m ones_N)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_N^T *m E^T = ones_N^T *m E^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans probabilities_sum_to_one_1_s1 e1_)).
 Qed.
 
 Lemma probabilities_sum_to_one_s1 : ones_N^T *m p = ones_N^T *m ((invmx D) *m E)^T.
 Proof.
 have rule_ : p = ((invmx D) *m E)^T := (erefl : p = ((invmx D) *m E)^T).
-have e0_ : ones_N^T *m p = ones_N^T *m p by rewrite ?mulmxA ?addrA.
-have e1_ : ones_N^T *m ((invmx D) *m E)^T = ones_N^T *m ((invmx D) *m E)^T by rewrite ?mulmxA ?addrA.
+have e0_ : ones_N^T *m p = ones_N^T *m p by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_N^T *m ((invmx D) *m E)^T = ones_N^T *m ((invmx D) *m E)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(N, 1) => ones_N^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma probabilities_sum_to_one_s2 : ones_N^T *m ((invmx D) *m E)^T = ones_N^T *m E^T *m (invmx D)^T.
 Proof.
-have rule_ : ((invmx D) *m E)^T = E^T *m (invmx D)^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : ones_N^T *m ((invmx D) *m E)^T = ones_N^T *m ((invmx D) *m E)^T by rewrite ?mulmxA ?addrA.
-have e1_ : ones_N^T *m (E^T *m (invmx D)^T) = ones_N^T *m E^T *m (invmx D)^T by rewrite ?mulmxA ?addrA.
+have rule_ : ((invmx D) *m E)^T = E^T *m (invmx D)^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : ones_N^T *m ((invmx D) *m E)^T = ones_N^T *m ((invmx D) *m E)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_N^T *m (E^T *m (invmx D)^T) = ones_N^T *m E^T *m (invmx D)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(N, 1) => ones_N^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -58,8 +59,8 @@ Qed.
 Lemma probabilities_sum_to_one_s3 : ones_N^T *m E^T *m (invmx D)^T = ones_N^T *m E^T *m (invmx (D^T)).
 Proof.
 have rule_ : (invmx D)^T = invmx (D^T) := trmx_inv D.
-have e0_ : ones_N^T *m E^T *m (invmx D)^T = ones_N^T *m E^T *m (invmx D)^T by rewrite ?mulmxA ?addrA.
-have e1_ : ones_N^T *m E^T *m (invmx (D^T)) = ones_N^T *m E^T *m (invmx (D^T)) by rewrite ?mulmxA ?addrA.
+have e0_ : ones_N^T *m E^T *m (invmx D)^T = ones_N^T *m E^T *m (invmx D)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_N^T *m E^T *m (invmx (D^T)) = ones_N^T *m E^T *m (invmx (D^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => ones_N^T *m E^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -67,8 +68,8 @@ Qed.
 Lemma probabilities_sum_to_one_s4 : ones_N^T *m E^T *m (invmx (D^T)) = ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)).
 Proof.
 have rule_ : D = E *m ones_N := sum.
-have e0_ : ones_N^T *m E^T *m (invmx (D^T)) = ones_N^T *m E^T *m (invmx (D^T)) by rewrite ?mulmxA ?addrA.
-have e1_ : ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) = ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) by rewrite ?mulmxA ?addrA.
+have e0_ : ones_N^T *m E^T *m (invmx (D^T)) = ones_N^T *m E^T *m (invmx (D^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) = ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => ones_N^T *m E^T *m (invmx ((Z_)^T))) rule_) e1_).
 exact: e_.
 Qed.
@@ -76,33 +77,33 @@ Qed.
 Lemma probabilities_sum_to_one_s5 : ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) = ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)).
 Proof.
 have rule_ : (E *m ones_N)^T = ones_N^T *m E^T := probabilities_sum_to_one_1.
-have e0_ : ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) = ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) by rewrite ?mulmxA ?addrA.
-have e1_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) by rewrite ?mulmxA ?addrA.
+have e0_ : ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) = ones_N^T *m E^T *m (invmx ((E *m ones_N)^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => ones_N^T *m E^T *m (invmx (Z_))) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma probabilities_sum_to_one_s6 : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = (1%:M : 'M[R]_(1)).
 Proof.
-have rule_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = (1%:M : 'M[R]_(1)) := ltac:(by rewrite -[RHS](mulmxV (unit_eq (esym probabilities_sum_to_one_1) (unit_tr (unit_eq (esym sum) (posdef_unit D_positive))))) ?mulmxA).
-have e0_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(1)) = (1%:M : 'M[R]_(1)) by rewrite ?mulmxA ?addrA.
+have rule_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = (1%:M : 'M[R]_(1)) := ltac:(first [by rewrite -[RHS](mulmxV (unit_eq (esym probabilities_sum_to_one_1) (unit_tr (unit_eq (esym sum) (posdef_unit D_positive))))) ?mulmxA | by ols_close]).
+have e0_ : ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) = ones_N^T *m E^T *m (invmx (ones_N^T *m E^T)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(1)) = (1%:M : 'M[R]_(1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma probabilities_sum_to_one : ones_N^T *m p = (1%:M : 'M[R]_(1)).
 Proof.
-have e0_ : ones_N^T *m p = ones_N^T *m p by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(1)) = (1%:M : 'M[R]_(1)) by rewrite ?mulmxA ?addrA.
+have e0_ : ones_N^T *m p = ones_N^T *m p by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(1)) = (1%:M : 'M[R]_(1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans probabilities_sum_to_one_s1 (etrans probabilities_sum_to_one_s2 (etrans probabilities_sum_to_one_s3 (etrans probabilities_sum_to_one_s4 (etrans probabilities_sum_to_one_s5 (etrans probabilities_sum_to_one_s6 e1_))))))).
 Qed.
 
 Lemma hopfield_is_attention_s1 : xi_new^T = (X *m p)^T.
 Proof.
 have rule_ : xi_new = X *m p := (erefl : xi_new = X *m p).
-have e0_ : xi_new^T = xi_new^T by rewrite ?mulmxA ?addrA.
-have e1_ : (X *m p)^T = (X *m p)^T by rewrite ?mulmxA ?addrA.
+have e0_ : xi_new^T = xi_new^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X *m p)^T = (X *m p)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, 1) => (Z_)^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -110,17 +111,17 @@ Qed.
 Lemma hopfield_is_attention_s2 : (X *m p)^T = (X *m ((invmx D) *m E)^T)^T.
 Proof.
 have rule_ : p = ((invmx D) *m E)^T := (erefl : p = ((invmx D) *m E)^T).
-have e0_ : (X *m p)^T = (X *m p)^T by rewrite ?mulmxA ?addrA.
-have e1_ : (X *m ((invmx D) *m E)^T)^T = (X *m ((invmx D) *m E)^T)^T by rewrite ?mulmxA ?addrA.
+have e0_ : (X *m p)^T = (X *m p)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X *m ((invmx D) *m E)^T)^T = (X *m ((invmx D) *m E)^T)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(N, 1) => (X *m Z_)^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma hopfield_is_attention_s3 : (X *m ((invmx D) *m E)^T)^T = (((invmx D) *m E)^T)^T *m X^T.
 Proof.
-have rule_ : (X *m ((invmx D) *m E)^T)^T = (((invmx D) *m E)^T)^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (X *m ((invmx D) *m E)^T)^T = (X *m ((invmx D) *m E)^T)^T by rewrite ?mulmxA ?addrA.
-have e1_ : (((invmx D) *m E)^T)^T *m X^T = (((invmx D) *m E)^T)^T *m X^T by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m ((invmx D) *m E)^T)^T = (((invmx D) *m E)^T)^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (X *m ((invmx D) *m E)^T)^T = (X *m ((invmx D) *m E)^T)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (((invmx D) *m E)^T)^T *m X^T = (((invmx D) *m E)^T)^T *m X^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, d) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -128,16 +129,16 @@ Qed.
 Lemma hopfield_is_attention_s4 : (((invmx D) *m E)^T)^T *m X^T = (invmx D) *m E *m X^T.
 Proof.
 have rule_ : (((invmx D) *m E)^T)^T = (invmx D) *m E := trmxK ((invmx D) *m E).
-have e0_ : (((invmx D) *m E)^T)^T *m X^T = (((invmx D) *m E)^T)^T *m X^T by rewrite ?mulmxA ?addrA.
-have e1_ : ((invmx D) *m E) *m X^T = (invmx D) *m E *m X^T by rewrite ?mulmxA ?addrA.
+have e0_ : (((invmx D) *m E)^T)^T *m X^T = (((invmx D) *m E)^T)^T *m X^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((invmx D) *m E) *m X^T = (invmx D) *m E *m X^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, N) => Z_ *m X^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem hopfield_is_attention : xi_new^T = (invmx D) *m E *m X^T.
 Proof using All.
-have e0_ : xi_new^T = xi_new^T by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx D) *m E *m X^T = (invmx D) *m E *m X^T by rewrite ?mulmxA ?addrA.
+have e0_ : xi_new^T = xi_new^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx D) *m E *m X^T = (invmx D) *m E *m X^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans hopfield_is_attention_s1 (etrans hopfield_is_attention_s2 (etrans hopfield_is_attention_s3 (etrans hopfield_is_attention_s4 e1_))))).
 Qed.
 

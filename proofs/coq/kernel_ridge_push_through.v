@@ -17,12 +17,13 @@ Hypothesis lambda_positive : 0 < lambda.
 Variable X : 'M[R]_(n, p).
 Variable X_q : 'M[R]_(m, p).
 Variable Y : 'M[R]_(n, k).
+Ltac ols_close := ols_closing [:: lambda] (lin_nz_cons lambda_positive (lin_nz_nil R)).
 
 Lemma cross_s1 : X^T = X^T *m (1%:M : 'M[R]_(n)).
 Proof.
 have rule_ : X^T *m (1%:M : 'M[R]_(n)) = X^T := mulmx1 X^T.
-have e0_ : X^T *m (1%:M : 'M[R]_(n)) = X^T *m (1%:M : 'M[R]_(n)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X^T = X^T by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m (1%:M : 'M[R]_(n)) = X^T *m (1%:M : 'M[R]_(n)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T = X^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -30,17 +31,17 @@ Qed.
 Lemma cross_s2 : X^T *m (1%:M : 'M[R]_(n)) = X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
 have rule_ : (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (1%:M : 'M[R]_(n)) := mulmxV (posdef_unit (@posdef_ridge_t R _ _ lambda X lambda_positive)).
-have e0_ : X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m ((lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m (1%:M : 'M[R]_(n)) = X^T *m (1%:M : 'M[R]_(n)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m ((lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m (1%:M : 'M[R]_(n)) = X^T *m (1%:M : 'M[R]_(n)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => X^T *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma cross_s3 : X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
-have rule_ : X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) := ltac:(by rewrite !(mulmxDr X^T) ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA).
-have e0_ : X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) := ltac:(first [by rewrite !(mulmxDr X^T) ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -48,8 +49,8 @@ Qed.
 Lemma cross_s4 : lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
 have rule_ : X^T *m (1%:M : 'M[R]_(n)) = X^T := mulmx1 X^T.
-have e0_ : lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: ((X^T *m (1%:M : 'M[R]_(n))) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : lambda *: (X^T *m (1%:M : 'M[R]_(n)) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: ((X^T *m (1%:M : 'M[R]_(n))) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => lambda *: (Z_ *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) rule_) e1_).
 exact: e_.
 Qed.
@@ -57,33 +58,33 @@ Qed.
 Lemma cross_s5 : lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m X^T = X^T := mul1mx X^T.
-have e0_ : lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (((1%:M : 'M[R]_(p)) *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (((1%:M : 'M[R]_(p)) *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => lambda *: (Z_ *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma cross_s6 : lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
-have rule_ : (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) := ltac:(by rewrite ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA).
-have e0_ : (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) := ltac:(first [by rewrite ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = lambda *: ((1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) + X^T *m X *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma cross : X^T = (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
-have e0_ : X^T = X^T by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X^T = X^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans cross_s1 (etrans cross_s2 (etrans cross_s3 (etrans cross_s4 (etrans cross_s5 (etrans cross_s6 e1_))))))).
 Qed.
 
 Lemma push_through_s1 : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
 have rule_ : X^T = (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) := cross.
-have e0_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m ((lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) = (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m ((lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) = (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -91,8 +92,8 @@ Qed.
 Lemma push_through_s2 : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
 have rule_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) = (1%:M : 'M[R]_(p)) := mulVmx (posdef_unit (@posdef_ridge R _ _ lambda X lambda_positive)).
-have e0_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = ((invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = ((invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) rule_) e1_).
 exact: e_.
 Qed.
@@ -100,48 +101,48 @@ Qed.
 Lemma push_through_s3 : (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m X^T = X^T := mul1mx X^T.
-have e0_ : (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = ((1%:M : 'M[R]_(p)) *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = ((1%:M : 'M[R]_(p)) *m X^T) *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma push_through : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)).
 Proof.
-have e0_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans push_through_s1 (etrans push_through_s2 (etrans push_through_s3 e1_)))).
 Qed.
 
 Lemma dual_route_s1 : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y.
 Proof.
 have rule_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) := push_through.
-have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m ((invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T) *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m ((invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T) *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma dual_route : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y.
 Proof.
-have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans dual_route_s1 e1_)).
 Qed.
 
 Lemma kernel_ridge_push_through_s1 : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y.
 Proof.
 have rule_ : (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T = X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) := push_through.
-have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m ((invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T) *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m ((invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T) *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T))) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem kernel_ridge_push_through : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y.
 Proof using All.
-have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y = X_q *m (invmx (lambda *: (1%:M : 'M[R]_(p)) + X^T *m X)) *m X^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y = X_q *m X^T *m (invmx (lambda *: (1%:M : 'M[R]_(n)) + X *m X^T)) *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans kernel_ridge_push_through_s1 e1_)).
 Qed.
 

@@ -42,21 +42,22 @@ Definition H_1 : 'M[R]_(m, k) := X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y.
 Definition H_2 : 'M[R]_(m, k) := X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y.
 Definition W_O : 'M[R]_((k + k)%N, d) := col_mx W_O1 W_O2.
 Definition W_sum : 'M[R]_((k + k)%N, k) := col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k)).
+Ltac ols_close := try unfold L_1, L_2, H_1, H_2, W_O, W_sum; ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma concatenate_then_project_s1 : (row_mx H_1 H_2) *m W_O = (row_mx H_1 H_2) *m (col_mx W_O1 W_O2).
 Proof.
 have rule_ : W_O = col_mx W_O1 W_O2 := (erefl : W_O = col_mx W_O1 W_O2).
-have e0_ : (row_mx H_1 H_2) *m W_O = (row_mx H_1 H_2) *m W_O by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx H_1 H_2) *m W_O = (row_mx H_1 H_2) *m W_O by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((k + k)%N, d) => (row_mx H_1 H_2) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma concatenate_then_project_s2 : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = H_1 *m W_O1 + H_2 *m W_O2.
 Proof.
-have rule_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = H_1 *m W_O1 + H_2 *m W_O2 := ltac:(by rewrite (mul_row_col H_1 H_2 W_O1 W_O2); rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by rewrite ?mulmxA ?addrA.
+have rule_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = H_1 *m W_O1 + H_2 *m W_O2 := ltac:(first [by rewrite (mul_row_col H_1 H_2 W_O1 W_O2); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) = (row_mx H_1 H_2) *m (col_mx W_O1 W_O2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, d) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -64,33 +65,33 @@ Qed.
 Lemma concatenate_then_project_s3 : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2.
 Proof.
 have rule_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 := erefl.
-have e0_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by rewrite ?mulmxA ?addrA.
+have e0_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, d) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma concatenate_then_project : (row_mx H_1 H_2) *m W_O = H_1 *m W_O1 + H_2 *m W_O2.
 Proof.
-have e0_ : (row_mx H_1 H_2) *m W_O = (row_mx H_1 H_2) *m W_O by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx H_1 H_2) *m W_O = (row_mx H_1 H_2) *m W_O by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 *m W_O1 + H_2 *m W_O2 = H_1 *m W_O1 + H_2 *m W_O2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans concatenate_then_project_s1 (etrans concatenate_then_project_s2 (etrans concatenate_then_project_s3 e1_)))).
 Qed.
 
 Lemma transposed_zero_s1 : X_2^T *m X_1 = X_2^T *m (X_1^T)^T.
 Proof.
 have rule_ : (X_1^T)^T = X_1 := trmxK X_1.
-have e0_ : X_2^T *m (X_1^T)^T = X_2^T *m (X_1^T)^T by rewrite ?mulmxA ?addrA.
-have e1_ : X_2^T *m X_1 = X_2^T *m X_1 by rewrite ?mulmxA ?addrA.
+have e0_ : X_2^T *m (X_1^T)^T = X_2^T *m (X_1^T)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_2^T *m X_1 = X_2^T *m X_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p_1) => X_2^T *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma transposed_zero_s2 : X_2^T *m (X_1^T)^T = (X_1^T *m X_2)^T.
 Proof.
-have rule_ : (X_1^T *m X_2)^T = X_2^T *m (X_1^T)^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (X_1^T *m X_2)^T = (X_1^T *m X_2)^T by rewrite ?mulmxA ?addrA.
-have e1_ : X_2^T *m (X_1^T)^T = X_2^T *m (X_1^T)^T by rewrite ?mulmxA ?addrA.
+have rule_ : (X_1^T *m X_2)^T = X_2^T *m (X_1^T)^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (X_1^T *m X_2)^T = (X_1^T *m X_2)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_2^T *m (X_1^T)^T = X_2^T *m (X_1^T)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_1) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -98,8 +99,8 @@ Qed.
 Lemma transposed_zero_s3 : (X_1^T *m X_2)^T = (0 : 'M[R]_(p_1, p_2))^T.
 Proof.
 have rule_ : X_1^T *m X_2 = (0 : 'M[R]_(p_1, p_2)) := blocks_orthogonal.
-have e0_ : (X_1^T *m X_2)^T = (X_1^T *m X_2)^T by rewrite ?mulmxA ?addrA.
-have e1_ : (0 : 'M[R]_(p_1, p_2))^T = (0 : 'M[R]_(p_1, p_2))^T by rewrite ?mulmxA ?addrA.
+have e0_ : (X_1^T *m X_2)^T = (X_1^T *m X_2)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(p_1, p_2))^T = (0 : 'M[R]_(p_1, p_2))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_2) => (Z_)^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -107,24 +108,24 @@ Qed.
 Lemma transposed_zero_s4 : (0 : 'M[R]_(p_1, p_2))^T = (0 : 'M[R]_(p_2, p_1)).
 Proof.
 have rule_ : (0 : 'M[R]_(p_1, p_2))^T = (0 : 'M[R]_(p_2, p_1)) := trmx0 _ _ _.
-have e0_ : (0 : 'M[R]_(p_1, p_2))^T = (0 : 'M[R]_(p_1, p_2))^T by rewrite ?mulmxA ?addrA.
-have e1_ : (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(p_2, p_1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (0 : 'M[R]_(p_1, p_2))^T = (0 : 'M[R]_(p_1, p_2))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(p_2, p_1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_1) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma transposed_zero : X_2^T *m X_1 = (0 : 'M[R]_(p_2, p_1)).
 Proof.
-have e0_ : X_2^T *m X_1 = X_2^T *m X_1 by rewrite ?mulmxA ?addrA.
-have e1_ : (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(p_2, p_1)) by rewrite ?mulmxA ?addrA.
+have e0_ : X_2^T *m X_1 = X_2^T *m X_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(p_2, p_1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans transposed_zero_s1 (etrans transposed_zero_s2 (etrans transposed_zero_s3 (etrans transposed_zero_s4 e1_))))).
 Qed.
 
 Lemma heads_are_ols_1_s1 : X^T *m X = (row_mx X_1 X_2)^T *m X.
 Proof.
 have rule_ : X = row_mx X_1 X_2 := features_split.
-have e0_ : X^T *m X = X^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_1 X_2)^T *m X = (row_mx X_1 X_2)^T *m X by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X = X^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_1 X_2)^T *m X = (row_mx X_1 X_2)^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, (p_1 + p_2)%N) => (Z_)^T *m X) rule_) e1_).
 exact: e_.
 Qed.
@@ -132,26 +133,26 @@ Qed.
 Lemma heads_are_ols_1_s2 : (row_mx X_1 X_2)^T *m X = (row_mx X_1 X_2)^T *m (row_mx X_1 X_2).
 Proof.
 have rule_ : X = row_mx X_1 X_2 := features_split.
-have e0_ : (row_mx X_1 X_2)^T *m X = (row_mx X_1 X_2)^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) = (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_1 X_2)^T *m X = (row_mx X_1 X_2)^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) = (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, (p_1 + p_2)%N) => (row_mx X_1 X_2)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_1_s3 : (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) = (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2).
 Proof.
-have rule_ : (row_mx X_1 X_2)^T = col_mx X_1^T X_2^T := ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx).
-have e0_ : (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) = (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) by rewrite ?mulmxA ?addrA.
-have e1_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) by rewrite ?mulmxA ?addrA.
+have rule_ : (row_mx X_1 X_2)^T = col_mx X_1^T X_2^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) = (row_mx X_1 X_2)^T *m (row_mx X_1 X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, n) => Z_ *m (row_mx X_1 X_2)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_1_s4 : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2).
 Proof.
-have rule_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) := ltac:(by rewrite (mul_col_row X_1^T X_2^T X_1 X_2); rewrite ?mulmxA ?addrA).
-have e0_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) by rewrite ?mulmxA ?addrA.
-have e1_ : block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) by rewrite ?mulmxA ?addrA.
+have rule_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) := ltac:(first [by rewrite (mul_col_row X_1^T X_2^T X_1 X_2); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) = (col_mx X_1^T X_2^T) *m (row_mx X_1 X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, (p_1 + p_2)%N) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -159,8 +160,8 @@ Qed.
 Lemma heads_are_ols_1_s5 : block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2).
 Proof.
 have rule_ : X_1^T *m X_2 = (0 : 'M[R]_(p_1, p_2)) := blocks_orthogonal.
-have e0_ : block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) by rewrite ?mulmxA ?addrA.
-have e1_ : block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by rewrite ?mulmxA ?addrA.
+have e0_ : block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (X_1^T *m X_2) (X_2^T *m X_1) (X_2^T *m X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_2) => block_mx (X_1^T *m X_1) Z_ (X_2^T *m X_1) (X_2^T *m X_2)) rule_) e1_).
 exact: e_.
 Qed.
@@ -168,8 +169,8 @@ Qed.
 Lemma heads_are_ols_1_s6 : block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2).
 Proof.
 have rule_ : X_1^T *m X_1 = V_1 *m Lambda_1 *m V_1^T := gram_1_spectral.
-have e0_ : block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by rewrite ?mulmxA ?addrA.
-have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by rewrite ?mulmxA ?addrA.
+have e0_ : block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (X_1^T *m X_1) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => block_mx Z_ (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2)) rule_) e1_).
 exact: e_.
 Qed.
@@ -177,8 +178,8 @@ Qed.
 Lemma heads_are_ols_1_s7 : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T).
 Proof.
 have rule_ : X_2^T *m X_2 = V_2 *m Lambda_2 *m V_2^T := gram_2_spectral.
-have e0_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by rewrite ?mulmxA ?addrA.
-have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) by rewrite ?mulmxA ?addrA.
+have e0_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (X_2^T *m X_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -186,24 +187,24 @@ Qed.
 Lemma heads_are_ols_1_s8 : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T).
 Proof.
 have rule_ : X_2^T *m X_1 = (0 : 'M[R]_(p_2, p_1)) := transposed_zero.
-have e0_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) by rewrite ?mulmxA ?addrA.
-have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) by rewrite ?mulmxA ?addrA.
+have e0_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (X_2^T *m X_1) (V_2 *m Lambda_2 *m V_2^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_1) => block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) Z_ (V_2 *m Lambda_2 *m V_2^T)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_1 : X^T *m X = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T).
 Proof.
-have e0_ : X^T *m X = X^T *m X by rewrite ?mulmxA ?addrA.
-have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X = X^T *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans heads_are_ols_1_s1 (etrans heads_are_ols_1_s2 (etrans heads_are_ols_1_s3 (etrans heads_are_ols_1_s4 (etrans heads_are_ols_1_s5 (etrans heads_are_ols_1_s6 (etrans heads_are_ols_1_s7 (etrans heads_are_ols_1_s8 e1_))))))))).
 Qed.
 
 Lemma V_1_transpose_inverse_s1 : invmx (V_1^T) = (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)).
 Proof.
 have rule_ : (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) = invmx (V_1^T) := mulmx1 (invmx (V_1^T)).
-have e0_ : (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) = (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (V_1^T) = invmx (V_1^T) by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) = (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (V_1^T) = invmx (V_1^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -211,8 +212,8 @@ Qed.
 Lemma V_1_transpose_inverse_s2 : (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) = (invmx (V_1^T)) *m V_1^T *m V_1.
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_1)) = V_1^T *m V_1 := esym V_1_orthonormal_columns.
-have e0_ : (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) = (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (V_1^T)) *m (V_1^T *m V_1) = (invmx (V_1^T)) *m V_1^T *m V_1 by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) = (invmx (V_1^T)) *m (1%:M : 'M[R]_(p_1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (V_1^T)) *m (V_1^T *m V_1) = (invmx (V_1^T)) *m V_1^T *m V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => (invmx (V_1^T)) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -220,8 +221,8 @@ Qed.
 Lemma V_1_transpose_inverse_s3 : (invmx (V_1^T)) *m V_1^T *m V_1 = (1%:M : 'M[R]_(p_1)) *m V_1.
 Proof.
 have rule_ : (invmx (V_1^T)) *m V_1^T = (1%:M : 'M[R]_(p_1)) := mulVmx (unit_tr (unit_right V_1_orthonormal_columns)).
-have e0_ : (invmx (V_1^T)) *m V_1^T *m V_1 = ((invmx (V_1^T)) *m V_1^T) *m V_1 by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p_1)) *m V_1 = (1%:M : 'M[R]_(p_1)) *m V_1 by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V_1^T)) *m V_1^T *m V_1 = ((invmx (V_1^T)) *m V_1^T) *m V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p_1)) *m V_1 = (1%:M : 'M[R]_(p_1)) *m V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => Z_ *m V_1) rule_) e1_).
 exact: e_.
 Qed.
@@ -229,24 +230,24 @@ Qed.
 Lemma V_1_transpose_inverse_s4 : (1%:M : 'M[R]_(p_1)) *m V_1 = V_1.
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_1)) *m V_1 = V_1 := mul1mx V_1.
-have e0_ : (1%:M : 'M[R]_(p_1)) *m V_1 = (1%:M : 'M[R]_(p_1)) *m V_1 by rewrite ?mulmxA ?addrA.
-have e1_ : V_1 = V_1 by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p_1)) *m V_1 = (1%:M : 'M[R]_(p_1)) *m V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_1 = V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma V_1_transpose_inverse : invmx (V_1^T) = V_1.
 Proof.
-have e0_ : invmx (V_1^T) = invmx (V_1^T) by rewrite ?mulmxA ?addrA.
-have e1_ : V_1 = V_1 by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (V_1^T) = invmx (V_1^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_1 = V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans V_1_transpose_inverse_s1 (etrans V_1_transpose_inverse_s2 (etrans V_1_transpose_inverse_s3 (etrans V_1_transpose_inverse_s4 e1_))))).
 Qed.
 
 Lemma V_1_inverse_s1 : invmx V_1 = (1%:M : 'M[R]_(p_1)) *m (invmx V_1).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_1)) *m (invmx V_1) = invmx V_1 := mul1mx (invmx V_1).
-have e0_ : (1%:M : 'M[R]_(p_1)) *m (invmx V_1) = (1%:M : 'M[R]_(p_1)) *m (invmx V_1) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx V_1 = invmx V_1 by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p_1)) *m (invmx V_1) = (1%:M : 'M[R]_(p_1)) *m (invmx V_1) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx V_1 = invmx V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -254,8 +255,8 @@ Qed.
 Lemma V_1_inverse_s2 : (1%:M : 'M[R]_(p_1)) *m (invmx V_1) = V_1^T *m V_1 *m (invmx V_1).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_1)) = V_1^T *m V_1 := esym V_1_orthonormal_columns.
-have e0_ : (1%:M : 'M[R]_(p_1)) *m (invmx V_1) = (1%:M : 'M[R]_(p_1)) *m (invmx V_1) by rewrite ?mulmxA ?addrA.
-have e1_ : (V_1^T *m V_1) *m (invmx V_1) = V_1^T *m V_1 *m (invmx V_1) by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p_1)) *m (invmx V_1) = (1%:M : 'M[R]_(p_1)) *m (invmx V_1) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V_1^T *m V_1) *m (invmx V_1) = V_1^T *m V_1 *m (invmx V_1) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => Z_ *m (invmx V_1)) rule_) e1_).
 exact: e_.
 Qed.
@@ -263,8 +264,8 @@ Qed.
 Lemma V_1_inverse_s3 : V_1^T *m V_1 *m (invmx V_1) = V_1^T *m (1%:M : 'M[R]_(p_1)).
 Proof.
 have rule_ : V_1 *m (invmx V_1) = (1%:M : 'M[R]_(p_1)) := mulmxV (unit_right V_1_orthonormal_columns).
-have e0_ : V_1^T *m V_1 *m (invmx V_1) = V_1^T *m (V_1 *m (invmx V_1)) by rewrite ?mulmxA ?addrA.
-have e1_ : V_1^T *m (1%:M : 'M[R]_(p_1)) = V_1^T *m (1%:M : 'M[R]_(p_1)) by rewrite ?mulmxA ?addrA.
+have e0_ : V_1^T *m V_1 *m (invmx V_1) = V_1^T *m (V_1 *m (invmx V_1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_1^T *m (1%:M : 'M[R]_(p_1)) = V_1^T *m (1%:M : 'M[R]_(p_1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => V_1^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -272,24 +273,24 @@ Qed.
 Lemma V_1_inverse_s4 : V_1^T *m (1%:M : 'M[R]_(p_1)) = V_1^T.
 Proof.
 have rule_ : V_1^T *m (1%:M : 'M[R]_(p_1)) = V_1^T := mulmx1 V_1^T.
-have e0_ : V_1^T *m (1%:M : 'M[R]_(p_1)) = V_1^T *m (1%:M : 'M[R]_(p_1)) by rewrite ?mulmxA ?addrA.
-have e1_ : V_1^T = V_1^T by rewrite ?mulmxA ?addrA.
+have e0_ : V_1^T *m (1%:M : 'M[R]_(p_1)) = V_1^T *m (1%:M : 'M[R]_(p_1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_1^T = V_1^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma V_1_inverse : invmx V_1 = V_1^T.
 Proof.
-have e0_ : invmx V_1 = invmx V_1 by rewrite ?mulmxA ?addrA.
-have e1_ : V_1^T = V_1^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx V_1 = invmx V_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_1^T = V_1^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans V_1_inverse_s1 (etrans V_1_inverse_s2 (etrans V_1_inverse_s3 (etrans V_1_inverse_s4 e1_))))).
 Qed.
 
 Lemma V_2_transpose_inverse_s1 : invmx (V_2^T) = (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)).
 Proof.
 have rule_ : (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) = invmx (V_2^T) := mulmx1 (invmx (V_2^T)).
-have e0_ : (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) = (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (V_2^T) = invmx (V_2^T) by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) = (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (V_2^T) = invmx (V_2^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -297,8 +298,8 @@ Qed.
 Lemma V_2_transpose_inverse_s2 : (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) = (invmx (V_2^T)) *m V_2^T *m V_2.
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_2)) = V_2^T *m V_2 := esym V_2_orthonormal_columns.
-have e0_ : (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) = (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (V_2^T)) *m (V_2^T *m V_2) = (invmx (V_2^T)) *m V_2^T *m V_2 by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) = (invmx (V_2^T)) *m (1%:M : 'M[R]_(p_2)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (V_2^T)) *m (V_2^T *m V_2) = (invmx (V_2^T)) *m V_2^T *m V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => (invmx (V_2^T)) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -306,8 +307,8 @@ Qed.
 Lemma V_2_transpose_inverse_s3 : (invmx (V_2^T)) *m V_2^T *m V_2 = (1%:M : 'M[R]_(p_2)) *m V_2.
 Proof.
 have rule_ : (invmx (V_2^T)) *m V_2^T = (1%:M : 'M[R]_(p_2)) := mulVmx (unit_tr (unit_right V_2_orthonormal_columns)).
-have e0_ : (invmx (V_2^T)) *m V_2^T *m V_2 = ((invmx (V_2^T)) *m V_2^T) *m V_2 by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p_2)) *m V_2 = (1%:M : 'M[R]_(p_2)) *m V_2 by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V_2^T)) *m V_2^T *m V_2 = ((invmx (V_2^T)) *m V_2^T) *m V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p_2)) *m V_2 = (1%:M : 'M[R]_(p_2)) *m V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => Z_ *m V_2) rule_) e1_).
 exact: e_.
 Qed.
@@ -315,24 +316,24 @@ Qed.
 Lemma V_2_transpose_inverse_s4 : (1%:M : 'M[R]_(p_2)) *m V_2 = V_2.
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_2)) *m V_2 = V_2 := mul1mx V_2.
-have e0_ : (1%:M : 'M[R]_(p_2)) *m V_2 = (1%:M : 'M[R]_(p_2)) *m V_2 by rewrite ?mulmxA ?addrA.
-have e1_ : V_2 = V_2 by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p_2)) *m V_2 = (1%:M : 'M[R]_(p_2)) *m V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_2 = V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma V_2_transpose_inverse : invmx (V_2^T) = V_2.
 Proof.
-have e0_ : invmx (V_2^T) = invmx (V_2^T) by rewrite ?mulmxA ?addrA.
-have e1_ : V_2 = V_2 by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (V_2^T) = invmx (V_2^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_2 = V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans V_2_transpose_inverse_s1 (etrans V_2_transpose_inverse_s2 (etrans V_2_transpose_inverse_s3 (etrans V_2_transpose_inverse_s4 e1_))))).
 Qed.
 
 Lemma V_2_inverse_s1 : invmx V_2 = (1%:M : 'M[R]_(p_2)) *m (invmx V_2).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_2)) *m (invmx V_2) = invmx V_2 := mul1mx (invmx V_2).
-have e0_ : (1%:M : 'M[R]_(p_2)) *m (invmx V_2) = (1%:M : 'M[R]_(p_2)) *m (invmx V_2) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx V_2 = invmx V_2 by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p_2)) *m (invmx V_2) = (1%:M : 'M[R]_(p_2)) *m (invmx V_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx V_2 = invmx V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -340,8 +341,8 @@ Qed.
 Lemma V_2_inverse_s2 : (1%:M : 'M[R]_(p_2)) *m (invmx V_2) = V_2^T *m V_2 *m (invmx V_2).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p_2)) = V_2^T *m V_2 := esym V_2_orthonormal_columns.
-have e0_ : (1%:M : 'M[R]_(p_2)) *m (invmx V_2) = (1%:M : 'M[R]_(p_2)) *m (invmx V_2) by rewrite ?mulmxA ?addrA.
-have e1_ : (V_2^T *m V_2) *m (invmx V_2) = V_2^T *m V_2 *m (invmx V_2) by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p_2)) *m (invmx V_2) = (1%:M : 'M[R]_(p_2)) *m (invmx V_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V_2^T *m V_2) *m (invmx V_2) = V_2^T *m V_2 *m (invmx V_2) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => Z_ *m (invmx V_2)) rule_) e1_).
 exact: e_.
 Qed.
@@ -349,8 +350,8 @@ Qed.
 Lemma V_2_inverse_s3 : V_2^T *m V_2 *m (invmx V_2) = V_2^T *m (1%:M : 'M[R]_(p_2)).
 Proof.
 have rule_ : V_2 *m (invmx V_2) = (1%:M : 'M[R]_(p_2)) := mulmxV (unit_right V_2_orthonormal_columns).
-have e0_ : V_2^T *m V_2 *m (invmx V_2) = V_2^T *m (V_2 *m (invmx V_2)) by rewrite ?mulmxA ?addrA.
-have e1_ : V_2^T *m (1%:M : 'M[R]_(p_2)) = V_2^T *m (1%:M : 'M[R]_(p_2)) by rewrite ?mulmxA ?addrA.
+have e0_ : V_2^T *m V_2 *m (invmx V_2) = V_2^T *m (V_2 *m (invmx V_2)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_2^T *m (1%:M : 'M[R]_(p_2)) = V_2^T *m (1%:M : 'M[R]_(p_2)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => V_2^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -358,24 +359,24 @@ Qed.
 Lemma V_2_inverse_s4 : V_2^T *m (1%:M : 'M[R]_(p_2)) = V_2^T.
 Proof.
 have rule_ : V_2^T *m (1%:M : 'M[R]_(p_2)) = V_2^T := mulmx1 V_2^T.
-have e0_ : V_2^T *m (1%:M : 'M[R]_(p_2)) = V_2^T *m (1%:M : 'M[R]_(p_2)) by rewrite ?mulmxA ?addrA.
-have e1_ : V_2^T = V_2^T by rewrite ?mulmxA ?addrA.
+have e0_ : V_2^T *m (1%:M : 'M[R]_(p_2)) = V_2^T *m (1%:M : 'M[R]_(p_2)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_2^T = V_2^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma V_2_inverse : invmx V_2 = V_2^T.
 Proof.
-have e0_ : invmx V_2 = invmx V_2 by rewrite ?mulmxA ?addrA.
-have e1_ : V_2^T = V_2^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx V_2 = invmx V_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_2^T = V_2^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans V_2_inverse_s1 (etrans V_2_inverse_s2 (etrans V_2_inverse_s3 (etrans V_2_inverse_s4 e1_))))).
 Qed.
 
 Lemma heads_are_ols_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y.
 Proof.
 have rule_ : X^T *m X = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) := heads_are_ols_1.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, (p_1 + p_2)%N) => X_q *m (invmx (Z_)) *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -383,8 +384,8 @@ Qed.
 Lemma heads_are_ols_s2 : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y.
 Proof.
 have rule_ : X = row_mx X_1 X_2 := features_split.
-have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, (p_1 + p_2)%N) => X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (Z_)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -392,17 +393,17 @@ Qed.
 Lemma heads_are_ols_s3 : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y.
 Proof.
 have rule_ : X_q = row_mx X_q1 X_q2 := queries_split.
-have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, (p_1 + p_2)%N) => Z_ *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s4 : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx X_1 X_2)^T = col_mx X_1^T X_2^T := ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx).
-have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (row_mx X_1 X_2)^T = col_mx X_1^T X_2^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, n) => (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -410,26 +411,26 @@ Qed.
 Lemma heads_are_ols_s5 : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
 have rule_ : invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T)) = block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T)) := inverse_block_diag (unit_mul (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (unit_mul (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))).
-have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, (p_1 + p_2)%N) => (row_mx X_q1 X_q2) *m Z_ *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s6 : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : invmx (V_1 *m Lambda_1 *m V_1^T) = (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) := ltac:(by rewrite (inverse_product (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (inverse_product (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) ?mulmxA).
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : invmx (V_1 *m Lambda_1 *m V_1^T) = (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) := ltac:(first [by rewrite (inverse_product (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (inverse_product (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) ?mulmxA | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => (row_mx X_q1 X_q2) *m (block_mx Z_ (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s7 : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : invmx (V_2 *m Lambda_2 *m V_2^T) = (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) := ltac:(by rewrite (inverse_product (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))) (inverse_product (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) ?mulmxA).
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : invmx (V_2 *m Lambda_2 *m V_2^T) = (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) := ltac:(first [by rewrite (inverse_product (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))) (inverse_product (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) ?mulmxA | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) Z_) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -442,9 +443,9 @@ Qed.
 
 Lemma heads_are_ols_s8 : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) = row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) := ltac:(by rewrite (mul_row_block X_q1 X_q2 ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))); rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s8 (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (0 : 'M[R]_(p_2, p_1)))).
+have rule_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) = row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) := ltac:(first [by rewrite (mul_row_block X_q1 X_q2 ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s8 (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (0 : 'M[R]_(p_2, p_1)))); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, (p_1 + p_2)%N) => Z_ *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -457,9 +458,9 @@ Qed.
 
 Lemma heads_are_ols_s9 : (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q2 *m (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(m, p_1)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx ((0 : 'M[R]_(m, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s9 ((0 : 'M[R]_(m, p_1))) (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1))).
+have rule_ : X_q2 *m (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(m, p_1)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx ((0 : 'M[R]_(m, p_1)) + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s9 ((0 : 'M[R]_(m, p_1))) (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1))); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_1) => (row_mx (Z_ + X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -472,36 +473,36 @@ Qed.
 
 Lemma heads_are_ols_s10 : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q1 *m (0 : 'M[R]_(p_1, p_2)) = (0 : 'M[R]_(m, p_2)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) ((0 : 'M[R]_(m, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s10 ((0 : 'M[R]_(m, p_2))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))).
+have rule_ : X_q1 *m (0 : 'M[R]_(p_1, p_2)) = (0 : 'M[R]_(m, p_2)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) ((0 : 'M[R]_(m, p_2)) + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s10 ((0 : 'M[R]_(m, p_2))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_2) => (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (Z_ + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s11 : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1)) = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1)) = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) + (0 : 'M[R]_(m, p_1))) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_1) => (row_mx Z_ (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s12 : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)) = X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)) = X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_2) => (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) Z_) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s13 : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T := ltac:(by rewrite (mul_row_col (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) X_1^T X_2^T); rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T)) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T := ltac:(first [by rewrite (mul_row_col (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2)) X_1^T X_2^T); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T)) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -509,17 +510,17 @@ Qed.
 Lemma heads_are_ols_s14 : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y.
 Proof.
 have rule_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T := erefl.
-have e0_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s15 : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y.
 Proof.
-have rule_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y := ltac:(by rewrite ?mulmxDl ?scalerDr; rewrite ?mulmxA ?addrA).
-have e0_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y := ltac:(first [by rewrite ?mulmxDl ?scalerDr; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y = (X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -527,8 +528,8 @@ Qed.
 Lemma heads_are_ols_s16 : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y.
 Proof.
 have rule_ : invmx (V_1^T) = V_1 := V_1_transpose_inverse.
-have e0_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m Z_ *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -536,8 +537,8 @@ Qed.
 Lemma heads_are_ols_s17 : X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y.
 Proof.
 have rule_ : invmx V_1 = V_1^T := V_1_inverse.
-have e0_ : X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m (invmx V_1) *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m V_1 *m (invmx Lambda_1) *m Z_ *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -545,8 +546,8 @@ Qed.
 Lemma heads_are_ols_s18 : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y.
 Proof.
 have rule_ : invmx (V_2^T) = V_2 := V_2_transpose_inverse.
-have e0_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m Z_ *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -554,8 +555,8 @@ Qed.
 Lemma heads_are_ols_s19 : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : invmx V_2 = V_2^T := V_2_inverse.
-have e0_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m (invmx V_2) *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m Z_ *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -569,8 +570,8 @@ Qed.
 Lemma heads_are_ols_s20 : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) = invmx Lambda_1 := @pow_combine R _ Lambda_1 _ _ _ (-1) (-1) (-2) Lambda_1_positive erefl erefl erefl (esym (mpowN2 Lambda_1_diagonal Lambda_1_positive)).
-have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m ((mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))) *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s20 (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y)).
+have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m ((mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))) *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s20 (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m Z_ *m V_1^T *m X_1^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -578,8 +579,8 @@ Qed.
 Lemma heads_are_ols_s21 : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_1 (-1))^T = mpow Lambda_1 (-1) := (@mpow_sym R _ Lambda_1 (-1) Lambda_1_diagonal Lambda_1_positive).
-have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m Z_ *m V_1^T *m X_1^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -592,9 +593,9 @@ Qed.
 
 Lemma heads_are_ols_s22 : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (V_1 *m (mpow Lambda_1 (-1)))^T = (mpow Lambda_1 (-1))^T *m V_1^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m ((mpow Lambda_1 (-1))^T *m V_1^T) *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s22 (X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y)).
+have rule_ : (V_1 *m (mpow Lambda_1 (-1)))^T = (mpow Lambda_1 (-1))^T *m V_1^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m ((mpow Lambda_1 (-1))^T *m V_1^T) *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s22 (X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m Z_ *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -602,8 +603,8 @@ Qed.
 Lemma heads_are_ols_s23 : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_1 *m (mpow Lambda_1 (-1)) = L_1 := esym (erefl : L_1 = V_1 *m (mpow Lambda_1 (-1))).
-have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (Z_)^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -611,8 +612,8 @@ Qed.
 Lemma heads_are_ols_s24 : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_1 *m (mpow Lambda_1 (-1)) = L_1 := esym (erefl : L_1 = V_1 *m (mpow Lambda_1 (-1))).
-have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m (V_1 *m (mpow Lambda_1 (-1))) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m (V_1 *m (mpow Lambda_1 (-1))) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m Z_ *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -620,8 +621,8 @@ Qed.
 Lemma heads_are_ols_s25 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) = invmx Lambda_2 := @pow_combine R _ Lambda_2 _ _ _ (-1) (-1) (-2) Lambda_2_positive erefl erefl erefl (esym (mpowN2 Lambda_2_diagonal Lambda_2_positive)).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m ((mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m ((mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m Z_ *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -629,17 +630,17 @@ Qed.
 Lemma heads_are_ols_s26 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_2 (-1))^T = mpow Lambda_2 (-1) := (@mpow_sym R _ Lambda_2 (-1) Lambda_2_diagonal Lambda_2_positive).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m Z_ *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma heads_are_ols_s27 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y.
 Proof.
-have rule_ : (V_2 *m (mpow Lambda_2 (-1)))^T = (mpow Lambda_2 (-1))^T *m V_2^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m ((mpow Lambda_2 (-1))^T *m V_2^T) *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (V_2 *m (mpow Lambda_2 (-1)))^T = (mpow Lambda_2 (-1))^T *m V_2^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m ((mpow Lambda_2 (-1))^T *m V_2^T) *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m Z_ *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -647,8 +648,8 @@ Qed.
 Lemma heads_are_ols_s28 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_2 *m (mpow Lambda_2 (-1)) = L_2 := esym (erefl : L_2 = V_2 *m (mpow Lambda_2 (-1))).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (Z_)^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -656,17 +657,17 @@ Qed.
 Lemma heads_are_ols_s29 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_2 *m (mpow Lambda_2 (-1)) = L_2 := esym (erefl : L_2 = V_2 *m (mpow Lambda_2 (-1))).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m (V_2 *m (mpow Lambda_2 (-1))) *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m (V_2 *m (mpow Lambda_2 (-1))) *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m Z_ *m L_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s30 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (X_1 *m L_1)^T = L_1^T *m X_1^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m (L_1^T *m X_1^T) *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X_1 *m L_1)^T = L_1^T *m X_1^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m (L_1^T *m X_1^T) *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, n) => X_q1 *m L_1 *m Z_ *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -680,17 +681,17 @@ Qed.
 Lemma heads_are_ols_s31 : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1.
 Proof.
 have rule_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y = H_1 := esym (erefl : H_1 = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y).
-have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s31 (H_1) (X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y)).
+have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s31 (H_1) (X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_ + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols_s32 : X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1.
 Proof.
-have rule_ : (X_2 *m L_2)^T = L_2^T *m X_2^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by rewrite ?mulmxA ?addrA.
-have e1_ : X_q2 *m L_2 *m (L_2^T *m X_2^T) *m Y + H_1 = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by rewrite ?mulmxA ?addrA.
+have rule_ : (X_2 *m L_2)^T = L_2^T *m X_2^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q2 *m L_2 *m (L_2^T *m X_2^T) *m Y + H_1 = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, n) => X_q2 *m L_2 *m Z_ *m Y + H_1) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -704,24 +705,24 @@ Qed.
 Lemma heads_are_ols_s33 : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = H_1 + H_2.
 Proof.
 have rule_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y = H_2 := esym (erefl : H_2 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y).
-have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by rewrite ?mulmxA ?addrA.
-have e1_ : H_2 + H_1 = H_1 + H_2 by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s33 (H_2) (H_1)).
+have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_2 + H_1 = H_1 + H_2 by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_heads_are_ols_s33 (H_2) (H_1)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_ + H_1) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma heads_are_ols : X_q *m (invmx (X^T *m X)) *m X^T *m Y = H_1 + H_2.
 Proof.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 + H_2 = H_1 + H_2 by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 + H_2 = H_1 + H_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans heads_are_ols_s1 (etrans heads_are_ols_s2 (etrans heads_are_ols_s3 (etrans heads_are_ols_s4 (etrans heads_are_ols_s5 (etrans heads_are_ols_s6 (etrans heads_are_ols_s7 (etrans heads_are_ols_s8 (etrans heads_are_ols_s9 (etrans heads_are_ols_s10 (etrans heads_are_ols_s11 (etrans heads_are_ols_s12 (etrans heads_are_ols_s13 (etrans heads_are_ols_s14 (etrans heads_are_ols_s15 (etrans heads_are_ols_s16 (etrans heads_are_ols_s17 (etrans heads_are_ols_s18 (etrans heads_are_ols_s19 (etrans heads_are_ols_s20 (etrans heads_are_ols_s21 (etrans heads_are_ols_s22 (etrans heads_are_ols_s23 (etrans heads_are_ols_s24 (etrans heads_are_ols_s25 (etrans heads_are_ols_s26 (etrans heads_are_ols_s27 (etrans heads_are_ols_s28 (etrans heads_are_ols_s29 (etrans heads_are_ols_s30 (etrans heads_are_ols_s31 (etrans heads_are_ols_s32 (etrans heads_are_ols_s33 e1_)))))))))))))))))))))))))))))))))).
 Qed.
 
 Lemma multi_head_attention_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y.
 Proof.
 have rule_ : X^T *m X = block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T) := heads_are_ols_1.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, (p_1 + p_2)%N) => X_q *m (invmx (Z_)) *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -729,8 +730,8 @@ Qed.
 Lemma multi_head_attention_s2 : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y.
 Proof.
 have rule_ : X = row_mx X_1 X_2 := features_split.
-have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, (p_1 + p_2)%N) => X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (Z_)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -738,17 +739,17 @@ Qed.
 Lemma multi_head_attention_s3 : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y.
 Proof.
 have rule_ : X_q = row_mx X_q1 X_q2 := queries_split.
-have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = X_q *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, (p_1 + p_2)%N) => Z_ *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s4 : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx X_1 X_2)^T = col_mx X_1^T X_2^T := ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx).
-have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (row_mx X_1 X_2)^T = col_mx X_1^T X_2^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (row_mx X_1 X_2)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, n) => (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -756,17 +757,17 @@ Qed.
 Lemma multi_head_attention_s5 : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
 have rule_ : invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T)) = block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T)) := inverse_block_diag (unit_mul (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (unit_mul (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))).
-have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (invmx (block_mx (V_1 *m Lambda_1 *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((p_1 + p_2)%N, (p_1 + p_2)%N) => (row_mx X_q1 X_q2) *m Z_ *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s6 : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : invmx (V_1 *m Lambda_1 *m V_1^T) = (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) := ltac:(by rewrite (inverse_product (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (inverse_product (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) ?mulmxA).
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : invmx (V_1 *m Lambda_1 *m V_1^T) = (invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1) := ltac:(first [by rewrite (inverse_product (unit_mul (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) (unit_tr (unit_right V_1_orthonormal_columns))) (inverse_product (unit_right V_1_orthonormal_columns) (posdef_unit Lambda_1_positive)) ?mulmxA | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (invmx (V_1 *m Lambda_1 *m V_1^T)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => (row_mx X_q1 X_q2) *m (block_mx Z_ (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -774,8 +775,8 @@ Qed.
 Lemma multi_head_attention_s7 : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
 have rule_ : invmx V_1 = V_1^T := V_1_inverse.
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m (invmx V_1)) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m Z_) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -783,17 +784,17 @@ Qed.
 Lemma multi_head_attention_s8 : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
 have rule_ : invmx (V_1^T) = V_1 := V_1_transpose_inverse.
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx ((invmx (V_1^T)) *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => (row_mx X_q1 X_q2) *m (block_mx (Z_ *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s9 : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : invmx (V_2 *m Lambda_2 *m V_2^T) = (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) := ltac:(by rewrite (inverse_product (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))) (inverse_product (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) ?mulmxA).
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : invmx (V_2 *m Lambda_2 *m V_2^T) = (invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2) := ltac:(first [by rewrite (inverse_product (unit_mul (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) (unit_tr (unit_right V_2_orthonormal_columns))) (inverse_product (unit_right V_2_orthonormal_columns) (posdef_unit Lambda_2_positive)) ?mulmxA | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (invmx (V_2 *m Lambda_2 *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) Z_) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -801,8 +802,8 @@ Qed.
 Lemma multi_head_attention_s10 : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
 have rule_ : invmx V_2 = V_2^T := V_2_inverse.
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m (invmx V_2))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m Z_)) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -810,8 +811,8 @@ Qed.
 Lemma multi_head_attention_s11 : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
 have rule_ : invmx (V_2^T) = V_2 := V_2_transpose_inverse.
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) ((invmx (V_2^T)) *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (Z_ *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -824,9 +825,9 @@ Qed.
 
 Lemma multi_head_attention_s12 : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) = row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) := ltac:(by rewrite (mul_row_block X_q1 X_q2 (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)); rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s12 (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m (0 : 'M[R]_(p_2, p_1)))).
+have rule_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) = row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) := ltac:(first [by rewrite (mul_row_block X_q1 X_q2 (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx X_q1 X_q2) *m (block_mx (V_1 *m (invmx Lambda_1) *m V_1^T) (0 : 'M[R]_(p_1, p_2)) (0 : 'M[R]_(p_2, p_1)) (V_2 *m (invmx Lambda_2) *m V_2^T))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + X_q2 *m (0 : 'M[R]_(p_2, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s12 (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m (0 : 'M[R]_(p_2, p_1)))); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, (p_1 + p_2)%N) => Z_ *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -839,9 +840,9 @@ Qed.
 
 Lemma multi_head_attention_s13 : (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q2 *m (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(m, p_1)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx ((0 : 'M[R]_(m, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s13 ((0 : 'M[R]_(m, p_1))) (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T)).
+have rule_ : X_q2 *m (0 : 'M[R]_(p_2, p_1)) = (0 : 'M[R]_(m, p_1)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q2 *m (0 : 'M[R]_(p_2, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx ((0 : 'M[R]_(m, p_1)) + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s13 ((0 : 'M[R]_(m, p_1))) (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_1) => (row_mx (Z_ + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -854,36 +855,36 @@ Qed.
 
 Lemma multi_head_attention_s14 : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q1 *m (0 : 'M[R]_(p_1, p_2)) = (0 : 'M[R]_(m, p_2)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) ((0 : 'M[R]_(m, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s14 ((0 : 'M[R]_(m, p_2))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)).
+have rule_ : X_q1 *m (0 : 'M[R]_(p_1, p_2)) = (0 : 'M[R]_(m, p_2)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q1 *m (0 : 'M[R]_(p_1, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) ((0 : 'M[R]_(m, p_2)) + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s14 ((0 : 'M[R]_(m, p_2))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_2) => (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (Z_ + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s15 : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1)) = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1)) = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T + (0 : 'M[R]_(m, p_1))) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_1) => (row_mx Z_ (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s16 : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y.
 Proof.
-have rule_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)) = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)) = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T + (0 : 'M[R]_(m, p_2)))) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, p_2) => (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) Z_) *m (col_mx X_1^T X_2^T) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s17 : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y.
 Proof.
-have rule_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T := ltac:(by rewrite (mul_row_col (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) X_1^T X_2^T); rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T)) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T := ltac:(first [by rewrite (mul_row_col (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T) X_1^T X_2^T); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T) *m Y = ((row_mx (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T)) *m (col_mx X_1^T X_2^T)) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -891,17 +892,17 @@ Qed.
 Lemma multi_head_attention_s18 : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y.
 Proof.
 have rule_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T := erefl.
-have e0_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s19 : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y := ltac:(by rewrite ?mulmxDl ?scalerDr; rewrite ?mulmxA ?addrA).
-have e0_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y := ltac:(first [by rewrite ?mulmxDl ?scalerDr; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y = (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -915,8 +916,8 @@ Qed.
 Lemma multi_head_attention_s20 : X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) = invmx Lambda_1 := @pow_combine R _ Lambda_1 _ _ _ (-1) (-1) (-2) Lambda_1_positive erefl erefl erefl (esym (mpowN2 Lambda_1_diagonal Lambda_1_positive)).
-have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m ((mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))) *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s20 (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y)).
+have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m ((mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))) *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y = X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s20 (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) (X_q1 *m V_1 *m (invmx Lambda_1) *m V_1^T *m X_1^T *m Y)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m Z_ *m V_1^T *m X_1^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -924,8 +925,8 @@ Qed.
 Lemma multi_head_attention_s21 : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_1 (-1))^T = mpow Lambda_1 (-1) := (@mpow_sym R _ Lambda_1 (-1) Lambda_1_diagonal Lambda_1_positive).
-have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1)) *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m Z_ *m V_1^T *m X_1^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -938,9 +939,9 @@ Qed.
 
 Lemma multi_head_attention_s22 : X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (V_1 *m (mpow Lambda_1 (-1)))^T = (mpow Lambda_1 (-1))^T *m V_1^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m ((mpow Lambda_1 (-1))^T *m V_1^T) *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s22 (X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y)).
+have rule_ : (V_1 *m (mpow Lambda_1 (-1)))^T = (mpow Lambda_1 (-1))^T *m V_1^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m ((mpow Lambda_1 (-1))^T *m V_1^T) *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y + X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s22 (X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (mpow Lambda_1 (-1))^T *m V_1^T *m X_1^T *m Y) (X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m Z_ *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -948,8 +949,8 @@ Qed.
 Lemma multi_head_attention_s23 : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_1 *m (mpow Lambda_1 (-1)) = L_1 := esym (erefl : L_1 = V_1 *m (mpow Lambda_1 (-1))).
-have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (V_1 *m (mpow Lambda_1 (-1)))^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m (Z_)^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -957,8 +958,8 @@ Qed.
 Lemma multi_head_attention_s24 : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_1 *m (mpow Lambda_1 (-1)) = L_1 := esym (erefl : L_1 = V_1 *m (mpow Lambda_1 (-1))).
-have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m (V_1 *m (mpow Lambda_1 (-1))) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m V_1 *m (mpow Lambda_1 (-1)) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m (V_1 *m (mpow Lambda_1 (-1))) *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, p_1) => X_q1 *m Z_ *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -966,8 +967,8 @@ Qed.
 Lemma multi_head_attention_s25 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) = invmx Lambda_2 := @pow_combine R _ Lambda_2 _ _ _ (-1) (-1) (-2) Lambda_2_positive erefl erefl erefl (esym (mpowN2 Lambda_2_diagonal Lambda_2_positive)).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m ((mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m ((mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (invmx Lambda_2) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m Z_ *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -975,17 +976,17 @@ Qed.
 Lemma multi_head_attention_s26 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_2 (-1))^T = mpow Lambda_2 (-1) := (@mpow_sym R _ Lambda_2 (-1) Lambda_2_diagonal Lambda_2_positive).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1)) *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m Z_ *m V_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma multi_head_attention_s27 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y.
 Proof.
-have rule_ : (V_2 *m (mpow Lambda_2 (-1)))^T = (mpow Lambda_2 (-1))^T *m V_2^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m ((mpow Lambda_2 (-1))^T *m V_2^T) *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (V_2 *m (mpow Lambda_2 (-1)))^T = (mpow Lambda_2 (-1))^T *m V_2^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m ((mpow Lambda_2 (-1))^T *m V_2^T) *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (mpow Lambda_2 (-1))^T *m V_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m Z_ *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -993,8 +994,8 @@ Qed.
 Lemma multi_head_attention_s28 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_2 *m (mpow Lambda_2 (-1)) = L_2 := esym (erefl : L_2 = V_2 *m (mpow Lambda_2 (-1))).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (V_2 *m (mpow Lambda_2 (-1)))^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m (Z_)^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -1002,17 +1003,17 @@ Qed.
 Lemma multi_head_attention_s29 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y.
 Proof.
 have rule_ : V_2 *m (mpow Lambda_2 (-1)) = L_2 := esym (erefl : L_2 = V_2 *m (mpow Lambda_2 (-1))).
-have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m (V_2 *m (mpow Lambda_2 (-1))) *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m (V_2 *m (mpow Lambda_2 (-1))) *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, p_2) => X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m Z_ *m L_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s30 : X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y.
 Proof.
-have rule_ : (X_1 *m L_1)^T = L_1^T *m X_1^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q1 *m L_1 *m (L_1^T *m X_1^T) *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X_1 *m L_1)^T = L_1^T *m X_1^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q1 *m L_1 *m (L_1^T *m X_1^T) *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m L_1^T *m X_1^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_1, n) => X_q1 *m L_1 *m Z_ *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -1026,17 +1027,17 @@ Qed.
 Lemma multi_head_attention_s31 : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1.
 Proof.
 have rule_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y = H_1 := esym (erefl : H_1 = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y).
-have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s31 (H_1) (X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y)).
+have e0_ : X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q1 *m L_1 *m (X_1 *m L_1)^T *m Y + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s31 (H_1) (X_q2 *m V_2 *m (mpow Lambda_2 (-1)) *m L_2^T *m X_2^T *m Y)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_ + X_q2 *m L_2 *m L_2^T *m X_2^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma multi_head_attention_s32 : X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1.
 Proof.
-have rule_ : (X_2 *m L_2)^T = L_2^T *m X_2^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by rewrite ?mulmxA ?addrA.
-have e1_ : X_q2 *m L_2 *m (L_2^T *m X_2^T) *m Y + H_1 = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by rewrite ?mulmxA ?addrA.
+have rule_ : (X_2 *m L_2)^T = L_2^T *m X_2^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q2 *m L_2 *m (L_2^T *m X_2^T) *m Y + H_1 = X_q2 *m L_2 *m L_2^T *m X_2^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p_2, n) => X_q2 *m L_2 *m Z_ *m Y + H_1) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -1050,8 +1051,8 @@ Qed.
 Lemma multi_head_attention_s33 : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = H_1 + H_2.
 Proof.
 have rule_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y = H_2 := esym (erefl : H_2 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y).
-have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by rewrite ?mulmxA ?addrA.
-have e1_ : H_2 + H_1 = H_1 + H_2 by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s33 (H_2) (H_1)).
+have e0_ : X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 = X_q2 *m L_2 *m (X_2 *m L_2)^T *m Y + H_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_2 + H_1 = H_1 + H_2 by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s33 (H_2) (H_1)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_ + H_1) rule_) e1_).
 exact: e_.
 Qed.
@@ -1059,8 +1060,8 @@ Qed.
 Lemma multi_head_attention_s34 : H_1 + H_2 = H_1 + H_2.
 Proof.
 have rule_ : H_1 + H_2 = H_1 + H_2 := erefl.
-have e0_ : H_1 + H_2 = H_1 + H_2 by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 + H_2 = H_1 + H_2 by rewrite ?mulmxA ?addrA.
+have e0_ : H_1 + H_2 = H_1 + H_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 + H_2 = H_1 + H_2 by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -1074,8 +1075,8 @@ Qed.
 Lemma multi_head_attention_s35 : H_1 + H_2 = H_2 *m (1%:M : 'M[R]_(k)) + H_1.
 Proof.
 have rule_ : H_2 *m (1%:M : 'M[R]_(k)) = H_2 := mulmx1 H_2.
-have e0_ : H_2 *m (1%:M : 'M[R]_(k)) + H_1 = H_2 *m (1%:M : 'M[R]_(k)) + H_1 by rewrite ?mulmxA ?addrA.
-have e1_ : H_2 + H_1 = H_1 + H_2 by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s35 (H_2) (H_1)).
+have e0_ : H_2 *m (1%:M : 'M[R]_(k)) + H_1 = H_2 *m (1%:M : 'M[R]_(k)) + H_1 by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_2 + H_1 = H_1 + H_2 by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s35 (H_2) (H_1)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_ + H_1) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -1089,17 +1090,17 @@ Qed.
 Lemma multi_head_attention_s36 : H_2 *m (1%:M : 'M[R]_(k)) + H_1 = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)).
 Proof.
 have rule_ : H_1 *m (1%:M : 'M[R]_(k)) = H_1 := mulmx1 H_1.
-have e0_ : H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 + H_2 *m (1%:M : 'M[R]_(k)) = H_2 *m (1%:M : 'M[R]_(k)) + H_1 by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s36 (H_1) (H_2 *m (1%:M : 'M[R]_(k)))).
+have e0_ : H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 + H_2 *m (1%:M : 'M[R]_(k)) = H_2 *m (1%:M : 'M[R]_(k)) + H_1 by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_multi_head_attention_s36 (H_1) (H_2 *m (1%:M : 'M[R]_(k)))); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_ + H_2 *m (1%:M : 'M[R]_(k))) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma multi_head_attention_s37 : H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) = (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))).
 Proof.
-have rule_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) := ltac:(by rewrite (mul_row_col H_1 H_2 (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))); rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) by rewrite ?mulmxA ?addrA.
-have e1_ : H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) by rewrite ?mulmxA ?addrA.
+have rule_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) := ltac:(first [by rewrite (mul_row_col H_1 H_2 (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) = H_1 *m (1%:M : 'M[R]_(k)) + H_2 *m (1%:M : 'M[R]_(k)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -1107,16 +1108,16 @@ Qed.
 Lemma multi_head_attention_s38 : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = (row_mx H_1 H_2) *m W_sum.
 Proof.
 have rule_ : col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k)) = W_sum := esym (erefl : W_sum = col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))).
-have e0_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx H_1 H_2) *m W_sum = (row_mx H_1 H_2) *m W_sum by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) = (row_mx H_1 H_2) *m (col_mx (1%:M : 'M[R]_(k)) (1%:M : 'M[R]_(k))) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx H_1 H_2) *m W_sum = (row_mx H_1 H_2) *m W_sum by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((k + k)%N, k) => (row_mx H_1 H_2) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem multi_head_attention : X_q *m (invmx (X^T *m X)) *m X^T *m Y = (row_mx H_1 H_2) *m W_sum.
 Proof using All.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx H_1 H_2) *m W_sum = (row_mx H_1 H_2) *m W_sum by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx H_1 H_2) *m W_sum = (row_mx H_1 H_2) *m W_sum by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans multi_head_attention_s1 (etrans multi_head_attention_s2 (etrans multi_head_attention_s3 (etrans multi_head_attention_s4 (etrans multi_head_attention_s5 (etrans multi_head_attention_s6 (etrans multi_head_attention_s7 (etrans multi_head_attention_s8 (etrans multi_head_attention_s9 (etrans multi_head_attention_s10 (etrans multi_head_attention_s11 (etrans multi_head_attention_s12 (etrans multi_head_attention_s13 (etrans multi_head_attention_s14 (etrans multi_head_attention_s15 (etrans multi_head_attention_s16 (etrans multi_head_attention_s17 (etrans multi_head_attention_s18 (etrans multi_head_attention_s19 (etrans multi_head_attention_s20 (etrans multi_head_attention_s21 (etrans multi_head_attention_s22 (etrans multi_head_attention_s23 (etrans multi_head_attention_s24 (etrans multi_head_attention_s25 (etrans multi_head_attention_s26 (etrans multi_head_attention_s27 (etrans multi_head_attention_s28 (etrans multi_head_attention_s29 (etrans multi_head_attention_s30 (etrans multi_head_attention_s31 (etrans multi_head_attention_s32 (etrans multi_head_attention_s33 (etrans multi_head_attention_s34 (etrans multi_head_attention_s35 (etrans multi_head_attention_s36 (etrans multi_head_attention_s37 (etrans multi_head_attention_s38 e1_))))))))))))))))))))))))))))))))))))))).
 Qed.
 

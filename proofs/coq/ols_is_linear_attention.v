@@ -24,45 +24,46 @@ Hypothesis V_orthonormal_rows : V *m V^T = (1%:M : 'M[R]_(p)).
 Hypothesis Lambda_diagonal : is_diag_mx Lambda.
 Hypothesis Lambda_positive : posdef Lambda.
 Definition L : 'M[R]_(p, p) := V *m (mpow Lambda (-1)).
+Ltac ols_close := try unfold L; ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma gram_route_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y.
 Proof.
 have rule_ : invmx (X^T *m X) = L *m L^T := (@spectral_precision R n p Lambda V X gram_spectral V_orthonormal_columns V_orthonormal_rows Lambda_diagonal Lambda_positive).
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (L *m L^T) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (L *m L^T) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma gram_route : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y.
 Proof.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans gram_route_s1 e1_)).
 Qed.
 
 Lemma ols_is_linear_attention_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y.
 Proof.
 have rule_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y := gram_route.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma ols_is_linear_attention_s2 : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m (X *m L)^T *m Y.
 Proof.
-have rule_ : (X *m L)^T = L^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m L *m (X *m L)^T *m Y = X_q *m L *m (X *m L)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L *m (L^T *m X^T) *m Y = X_q *m L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m L)^T = L^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m L *m (X *m L)^T *m Y = X_q *m L *m (X *m L)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L *m (L^T *m X^T) *m Y = X_q *m L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m L *m Z_ *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Theorem ols_is_linear_attention : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L *m (X *m L)^T *m Y.
 Proof using All.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L *m (X *m L)^T *m Y = X_q *m L *m (X *m L)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L *m (X *m L)^T *m Y = X_q *m L *m (X *m L)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans ols_is_linear_attention_s1 (etrans ols_is_linear_attention_s2 e1_))).
 Qed.
 

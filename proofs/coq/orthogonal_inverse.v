@@ -14,12 +14,13 @@ Variable R : realFieldType.
 Variables d : nat.
 Variable U : 'M[R]_(d, d).
 Hypothesis U_orthonormal_rows : U *m U^T = (1%:M : 'M[R]_(d)).
+Ltac ols_close := ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma orthogonal_inverse_s1 : invmx U = (invmx U) *m (1%:M : 'M[R]_(d)).
 Proof.
 have rule_ : (invmx U) *m (1%:M : 'M[R]_(d)) = invmx U := mulmx1 (invmx U).
-have e0_ : (invmx U) *m (1%:M : 'M[R]_(d)) = (invmx U) *m (1%:M : 'M[R]_(d)) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx U = invmx U by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx U) *m (1%:M : 'M[R]_(d)) = (invmx U) *m (1%:M : 'M[R]_(d)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx U = invmx U by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -27,8 +28,8 @@ Qed.
 Lemma orthogonal_inverse_s2 : (invmx U) *m (1%:M : 'M[R]_(d)) = (invmx U) *m U *m U^T.
 Proof.
 have rule_ : (1%:M : 'M[R]_(d)) = U *m U^T := esym U_orthonormal_rows.
-have e0_ : (invmx U) *m (1%:M : 'M[R]_(d)) = (invmx U) *m (1%:M : 'M[R]_(d)) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx U) *m (U *m U^T) = (invmx U) *m U *m U^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx U) *m (1%:M : 'M[R]_(d)) = (invmx U) *m (1%:M : 'M[R]_(d)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx U) *m (U *m U^T) = (invmx U) *m U *m U^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => (invmx U) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -36,8 +37,8 @@ Qed.
 Lemma orthogonal_inverse_s3 : (invmx U) *m U *m U^T = (1%:M : 'M[R]_(d)) *m U^T.
 Proof.
 have rule_ : (invmx U) *m U = (1%:M : 'M[R]_(d)) := mulVmx (unit_left U_orthonormal_rows).
-have e0_ : (invmx U) *m U *m U^T = ((invmx U) *m U) *m U^T by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(d)) *m U^T = (1%:M : 'M[R]_(d)) *m U^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx U) *m U *m U^T = ((invmx U) *m U) *m U^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(d)) *m U^T = (1%:M : 'M[R]_(d)) *m U^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => Z_ *m U^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -45,16 +46,16 @@ Qed.
 Lemma orthogonal_inverse_s4 : (1%:M : 'M[R]_(d)) *m U^T = U^T.
 Proof.
 have rule_ : (1%:M : 'M[R]_(d)) *m U^T = U^T := mul1mx U^T.
-have e0_ : (1%:M : 'M[R]_(d)) *m U^T = (1%:M : 'M[R]_(d)) *m U^T by rewrite ?mulmxA ?addrA.
-have e1_ : U^T = U^T by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(d)) *m U^T = (1%:M : 'M[R]_(d)) *m U^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U^T = U^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem orthogonal_inverse : invmx U = U^T.
 Proof using All.
-have e0_ : invmx U = invmx U by rewrite ?mulmxA ?addrA.
-have e1_ : U^T = U^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx U = invmx U by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U^T = U^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans orthogonal_inverse_s1 (etrans orthogonal_inverse_s2 (etrans orthogonal_inverse_s3 (etrans orthogonal_inverse_s4 e1_))))).
 Qed.
 

@@ -14,12 +14,13 @@ Variable R : realFieldType.
 Variables d : nat.
 Variable U : 'M[R]_(d, d).
 Hypothesis U_orthonormal_columns : U^T *m U = (1%:M : 'M[R]_(d)).
+Ltac ols_close := ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma orthogonal_transpose_inverse_s1 : invmx (U^T) = (invmx (U^T)) *m (1%:M : 'M[R]_(d)).
 Proof.
 have rule_ : (invmx (U^T)) *m (1%:M : 'M[R]_(d)) = invmx (U^T) := mulmx1 (invmx (U^T)).
-have e0_ : (invmx (U^T)) *m (1%:M : 'M[R]_(d)) = (invmx (U^T)) *m (1%:M : 'M[R]_(d)) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (U^T) = invmx (U^T) by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (U^T)) *m (1%:M : 'M[R]_(d)) = (invmx (U^T)) *m (1%:M : 'M[R]_(d)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (U^T) = invmx (U^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -27,8 +28,8 @@ Qed.
 Lemma orthogonal_transpose_inverse_s2 : (invmx (U^T)) *m (1%:M : 'M[R]_(d)) = (invmx (U^T)) *m U^T *m U.
 Proof.
 have rule_ : (1%:M : 'M[R]_(d)) = U^T *m U := esym U_orthonormal_columns.
-have e0_ : (invmx (U^T)) *m (1%:M : 'M[R]_(d)) = (invmx (U^T)) *m (1%:M : 'M[R]_(d)) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (U^T)) *m (U^T *m U) = (invmx (U^T)) *m U^T *m U by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (U^T)) *m (1%:M : 'M[R]_(d)) = (invmx (U^T)) *m (1%:M : 'M[R]_(d)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (U^T)) *m (U^T *m U) = (invmx (U^T)) *m U^T *m U by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => (invmx (U^T)) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -36,8 +37,8 @@ Qed.
 Lemma orthogonal_transpose_inverse_s3 : (invmx (U^T)) *m U^T *m U = (1%:M : 'M[R]_(d)) *m U.
 Proof.
 have rule_ : (invmx (U^T)) *m U^T = (1%:M : 'M[R]_(d)) := mulVmx (unit_tr (unit_right U_orthonormal_columns)).
-have e0_ : (invmx (U^T)) *m U^T *m U = ((invmx (U^T)) *m U^T) *m U by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(d)) *m U = (1%:M : 'M[R]_(d)) *m U by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (U^T)) *m U^T *m U = ((invmx (U^T)) *m U^T) *m U by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(d)) *m U = (1%:M : 'M[R]_(d)) *m U by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => Z_ *m U) rule_) e1_).
 exact: e_.
 Qed.
@@ -45,16 +46,16 @@ Qed.
 Lemma orthogonal_transpose_inverse_s4 : (1%:M : 'M[R]_(d)) *m U = U.
 Proof.
 have rule_ : (1%:M : 'M[R]_(d)) *m U = U := mul1mx U.
-have e0_ : (1%:M : 'M[R]_(d)) *m U = (1%:M : 'M[R]_(d)) *m U by rewrite ?mulmxA ?addrA.
-have e1_ : U = U by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(d)) *m U = (1%:M : 'M[R]_(d)) *m U by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U = U by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, d) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem orthogonal_transpose_inverse : invmx (U^T) = U.
 Proof using All.
-have e0_ : invmx (U^T) = invmx (U^T) by rewrite ?mulmxA ?addrA.
-have e1_ : U = U by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (U^T) = invmx (U^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : U = U by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans orthogonal_transpose_inverse_s1 (etrans orthogonal_transpose_inverse_s2 (etrans orthogonal_transpose_inverse_s3 (etrans orthogonal_transpose_inverse_s4 e1_))))).
 Qed.
 

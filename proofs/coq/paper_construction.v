@@ -29,12 +29,13 @@ Definition W_V : 'M[R]_(p, p) := L.
 Definition W_FFN : 'M[R]_(p, p) := (1%:M : 'M[R]_(p)).
 Definition P : 'M[R]_(p, k) := L^T *m X^T *m Y.
 Definition H : 'M[R]_(n, n) := X *m (invmx (X^T *m X)) *m X^T.
+Ltac ols_close := try unfold L, W_Q, W_K, W_V, W_FFN, P, H; ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma orthonormal_columns_s1 : (X *m L)^T *m X *m L = L^T *m X^T *m X *m L.
 Proof.
-have rule_ : (X *m L)^T = L^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (X *m L)^T *m X *m L = (X *m L)^T *m X *m L by rewrite ?mulmxA ?addrA.
-have e1_ : (L^T *m X^T) *m X *m L = L^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m L)^T = L^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (X *m L)^T *m X *m L = (X *m L)^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (L^T *m X^T) *m X *m L = L^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m X *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -42,17 +43,17 @@ Qed.
 Lemma orthonormal_columns_s2 : L^T *m X^T *m X *m L = (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L.
 Proof.
 have rule_ : L = V *m (mpow Lambda (-1)) := (erefl : L = V *m (mpow Lambda (-1))).
-have e0_ : L^T *m X^T *m X *m L = L^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
-have e1_ : (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L = (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
+have e0_ : L^T *m X^T *m X *m L = L^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L = (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (Z_)^T *m X^T *m X *m L) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma orthonormal_columns_s3 : (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L = (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L.
 Proof.
-have rule_ : (V *m (mpow Lambda (-1)))^T = (mpow Lambda (-1))^T *m V^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L = (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
-have e1_ : ((mpow Lambda (-1))^T *m V^T) *m X^T *m X *m L = (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
+have rule_ : (V *m (mpow Lambda (-1)))^T = (mpow Lambda (-1))^T *m V^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L = (V *m (mpow Lambda (-1)))^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((mpow Lambda (-1))^T *m V^T) *m X^T *m X *m L = (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m X^T *m X *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -60,8 +61,8 @@ Qed.
 Lemma orthonormal_columns_s4 : (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L = (mpow Lambda (-1)) *m V^T *m X^T *m X *m L.
 Proof.
 have rule_ : (mpow Lambda (-1))^T = mpow Lambda (-1) := (@mpow_sym R _ Lambda (-1) Lambda_diagonal Lambda_positive).
-have e0_ : (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L = (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m L = (mpow Lambda (-1)) *m V^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L = (mpow Lambda (-1))^T *m V^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m L = (mpow Lambda (-1)) *m V^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m V^T *m X^T *m X *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -69,8 +70,8 @@ Qed.
 Lemma orthonormal_columns_s5 : (mpow Lambda (-1)) *m V^T *m X^T *m X *m L = (mpow Lambda (-1)) *m V^T *m X^T *m X *m V *m (mpow Lambda (-1)).
 Proof.
 have rule_ : L = V *m (mpow Lambda (-1)) := (erefl : L = V *m (mpow Lambda (-1))).
-have e0_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m L = (mpow Lambda (-1)) *m V^T *m X^T *m X *m L by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m (V *m (mpow Lambda (-1))) = (mpow Lambda (-1)) *m V^T *m X^T *m X *m V *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m L = (mpow Lambda (-1)) *m V^T *m X^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m (V *m (mpow Lambda (-1))) = (mpow Lambda (-1)) *m V^T *m X^T *m X *m V *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (mpow Lambda (-1)) *m V^T *m X^T *m X *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -78,8 +79,8 @@ Qed.
 Lemma orthonormal_columns_s6 : (mpow Lambda (-1)) *m V^T *m X^T *m X *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m V^T *m V *m Lambda *m V^T *m V *m (mpow Lambda (-1)).
 Proof.
 have rule_ : X^T *m X = V *m Lambda *m V^T := gram_spectral.
-have e0_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m V^T *m (X^T *m X) *m V *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda (-1)) *m V^T *m (V *m Lambda *m V^T) *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m V^T *m V *m Lambda *m V^T *m V *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1)) *m V^T *m X^T *m X *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m V^T *m (X^T *m X) *m V *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda (-1)) *m V^T *m (V *m Lambda *m V^T) *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m V^T *m V *m Lambda *m V^T *m V *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (mpow Lambda (-1)) *m V^T *m Z_ *m V *m (mpow Lambda (-1))) rule_) e1_).
 exact: e_.
 Qed.
@@ -87,8 +88,8 @@ Qed.
 Lemma orthonormal_columns_s7 : (mpow Lambda (-1)) *m V^T *m V *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)).
 Proof.
 have rule_ : V^T *m V = (1%:M : 'M[R]_(p)) := V_orthonormal_columns.
-have e0_ : (mpow Lambda (-1)) *m V^T *m V *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (V^T *m V) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1)) *m V^T *m V *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (V^T *m V) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (mpow Lambda (-1)) *m Z_ *m Lambda *m V^T *m V *m (mpow Lambda (-1))) rule_) e1_).
 exact: e_.
 Qed.
@@ -96,8 +97,8 @@ Qed.
 Lemma orthonormal_columns_s8 : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)).
 Proof.
 have rule_ : V^T *m V = (1%:M : 'M[R]_(p)) := V_orthonormal_columns.
-have e0_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (V^T *m V) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m V *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (V^T *m V) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m Z_ *m (mpow Lambda (-1))) rule_) e1_).
 exact: e_.
 Qed.
@@ -105,8 +106,8 @@ Qed.
 Lemma orthonormal_columns_s9 : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)).
 Proof.
 have rule_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) = mpow Lambda (-1) := mulmx1 (mpow Lambda (-1)).
-have e0_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = ((mpow Lambda (-1)) *m (1%:M : 'M[R]_(p))) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = ((mpow Lambda (-1)) *m (1%:M : 'M[R]_(p))) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1))) rule_) e1_).
 exact: e_.
 Qed.
@@ -114,8 +115,8 @@ Qed.
 Lemma orthonormal_columns_s10 : (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)).
 Proof.
 have rule_ : Lambda *m (1%:M : 'M[R]_(p)) = Lambda := mulmx1 Lambda.
-have e0_ : (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (Lambda *m (1%:M : 'M[R]_(p))) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1)) *m Lambda *m (1%:M : 'M[R]_(p)) *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m (Lambda *m (1%:M : 'M[R]_(p))) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)) = (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (mpow Lambda (-1)) *m Z_ *m (mpow Lambda (-1))) rule_) e1_).
 exact: e_.
 Qed.
@@ -123,8 +124,8 @@ Qed.
 Lemma orthonormal_columns_s11 : (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)) = (mpow Lambda 1) *m (mpow Lambda (-1)).
 Proof.
 have rule_ : (mpow Lambda (-1)) *m Lambda = mpow Lambda 1 := @pow_combine R _ Lambda _ _ _ (-1) 2 1 Lambda_positive erefl erefl (esym (mpow2 Lambda_diagonal Lambda_positive)) erefl.
-have e0_ : (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)) = ((mpow Lambda (-1)) *m Lambda) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (mpow Lambda 1) *m (mpow Lambda (-1)) = (mpow Lambda 1) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda (-1)) *m Lambda *m (mpow Lambda (-1)) = ((mpow Lambda (-1)) *m Lambda) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (mpow Lambda 1) *m (mpow Lambda (-1)) = (mpow Lambda 1) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m (mpow Lambda (-1))) rule_) e1_).
 exact: e_.
 Qed.
@@ -132,24 +133,24 @@ Qed.
 Lemma orthonormal_columns_s12 : (mpow Lambda 1) *m (mpow Lambda (-1)) = (1%:M : 'M[R]_(p)).
 Proof.
 have rule_ : (mpow Lambda 1) *m (mpow Lambda (-1)) = (1%:M : 'M[R]_(p)) := @pow_combine R _ Lambda _ _ _ 1 (-1) 0 Lambda_positive erefl erefl erefl (esym (mpow0 Lambda)).
-have e0_ : (mpow Lambda 1) *m (mpow Lambda (-1)) = (mpow Lambda 1) *m (mpow Lambda (-1)) by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
+have e0_ : (mpow Lambda 1) *m (mpow Lambda (-1)) = (mpow Lambda 1) *m (mpow Lambda (-1)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma orthonormal_columns : (X *m L)^T *m X *m L = (1%:M : 'M[R]_(p)).
 Proof.
-have e0_ : (X *m L)^T *m X *m L = (X *m L)^T *m X *m L by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
+have e0_ : (X *m L)^T *m X *m L = (X *m L)^T *m X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans orthonormal_columns_s1 (etrans orthonormal_columns_s2 (etrans orthonormal_columns_s3 (etrans orthonormal_columns_s4 (etrans orthonormal_columns_s5 (etrans orthonormal_columns_s6 (etrans orthonormal_columns_s7 (etrans orthonormal_columns_s8 (etrans orthonormal_columns_s9 (etrans orthonormal_columns_s10 (etrans orthonormal_columns_s11 (etrans orthonormal_columns_s12 e1_))))))))))))).
 Qed.
 
 Lemma attention_output_s1 : X *m W_Q *m (X *m W_K)^T *m X *m W_V = X *m W_Q *m W_K^T *m X^T *m X *m W_V.
 Proof.
-have rule_ : (X *m W_K)^T = W_K^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V = X *m W_Q *m (X *m W_K)^T *m X *m W_V by rewrite ?mulmxA ?addrA.
-have e1_ : X *m W_Q *m (W_K^T *m X^T) *m X *m W_V = X *m W_Q *m W_K^T *m X^T *m X *m W_V by rewrite ?mulmxA ?addrA.
+have rule_ : (X *m W_K)^T = W_K^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V = X *m W_Q *m (X *m W_K)^T *m X *m W_V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m W_Q *m (W_K^T *m X^T) *m X *m W_V = X *m W_Q *m W_K^T *m X^T *m X *m W_V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X *m W_Q *m Z_ *m X *m W_V) rule_) e1_).
 exact: e_.
 Qed.
@@ -157,8 +158,8 @@ Qed.
 Lemma attention_output_s2 : X *m W_Q *m W_K^T *m X^T *m X *m W_V = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V.
 Proof.
 have rule_ : X^T *m X = V *m Lambda *m V^T := gram_spectral.
-have e0_ : X *m W_Q *m W_K^T *m X^T *m X *m W_V = X *m W_Q *m W_K^T *m (X^T *m X) *m W_V by rewrite ?mulmxA ?addrA.
-have e1_ : X *m W_Q *m W_K^T *m (V *m Lambda *m V^T) *m W_V = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V by rewrite ?mulmxA ?addrA.
+have e0_ : X *m W_Q *m W_K^T *m X^T *m X *m W_V = X *m W_Q *m W_K^T *m (X^T *m X) *m W_V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m W_Q *m W_K^T *m (V *m Lambda *m V^T) *m W_V = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m W_Q *m W_K^T *m Z_ *m W_V) rule_) e1_).
 exact: e_.
 Qed.
@@ -166,8 +167,8 @@ Qed.
 Lemma attention_output_s3 : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L.
 Proof.
 have rule_ : W_V = L := (erefl : W_V = L).
-have e0_ : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V by rewrite ?mulmxA ?addrA.
-have e1_ : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m W_V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -175,8 +176,8 @@ Qed.
 Lemma attention_output_s4 : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L = X *m W_Q *m L^T *m V *m Lambda *m V^T *m L.
 Proof.
 have rule_ : W_K = L := (erefl : W_K = L).
-have e0_ : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m W_Q *m L^T *m V *m Lambda *m V^T *m L = X *m W_Q *m L^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L = X *m W_Q *m W_K^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m W_Q *m L^T *m V *m Lambda *m V^T *m L = X *m W_Q *m L^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m W_Q *m (Z_)^T *m V *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -184,8 +185,8 @@ Qed.
 Lemma attention_output_s5 : X *m W_Q *m L^T *m V *m Lambda *m V^T *m L = X *m L *m L^T *m V *m Lambda *m V^T *m L.
 Proof.
 have rule_ : W_Q = L := (erefl : W_Q = L).
-have e0_ : X *m W_Q *m L^T *m V *m Lambda *m V^T *m L = X *m W_Q *m L^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m L *m L^T *m V *m Lambda *m V^T *m L = X *m L *m L^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m W_Q *m L^T *m V *m Lambda *m V^T *m L = X *m W_Q *m L^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m L *m L^T *m V *m Lambda *m V^T *m L = X *m L *m L^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m Z_ *m L^T *m V *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -193,8 +194,8 @@ Qed.
 Lemma attention_output_s6 : X *m L *m L^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L.
 Proof.
 have rule_ : L = V *m (mpow Lambda (-1)) := (erefl : L = V *m (mpow Lambda (-1))).
-have e0_ : X *m L *m L^T *m V *m Lambda *m V^T *m L = X *m L *m L^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m (V *m (mpow Lambda (-1))) *m L^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L *m L^T *m V *m Lambda *m V^T *m L = X *m L *m L^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m (V *m (mpow Lambda (-1))) *m L^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m Z_ *m L^T *m V *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -202,17 +203,17 @@ Qed.
 Lemma attention_output_s7 : X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L.
 Proof.
 have rule_ : L = V *m (mpow Lambda (-1)) := (erefl : L = V *m (mpow Lambda (-1))).
-have e0_ : X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m L^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m V *m (mpow Lambda (-1)) *m (Z_)^T *m V *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma attention_output_s8 : X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T *m V *m Lambda *m V^T *m L.
 Proof.
-have rule_ : (V *m (mpow Lambda (-1)))^T = (mpow Lambda (-1))^T *m V^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m (mpow Lambda (-1)) *m ((mpow Lambda (-1))^T *m V^T) *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T *m V *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have rule_ : (V *m (mpow Lambda (-1)))^T = (mpow Lambda (-1))^T *m V^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m (mpow Lambda (-1)) *m ((mpow Lambda (-1))^T *m V^T) *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T *m V *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m V *m (mpow Lambda (-1)) *m Z_ *m V *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -220,8 +221,8 @@ Qed.
 Lemma attention_output_s9 : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L.
 Proof.
 have rule_ : V^T *m V = (1%:M : 'M[R]_(p)) := V_orthonormal_columns.
-have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (V^T *m V) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T *m V *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (V^T *m V) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m Z_ *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -229,8 +230,8 @@ Qed.
 Lemma attention_output_s10 : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L.
 Proof.
 have rule_ : (mpow Lambda (-1))^T = mpow Lambda (-1) := (@mpow_sym R _ Lambda (-1) Lambda_diagonal Lambda_positive).
-have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m V *m (mpow Lambda (-1)) *m Z_ *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -238,8 +239,8 @@ Qed.
 Lemma attention_output_s11 : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L.
 Proof.
 have rule_ : (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) = mpow Lambda (-1) := mulmx1 (mpow Lambda (-1)).
-have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m ((mpow Lambda (-1)) *m (1%:M : 'M[R]_(p))) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m (1%:M : 'M[R]_(p)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m ((mpow Lambda (-1)) *m (1%:M : 'M[R]_(p))) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L = X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m V *m (mpow Lambda (-1)) *m Z_ *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -247,8 +248,8 @@ Qed.
 Lemma attention_output_s12 : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L = X *m V *m (invmx Lambda) *m Lambda *m V^T *m L.
 Proof.
 have rule_ : (mpow Lambda (-1)) *m (mpow Lambda (-1)) = invmx Lambda := @pow_combine R _ Lambda _ _ _ (-1) (-1) (-2) Lambda_positive erefl erefl erefl (esym (mpowN2 Lambda_diagonal Lambda_positive)).
-have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L = X *m V *m ((mpow Lambda (-1)) *m (mpow Lambda (-1))) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m (invmx Lambda) *m Lambda *m V^T *m L = X *m V *m (invmx Lambda) *m Lambda *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m Lambda *m V^T *m L = X *m V *m ((mpow Lambda (-1)) *m (mpow Lambda (-1))) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m (invmx Lambda) *m Lambda *m V^T *m L = X *m V *m (invmx Lambda) *m Lambda *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m V *m Z_ *m Lambda *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -256,8 +257,8 @@ Qed.
 Lemma attention_output_s13 : X *m V *m (invmx Lambda) *m Lambda *m V^T *m L = X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L.
 Proof.
 have rule_ : (invmx Lambda) *m Lambda = (1%:M : 'M[R]_(p)) := mulVmx (posdef_unit Lambda_positive).
-have e0_ : X *m V *m (invmx Lambda) *m Lambda *m V^T *m L = X *m V *m ((invmx Lambda) *m Lambda) *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L = X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m (invmx Lambda) *m Lambda *m V^T *m L = X *m V *m ((invmx Lambda) *m Lambda) *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L = X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m V *m Z_ *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -265,8 +266,8 @@ Qed.
 Lemma attention_output_s14 : X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L = X *m V *m V^T *m L.
 Proof.
 have rule_ : V *m (1%:M : 'M[R]_(p)) = V := mulmx1 V.
-have e0_ : X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L = X *m (V *m (1%:M : 'M[R]_(p))) *m V^T *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m V *m V^T *m L = X *m V *m V^T *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m (1%:M : 'M[R]_(p)) *m V^T *m L = X *m (V *m (1%:M : 'M[R]_(p))) *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m V *m V^T *m L = X *m V *m V^T *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m Z_ *m V^T *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -274,8 +275,8 @@ Qed.
 Lemma attention_output_s15 : X *m V *m V^T *m L = X *m (1%:M : 'M[R]_(p)) *m L.
 Proof.
 have rule_ : V *m V^T = (1%:M : 'M[R]_(p)) := V_orthonormal_rows.
-have e0_ : X *m V *m V^T *m L = X *m (V *m V^T) *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m (1%:M : 'M[R]_(p)) *m L = X *m (1%:M : 'M[R]_(p)) *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m V *m V^T *m L = X *m (V *m V^T) *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m (1%:M : 'M[R]_(p)) *m L = X *m (1%:M : 'M[R]_(p)) *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m Z_ *m L) rule_) e1_).
 exact: e_.
 Qed.
@@ -283,24 +284,24 @@ Qed.
 Lemma attention_output_s16 : X *m (1%:M : 'M[R]_(p)) *m L = X *m L.
 Proof.
 have rule_ : X *m (1%:M : 'M[R]_(p)) = X := mulmx1 X.
-have e0_ : X *m (1%:M : 'M[R]_(p)) *m L = (X *m (1%:M : 'M[R]_(p))) *m L by rewrite ?mulmxA ?addrA.
-have e1_ : X *m L = X *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m (1%:M : 'M[R]_(p)) *m L = (X *m (1%:M : 'M[R]_(p))) *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m L = X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => Z_ *m L) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma attention_output : X *m W_Q *m (X *m W_K)^T *m X *m W_V = X *m L.
 Proof.
-have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V = X *m W_Q *m (X *m W_K)^T *m X *m W_V by rewrite ?mulmxA ?addrA.
-have e1_ : X *m L = X *m L by rewrite ?mulmxA ?addrA.
+have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V = X *m W_Q *m (X *m W_K)^T *m X *m W_V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m L = X *m L by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans attention_output_s1 (etrans attention_output_s2 (etrans attention_output_s3 (etrans attention_output_s4 (etrans attention_output_s5 (etrans attention_output_s6 (etrans attention_output_s7 (etrans attention_output_s8 (etrans attention_output_s9 (etrans attention_output_s10 (etrans attention_output_s11 (etrans attention_output_s12 (etrans attention_output_s13 (etrans attention_output_s14 (etrans attention_output_s15 (etrans attention_output_s16 e1_))))))))))))))))).
 Qed.
 
 Lemma paper_construction_s1 : X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P = X *m L *m W_FFN *m P.
 Proof.
 have rule_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V = X *m L := attention_output.
-have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P = (X *m W_Q *m (X *m W_K)^T *m X *m W_V) *m W_FFN *m P by rewrite ?mulmxA ?addrA.
-have e1_ : (X *m L) *m W_FFN *m P = X *m L *m W_FFN *m P by rewrite ?mulmxA ?addrA.
+have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P = (X *m W_Q *m (X *m W_K)^T *m X *m W_V) *m W_FFN *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X *m L) *m W_FFN *m P = X *m L *m W_FFN *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => Z_ *m W_FFN *m P) rule_) e1_).
 exact: e_.
 Qed.
@@ -308,8 +309,8 @@ Qed.
 Lemma paper_construction_s2 : X *m L *m W_FFN *m P = X *m L *m (1%:M : 'M[R]_(p)) *m P.
 Proof.
 have rule_ : W_FFN = (1%:M : 'M[R]_(p)) := (erefl : W_FFN = (1%:M : 'M[R]_(p))).
-have e0_ : X *m L *m W_FFN *m P = X *m L *m W_FFN *m P by rewrite ?mulmxA ?addrA.
-have e1_ : X *m L *m (1%:M : 'M[R]_(p)) *m P = X *m L *m (1%:M : 'M[R]_(p)) *m P by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L *m W_FFN *m P = X *m L *m W_FFN *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m L *m (1%:M : 'M[R]_(p)) *m P = X *m L *m (1%:M : 'M[R]_(p)) *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m L *m Z_ *m P) rule_) e1_).
 exact: e_.
 Qed.
@@ -317,8 +318,8 @@ Qed.
 Lemma paper_construction_s3 : X *m L *m (1%:M : 'M[R]_(p)) *m P = X *m L *m P.
 Proof.
 have rule_ : L *m (1%:M : 'M[R]_(p)) = L := mulmx1 L.
-have e0_ : X *m L *m (1%:M : 'M[R]_(p)) *m P = X *m (L *m (1%:M : 'M[R]_(p))) *m P by rewrite ?mulmxA ?addrA.
-have e1_ : X *m L *m P = X *m L *m P by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L *m (1%:M : 'M[R]_(p)) *m P = X *m (L *m (1%:M : 'M[R]_(p))) *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m L *m P = X *m L *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m Z_ *m P) rule_) e1_).
 exact: e_.
 Qed.
@@ -326,8 +327,8 @@ Qed.
 Lemma paper_construction_s4 : X *m L *m P = X *m L *m L^T *m X^T *m Y.
 Proof.
 have rule_ : P = L^T *m X^T *m Y := (erefl : P = L^T *m X^T *m Y).
-have e0_ : X *m L *m P = X *m L *m P by rewrite ?mulmxA ?addrA.
-have e1_ : X *m L *m (L^T *m X^T *m Y) = X *m L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L *m P = X *m L *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m L *m (L^T *m X^T *m Y) = X *m L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X *m L *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -335,8 +336,8 @@ Qed.
 Lemma paper_construction_s5 : X *m L *m L^T *m X^T *m Y = X *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
 have rule_ : L *m L^T = invmx (X^T *m X) := esym (@spectral_precision R n p Lambda V X gram_spectral V_orthonormal_columns V_orthonormal_rows Lambda_diagonal Lambda_positive).
-have e0_ : X *m L *m L^T *m X^T *m Y = X *m (L *m L^T) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X *m (invmx (X^T *m X)) *m X^T *m Y = X *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X *m L *m L^T *m X^T *m Y = X *m (L *m L^T) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X *m (invmx (X^T *m X)) *m X^T *m Y = X *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X *m Z_ *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -344,16 +345,16 @@ Qed.
 Lemma paper_construction_s6 : X *m (invmx (X^T *m X)) *m X^T *m Y = H *m Y.
 Proof.
 have rule_ : X *m (invmx (X^T *m X)) *m X^T = H := esym (erefl : H = X *m (invmx (X^T *m X)) *m X^T).
-have e0_ : X *m (invmx (X^T *m X)) *m X^T *m Y = (X *m (invmx (X^T *m X)) *m X^T) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : H *m Y = H *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X *m (invmx (X^T *m X)) *m X^T *m Y = (X *m (invmx (X^T *m X)) *m X^T) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H *m Y = H *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem paper_construction : X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P = H *m Y.
 Proof using All.
-have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P = X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P by rewrite ?mulmxA ?addrA.
-have e1_ : H *m Y = H *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P = X *m W_Q *m (X *m W_K)^T *m X *m W_V *m W_FFN *m P by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : H *m Y = H *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans paper_construction_s1 (etrans paper_construction_s2 (etrans paper_construction_s3 (etrans paper_construction_s4 (etrans paper_construction_s5 (etrans paper_construction_s6 e1_))))))).
 Qed.
 

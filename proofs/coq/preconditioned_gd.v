@@ -21,14 +21,15 @@ Variable Y : 'M[R]_(n, k).
 Hypothesis X_full_column_rank : posdef (X^T *m X).
 Hypothesis preconditioner : W_Q *m W_K^T = Gamma.
 Definition beta_0 : 'M[R]_(p, k) := (0 : 'M[R]_(p, k)).
+Ltac ols_close := try unfold beta_0; ols_closing (@nil R) (lin_nz_nil R).
 
 Section ols_if_section.
 Hypothesis Gamma_is_precision : Gamma = invmx (X^T *m X).
 Lemma ols_if_s1 : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0).
 Proof.
 have rule_ : Gamma = invmx (X^T *m X) := Gamma_is_precision.
-have e0_ : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m (- (Z_ *m X^T *m (- Y + X *m beta_0)) + beta_0)) rule_) e1_).
 exact: e_.
 Qed.
@@ -36,8 +37,8 @@ Qed.
 Lemma ols_if_s2 : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0).
 Proof.
 have rule_ : beta_0 = (0 : 'M[R]_(p, k)) := (erefl : beta_0 = (0 : 'M[R]_(p, k))).
-have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m Z_)) + beta_0)) rule_) e1_).
 exact: e_.
 Qed.
@@ -45,43 +46,43 @@ Qed.
 Lemma ols_if_s3 : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))).
 Proof.
 have rule_ : beta_0 = (0 : 'M[R]_(p, k)) := (erefl : beta_0 = (0 : 'M[R]_(p, k))).
-have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma ols_if_s4 : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))).
 Proof.
-have rule_ : X *m (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(n, k)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : X *m (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(n, k)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, k) => X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + Z_)) + (0 : 'M[R]_(p, k)))) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma ols_if_s5 : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))).
 Proof.
-have rule_ : - ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k)) = - ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k))))) = - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : - ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k)) = - ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- ((invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k))))) = - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma ols_if_s6 : - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
-have rule_ : - Y + (0 : 'M[R]_(n, k)) = - Y := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) = - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y)) = X_q *m (invmx (X^T *m X)) *m X^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : - Y + (0 : 'M[R]_(n, k)) = - Y := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) = - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - (X_q *m (invmx (X^T *m X)) *m X^T *m (- Y)) = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, k) => - (X_q *m (invmx (X^T *m X)) *m X^T *m Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma ols_if : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (invmx (X^T *m X)) *m X^T *m Y.
 Proof.
-have e0_ : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans ols_if_s1 (etrans ols_if_s2 (etrans ols_if_s3 (etrans ols_if_s4 (etrans ols_if_s5 (etrans ols_if_s6 e1_))))))).
 Qed.
 
@@ -92,8 +93,8 @@ Hypothesis step_is_ols : forall (r s : nat) (A : 'M[R]_(r, p)) (m_T : 'M[R]_(n, 
 Lemma ols_only_if_s1 : Gamma = (1%:M : 'M[R]_(p)) *m Gamma.
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m Gamma = Gamma := mul1mx Gamma.
-have e0_ : (1%:M : 'M[R]_(p)) *m Gamma = (1%:M : 'M[R]_(p)) *m Gamma by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : Gamma = Gamma by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m Gamma = (1%:M : 'M[R]_(p)) *m Gamma by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Gamma = Gamma by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -101,17 +102,17 @@ Qed.
 Lemma ols_only_if_s2 : (1%:M : 'M[R]_(p)) *m Gamma = (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)).
 Proof.
 have rule_ : Gamma *m (1%:M : 'M[R]_(p)) = Gamma := mulmx1 Gamma.
-have e0_ : (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) *m (Gamma *m (1%:M : 'M[R]_(p))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) *m Gamma = (1%:M : 'M[R]_(p)) *m Gamma by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) *m (Gamma *m (1%:M : 'M[R]_(p))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) *m Gamma = (1%:M : 'M[R]_(p)) *m Gamma by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (1%:M : 'M[R]_(p)) *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma ols_only_if_s3 : (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X *m (invmx (X^T *m X)).
 Proof.
-have rule_ : X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) := ltac:(by rewrite -[RHS](mulmxV (posdef_unit X_full_column_rank)) ?mulmxA).
-have e0_ : (1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m Gamma *m (X^T *m X *m (invmx (X^T *m X))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) := ltac:(first [by rewrite -[RHS](mulmxV (posdef_unit X_full_column_rank)) ?mulmxA | by ols_close]).
+have e0_ : (1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m Gamma *m (X^T *m X *m (invmx (X^T *m X))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) *m Gamma *m (1%:M : 'M[R]_(p)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (1%:M : 'M[R]_(p)) *m Gamma *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -119,17 +120,17 @@ Qed.
 Lemma ols_only_if_s4 : (1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X *m (invmx (X^T *m X)).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X := (@step_is_ols p p (1%:M : 'M[R]_(p)) X).
-have e0_ : (1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X *m (invmx (X^T *m X)) = ((1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X) *m (invmx (X^T *m X)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : ((1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X *m (invmx (X^T *m X)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X *m (invmx (X^T *m X)) = ((1%:M : 'M[R]_(p)) *m Gamma *m X^T *m X) *m (invmx (X^T *m X)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X *m (invmx (X^T *m X)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m (invmx (X^T *m X))) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma ols_only_if_s5 : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)).
 Proof.
-have rule_ : (invmx (X^T *m X)) *m X^T *m X = (1%:M : 'M[R]_(p)) := ltac:(by rewrite -[RHS](mulVmx (posdef_unit X_full_column_rank)) ?mulmxA).
-have e0_ : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m ((invmx (X^T *m X)) *m X^T *m X) *m (invmx (X^T *m X)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (invmx (X^T *m X)) *m X^T *m X = (1%:M : 'M[R]_(p)) := ltac:(first [by rewrite -[RHS](mulVmx (posdef_unit X_full_column_rank)) ?mulmxA | by ols_close]).
+have e0_ : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) *m X^T *m X *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m ((invmx (X^T *m X)) *m X^T *m X) *m (invmx (X^T *m X)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (1%:M : 'M[R]_(p)) *m Z_ *m (invmx (X^T *m X))) rule_) e1_).
 exact: e_.
 Qed.
@@ -137,8 +138,8 @@ Qed.
 Lemma ols_only_if_s6 : (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) = (1%:M : 'M[R]_(p)) := mulmx1 (1%:M : 'M[R]_(p)).
-have e0_ : (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = ((1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p))) *m (invmx (X^T *m X)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = ((1%:M : 'M[R]_(p)) *m (1%:M : 'M[R]_(p))) *m (invmx (X^T *m X)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m (invmx (X^T *m X))) rule_) e1_).
 exact: e_.
 Qed.
@@ -146,16 +147,16 @@ Qed.
 Lemma ols_only_if_s7 : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = invmx (X^T *m X).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = invmx (X^T *m X) := mul1mx (invmx (X^T *m X)).
-have e0_ : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (X^T *m X) = invmx (X^T *m X) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) = (1%:M : 'M[R]_(p)) *m (invmx (X^T *m X)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (X^T *m X) = invmx (X^T *m X) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma ols_only_if : Gamma = invmx (X^T *m X).
 Proof.
-have e0_ : Gamma = Gamma by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : invmx (X^T *m X) = invmx (X^T *m X) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : Gamma = Gamma by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (X^T *m X) = invmx (X^T *m X) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans ols_only_if_s1 (etrans ols_only_if_s2 (etrans ols_only_if_s3 (etrans ols_only_if_s4 (etrans ols_only_if_s5 (etrans ols_only_if_s6 (etrans ols_only_if_s7 e1_)))))))).
 Qed.
 
@@ -164,8 +165,8 @@ End ols_only_if_section.
 Lemma preconditioned_gd_s1 : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0).
 Proof.
 have rule_ : Gamma = W_Q *m W_K^T := esym preconditioner.
-have e0_ : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- ((W_Q *m W_K^T) *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- ((W_Q *m W_K^T) *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m (- (Z_ *m X^T *m (- Y + X *m beta_0)) + beta_0)) rule_) e1_).
 exact: e_.
 Qed.
@@ -173,8 +174,8 @@ Qed.
 Lemma preconditioned_gd_s2 : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0).
 Proof.
 have rule_ : beta_0 = (0 : 'M[R]_(p, k)) := (erefl : beta_0 = (0 : 'M[R]_(p, k))).
-have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m Z_)) + beta_0)) rule_) e1_).
 exact: e_.
 Qed.
@@ -182,44 +183,44 @@ Qed.
 Lemma preconditioned_gd_s3 : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))).
 Proof.
 have rule_ : beta_0 = (0 : 'M[R]_(p, k)) := (erefl : beta_0 = (0 : 'M[R]_(p, k))).
-have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma preconditioned_gd_s4 : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))).
 Proof.
-have rule_ : X *m (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(n, k)) := ltac:(by rewrite ?mulmx0 ?mul0mx).
-have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : X *m (0 : 'M[R]_(p, k)) = (0 : 'M[R]_(n, k)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + X *m (0 : 'M[R]_(p, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, k) => X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + Z_)) + (0 : 'M[R]_(p, k)))) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma preconditioned_gd_s5 : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))).
 Proof.
-have rule_ : - (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k)) = - (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k))))) = - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : - (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k)) = - (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) = X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) + (0 : 'M[R]_(p, k))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (- (W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k))))) = - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma preconditioned_gd_s6 : - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) = X_q *m W_Q *m W_K^T *m X^T *m Y.
 Proof.
-have rule_ : - Y + (0 : 'M[R]_(n, k)) = - Y := ltac:(by rewrite ?addr0 ?add0r).
-have e0_ : - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) = - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : - (X_q *m W_Q *m W_K^T *m X^T *m (- Y)) = X_q *m W_Q *m W_K^T *m X^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : - Y + (0 : 'M[R]_(n, k)) = - Y := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) = - (X_q *m W_Q *m W_K^T *m X^T *m (- Y + (0 : 'M[R]_(n, k)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : - (X_q *m W_Q *m W_K^T *m X^T *m (- Y)) = X_q *m W_Q *m W_K^T *m X^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, k) => - (X_q *m W_Q *m W_K^T *m X^T *m Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma preconditioned_gd_s7 : X_q *m W_Q *m W_K^T *m X^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y.
 Proof.
-have rule_ : (X *m W_K)^T = W_K^T *m X^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m W_Q *m (W_K^T *m X^T) *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have rule_ : (X *m W_K)^T = W_K^T *m X^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m W_Q *m (W_K^T *m X^T) *m Y = X_q *m W_Q *m W_K^T *m X^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d, n) => X_q *m W_Q *m Z_ *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -232,8 +233,8 @@ Qed.
 
 Theorem preconditioned_gd : X_q *m (- (Gamma *m X^T *m (X *m beta_0 - Y)) + beta_0) = X_q *m W_Q *m (X *m W_K)^T *m Y.
 Proof using All.
-have e0_ : X_q *m (- (Gamma *m X^T *m (X *m beta_0 - Y)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_preconditioned_gd (X *m beta_0) (- Y)).
-have e1_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (- (Gamma *m X^T *m (X *m beta_0 - Y)) + beta_0) = X_q *m (- (Gamma *m X^T *m (- Y + X *m beta_0)) + beta_0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_preconditioned_gd (X *m beta_0) (- Y)); done | ols_close].
+have e1_ : X_q *m W_Q *m (X *m W_K)^T *m Y = X_q *m W_Q *m (X *m W_K)^T *m Y by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans preconditioned_gd_s1 (etrans preconditioned_gd_s2 (etrans preconditioned_gd_s3 (etrans preconditioned_gd_s4 (etrans preconditioned_gd_s5 (etrans preconditioned_gd_s6 (etrans preconditioned_gd_s7 e1_)))))))).
 Qed.
 

@@ -25,12 +25,13 @@ Hypothesis V_r_orthonormal_columns : V_r^T *m V_r = (1%:M : 'M[R]_(r)).
 Definition L : 'M[R]_(p, r) := V_r *m (mpow Lambda_r (-1)).
 Definition beta : 'M[R]_(p, k) := L *m L^T *m X^T *m Y.
 Definition W : 'M[R]_(n, k) := U_r *m (invmx Lambda_r) *m U_r^T *m Y.
+Ltac ols_close := try unfold L, beta, W; ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma pinv_formula_s1 : beta = L *m L^T *m X^T *m Y.
 Proof.
 have rule_ : beta = L *m L^T *m X^T *m Y := (erefl : beta = L *m L^T *m X^T *m Y).
-have e0_ : beta = beta by rewrite ?mulmxA ?addrA.
-have e1_ : L *m L^T *m X^T *m Y = L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : beta = beta by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L *m L^T *m X^T *m Y = L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -38,17 +39,17 @@ Qed.
 Lemma pinv_formula_s2 : L *m L^T *m X^T *m Y = L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y.
 Proof.
 have rule_ : X = U_r *m (mpow Lambda_r 1) *m V_r^T := thin_svd.
-have e0_ : L *m L^T *m X^T *m Y = L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : L *m L^T *m X^T *m Y = L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => L *m L^T *m (Z_)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma pinv_formula_s3 : L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y.
 Proof.
-have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : L *m L^T *m ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m Y = L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = L *m L^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L *m L^T *m ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m Y = L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => L *m L^T *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -56,8 +57,8 @@ Qed.
 Lemma pinv_formula_s4 : L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y.
 Proof.
 have rule_ : (V_r^T)^T = V_r := trmxK V_r.
-have e0_ : L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, r) => L *m L^T *m Z_ *m (mpow Lambda_r 1)^T *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -65,8 +66,8 @@ Qed.
 Lemma pinv_formula_s5 : L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
-have e0_ : L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => L *m L^T *m V_r *m Z_ *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -74,8 +75,8 @@ Qed.
 Lemma pinv_formula_s6 : L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : L = V_r *m (mpow Lambda_r (-1)) := (erefl : L = V_r *m (mpow Lambda_r (-1))).
-have e0_ : L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (V_r *m (mpow Lambda_r (-1))) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = L *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V_r *m (mpow Lambda_r (-1))) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, r) => Z_ *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -83,17 +84,17 @@ Qed.
 Lemma pinv_formula_s7 : V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : L = V_r *m (mpow Lambda_r (-1)) := (erefl : L = V_r *m (mpow Lambda_r (-1))).
-have e0_ : V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m L^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, r) => V_r *m (mpow Lambda_r (-1)) *m (Z_)^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma pinv_formula_s8 : V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m V_r^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
-have rule_ : (V_r *m (mpow Lambda_r (-1)))^T = (mpow Lambda_r (-1))^T *m V_r^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m ((mpow Lambda_r (-1))^T *m V_r^T) *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m V_r^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (V_r *m (mpow Lambda_r (-1)))^T = (mpow Lambda_r (-1))^T *m V_r^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (V_r *m (mpow Lambda_r (-1)))^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m ((mpow Lambda_r (-1))^T *m V_r^T) *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m V_r^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, p) => V_r *m (mpow Lambda_r (-1)) *m Z_ *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -101,8 +102,8 @@ Qed.
 Lemma pinv_formula_s9 : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m V_r^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : V_r^T *m V_r = (1%:M : 'M[R]_(r)) := V_r_orthonormal_columns.
-have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m V_r^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (V_r^T *m V_r) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m V_r^T *m V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (V_r^T *m V_r) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m Z_ *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -110,8 +111,8 @@ Qed.
 Lemma pinv_formula_s10 : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r (-1))^T = mpow Lambda_r (-1) := (@mpow_sym R _ Lambda_r (-1) Lambda_r_diagonal Lambda_r_positive).
-have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))^T *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r (-1)) *m Z_ *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -119,8 +120,8 @@ Qed.
 Lemma pinv_formula_s11 : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) = mpow Lambda_r (-1) := mulmx1 (mpow Lambda_r (-1)).
-have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m ((mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r))) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m ((mpow Lambda_r (-1)) *m (1%:M : 'M[R]_(r))) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r (-1)) *m Z_ *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -128,8 +129,8 @@ Qed.
 Lemma pinv_formula_s12 : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) = invmx Lambda_r := @pow_combine R _ Lambda_r _ _ _ (-1) (-1) (-2) Lambda_r_positive erefl erefl erefl (esym (mpowN2 Lambda_r_diagonal Lambda_r_positive)).
-have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m ((mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r (-1)) *m (mpow Lambda_r (-1)) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m ((mpow Lambda_r (-1)) *m (mpow Lambda_r (-1))) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m (mpow Lambda_r 1) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -137,24 +138,24 @@ Qed.
 Lemma pinv_formula_s13 : V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : (invmx Lambda_r) *m (mpow Lambda_r 1) = mpow Lambda_r (-1) := @pow_combine R _ Lambda_r _ _ _ (-2) 1 (-1) Lambda_r_positive erefl (esym (mpowN2 Lambda_r_diagonal Lambda_r_positive)) erefl erefl.
-have e0_ : V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m ((invmx Lambda_r) *m (mpow Lambda_r 1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (invmx Lambda_r) *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m ((invmx Lambda_r) *m (mpow Lambda_r 1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma pinv_formula : beta = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
-have e0_ : beta = beta by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : beta = beta by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans pinv_formula_s1 (etrans pinv_formula_s2 (etrans pinv_formula_s3 (etrans pinv_formula_s4 (etrans pinv_formula_s5 (etrans pinv_formula_s6 (etrans pinv_formula_s7 (etrans pinv_formula_s8 (etrans pinv_formula_s9 (etrans pinv_formula_s10 (etrans pinv_formula_s11 (etrans pinv_formula_s12 (etrans pinv_formula_s13 e1_)))))))))))))).
 Qed.
 
 Lemma normal_equations_s1 : X^T *m X *m beta = X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : beta = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y := pinv_formula.
-have e0_ : X^T *m X *m beta = X^T *m X *m beta by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m X *m (V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) = X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X *m beta = X^T *m X *m beta by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m X *m (V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) = X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X^T *m X *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -162,17 +163,17 @@ Qed.
 Lemma normal_equations_s2 : X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : X = U_r *m (mpow Lambda_r 1) *m V_r^T := thin_svd.
-have e0_ : X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = X^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (Z_)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma normal_equations_s3 : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
-have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -180,8 +181,8 @@ Qed.
 Lemma normal_equations_s4 : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : (V_r^T)^T = V_r := trmxK V_r.
-have e0_ : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, r) => Z_ *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -189,8 +190,8 @@ Qed.
 Lemma normal_equations_s5 : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
-have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -198,8 +199,8 @@ Qed.
 Lemma normal_equations_s6 : V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : X = U_r *m (mpow Lambda_r 1) *m V_r^T := thin_svd.
-have e0_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T) *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m X *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m (U_r *m (mpow Lambda_r 1) *m V_r^T) *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => V_r *m (mpow Lambda_r 1) *m U_r^T *m Z_ *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -207,8 +208,8 @@ Qed.
 Lemma normal_equations_s7 : V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : U_r^T *m U_r = (1%:M : 'M[R]_(r)) := U_r_orthonormal_columns.
-have e0_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (U_r^T *m U_r) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (U_r^T *m U_r) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r 1) *m Z_ *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -216,8 +217,8 @@ Qed.
 Lemma normal_equations_s8 : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : V_r^T *m V_r = (1%:M : 'M[R]_(r)) := V_r_orthonormal_columns.
-have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (V_r^T *m V_r) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m V_r^T *m V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (V_r^T *m V_r) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m Z_ *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -225,8 +226,8 @@ Qed.
 Lemma normal_equations_s9 : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) = mpow Lambda_r 1 := mulmx1 (mpow Lambda_r 1).
-have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (1%:M : 'M[R]_(r))) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (1%:M : 'M[R]_(r))) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -234,8 +235,8 @@ Qed.
 Lemma normal_equations_s10 : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) = mpow Lambda_r 1 := mulmx1 (mpow Lambda_r 1).
-have e0_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m ((mpow Lambda_r 1) *m (1%:M : 'M[R]_(r))) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m ((mpow Lambda_r 1) *m (1%:M : 'M[R]_(r))) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r 1) *m Z_ *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -243,8 +244,8 @@ Qed.
 Lemma normal_equations_s11 : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1) *m (mpow Lambda_r 1) = Lambda_r := @pow_combine R _ Lambda_r _ _ _ 1 1 2 Lambda_r_positive erefl erefl erefl (esym (mpow2 Lambda_r_diagonal Lambda_r_positive)).
-have e0_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (mpow Lambda_r 1)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m (mpow Lambda_r 1) *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (mpow Lambda_r 1)) *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m (mpow Lambda_r (-1)) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -252,8 +253,8 @@ Qed.
 Lemma normal_equations_s12 : V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m Y.
 Proof.
 have rule_ : Lambda_r *m (mpow Lambda_r (-1)) = mpow Lambda_r 1 := @pow_combine R _ Lambda_r _ _ _ 2 (-1) 1 Lambda_r_positive erefl (esym (mpow2 Lambda_r_diagonal Lambda_r_positive)) erefl erefl.
-have e0_ : V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (Lambda_r *m (mpow Lambda_r (-1))) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m Lambda_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (Lambda_r *m (mpow Lambda_r (-1))) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -261,8 +262,8 @@ Qed.
 Lemma normal_equations_s13 : V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
-have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -270,17 +271,17 @@ Qed.
 Lemma normal_equations_s14 : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y.
 Proof.
 have rule_ : (V_r^T)^T = V_r := trmxK V_r.
-have e0_ : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, r) => Z_ *m (mpow Lambda_r 1)^T *m U_r^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma normal_equations_s15 : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y.
 Proof.
-have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m Y = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -288,24 +289,24 @@ Qed.
 Lemma normal_equations_s16 : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = X^T *m Y.
 Proof.
 have rule_ : U_r *m (mpow Lambda_r 1) *m V_r^T = X := esym thin_svd.
-have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m Y = X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m Y = X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (Z_)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma normal_equations : X^T *m X *m beta = X^T *m Y.
 Proof.
-have e0_ : X^T *m X *m beta = X^T *m X *m beta by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m Y = X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m X *m beta = X^T *m X *m beta by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m Y = X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans normal_equations_s1 (etrans normal_equations_s2 (etrans normal_equations_s3 (etrans normal_equations_s4 (etrans normal_equations_s5 (etrans normal_equations_s6 (etrans normal_equations_s7 (etrans normal_equations_s8 (etrans normal_equations_s9 (etrans normal_equations_s10 (etrans normal_equations_s11 (etrans normal_equations_s12 (etrans normal_equations_s13 (etrans normal_equations_s14 (etrans normal_equations_s15 (etrans normal_equations_s16 e1_))))))))))))))))).
 Qed.
 
 Lemma pseudo_inverse_s1 : beta = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y.
 Proof.
 have rule_ : beta = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y := pinv_formula.
-have e0_ : beta = beta by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : beta = beta by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -313,8 +314,8 @@ Qed.
 Lemma pseudo_inverse_s2 : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1) *m (invmx Lambda_r) = mpow Lambda_r (-1) := @pow_combine R _ Lambda_r _ _ _ 1 (-2) (-1) Lambda_r_positive erefl erefl (esym (mpowN2 Lambda_r_diagonal Lambda_r_positive)) erefl.
-have e0_ : V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (invmx Lambda_r)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (invmx Lambda_r)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y = V_r *m (mpow Lambda_r (-1)) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -322,8 +323,8 @@ Qed.
 Lemma pseudo_inverse_s3 : V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y.
 Proof.
 have rule_ : (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) = mpow Lambda_r 1 := mulmx1 (mpow Lambda_r 1).
-have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (1%:M : 'M[R]_(r))) *m (invmx Lambda_r) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m ((mpow Lambda_r 1) *m (1%:M : 'M[R]_(r))) *m (invmx Lambda_r) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (invmx Lambda_r) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m (invmx Lambda_r) *m U_r^T *m Y) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -331,8 +332,8 @@ Qed.
 Lemma pseudo_inverse_s4 : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (invmx Lambda_r) *m U_r^T *m Y.
 Proof.
 have rule_ : (1%:M : 'M[R]_(r)) = U_r^T *m U_r := esym U_r_orthonormal_columns.
-have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m (U_r^T *m U_r) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (invmx Lambda_r) *m U_r^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m (1%:M : 'M[R]_(r)) *m (invmx Lambda_r) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m (U_r^T *m U_r) *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (invmx Lambda_r) *m U_r^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m (mpow Lambda_r 1) *m Z_ *m (invmx Lambda_r) *m U_r^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -340,8 +341,8 @@ Qed.
 Lemma pseudo_inverse_s5 : V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m W.
 Proof.
 have rule_ : U_r *m (invmx Lambda_r) *m U_r^T *m Y = W := esym (erefl : W = U_r *m (invmx Lambda_r) *m U_r^T *m Y).
-have e0_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m (U_r *m (invmx Lambda_r) *m U_r^T *m Y) by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m W = V_r *m (mpow Lambda_r 1) *m U_r^T *m W by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m U_r *m (invmx Lambda_r) *m U_r^T *m Y = V_r *m (mpow Lambda_r 1) *m U_r^T *m (U_r *m (invmx Lambda_r) *m U_r^T *m Y) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m W = V_r *m (mpow Lambda_r 1) *m U_r^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, k) => V_r *m (mpow Lambda_r 1) *m U_r^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -349,8 +350,8 @@ Qed.
 Lemma pseudo_inverse_s6 : V_r *m (mpow Lambda_r 1) *m U_r^T *m W = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W.
 Proof.
 have rule_ : (mpow Lambda_r 1)^T = mpow Lambda_r 1 := (@mpow_sym R _ Lambda_r 1 Lambda_r_diagonal Lambda_r_positive).
-have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m W = V_r *m (mpow Lambda_r 1) *m U_r^T *m W by rewrite ?mulmxA ?addrA.
+have e0_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1) *m U_r^T *m W = V_r *m (mpow Lambda_r 1) *m U_r^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(r, r) => V_r *m Z_ *m U_r^T *m W) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -358,17 +359,17 @@ Qed.
 Lemma pseudo_inverse_s7 : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W.
 Proof.
 have rule_ : (V_r^T)^T = V_r := trmxK V_r.
-have e0_ : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W by rewrite ?mulmxA ?addrA.
-have e1_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W by rewrite ?mulmxA ?addrA.
+have e0_ : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W = V_r *m (mpow Lambda_r 1)^T *m U_r^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, r) => Z_ *m (mpow Lambda_r 1)^T *m U_r^T *m W) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma pseudo_inverse_s8 : (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W.
 Proof.
-have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W by rewrite ?mulmxA ?addrA.
-have e1_ : ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m W = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W by rewrite ?mulmxA ?addrA.
+have rule_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T) *m W = (V_r^T)^T *m (mpow Lambda_r 1)^T *m U_r^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m W) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -376,16 +377,16 @@ Qed.
 Lemma pseudo_inverse_s9 : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W = X^T *m W.
 Proof.
 have rule_ : U_r *m (mpow Lambda_r 1) *m V_r^T = X := esym thin_svd.
-have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m W = X^T *m W by rewrite ?mulmxA ?addrA.
+have e0_ : (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W = (U_r *m (mpow Lambda_r 1) *m V_r^T)^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m W = X^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (Z_)^T *m W) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem pseudo_inverse : beta = X^T *m W.
 Proof using All.
-have e0_ : beta = beta by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m W = X^T *m W by rewrite ?mulmxA ?addrA.
+have e0_ : beta = beta by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m W = X^T *m W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans pseudo_inverse_s1 (etrans pseudo_inverse_s2 (etrans pseudo_inverse_s3 (etrans pseudo_inverse_s4 (etrans pseudo_inverse_s5 (etrans pseudo_inverse_s6 (etrans pseudo_inverse_s7 (etrans pseudo_inverse_s8 (etrans pseudo_inverse_s9 e1_)))))))))).
 Qed.
 

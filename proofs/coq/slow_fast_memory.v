@@ -30,6 +30,7 @@ Hypothesis Lambda_positive : posdef Lambda.
 Definition L : 'M[R]_(p, p) := V *m (mpow Lambda (-1)).
 Definition M : 'M[R]_(p, p) := L *m L^T.
 Definition m_S : 'M[R]_(p, k) := X^T *m Y.
+Ltac ols_close := try unfold L, M, m_S; ols_closing (@nil R) (lin_nz_nil R).
 
 Section rank_one_write_section.
 Hypothesis X_appends_row : X = col_mx X_prev x_t^T.
@@ -37,8 +38,8 @@ Hypothesis Y_appends_row : Y = col_mx Y_prev y_t^T.
 Lemma rank_one_write_s1 : m_S = X^T *m Y.
 Proof.
 have rule_ : m_S = X^T *m Y := (erefl : m_S = X^T *m Y).
-have e0_ : m_S = m_S by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m Y = X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : m_S = m_S by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m Y = X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -46,8 +47,8 @@ Qed.
 Lemma rank_one_write_s2 : X^T *m Y = (col_mx X_prev x_t^T)^T *m Y.
 Proof.
 have rule_ : X = col_mx X_prev x_t^T := X_appends_row.
-have e0_ : X^T *m Y = X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (col_mx X_prev x_t^T)^T *m Y = (col_mx X_prev x_t^T)^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m Y = X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (col_mx X_prev x_t^T)^T *m Y = (col_mx X_prev x_t^T)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((n_1 + 1)%N, p) => (Z_)^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -55,17 +56,17 @@ Qed.
 Lemma rank_one_write_s3 : (col_mx X_prev x_t^T)^T *m Y = (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T).
 Proof.
 have rule_ : Y = col_mx Y_prev y_t^T := Y_appends_row.
-have e0_ : (col_mx X_prev x_t^T)^T *m Y = (col_mx X_prev x_t^T)^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) = (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) by rewrite ?mulmxA ?addrA.
+have e0_ : (col_mx X_prev x_t^T)^T *m Y = (col_mx X_prev x_t^T)^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) = (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((n_1 + 1)%N, k) => (col_mx X_prev x_t^T)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma rank_one_write_s4 : (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T).
 Proof.
-have rule_ : (col_mx X_prev x_t^T)^T = row_mx X_prev^T (x_t^T)^T := ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx).
-have e0_ : (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) = (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) by rewrite ?mulmxA ?addrA.
+have rule_ : (col_mx X_prev x_t^T)^T = row_mx X_prev^T (x_t^T)^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) = (col_mx X_prev x_t^T)^T *m (col_mx Y_prev y_t^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, (n_1 + 1)%N) => Z_ *m (col_mx Y_prev y_t^T)) rule_) e1_).
 exact: e_.
 Qed.
@@ -73,8 +74,8 @@ Qed.
 Lemma rank_one_write_s5 : (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T).
 Proof.
 have rule_ : (x_t^T)^T = x_t := trmxK x_t.
-have e0_ : (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) by rewrite ?mulmxA ?addrA.
-have e1_ : (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) by rewrite ?mulmxA ?addrA.
+have e0_ : (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T (x_t^T)^T) *m (col_mx Y_prev y_t^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, 1) => (row_mx X_prev^T Z_) *m (col_mx Y_prev y_t^T)) rule_) e1_).
 exact: e_.
 Qed.
@@ -87,9 +88,9 @@ Qed.
 
 Lemma rank_one_write_s6 : (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) = x_t *m y_t^T + X_prev^T *m Y_prev.
 Proof.
-have rule_ : (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) = X_prev^T *m Y_prev + x_t *m y_t^T := ltac:(by rewrite (mul_row_col X_prev^T x_t Y_prev y_t^T); rewrite ?mulmxA ?addrA).
-have e0_ : (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) by rewrite ?mulmxA ?addrA.
-have e1_ : X_prev^T *m Y_prev + x_t *m y_t^T = x_t *m y_t^T + X_prev^T *m Y_prev by rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_rank_one_write_s6 (X_prev^T *m Y_prev) (x_t *m y_t^T)).
+have rule_ : (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) = X_prev^T *m Y_prev + x_t *m y_t^T := ltac:(first [by rewrite (mul_row_col X_prev^T x_t Y_prev y_t^T); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) = (row_mx X_prev^T x_t) *m (col_mx Y_prev y_t^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_prev^T *m Y_prev + x_t *m y_t^T = x_t *m y_t^T + X_prev^T *m Y_prev by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_rank_one_write_s6 (X_prev^T *m Y_prev) (x_t *m y_t^T)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -97,16 +98,16 @@ Qed.
 Lemma rank_one_write_s7 : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev.
 Proof.
 have rule_ : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev := erefl.
-have e0_ : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev by rewrite ?mulmxA ?addrA.
-have e1_ : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev by rewrite ?mulmxA ?addrA.
+have e0_ : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma rank_one_write : m_S = x_t *m y_t^T + X_prev^T *m Y_prev.
 Proof.
-have e0_ : m_S = m_S by rewrite ?mulmxA ?addrA.
-have e1_ : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev by rewrite ?mulmxA ?addrA.
+have e0_ : m_S = m_S by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : x_t *m y_t^T + X_prev^T *m Y_prev = x_t *m y_t^T + X_prev^T *m Y_prev by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans rank_one_write_s1 (etrans rank_one_write_s2 (etrans rank_one_write_s3 (etrans rank_one_write_s4 (etrans rank_one_write_s5 (etrans rank_one_write_s6 (etrans rank_one_write_s7 e1_)))))))).
 Qed.
 
@@ -115,8 +116,8 @@ End rank_one_write_section.
 Lemma slow_fast_memory_s1 : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y.
 Proof.
 have rule_ : invmx (X^T *m X) = L *m L^T := (@spectral_precision R (n_1 + 1)%N p Lambda V X gram_spectral V_orthonormal_columns V_orthonormal_rows Lambda_diagonal Lambda_positive).
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (L *m L^T) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (L *m L^T) *m X^T *m Y = X_q *m L *m L^T *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m X^T *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -124,8 +125,8 @@ Qed.
 Lemma slow_fast_memory_s2 : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m L^T *m m_S.
 Proof.
 have rule_ : X^T *m Y = m_S := esym (erefl : m_S = X^T *m Y).
-have e0_ : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m L^T *m (X^T *m Y) by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L *m L^T *m m_S = X_q *m L *m L^T *m m_S by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L *m L^T *m X^T *m Y = X_q *m L *m L^T *m (X^T *m Y) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L *m L^T *m m_S = X_q *m L *m L^T *m m_S by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, k) => X_q *m L *m L^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -133,16 +134,16 @@ Qed.
 Lemma slow_fast_memory_s3 : X_q *m L *m L^T *m m_S = X_q *m M *m m_S.
 Proof.
 have rule_ : L *m L^T = M := esym (erefl : M = L *m L^T).
-have e0_ : X_q *m L *m L^T *m m_S = X_q *m (L *m L^T) *m m_S by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m M *m m_S = X_q *m M *m m_S by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L *m L^T *m m_S = X_q *m (L *m L^T) *m m_S by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m M *m m_S = X_q *m M *m m_S by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m m_S) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem slow_fast_memory : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m M *m m_S.
 Proof using All.
-have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m M *m m_S = X_q *m M *m m_S by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m X)) *m X^T *m Y = X_q *m (invmx (X^T *m X)) *m X^T *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m M *m m_S = X_q *m M *m m_S by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans slow_fast_memory_s1 (etrans slow_fast_memory_s2 (etrans slow_fast_memory_s3 e1_)))).
 Qed.
 

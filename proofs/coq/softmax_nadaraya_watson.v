@@ -22,14 +22,15 @@ Hypothesis D_positive : posdef D.
 Hypothesis row_sums : D *m ones_m = E *m ones_n.
 Definition A : 'M[R]_(m, n) := (invmx D) *m E.
 Definition m_O : 'M[R]_(m, d) := A *m V.
+Ltac ols_close := try unfold A, m_O; ols_closing (@nil R) (lin_nz_nil R).
 
 Section constants_reproduced_section.
 Hypothesis constant_values : V = ones_n *m c^T.
 Lemma constants_reproduced_s1 : m_O = A *m V.
 Proof.
 have rule_ : m_O = A *m V := (erefl : m_O = A *m V).
-have e0_ : m_O = m_O by rewrite ?mulmxA ?addrA.
-have e1_ : A *m V = A *m V by rewrite ?mulmxA ?addrA.
+have e0_ : m_O = m_O by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : A *m V = A *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, d) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -37,8 +38,8 @@ Qed.
 Lemma constants_reproduced_s2 : A *m V = (invmx D) *m E *m V.
 Proof.
 have rule_ : A = (invmx D) *m E := (erefl : A = (invmx D) *m E).
-have e0_ : A *m V = A *m V by rewrite ?mulmxA ?addrA.
-have e1_ : ((invmx D) *m E) *m V = (invmx D) *m E *m V by rewrite ?mulmxA ?addrA.
+have e0_ : A *m V = A *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((invmx D) *m E) *m V = (invmx D) *m E *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m V) rule_) e1_).
 exact: e_.
 Qed.
@@ -46,8 +47,8 @@ Qed.
 Lemma constants_reproduced_s3 : (invmx D) *m E *m V = (invmx D) *m E *m ones_n *m c^T.
 Proof.
 have rule_ : V = ones_n *m c^T := constant_values.
-have e0_ : (invmx D) *m E *m V = (invmx D) *m E *m V by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx D) *m E *m (ones_n *m c^T) = (invmx D) *m E *m ones_n *m c^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx D) *m E *m V = (invmx D) *m E *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx D) *m E *m (ones_n *m c^T) = (invmx D) *m E *m ones_n *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, d) => (invmx D) *m E *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -55,8 +56,8 @@ Qed.
 Lemma constants_reproduced_s4 : (invmx D) *m E *m ones_n *m c^T = (invmx D) *m D *m ones_m *m c^T.
 Proof.
 have rule_ : E *m ones_n = D *m ones_m := esym row_sums.
-have e0_ : (invmx D) *m E *m ones_n *m c^T = (invmx D) *m (E *m ones_n) *m c^T by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx D) *m (D *m ones_m) *m c^T = (invmx D) *m D *m ones_m *m c^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx D) *m E *m ones_n *m c^T = (invmx D) *m (E *m ones_n) *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx D) *m (D *m ones_m) *m c^T = (invmx D) *m D *m ones_m *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, 1) => (invmx D) *m Z_ *m c^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -64,8 +65,8 @@ Qed.
 Lemma constants_reproduced_s5 : (invmx D) *m D *m ones_m *m c^T = (1%:M : 'M[R]_(m)) *m ones_m *m c^T.
 Proof.
 have rule_ : (invmx D) *m D = (1%:M : 'M[R]_(m)) := mulVmx (posdef_unit D_positive).
-have e0_ : (invmx D) *m D *m ones_m *m c^T = ((invmx D) *m D) *m ones_m *m c^T by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(m)) *m ones_m *m c^T = (1%:M : 'M[R]_(m)) *m ones_m *m c^T by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx D) *m D *m ones_m *m c^T = ((invmx D) *m D) *m ones_m *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(m)) *m ones_m *m c^T = (1%:M : 'M[R]_(m)) *m ones_m *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, m) => Z_ *m ones_m *m c^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -73,16 +74,16 @@ Qed.
 Lemma constants_reproduced_s6 : (1%:M : 'M[R]_(m)) *m ones_m *m c^T = ones_m *m c^T.
 Proof.
 have rule_ : (1%:M : 'M[R]_(m)) *m ones_m = ones_m := mul1mx ones_m.
-have e0_ : (1%:M : 'M[R]_(m)) *m ones_m *m c^T = ((1%:M : 'M[R]_(m)) *m ones_m) *m c^T by rewrite ?mulmxA ?addrA.
-have e1_ : ones_m *m c^T = ones_m *m c^T by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(m)) *m ones_m *m c^T = ((1%:M : 'M[R]_(m)) *m ones_m) *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_m *m c^T = ones_m *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, 1) => Z_ *m c^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma constants_reproduced : m_O = ones_m *m c^T.
 Proof.
-have e0_ : m_O = m_O by rewrite ?mulmxA ?addrA.
-have e1_ : ones_m *m c^T = ones_m *m c^T by rewrite ?mulmxA ?addrA.
+have e0_ : m_O = m_O by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_m *m c^T = ones_m *m c^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans constants_reproduced_s1 (etrans constants_reproduced_s2 (etrans constants_reproduced_s3 (etrans constants_reproduced_s4 (etrans constants_reproduced_s5 (etrans constants_reproduced_s6 e1_))))))).
 Qed.
 
@@ -91,8 +92,8 @@ End constants_reproduced_section.
 Lemma softmax_nadaraya_watson_s1 : A *m ones_n = (invmx D) *m E *m ones_n.
 Proof.
 have rule_ : A = (invmx D) *m E := (erefl : A = (invmx D) *m E).
-have e0_ : A *m ones_n = A *m ones_n by rewrite ?mulmxA ?addrA.
-have e1_ : ((invmx D) *m E) *m ones_n = (invmx D) *m E *m ones_n by rewrite ?mulmxA ?addrA.
+have e0_ : A *m ones_n = A *m ones_n by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((invmx D) *m E) *m ones_n = (invmx D) *m E *m ones_n by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, n) => Z_ *m ones_n) rule_) e1_).
 exact: e_.
 Qed.
@@ -100,8 +101,8 @@ Qed.
 Lemma softmax_nadaraya_watson_s2 : (invmx D) *m E *m ones_n = (invmx D) *m D *m ones_m.
 Proof.
 have rule_ : E *m ones_n = D *m ones_m := esym row_sums.
-have e0_ : (invmx D) *m E *m ones_n = (invmx D) *m (E *m ones_n) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx D) *m (D *m ones_m) = (invmx D) *m D *m ones_m by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx D) *m E *m ones_n = (invmx D) *m (E *m ones_n) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx D) *m (D *m ones_m) = (invmx D) *m D *m ones_m by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, 1) => (invmx D) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -109,8 +110,8 @@ Qed.
 Lemma softmax_nadaraya_watson_s3 : (invmx D) *m D *m ones_m = (1%:M : 'M[R]_(m)) *m ones_m.
 Proof.
 have rule_ : (invmx D) *m D = (1%:M : 'M[R]_(m)) := mulVmx (posdef_unit D_positive).
-have e0_ : (invmx D) *m D *m ones_m = ((invmx D) *m D) *m ones_m by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(m)) *m ones_m = (1%:M : 'M[R]_(m)) *m ones_m by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx D) *m D *m ones_m = ((invmx D) *m D) *m ones_m by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(m)) *m ones_m = (1%:M : 'M[R]_(m)) *m ones_m by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, m) => Z_ *m ones_m) rule_) e1_).
 exact: e_.
 Qed.
@@ -118,16 +119,16 @@ Qed.
 Lemma softmax_nadaraya_watson_s4 : (1%:M : 'M[R]_(m)) *m ones_m = ones_m.
 Proof.
 have rule_ : (1%:M : 'M[R]_(m)) *m ones_m = ones_m := mul1mx ones_m.
-have e0_ : (1%:M : 'M[R]_(m)) *m ones_m = (1%:M : 'M[R]_(m)) *m ones_m by rewrite ?mulmxA ?addrA.
-have e1_ : ones_m = ones_m by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(m)) *m ones_m = (1%:M : 'M[R]_(m)) *m ones_m by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_m = ones_m by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, 1) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem softmax_nadaraya_watson : A *m ones_n = ones_m.
 Proof using All.
-have e0_ : A *m ones_n = A *m ones_n by rewrite ?mulmxA ?addrA.
-have e1_ : ones_m = ones_m by rewrite ?mulmxA ?addrA.
+have e0_ : A *m ones_n = A *m ones_n by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ones_m = ones_m by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans softmax_nadaraya_watson_s1 (etrans softmax_nadaraya_watson_s2 (etrans softmax_nadaraya_watson_s3 (etrans softmax_nadaraya_watson_s4 e1_))))).
 Qed.
 

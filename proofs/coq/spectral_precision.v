@@ -23,21 +23,22 @@ Hypothesis V_orthonormal_rows : V *m V^T = (1%:M : 'M[R]_(p)).
 Hypothesis Lambda_diagonal : is_diag_mx Lambda.
 Hypothesis Lambda_positive : posdef Lambda.
 Definition L : 'M[R]_(p, p) := V *m (mpow Lambda (-1)).
+Ltac ols_close := try unfold L; ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma spectral_precision_s1 : invmx (X^T *m X) = invmx (V *m Lambda *m V^T).
 Proof.
 have rule_ : X^T *m X = V *m Lambda *m V^T := gram_spectral.
-have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (V *m Lambda *m V^T) = invmx (V *m Lambda *m V^T) by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (V *m Lambda *m V^T) = invmx (V *m Lambda *m V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma spectral_precision_s2 : invmx (V *m Lambda *m V^T) = (invmx (V^T)) *m (invmx Lambda) *m (invmx V).
 Proof.
-have rule_ : invmx (V *m Lambda *m V^T) = (invmx (V^T)) *m (invmx Lambda) *m (invmx V) := ltac:(by rewrite (inverse_product (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns))) (inverse_product (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) ?mulmxA).
-have e0_ : invmx (V *m Lambda *m V^T) = invmx (V *m Lambda *m V^T) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (V^T)) *m (invmx Lambda) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda) *m (invmx V) by rewrite ?mulmxA ?addrA.
+have rule_ : invmx (V *m Lambda *m V^T) = (invmx (V^T)) *m (invmx Lambda) *m (invmx V) := ltac:(first [by rewrite (inverse_product (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) (unit_tr (unit_right V_orthonormal_columns))) (inverse_product (unit_right V_orthonormal_columns) (posdef_unit Lambda_positive)) ?mulmxA | by ols_close]).
+have e0_ : invmx (V *m Lambda *m V^T) = invmx (V *m Lambda *m V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (V^T)) *m (invmx Lambda) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -45,8 +46,8 @@ Qed.
 Lemma spectral_precision_s3 : (invmx (V^T)) *m (invmx Lambda) *m (invmx V) = V *m (invmx Lambda) *m (invmx V).
 Proof.
 have rule_ : invmx (V^T) = V := (@orthogonal_transpose_inverse R p V V_orthonormal_columns).
-have e0_ : (invmx (V^T)) *m (invmx Lambda) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda) *m (invmx V) by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Lambda) *m (invmx V) = V *m (invmx Lambda) *m (invmx V) by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V^T)) *m (invmx Lambda) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Lambda) *m (invmx V) = V *m (invmx Lambda) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m (invmx Lambda) *m (invmx V)) rule_) e1_).
 exact: e_.
 Qed.
@@ -54,8 +55,8 @@ Qed.
 Lemma spectral_precision_s4 : V *m (invmx Lambda) *m (invmx V) = V *m (invmx Lambda) *m V^T.
 Proof.
 have rule_ : invmx V = V^T := (@orthogonal_inverse R p V V_orthonormal_rows).
-have e0_ : V *m (invmx Lambda) *m (invmx V) = V *m (invmx Lambda) *m (invmx V) by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Lambda) *m V^T = V *m (invmx Lambda) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (invmx Lambda) *m (invmx V) = V *m (invmx Lambda) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Lambda) *m V^T = V *m (invmx Lambda) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (invmx Lambda) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -63,8 +64,8 @@ Qed.
 Lemma spectral_precision_s5 : V *m (invmx Lambda) *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T.
 Proof.
 have rule_ : (mpow Lambda (-1)) *m (mpow Lambda (-1)) = invmx Lambda := @pow_combine R _ Lambda _ _ _ (-1) (-1) (-2) Lambda_positive erefl erefl erefl (esym (mpowN2 Lambda_diagonal Lambda_positive)).
-have e0_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T = V *m ((mpow Lambda (-1)) *m (mpow Lambda (-1))) *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Lambda) *m V^T = V *m (invmx Lambda) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T = V *m ((mpow Lambda (-1)) *m (mpow Lambda (-1))) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Lambda) *m V^T = V *m (invmx Lambda) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m Z_ *m V^T) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -72,17 +73,17 @@ Qed.
 Lemma spectral_precision_s6 : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T.
 Proof.
 have rule_ : (mpow Lambda (-1))^T = mpow Lambda (-1) := (@mpow_sym R _ Lambda (-1) Lambda_diagonal Lambda_positive).
-have e0_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1)) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda (-1)) *m Z_ *m V^T) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma spectral_precision_s7 : V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T = V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T.
 Proof.
-have rule_ : (V *m (mpow Lambda (-1)))^T = (mpow Lambda (-1))^T *m V^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T = V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (mpow Lambda (-1)) *m ((mpow Lambda (-1))^T *m V^T) = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T by rewrite ?mulmxA ?addrA.
+have rule_ : (V *m (mpow Lambda (-1)))^T = (mpow Lambda (-1))^T *m V^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T = V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (mpow Lambda (-1)) *m ((mpow Lambda (-1))^T *m V^T) = V *m (mpow Lambda (-1)) *m (mpow Lambda (-1))^T *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda (-1)) *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -90,8 +91,8 @@ Qed.
 Lemma spectral_precision_s8 : V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T = V *m (mpow Lambda (-1)) *m L^T.
 Proof.
 have rule_ : V *m (mpow Lambda (-1)) = L := esym (erefl : L = V *m (mpow Lambda (-1))).
-have e0_ : V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T = V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (mpow Lambda (-1)) *m L^T = V *m (mpow Lambda (-1)) *m L^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T = V *m (mpow Lambda (-1)) *m (V *m (mpow Lambda (-1)))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (mpow Lambda (-1)) *m L^T = V *m (mpow Lambda (-1)) *m L^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda (-1)) *m (Z_)^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -99,16 +100,16 @@ Qed.
 Lemma spectral_precision_s9 : V *m (mpow Lambda (-1)) *m L^T = L *m L^T.
 Proof.
 have rule_ : V *m (mpow Lambda (-1)) = L := esym (erefl : L = V *m (mpow Lambda (-1))).
-have e0_ : V *m (mpow Lambda (-1)) *m L^T = (V *m (mpow Lambda (-1))) *m L^T by rewrite ?mulmxA ?addrA.
-have e1_ : L *m L^T = L *m L^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda (-1)) *m L^T = (V *m (mpow Lambda (-1))) *m L^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L *m L^T = L *m L^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m L^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Theorem spectral_precision : invmx (X^T *m X) = L *m L^T.
 Proof using All.
-have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : L *m L^T = L *m L^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m X) = invmx (X^T *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L *m L^T = L *m L^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans spectral_precision_s1 (etrans spectral_precision_s2 (etrans spectral_precision_s3 (etrans spectral_precision_s4 (etrans spectral_precision_s5 (etrans spectral_precision_s6 (etrans spectral_precision_s7 (etrans spectral_precision_s8 (etrans spectral_precision_s9 e1_)))))))))).
 Qed.
 

@@ -27,12 +27,13 @@ Hypothesis Lambda_W_positive : posdef Lambda_W.
 Definition L_W : 'M[R]_(p, p) := V *m (mpow Lambda_W (-1)).
 Definition K_W : 'M[R]_(n, p) := (mpow W 1) *m X.
 Definition Y_W : 'M[R]_(n, k) := (mpow W 1) *m Y.
+Ltac ols_close := try unfold L_W, K_W, Y_W; ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma whitened_gram_s1 : K_W^T *m K_W = ((mpow W 1) *m X)^T *m K_W.
 Proof.
 have rule_ : K_W = (mpow W 1) *m X := (erefl : K_W = (mpow W 1) *m X).
-have e0_ : K_W^T *m K_W = K_W^T *m K_W by rewrite ?mulmxA ?addrA.
-have e1_ : ((mpow W 1) *m X)^T *m K_W = ((mpow W 1) *m X)^T *m K_W by rewrite ?mulmxA ?addrA.
+have e0_ : K_W^T *m K_W = K_W^T *m K_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((mpow W 1) *m X)^T *m K_W = ((mpow W 1) *m X)^T *m K_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => (Z_)^T *m K_W) rule_) e1_).
 exact: e_.
 Qed.
@@ -40,17 +41,17 @@ Qed.
 Lemma whitened_gram_s2 : ((mpow W 1) *m X)^T *m K_W = ((mpow W 1) *m X)^T *m (mpow W 1) *m X.
 Proof.
 have rule_ : K_W = (mpow W 1) *m X := (erefl : K_W = (mpow W 1) *m X).
-have e0_ : ((mpow W 1) *m X)^T *m K_W = ((mpow W 1) *m X)^T *m K_W by rewrite ?mulmxA ?addrA.
-have e1_ : ((mpow W 1) *m X)^T *m ((mpow W 1) *m X) = ((mpow W 1) *m X)^T *m (mpow W 1) *m X by rewrite ?mulmxA ?addrA.
+have e0_ : ((mpow W 1) *m X)^T *m K_W = ((mpow W 1) *m X)^T *m K_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : ((mpow W 1) *m X)^T *m ((mpow W 1) *m X) = ((mpow W 1) *m X)^T *m (mpow W 1) *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => ((mpow W 1) *m X)^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma whitened_gram_s3 : ((mpow W 1) *m X)^T *m (mpow W 1) *m X = X^T *m (mpow W 1)^T *m (mpow W 1) *m X.
 Proof.
-have rule_ : ((mpow W 1) *m X)^T = X^T *m (mpow W 1)^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : ((mpow W 1) *m X)^T *m (mpow W 1) *m X = ((mpow W 1) *m X)^T *m (mpow W 1) *m X by rewrite ?mulmxA ?addrA.
-have e1_ : (X^T *m (mpow W 1)^T) *m (mpow W 1) *m X = X^T *m (mpow W 1)^T *m (mpow W 1) *m X by rewrite ?mulmxA ?addrA.
+have rule_ : ((mpow W 1) *m X)^T = X^T *m (mpow W 1)^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : ((mpow W 1) *m X)^T *m (mpow W 1) *m X = ((mpow W 1) *m X)^T *m (mpow W 1) *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (X^T *m (mpow W 1)^T) *m (mpow W 1) *m X = X^T *m (mpow W 1)^T *m (mpow W 1) *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => Z_ *m (mpow W 1) *m X) rule_) e1_).
 exact: e_.
 Qed.
@@ -58,8 +59,8 @@ Qed.
 Lemma whitened_gram_s4 : X^T *m (mpow W 1)^T *m (mpow W 1) *m X = X^T *m (mpow W 1) *m (mpow W 1) *m X.
 Proof.
 have rule_ : (mpow W 1)^T = mpow W 1 := (@mpow_sym R _ W 1 W_diagonal W_positive).
-have e0_ : X^T *m (mpow W 1)^T *m (mpow W 1) *m X = X^T *m (mpow W 1)^T *m (mpow W 1) *m X by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m (mpow W 1) *m (mpow W 1) *m X = X^T *m (mpow W 1) *m (mpow W 1) *m X by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m (mpow W 1)^T *m (mpow W 1) *m X = X^T *m (mpow W 1)^T *m (mpow W 1) *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m (mpow W 1) *m (mpow W 1) *m X = X^T *m (mpow W 1) *m (mpow W 1) *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => X^T *m Z_ *m (mpow W 1) *m X) rule_) e1_).
 exact: e_.
 Qed.
@@ -67,24 +68,24 @@ Qed.
 Lemma whitened_gram_s5 : X^T *m (mpow W 1) *m (mpow W 1) *m X = X^T *m W *m X.
 Proof.
 have rule_ : (mpow W 1) *m (mpow W 1) = W := @pow_combine R _ W _ _ _ 1 1 2 W_positive erefl erefl erefl (esym (mpow2 W_diagonal W_positive)).
-have e0_ : X^T *m (mpow W 1) *m (mpow W 1) *m X = X^T *m ((mpow W 1) *m (mpow W 1)) *m X by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m W *m X = X^T *m W *m X by rewrite ?mulmxA ?addrA.
+have e0_ : X^T *m (mpow W 1) *m (mpow W 1) *m X = X^T *m ((mpow W 1) *m (mpow W 1)) *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m W *m X = X^T *m W *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => X^T *m Z_ *m X) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma whitened_gram : K_W^T *m K_W = X^T *m W *m X.
 Proof.
-have e0_ : K_W^T *m K_W = K_W^T *m K_W by rewrite ?mulmxA ?addrA.
-have e1_ : X^T *m W *m X = X^T *m W *m X by rewrite ?mulmxA ?addrA.
+have e0_ : K_W^T *m K_W = K_W^T *m K_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X^T *m W *m X = X^T *m W *m X by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans whitened_gram_s1 (etrans whitened_gram_s2 (etrans whitened_gram_s3 (etrans whitened_gram_s4 (etrans whitened_gram_s5 e1_)))))).
 Qed.
 
 Lemma V_transpose_inverse_s1 : invmx (V^T) = (invmx (V^T)) *m (1%:M : 'M[R]_(p)).
 Proof.
 have rule_ : (invmx (V^T)) *m (1%:M : 'M[R]_(p)) = invmx (V^T) := mulmx1 (invmx (V^T)).
-have e0_ : (invmx (V^T)) *m (1%:M : 'M[R]_(p)) = (invmx (V^T)) *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (V^T) = invmx (V^T) by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V^T)) *m (1%:M : 'M[R]_(p)) = (invmx (V^T)) *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (V^T) = invmx (V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -92,8 +93,8 @@ Qed.
 Lemma V_transpose_inverse_s2 : (invmx (V^T)) *m (1%:M : 'M[R]_(p)) = (invmx (V^T)) *m V^T *m V.
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) = V^T *m V := esym V_orthonormal_columns.
-have e0_ : (invmx (V^T)) *m (1%:M : 'M[R]_(p)) = (invmx (V^T)) *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (V^T)) *m (V^T *m V) = (invmx (V^T)) *m V^T *m V by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V^T)) *m (1%:M : 'M[R]_(p)) = (invmx (V^T)) *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (V^T)) *m (V^T *m V) = (invmx (V^T)) *m V^T *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (invmx (V^T)) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -101,8 +102,8 @@ Qed.
 Lemma V_transpose_inverse_s3 : (invmx (V^T)) *m V^T *m V = (1%:M : 'M[R]_(p)) *m V.
 Proof.
 have rule_ : (invmx (V^T)) *m V^T = (1%:M : 'M[R]_(p)) := mulVmx (unit_tr (unit_right V_orthonormal_columns)).
-have e0_ : (invmx (V^T)) *m V^T *m V = ((invmx (V^T)) *m V^T) *m V by rewrite ?mulmxA ?addrA.
-have e1_ : (1%:M : 'M[R]_(p)) *m V = (1%:M : 'M[R]_(p)) *m V by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V^T)) *m V^T *m V = ((invmx (V^T)) *m V^T) *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (1%:M : 'M[R]_(p)) *m V = (1%:M : 'M[R]_(p)) *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m V) rule_) e1_).
 exact: e_.
 Qed.
@@ -110,24 +111,24 @@ Qed.
 Lemma V_transpose_inverse_s4 : (1%:M : 'M[R]_(p)) *m V = V.
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m V = V := mul1mx V.
-have e0_ : (1%:M : 'M[R]_(p)) *m V = (1%:M : 'M[R]_(p)) *m V by rewrite ?mulmxA ?addrA.
-have e1_ : V = V by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m V = (1%:M : 'M[R]_(p)) *m V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V = V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma V_transpose_inverse : invmx (V^T) = V.
 Proof.
-have e0_ : invmx (V^T) = invmx (V^T) by rewrite ?mulmxA ?addrA.
-have e1_ : V = V by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (V^T) = invmx (V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V = V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans V_transpose_inverse_s1 (etrans V_transpose_inverse_s2 (etrans V_transpose_inverse_s3 (etrans V_transpose_inverse_s4 e1_))))).
 Qed.
 
 Lemma V_inverse_s1 : invmx V = (1%:M : 'M[R]_(p)) *m (invmx V).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) *m (invmx V) = invmx V := mul1mx (invmx V).
-have e0_ : (1%:M : 'M[R]_(p)) *m (invmx V) = (1%:M : 'M[R]_(p)) *m (invmx V) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx V = invmx V by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m (invmx V) = (1%:M : 'M[R]_(p)) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx V = invmx V by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -135,8 +136,8 @@ Qed.
 Lemma V_inverse_s2 : (1%:M : 'M[R]_(p)) *m (invmx V) = V^T *m V *m (invmx V).
 Proof.
 have rule_ : (1%:M : 'M[R]_(p)) = V^T *m V := esym V_orthonormal_columns.
-have e0_ : (1%:M : 'M[R]_(p)) *m (invmx V) = (1%:M : 'M[R]_(p)) *m (invmx V) by rewrite ?mulmxA ?addrA.
-have e1_ : (V^T *m V) *m (invmx V) = V^T *m V *m (invmx V) by rewrite ?mulmxA ?addrA.
+have e0_ : (1%:M : 'M[R]_(p)) *m (invmx V) = (1%:M : 'M[R]_(p)) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V^T *m V) *m (invmx V) = V^T *m V *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m (invmx V)) rule_) e1_).
 exact: e_.
 Qed.
@@ -144,8 +145,8 @@ Qed.
 Lemma V_inverse_s3 : V^T *m V *m (invmx V) = V^T *m (1%:M : 'M[R]_(p)).
 Proof.
 have rule_ : V *m (invmx V) = (1%:M : 'M[R]_(p)) := mulmxV (unit_right V_orthonormal_columns).
-have e0_ : V^T *m V *m (invmx V) = V^T *m (V *m (invmx V)) by rewrite ?mulmxA ?addrA.
-have e1_ : V^T *m (1%:M : 'M[R]_(p)) = V^T *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
+have e0_ : V^T *m V *m (invmx V) = V^T *m (V *m (invmx V)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V^T *m (1%:M : 'M[R]_(p)) = V^T *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -153,33 +154,33 @@ Qed.
 Lemma V_inverse_s4 : V^T *m (1%:M : 'M[R]_(p)) = V^T.
 Proof.
 have rule_ : V^T *m (1%:M : 'M[R]_(p)) = V^T := mulmx1 V^T.
-have e0_ : V^T *m (1%:M : 'M[R]_(p)) = V^T *m (1%:M : 'M[R]_(p)) by rewrite ?mulmxA ?addrA.
-have e1_ : V^T = V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V^T *m (1%:M : 'M[R]_(p)) = V^T *m (1%:M : 'M[R]_(p)) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V^T = V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma V_inverse : invmx V = V^T.
 Proof.
-have e0_ : invmx V = invmx V by rewrite ?mulmxA ?addrA.
-have e1_ : V^T = V^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx V = invmx V by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V^T = V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans V_inverse_s1 (etrans V_inverse_s2 (etrans V_inverse_s3 (etrans V_inverse_s4 e1_))))).
 Qed.
 
 Lemma weighted_precision_s1 : invmx (X^T *m W *m X) = invmx (V *m Lambda_W *m V^T).
 Proof.
 have rule_ : X^T *m W *m X = V *m Lambda_W *m V^T := weighted_gram_spectral.
-have e0_ : invmx (X^T *m W *m X) = invmx (X^T *m W *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : invmx (V *m Lambda_W *m V^T) = invmx (V *m Lambda_W *m V^T) by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m W *m X) = invmx (X^T *m W *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : invmx (V *m Lambda_W *m V^T) = invmx (V *m Lambda_W *m V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => invmx (Z_)) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma weighted_precision_s2 : invmx (V *m Lambda_W *m V^T) = (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V).
 Proof.
-have rule_ : invmx (V *m Lambda_W *m V^T) = (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) := ltac:(by rewrite (inverse_product (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_W_positive)) (unit_tr (unit_right V_orthonormal_columns))) (inverse_product (unit_right V_orthonormal_columns) (posdef_unit Lambda_W_positive)) ?mulmxA).
-have e0_ : invmx (V *m Lambda_W *m V^T) = invmx (V *m Lambda_W *m V^T) by rewrite ?mulmxA ?addrA.
-have e1_ : (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) by rewrite ?mulmxA ?addrA.
+have rule_ : invmx (V *m Lambda_W *m V^T) = (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) := ltac:(first [by rewrite (inverse_product (unit_mul (unit_right V_orthonormal_columns) (posdef_unit Lambda_W_positive)) (unit_tr (unit_right V_orthonormal_columns))) (inverse_product (unit_right V_orthonormal_columns) (posdef_unit Lambda_W_positive)) ?mulmxA | by ols_close]).
+have e0_ : invmx (V *m Lambda_W *m V^T) = invmx (V *m Lambda_W *m V^T) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -187,8 +188,8 @@ Qed.
 Lemma weighted_precision_s3 : (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) = V *m (invmx Lambda_W) *m (invmx V).
 Proof.
 have rule_ : invmx (V^T) = V := V_transpose_inverse.
-have e0_ : (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Lambda_W) *m (invmx V) = V *m (invmx Lambda_W) *m (invmx V) by rewrite ?mulmxA ?addrA.
+have e0_ : (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) = (invmx (V^T)) *m (invmx Lambda_W) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Lambda_W) *m (invmx V) = V *m (invmx Lambda_W) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m (invmx Lambda_W) *m (invmx V)) rule_) e1_).
 exact: e_.
 Qed.
@@ -196,8 +197,8 @@ Qed.
 Lemma weighted_precision_s4 : V *m (invmx Lambda_W) *m (invmx V) = V *m (invmx Lambda_W) *m V^T.
 Proof.
 have rule_ : invmx V = V^T := V_inverse.
-have e0_ : V *m (invmx Lambda_W) *m (invmx V) = V *m (invmx Lambda_W) *m (invmx V) by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Lambda_W) *m V^T = V *m (invmx Lambda_W) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (invmx Lambda_W) *m (invmx V) = V *m (invmx Lambda_W) *m (invmx V) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Lambda_W) *m V^T = V *m (invmx Lambda_W) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (invmx Lambda_W) *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -205,8 +206,8 @@ Qed.
 Lemma weighted_precision_s5 : V *m (invmx Lambda_W) *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T.
 Proof.
 have rule_ : (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) = invmx Lambda_W := @pow_combine R _ Lambda_W _ _ _ (-1) (-1) (-2) Lambda_W_positive erefl erefl erefl (esym (mpowN2 Lambda_W_diagonal Lambda_W_positive)).
-have e0_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T = V *m ((mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))) *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (invmx Lambda_W) *m V^T = V *m (invmx Lambda_W) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T = V *m ((mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (invmx Lambda_W) *m V^T = V *m (invmx Lambda_W) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m Z_ *m V^T) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -214,17 +215,17 @@ Qed.
 Lemma weighted_precision_s6 : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T.
 Proof.
 have rule_ : (mpow Lambda_W (-1))^T = mpow Lambda_W (-1) := (@mpow_sym R _ Lambda_W (-1) Lambda_W_diagonal Lambda_W_positive).
-have e0_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1)) *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda_W (-1)) *m Z_ *m V^T) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Lemma weighted_precision_s7 : V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T = V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T.
 Proof.
-have rule_ : (V *m (mpow Lambda_W (-1)))^T = (mpow Lambda_W (-1))^T *m V^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T = V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (mpow Lambda_W (-1)) *m ((mpow Lambda_W (-1))^T *m V^T) = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T by rewrite ?mulmxA ?addrA.
+have rule_ : (V *m (mpow Lambda_W (-1)))^T = (mpow Lambda_W (-1))^T *m V^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T = V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (mpow Lambda_W (-1)) *m ((mpow Lambda_W (-1))^T *m V^T) = V *m (mpow Lambda_W (-1)) *m (mpow Lambda_W (-1))^T *m V^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda_W (-1)) *m Z_) rule_) e1_).
 exact: (esym e_).
 Qed.
@@ -232,8 +233,8 @@ Qed.
 Lemma weighted_precision_s8 : V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T = V *m (mpow Lambda_W (-1)) *m L_W^T.
 Proof.
 have rule_ : V *m (mpow Lambda_W (-1)) = L_W := esym (erefl : L_W = V *m (mpow Lambda_W (-1))).
-have e0_ : V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T = V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T by rewrite ?mulmxA ?addrA.
-have e1_ : V *m (mpow Lambda_W (-1)) *m L_W^T = V *m (mpow Lambda_W (-1)) *m L_W^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T = V *m (mpow Lambda_W (-1)) *m (V *m (mpow Lambda_W (-1)))^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : V *m (mpow Lambda_W (-1)) *m L_W^T = V *m (mpow Lambda_W (-1)) *m L_W^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => V *m (mpow Lambda_W (-1)) *m (Z_)^T) rule_) e1_).
 exact: e_.
 Qed.
@@ -241,24 +242,24 @@ Qed.
 Lemma weighted_precision_s9 : V *m (mpow Lambda_W (-1)) *m L_W^T = L_W *m L_W^T.
 Proof.
 have rule_ : V *m (mpow Lambda_W (-1)) = L_W := esym (erefl : L_W = V *m (mpow Lambda_W (-1))).
-have e0_ : V *m (mpow Lambda_W (-1)) *m L_W^T = (V *m (mpow Lambda_W (-1))) *m L_W^T by rewrite ?mulmxA ?addrA.
-have e1_ : L_W *m L_W^T = L_W *m L_W^T by rewrite ?mulmxA ?addrA.
+have e0_ : V *m (mpow Lambda_W (-1)) *m L_W^T = (V *m (mpow Lambda_W (-1))) *m L_W^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L_W *m L_W^T = L_W *m L_W^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => Z_ *m L_W^T) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma weighted_precision : invmx (X^T *m W *m X) = L_W *m L_W^T.
 Proof.
-have e0_ : invmx (X^T *m W *m X) = invmx (X^T *m W *m X) by rewrite ?mulmxA ?addrA.
-have e1_ : L_W *m L_W^T = L_W *m L_W^T by rewrite ?mulmxA ?addrA.
+have e0_ : invmx (X^T *m W *m X) = invmx (X^T *m W *m X) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : L_W *m L_W^T = L_W *m L_W^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans weighted_precision_s1 (etrans weighted_precision_s2 (etrans weighted_precision_s3 (etrans weighted_precision_s4 (etrans weighted_precision_s5 (etrans weighted_precision_s6 (etrans weighted_precision_s7 (etrans weighted_precision_s8 (etrans weighted_precision_s9 e1_)))))))))).
 Qed.
 
 Lemma whitened_is_ols_s1 : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W.
 Proof.
 have rule_ : K_W^T *m K_W = X^T *m W *m X := whitened_gram.
-have e0_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m (invmx (Z_)) *m K_W^T *m Y_W) rule_) e1_).
 exact: e_.
 Qed.
@@ -266,8 +267,8 @@ Qed.
 Lemma whitened_is_ols_s2 : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W.
 Proof.
 have rule_ : invmx (X^T *m W *m X) = L_W *m L_W^T := weighted_precision.
-have e0_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (L_W *m L_W^T) *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (L_W *m L_W^T) *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m K_W^T *m Y_W) rule_) e1_).
 exact: e_.
 Qed.
@@ -275,8 +276,8 @@ Qed.
 Lemma whitened_is_ols_s3 : X_q *m L_W *m L_W^T *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y.
 Proof.
 have rule_ : Y_W = (mpow W 1) *m Y := (erefl : Y_W = (mpow W 1) *m Y).
-have e0_ : X_q *m L_W *m L_W^T *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_W *m L_W^T *m K_W^T *m ((mpow W 1) *m Y) = X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_W *m L_W^T *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_W *m L_W^T *m K_W^T *m ((mpow W 1) *m Y) = X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, k) => X_q *m L_W *m L_W^T *m K_W^T *m Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -284,17 +285,17 @@ Qed.
 Lemma whitened_is_ols_s4 : X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y.
 Proof.
 have rule_ : K_W = (mpow W 1) *m X := (erefl : K_W = (mpow W 1) *m X).
-have e0_ : X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m K_W^T *m (mpow W 1) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, p) => X_q *m L_W *m L_W^T *m (Z_)^T *m (mpow W 1) *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma whitened_is_ols_s5 : X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y.
 Proof.
-have rule_ : ((mpow W 1) *m X)^T = X^T *m (mpow W 1)^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_W *m L_W^T *m (X^T *m (mpow W 1)^T) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
+have rule_ : ((mpow W 1) *m X)^T = X^T *m (mpow W 1)^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m ((mpow W 1) *m X)^T *m (mpow W 1) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_W *m L_W^T *m (X^T *m (mpow W 1)^T) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m L_W *m L_W^T *m Z_ *m (mpow W 1) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -302,8 +303,8 @@ Qed.
 Lemma whitened_is_ols_s6 : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y.
 Proof.
 have rule_ : (mpow W 1)^T = mpow W 1 := (@mpow_sym R _ W 1 W_diagonal W_positive).
-have e0_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1)^T *m (mpow W 1) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => X_q *m L_W *m L_W^T *m X^T *m Z_ *m (mpow W 1) *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -311,8 +312,8 @@ Qed.
 Lemma whitened_is_ols_s7 : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m W *m Y.
 Proof.
 have rule_ : (mpow W 1) *m (mpow W 1) = W := @pow_combine R _ W _ _ _ 1 1 2 W_positive erefl erefl erefl (esym (mpow2 W_diagonal W_positive)).
-have e0_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m ((mpow W 1) *m (mpow W 1)) *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_W *m L_W^T *m X^T *m W *m Y = X_q *m L_W *m L_W^T *m X^T *m W *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_W *m L_W^T *m X^T *m (mpow W 1) *m (mpow W 1) *m Y = X_q *m L_W *m L_W^T *m X^T *m ((mpow W 1) *m (mpow W 1)) *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_W *m L_W^T *m X^T *m W *m Y = X_q *m L_W *m L_W^T *m X^T *m W *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(n, n) => X_q *m L_W *m L_W^T *m X^T *m Z_ *m Y) rule_) e1_).
 exact: e_.
 Qed.
@@ -320,24 +321,24 @@ Qed.
 Lemma whitened_is_ols_s8 : X_q *m L_W *m L_W^T *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y.
 Proof.
 have rule_ : L_W *m L_W^T = invmx (X^T *m W *m X) := esym weighted_precision.
-have e0_ : X_q *m L_W *m L_W^T *m X^T *m W *m Y = X_q *m (L_W *m L_W^T) *m X^T *m W *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m L_W *m L_W^T *m X^T *m W *m Y = X_q *m (L_W *m L_W^T) *m X^T *m W *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m X^T *m W *m Y) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma whitened_is_ols : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y.
 Proof.
-have e0_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans whitened_is_ols_s1 (etrans whitened_is_ols_s2 (etrans whitened_is_ols_s3 (etrans whitened_is_ols_s4 (etrans whitened_is_ols_s5 (etrans whitened_is_ols_s6 (etrans whitened_is_ols_s7 (etrans whitened_is_ols_s8 e1_))))))))).
 Qed.
 
 Lemma weighted_ls_is_attention_s1 : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W.
 Proof.
 have rule_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W := esym whitened_is_ols.
-have e0_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(m, k) => Z_) rule_) e1_).
 exact: e_.
 Qed.
@@ -345,8 +346,8 @@ Qed.
 Lemma weighted_ls_is_attention_s2 : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W.
 Proof.
 have rule_ : K_W^T *m K_W = X^T *m W *m X := whitened_gram.
-have e0_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W = X_q *m (invmx (K_W^T *m K_W)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m (invmx (Z_)) *m K_W^T *m Y_W) rule_) e1_).
 exact: e_.
 Qed.
@@ -354,25 +355,25 @@ Qed.
 Lemma weighted_ls_is_attention_s3 : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W.
 Proof.
 have rule_ : invmx (X^T *m W *m X) = L_W *m L_W^T := weighted_precision.
-have e0_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m (L_W *m L_W^T) *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W = X_q *m (invmx (X^T *m W *m X)) *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m (L_W *m L_W^T) *m K_W^T *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => X_q *m Z_ *m K_W^T *m Y_W) rule_) e1_).
 exact: e_.
 Qed.
 
 Lemma weighted_ls_is_attention_s4 : X_q *m L_W *m L_W^T *m K_W^T *m Y_W = X_q *m L_W *m (K_W *m L_W)^T *m Y_W.
 Proof.
-have rule_ : (K_W *m L_W)^T = L_W^T *m K_W^T := ltac:(by rewrite ?trmx_mul ?mulmxA).
-have e0_ : X_q *m L_W *m (K_W *m L_W)^T *m Y_W = X_q *m L_W *m (K_W *m L_W)^T *m Y_W by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_W *m (L_W^T *m K_W^T) *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by rewrite ?mulmxA ?addrA.
+have rule_ : (K_W *m L_W)^T = L_W^T *m K_W^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : X_q *m L_W *m (K_W *m L_W)^T *m Y_W = X_q *m L_W *m (K_W *m L_W)^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_W *m (L_W^T *m K_W^T) *m Y_W = X_q *m L_W *m L_W^T *m K_W^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, n) => X_q *m L_W *m Z_ *m Y_W) rule_) e1_).
 exact: (esym e_).
 Qed.
 
 Theorem weighted_ls_is_attention : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m L_W *m (K_W *m L_W)^T *m Y_W.
 Proof using All.
-have e0_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by rewrite ?mulmxA ?addrA.
-have e1_ : X_q *m L_W *m (K_W *m L_W)^T *m Y_W = X_q *m L_W *m (K_W *m L_W)^T *m Y_W by rewrite ?mulmxA ?addrA.
+have e0_ : X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y = X_q *m (invmx (X^T *m W *m X)) *m X^T *m W *m Y by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : X_q *m L_W *m (K_W *m L_W)^T *m Y_W = X_q *m L_W *m (K_W *m L_W)^T *m Y_W by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans weighted_ls_is_attention_s1 (etrans weighted_ls_is_attention_s2 (etrans weighted_ls_is_attention_s3 (etrans weighted_ls_is_attention_s4 e1_))))).
 Qed.
 
