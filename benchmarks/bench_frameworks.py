@@ -13,6 +13,8 @@ median and maximum over the problems. Then tall data chunked by rows: ``ols_atte
 
     python benchmarks/bench_frameworks.py [--batch 4096] [--n 64] [--p 8] [--tall 2000000] [--repeats 5]
         [--lazy 20000000 --lazy-p 32 --lazy-rows 250000 --lazy-repeats 3]
+    python benchmarks/bench_frameworks.py --interleaved 21   # issue 43's rows: each solver against its lstsq,
+                                                             # interleaved rounds, the range of the ratios
 
 With ``--lazy N`` an N × p problem (intercept + features of mean 50) is generated chunk by chunk inside the
 Dask graph and never persisted, so each pass over it makes the chunks again; its peak resident memory (the
@@ -152,6 +154,79 @@ def bench_torch(ox, kinds, B, n, p, repeats):
     return rows
 
 
+def bench_interleaved(ox, kinds, B, n, p, rounds, seed=0):
+    """Issue 43's rows: each solver against its peer timed in the same process, interleaved (every solver once per
+    round, in a new random order, after a gc.collect()), one thread everywhere; per pair the median of each and
+    the range of the per-round ratios peer / ours. The NumPy module (``ols_attention.py``, beside the xp module)
+    against a loop of numpy.linalg.lstsq, jitted JAX against jit(vmap(lstsq)), PyTorch (the default call) against
+    torch.linalg.lstsq."""
+    import gc
+    import os
+    import random
+
+    import jax
+    import jax.numpy as jnp
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    jax.config.update("jax_enable_x64", True)
+    torch.set_num_threads(1)
+    os.environ["OLS_ATTENTION_NUM_THREADS"] = "1"
+    limits = threadpool_limits(1)
+    oa = sys.modules.get("ols_attention") or load(Path(ox.__file__).parent, "ols_attention")
+    jit_ours = jax.jit(lambda X, y: ox.coefficients(X, y))
+    jit_lstsq = jax.jit(jax.vmap(lambda X, y: jnp.linalg.lstsq(X, y)[0]))
+    rng = random.Random(seed)
+
+    def solvers(X, y):
+        jX, jy, tX, ty = jnp.asarray(X), jnp.asarray(y), torch.tensor(X), torch.tensor(y)
+        return {
+            "numpy": (lambda: oa.coefficients(X, y),
+                      lambda: np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y, strict=True)]),
+                      "NumPy module auto", "loop of numpy.linalg.lstsq"),
+            "jax": (lambda: jit_ours(jX, jy).block_until_ready(), lambda: jit_lstsq(jX, jy).block_until_ready(),
+                    "xp module (jit)", "jit(vmap(lstsq))"),
+            "torch (1 thread)": (lambda: ox.coefficients(tX, ty),
+                                 lambda: torch.linalg.lstsq(tX, ty[..., None]).solution[..., 0],
+                                 "xp module (default call)", "torch.linalg.lstsq"),
+        }
+
+    rows = []
+    for kind in kinds:
+        X, y = problems(kind, B, n, p)
+        pairs = solvers(X, y)
+        times = {(name, which): [] for name in pairs for which in (0, 1)}
+        for pair in pairs.values():
+            pair[0](), pair[1]()  # compile / warm up
+        for _ in range(rounds):
+            order = list(times)
+            rng.shuffle(order)
+            for name, which in order:
+                gc.collect()
+                start = time.perf_counter()
+                pairs[name][which]()
+                times[name, which].append(time.perf_counter() - start)
+        for name, (ours, peer, label, peer_label) in pairs.items():
+            mine, theirs = np.array(times[name, 0]), np.array(times[name, 1])
+            ratios = theirs / mine
+            beta_ours, beta_peer = (np.asarray(f()) for f in (ours, peer))
+            rows.append({"framework": name, "data": kind, "ours": label, "peer": peer_label,
+                         "ms": (1e3 * np.median(mine), 1e3 * np.median(theirs)),
+                         "ratio": (float(ratios.min()), float(np.median(ratios)), float(ratios.max())),
+                         "optimality": (optimality(X, y, beta_ours), optimality(X, y, beta_peer))})
+    limits.restore_original_limits()
+    os.environ.pop("OLS_ATTENTION_NUM_THREADS")
+    print(f"| framework | data | ours / peer | ms (medians of {rounds} interleaved rounds) | peer / ours per round: "
+          "min, median, max | optimality error (median / max), ours; peer |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        (om, ox_), (pm, px) = r["optimality"]
+        print(f"| {r['framework']} | {r['data']} | {r['ours']} / {r['peer']} | {r['ms'][0]:.1f} / {r['ms'][1]:.1f} | "
+              f"{r['ratio'][0]:.1f}×, {r['ratio'][1]:.1f}×, {r['ratio'][2]:.1f}× | "
+              f"{om:.1e} / {ox_:.1e}; {pm:.1e} / {px:.1e} |")
+    return rows
+
+
 DASK_RUN = """
 import json, resource, sys, time
 sys.path.insert(0, {out!r})
@@ -262,12 +337,18 @@ def main() -> None:
     parser.add_argument("--lazy-repeats", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=("jax", "torch", "dask"), action="append")
+    parser.add_argument("--interleaved", type=int, default=0, metavar="ROUNDS",
+                        help="issue 43's rows only: NumPy, JAX and PyTorch each against its lstsq, interleaved")
     args = parser.parse_args()
     only = set(args.only or ("jax", "torch", "dask"))
     out = Path(tempfile.mkdtemp())
     generate(out)
     ox = load(out, "ols_attention_xp")
     kinds = ("gaussian", "uncentred")
+    if args.interleaved:
+        load(out, "ols_attention")
+        bench_interleaved(ox, kinds, args.batch, args.n, args.p, args.interleaved)
+        return
     rows = []
     if "jax" in only:
         rows += bench_jax(ox, kinds, args.batch, args.n, args.p, args.repeats)

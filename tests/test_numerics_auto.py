@@ -374,11 +374,14 @@ def test_stacks_factored_across_agree_with_lapack(monkeypatch):
     X[8, :, 5] = X[8, :, 1] + 1e-9 * rng.standard_normal(40)  # beyond the Gram route
     Y = rng.standard_normal((300, 40, 2))
     across = spy(monkeypatch, "_cholesky_across")
+    again = spy(monkeypatch, "_auto_stack")
     got = nn.coefficients(X, Y)
-    assert len(across) == 1
+    # the whole stack (centred: issue 43) factored across once; the two problems that the Gram route leaves are
+    # solved again on X as given (their own minimum norm), LAPACK failing on the rank-deficient one there
+    assert again == [(2, 40, 6)] and len(across) == 2
     monkeypatch.setattr(nn, "_across", lambda batch, p: False)
     lapack = nn.coefficients(X, Y)
-    assert len(across) == 2  # LAPACK failed on the rank-deficient problem: factored across to mark it
+    assert len(across) == 4  # LAPACK failed on the rank-deficient problem: factored across to mark it
     np.testing.assert_allclose(got, lapack, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got[7], np.linalg.pinv(X[7]) @ Y[7], rtol=1e-8, atol=1e-10)
     for b in (0, 8, 299):
@@ -412,7 +415,7 @@ def test_threads_share_a_stack_with_the_same_results_bit_for_bit(monkeypatch, pa
     rng = np.random.default_rng(15)
     X = rng.standard_normal((300, 30, 5))
     X[..., 1:] += 40.0
-    X[..., 0] = 1.0  # uncentred: the refinement's pass over X runs too
+    X[..., 0] = 1.0  # uncentred: centred a block at a time (issue 43)
     X[17, :, 4] = X[17, :, 2]  # rank-deficient
     Y = rng.standard_normal((300, 30, 2))
     monkeypatch.setattr(nn, "_STACK_BLOCK_BYTES", 8 * 30 * 5 * 7)  # 7 problems a block: 43 blocks
@@ -430,7 +433,8 @@ def test_threads_share_a_stack_with_the_same_results_bit_for_bit(monkeypatch, pa
         results.append(nn.coefficients(X, Y))
     for other in results[1:]:
         np.testing.assert_array_equal(other, results[0])
-    assert {threads for _, threads in shared} == {1, 2, 5} and {count for count, _ in shared} == {43}
+    # 43 blocks of the whole stack; one for the rank-deficient problem, solved again on X as given (issue 43)
+    assert {threads for _, threads in shared} == {1, 2, 5} and {count for count, _ in shared} == {43, 1}
     np.testing.assert_allclose(results[0][17], np.linalg.pinv(X[17]) @ Y[17], rtol=1e-8, atol=1e-10)
 
 
@@ -577,3 +581,30 @@ def test_attention_parameters_on_rank_deficient_x_give_the_minimum_norm_factor(r
     np.testing.assert_allclose(W_Q @ W_K.T, np.linalg.pinv(X.T @ X), rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(X @ W_V @ P, X @ np.linalg.pinv(X) @ Y, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(W_Q @ P, np.linalg.pinv(X) @ Y, rtol=1e-8, atol=1e-10)  # β̂ = L P, minimum norm
+
+
+def test_stacks_with_an_intercept_are_centred_first_at_lstsq_accuracy(monkeypatch):
+    """Issue 43: problems of a stack with an intercept column (anywhere, any nonzero constant) are solved as the
+    centred problem plus one scalar, with no refinement pass, within 10 times lstsq's error against the exact
+    solution; problems without one (columns sharing an offset) and a rank-deficient one keep their routes."""
+    rng = np.random.default_rng(43)
+    B, n, p = 160, 30, 5
+    X = rng.standard_normal((B, n, p)) * rng.choice([0.1, 1.0, 10.0], (B, 1, 1)) + rng.choice([10.0, 1e3, 1e4],
+                                                                                                (B, 1, 1))
+    where = rng.integers(0, p, B)
+    X[np.arange(B), :, where] = rng.choice([1.0, 0.5, 3.0], B)[:, None]
+    for b in range(150, B):  # no intercept: the refined route
+        X[b, :, where[b]] += rng.standard_normal(n) * 1e-3
+    X[7, :, (where[7] + 1) % p] = X[7, :, (where[7] + 2) % p]  # rank-deficient
+    Y = X @ rng.standard_normal((B, p, 2)) + rng.choice([0.01, 1.0], (B, 1, 1)) * rng.standard_normal((B, n, 2))
+    refined = spy(monkeypatch, "_refine_gram")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nn.RankDeficientWarning)
+        got = nn.coefficients(X, Y)
+    assert all(shape is None or shape[0] <= 10 for shape in refined)  # at most the problems without an intercept
+    np.testing.assert_allclose(got[7], np.linalg.pinv(X[7]) @ Y[7], rtol=1e-6, atol=1e-9)
+    for b in list(range(1, 150, 7)) + [150, 155, 159]:  # (not 7)
+        exact = np.column_stack([exact_least_squares(X[b], Y[b, :, j]) for j in range(2)])
+        lstsq = np.linalg.lstsq(X[b], Y[b], rcond=None)[0]
+        err = np.abs(got[b] - exact).max()
+        assert err <= max(10 * np.abs(lstsq - exact).max(), 1e-13 * np.abs(exact).max()), (b, err)

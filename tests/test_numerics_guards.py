@@ -228,7 +228,7 @@ def test_estimator_refuses_a_bad_ridge_by_name(ridge):
     from derive.sklearn import OLSAttentionRegressor
 
     X, y, _ = _bad_data()
-    with pytest.raises(ValueError, match="ridge must be None or a finite number >= 0"):
+    with pytest.raises(ValueError, match="The .ridge. parameter of OLSAttentionRegressor must be None or a"):
         OLSAttentionRegressor(ridge=ridge).fit(X, y)
 
 

@@ -63,13 +63,16 @@ def batch(seed=0, b=64, n=32, p=6, dtype=torch.float64):
 @pytest.mark.parametrize("route", ["auto", "cholesky"])
 def test_one_host_read_per_batched_solve(array_api_code, reads, route):
     X, y = batch()
-    beta = array_api_code.coefficients(X, y, route=route)
+    beta = array_api_code.coefficients(X, y, route=route, check_finite=True)
     assert reads["reads"] == 1, reads  # four before: X's and Y's finite checks, the Cholesky test, the result's
     want = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X.numpy(), y.numpy(), strict=True)])
     np.testing.assert_allclose(beta.numpy(), want, rtol=1e-9, atol=1e-12)
 
 
-def test_each_failing_check_still_names_its_cause(array_api_code):
+def test_each_failing_check_still_names_its_cause(array_api_code, monkeypatch):
+    from functools import partial
+
+    monkeypatch.setattr(array_api_code, "coefficients", partial(array_api_code.coefficients, check_finite=True))
     X, y = batch()
     bad = X.clone()
     bad[3, 5, 2] = float("nan")
@@ -101,10 +104,56 @@ def test_float32_ill_conditioned_refusal_points_to_qr_which_then_works(array_api
     y = X @ np.array([1.0, -2.0, 1.5]) + 1e-3 * rng.standard_normal((8, 200))
     X32, y32 = torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
     with pytest.raises(ValueError, match="route='qr'"):
-        array_api_code.coefficients(X32, y32)
+        array_api_code.coefficients(X32, y32, check_finite=True)
     got = array_api_code.coefficients(X32, y32, route="qr").double().numpy()
     X64 = X32.double().numpy()
     want = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X64, y32.double().numpy(), strict=True)])
     lstsq32 = torch.linalg.lstsq(X32, y32[..., None]).solution[..., 0].double().numpy()
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= max(10 * np.abs(lstsq32 - want).max() / np.abs(want).max(), 1e-6), err
+
+
+def test_the_default_route_reads_nothing_and_solves_rank_deficient_prompts(array_api_code, reads, monkeypatch):
+    """Issue 43: route "auto" on concrete PyTorch tensors (the array-API code, as on a GPU) with the default
+    check_finite reads no value back to the host: the Cholesky factors by cholesky_ex with ``info`` kept on the
+    device, the rank-deficient problems found by masks and given their minimum-norm solution without a loop, and
+    NaN in one problem's data shows as NaN in that problem's β only."""
+    monkeypatch.setattr(array_api_code, "_READ_FREE_DEVICES", ())  # as on a GPU: not even the CPU's free read
+    X, y = batch(seed=3, b=48, n=40, p=6)
+    X[5, :, 4] = X[5, :, 1]  # rank-deficient: equal columns
+    X[9, :, 5] = 0.0  # a zero column: no Cholesky factor (info > 0)
+    X[11, :, 3] = X[11, :, 1] + X[11, :, 2]
+    X[13, :, 2] = 1.0  # a second constant column beside the intercept
+    beta = array_api_code.coefficients(X, y)
+    assert reads["reads"] == 0, reads
+    Xn, yn = X.numpy(), y.numpy()
+    want = np.stack([np.linalg.pinv(a) @ b for a, b in zip(Xn, yn, strict=True)])
+    err = np.abs(beta.numpy() - want).max(axis=-1) / np.abs(want).max(axis=-1)
+    assert err.max() <= 1e-9, (err.max(), np.argsort(err)[-4:])
+    for b in range(len(Xn)):  # full rank: within 10 times lstsq's error against the pseudo-inverse's
+        if b not in (5, 9, 11, 13):
+            lstsq = np.linalg.lstsq(Xn[b], yn[b], rcond=None)[0]
+            assert err[b] <= max(10 * np.abs(lstsq - want[b]).max() / np.abs(want[b]).max(), 1e-14)
+    bad = X.clone()
+    bad[2, 7, 1] = float("nan")
+    out = array_api_code.coefficients(bad, y)
+    assert reads["reads"] == 0, reads
+    assert torch.isnan(out[2]).all() and torch.isfinite(torch.cat([out[:2], out[3:]])).all()
+    np.testing.assert_allclose(out[3:].numpy(), beta[3:].numpy(), rtol=0, atol=0)
+
+
+def test_on_the_cpu_one_free_read_skips_the_minimum_norm_path(array_api_code, reads, monkeypatch):
+    """On CPU tensors a read makes nothing wait: route "auto"'s default reads once whether any problem is
+    deficient and makes no eigendecomposition where none is (its cost would triple a CPU call)."""
+    calls = []
+    tolerance = array_api_code._tolerance  # the eigenvalues' cutoff: called once the eigendecompositions are made
+    monkeypatch.setattr(array_api_code, "_tolerance", lambda *a, **k: calls.append(1) or tolerance(*a, **k))
+    X, y = batch(seed=4)
+    beta = array_api_code.coefficients(X, y)
+    assert reads["reads"] == 1 and not calls
+    want = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X.numpy(), y.numpy(), strict=True)])
+    np.testing.assert_allclose(beta.numpy(), want, rtol=1e-9, atol=1e-12)
+    X[0, :, 2] = X[0, :, 1]
+    beta = array_api_code.coefficients(X, y)
+    assert len(calls) == 1
+    np.testing.assert_allclose(beta[0].numpy(), np.linalg.pinv(X[0].numpy()) @ y[0].numpy(), rtol=1e-9, atol=1e-12)

@@ -83,7 +83,10 @@ Routes (each evaluates a kernel-checked identity, on the column-scaled data):
               failing problems. The blocks are shared among threads (NumPy makes a product over a stack
               of small matrices in one thread): as many as the CPUs this process may use (at most 8), or
               OLS_ATTENTION_NUM_THREADS, else OMP_NUM_THREADS, where set; the results are the same bit for
-              bit whatever the number.
+              bit whatever the number. Problems with an intercept column (exactly constant) are centred first
+              (issue 43, _auto_stack_intercept): the other columns and Y less their means, each block while it
+              is in cache, the intercept recovered after; the Gram route is then trusted on uncentred data
+              where it needed refinement, and the problems it leaves are solved on X as given.
     "exact" the least-squares solution of the float64 data exactly as given, rounded once (issue 40): every
             coefficient is the float64 nearest (ties to even) to the exact rational solution, for one problem
             and for every problem of a stack; float32 results are rounded once to float32 from the exact value,
@@ -103,6 +106,12 @@ Routes (each evaluates a kernel-checked identity, on the column-scaled data):
             raise ValueError.
 On rank-deficient X every route returns the minimum-norm solution (pseudo_inverse): eigenvalues
 and singular values under the rank tolerance are dropped, as numpy.linalg.pinv does ("exact": the exact rank).
+
+Sequences (issue 42; fixed numerics, evaluated chunk identities stated in their docstrings):
+    causal_linear_attention  o_t = S_t q_t, S_t = γ_t S_{t−1} + v_t k_tᵀ, chunkwise-parallel (RetNet, Mamba-2)
+    delta_rule_attention     S_t = γ_t S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ, the WY form per chunk (DeltaNet)
+    prefix_predictions       least squares on every prefix of a sequence of examples, all at once: the
+                             in-context-learning baseline (minimum norm on rank-deficient prefixes, or ridge)
 """
 
 from __future__ import annotations
@@ -121,7 +130,8 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["ROUTES", "AccuracyWarning", "RankDeficientWarning", "coefficients", "predict", "attention_parameters",
-           "attention_scores", "RecursiveLeastSquares", "multi_layer_predict"]
+           "attention_scores", "RecursiveLeastSquares", "multi_layer_predict", "causal_linear_attention",
+           "delta_rule_attention", "prefix_predictions"]
 
 ROUTES = ("auto", "exact", "eigh", "cholesky", "svd", "qr")
 _EPS = np.finfo(np.float64).eps
@@ -1539,12 +1549,12 @@ def _auto_stack_scaled(X, Y, exact=True):
 
 
 def _solve_stack(X, Y, G, XtY, usable=None, u=None):
-    """(β, fast) for a stack from G = XᵀX and XᵀY: β from the Cholesky factors where the problem is ``fast`` (its
-    pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the estimate, times how much the
-    columns' scales spread it over the coefficients, is over _REFINE_RISK;
-    the other problems are left to the caller (β 0 or meaningless there). The Cholesky factor of XᵀX is that of the
-    column-scaled X times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by
-    the diagonal."""
+    """(β, fast) for a stack from G = XᵀX and XᵀY (X itself, or a function of a mask over the stack, None for all,
+    that makes those problems' X: only refinement reads it): β from the Cholesky factors where the problem is
+    ``fast`` (its pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the estimate, times
+    how much the columns' scales spread it over the coefficients, is over _REFINE_RISK; the other problems are
+    left to the caller (β 0 or meaningless there). The Cholesky factor of XᵀX is that of the column-scaled X
+    times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by the diagonal."""
     C, cond2 = _cholesky_estimate(G)
     risk = cond2 * _EPS
     fast = risk < _GRAM_RISK
@@ -1567,11 +1577,11 @@ def _solve_stack(X, Y, G, XtY, usable=None, u=None):
             beta[~fast] = 0.0
         # the problems set aside for scaling may overflow in their (discarded) gradients
         with np.errstate(**({} if usable is None else {"over": "ignore", "invalid": "ignore"})):
-            beta = _refine_gram(X, Y, beta, C, rate=rate, floor=floor, active=None if refine.all() else refine,
-                                centre=True, u=u)
+            beta = _refine_gram(X(None) if callable(X) else X, Y, beta, C, rate=rate, floor=floor,
+                                active=None if refine.all() else refine, centre=True, u=u)
     elif refine.any():
-        beta[refine] = _refine_gram(X[refine], Y[refine], beta[refine], C[refine], rate=rate, floor=floor,
-                                    centre=True, u=None if u is None else u[refine])
+        beta[refine] = _refine_gram(X(refine) if callable(X) else X[refine], Y[refine], beta[refine], C[refine],
+                                    rate=rate, floor=floor, centre=True, u=None if u is None else u[refine])
     return beta, fast
 
 
@@ -1864,9 +1874,105 @@ def _route_fast(X, Y, u=None):
             return _auto_fast_small(X, Y, u)
         return _auto_large(X, Y, warn=True)
     batch = X.shape[:-2]
-    beta = _auto_stack(X.reshape((-1,) + X.shape[-2:]), Y.reshape((-1,) + Y.shape[-2:]), exact=False,
-                       u=None if u is None else u.reshape((-1,) + u.shape[-2:]))
+    X, Y = X.reshape((-1,) + X.shape[-2:]), Y.reshape((-1,) + Y.shape[-2:])
+    if u is None:
+        beta = _auto_stack_intercept(X, Y)
+    else:
+        beta = _auto_stack(X, Y, exact=False, u=u.reshape((-1,) + u.shape[-2:]))
     return beta.reshape(batch + beta.shape[-2:])
+
+
+def _intercept_gram(X, Y, packed):
+    """For a stack (route "auto", no weights), from one read of X a block of problems at a time (_stack_gram): per
+    problem the index k of an intercept column (exactly constant, not zero: X[:, k] = c·1), its c, and the column
+    means m with m_k = 0 (k = 0, c = 1, m = 0 where a problem has none); and the Gram matrices G = X'ᵀX' and X'ᵀY
+    of X' = X − 1mᵀ (each block centred while it is in cache; X' itself is not kept)."""
+    batch, n, p = X.shape
+    G = _Across(np.empty((p * (p + 1) // 2, batch)), p) if packed else np.empty((batch, p, p))
+    YtX = np.empty((batch, Y.shape[-1], p))
+    means, where, c = np.zeros((batch, p)), np.zeros(batch, dtype=np.intp), np.ones(batch)
+    Yc, shifts = np.array(Y), np.zeros((batch, Y.shape[-1]))
+    index = [i * p + p - 1 - j for j in range(p) for i in range(j, p)]  # as _stack_gram's
+    ones, middle = np.ones(n), n // 2
+
+    buffers = threading.local()  # each thread's block of X', reused
+
+    def work(block):
+        part = X[block]
+        first = part[:, 0, :]
+        candidates = (first != 0) & (first == part[:, -1, :]) & (first == part[:, middle, :])
+        found = candidates.any(axis=-1)
+        if found.any():
+            k = candidates.argmax(axis=-1)
+            rows = np.arange(len(part))
+            common = int(k[0])
+            # (problems, n): each problem's first candidate column, a view where they are all the same column
+            column = part[:, :, common] if (k == common).all() else part[rows, :, k]
+            found &= (column == column[:, :1]).all(axis=-1)
+        if found.any():
+            m = (ones @ part) / n
+            m[rows, k] = 0.0
+            m[~found] = 0.0
+            buffer = getattr(buffers, "array", None)
+            if buffer is None or len(buffer) < len(part):
+                buffer = buffers.array = np.empty((len(part), n, p))
+            centred = buffer[: len(part)]
+            # X less its means as rows of n·p entries (a long inner loop: the broadcast (problems, n, p) one is
+            # slower at small p)
+            np.subtract(part.reshape(len(part), n * p), np.tile(m, (1, n)), out=centred.reshape(len(part), n * p))
+            means[block], where[block] = m, np.where(found, k, 0)
+            c[block] = np.where(found, first[rows, k], 1.0)
+            t = (ones @ Y[block]) / n
+            t[~found] = 0.0
+            shifts[block] = t
+            np.subtract(Y[block], t[:, None, :], out=Yc[block])
+        else:  # none of these problems has an intercept column: X' = X
+            centred = part
+        if packed:
+            product = centred.swapaxes(-1, -2) @ centred[:, :, ::-1]
+            np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
+        else:
+            np.matmul(centred.swapaxes(-1, -2), centred, out=G[block])
+        np.matmul(Yc[block].swapaxes(-1, -2), centred, out=YtX[block])
+
+    _each_block(work, _stack_blocks(X))
+    return G, YtX.swapaxes(-1, -2), means, where, c, Yc, shifts
+
+
+def _auto_stack_intercept(X, Y):
+    """A stack of problems (route "auto", no weights), those with an intercept column centred first (issue 43):
+    with X[:, k] = c·1, X = X' + 1mᵀ where X' is X with every other column less its mean (m_k = 0), so that
+    Xβ = X'γ for γ = β except γ_k = β_k + mᵀβ / c: the least-squares problem of X' (well-conditioned where the
+    columns are, whatever their offsets) gives β_j = γ_j (j ≠ k) and β_k = γ_k − mᵀγ / c (a compensated sum).
+    Each entry of X' is the rounded difference x − m_j, within eps of itself: a componentwise backward error of
+    the centred problem, so the Gram route on X' is as accurate as on centred data (scikit-learn centres for an
+    intercept likewise), where on X it needed centred refinement steps (the offset's share of the residual).
+    X' is formed a block at a time while the Gram matrices are (_intercept_gram), and again only for the problems
+    that are refined. Problems the Gram route leaves (ill-conditioned, rank-deficient: X' has the rank of X) are
+    solved on X as given (_auto_stack), so that a rank-deficient X gets its own minimum-norm solution; a problem
+    without an intercept column has m = 0, X' = X: _auto_stack's Gram route."""
+    if X.shape[-2] < max(3, X.shape[-1]):
+        return _auto_stack(X, Y, exact=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        G, XtY, m, k, c, Yc, t = _intercept_gram(X, Y, _across(len(X), X.shape[-1]))
+        scale = _needs_scaling(X, G.diagonal().T if isinstance(G, _Across) else np.diagonal(G, axis1=-2, axis2=-1))
+        scale |= _needs_scaling(Y, _column_squares(Y))
+    if scale.any() or not np.isfinite(m).all():  # out of the safe range (or NaN): the path that scales and names it
+        return _auto_stack(X, Y, exact=False)
+
+    def centred(mask):
+        return X - m[:, None, :] if mask is None else X[mask] - m[mask][:, None, :]
+
+    beta, fast = _solve_stack(centred, Yc, G, XtY)
+    if m.any() or t.any():  # else no problem has an intercept column off its means: X' = X, Y' = Y, β = γ
+        with np.errstate(over="ignore", invalid="ignore"):  # NaN or infinity only where not fast: replaced below
+            products, errors = _two_prod(m[:, :, None], beta)
+            hi, lo = _sum2(np.concatenate((products, errors), axis=-2))
+            rows = np.arange(len(X))
+            beta[rows, k] += ((t - hi) - lo) / c[:, None]
+    if not fast.all():  # ill-conditioned or rank-deficient: X as given (its own minimum norm)
+        beta[~fast] = _auto_stack(X[~fast], Y[~fast], exact=False)
+    return beta
 
 
 # --- route "exact": the least-squares solution of the float64 data in rational arithmetic (issue 40) ------------
@@ -3174,3 +3280,459 @@ def multi_layer_predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLi
     if vector_y:
         out = out[..., 0]
     return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
+
+
+# --- causal linear attention, chunkwise, and least squares on every prefix (issue 42) -----------------
+#
+# Fixed numerics (nothing here is printed yet): the chunk identities they evaluate are stated in the docstrings,
+# and tests/test_linear_attention_numerics.py checks them against the token-by-token recurrences in float64.
+
+_CHUNK_WORK = 1 << 22  # problems of a batch are taken a group at a time, about this many float64 per array
+_WY_BLOCK = 16  # the WY solve: diagonal blocks of this many rows by substitution, the rest by matrix products
+
+
+def _count(name, value, least=1):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
+    return int(value)
+
+
+def _per_step(name, value, steps):
+    """A scalar or an array that broadcasts to ``steps`` (the leading dimensions and T) without changing it: float64
+    of that shape, finite; (array, given as an array)."""
+    array = _array(name, value, 0)
+    try:
+        shape = np.broadcast_shapes(array.shape, steps)
+    except ValueError:
+        shape = None
+    if shape != steps:
+        raise ValueError(f"{name} must be a number or an array of shape {steps} (one per step, (..., T); it may "
+                         f"broadcast to it), got shape {array.shape}")
+    out = np.broadcast_to(array.astype(np.float64, copy=False), steps)
+    _require_finite((name, out))
+    return out, array
+
+
+def _attention_inputs(Q, K, V, beta, decay, chunk, state, delta):
+    """(Q, K, V as float64 (B, T, d), β and γ as float64 (B, T) or None, the scalar γ or None, S₀ (B, d_v, d_k) or
+    None, chunk, leading shape, result dtype)."""
+    chunk = _count("chunk", chunk)
+    Q, K, V = _array("Q", Q, 2), _array("K", K, 2), _array("V", V, 2)
+    if K.shape != Q.shape:
+        raise ValueError(f"K must have the shape of Q, {Q.shape} (..., T, d_k), got {K.shape}")
+    if V.ndim != Q.ndim or V.shape[:-1] != Q.shape[:-1]:
+        raise ValueError(f"V must have shape {Q.shape[:-1] + ('d_v',)} to match Q of shape {Q.shape}, got {V.shape}")
+    steps, (dk, dv) = Q.shape[:-1], (Q.shape[-1], V.shape[-1])
+    given = [Q, K, V]
+    for name, a in (("Q", Q), ("K", K), ("V", V)):
+        _require_finite((name, a))
+    B, T = math.prod(steps[:-1]), steps[-1]
+    gates = {}
+    for name, value in (("beta", beta), ("decay", decay)):
+        if value is None:
+            gates[name] = None
+            continue
+        array, original = _per_step(name, value, steps)
+        if isinstance(value, (np.ndarray, np.generic)):
+            given.append(original)
+        gates[name] = array.reshape(B, T)
+    if delta and gates["beta"] is None:
+        raise ValueError("beta is required: one write strength per step, (..., T), or a number")
+    scalar = None
+    if decay is not None and np.ndim(decay) == 0:
+        scalar = float(gates["decay"].flat[0])
+    S0 = None
+    if state is not None:
+        S0 = _array("state", state, 2)
+        if S0.shape != steps[:-1] + (dv, dk):
+            raise ValueError(f"state must have shape {steps[:-1] + (dv, dk)} (..., d_v, d_k): the d_v×d_k state S "
+                             f"with o_t = S_t q_t, got {S0.shape}")
+        _require_finite(("state", S0))
+        given.append(S0)
+        S0 = S0.astype(np.float64, copy=False).reshape(B, dv, dk)
+    dtype = np.float32 if _single(*given) else np.float64
+    Q, K, V = (a.astype(np.float64, copy=False).reshape(B, T, a.shape[-1]) for a in (Q, K, V))
+    return Q, K, V, gates["beta"], gates["decay"], scalar, S0, chunk, steps, dtype
+
+
+def _chunk_decays(gamma):
+    """Within each chunk (the last axis of γ, (..., C)): D[..., t, i] = γ_{i+1}⋯γ_t for i <= t (1 on the diagonal, 0
+    above it) and e[..., t] = γ_0⋯γ_t. From cumulative sums b_t of log|γ| in the chunk, D = exp(b_t − b_i) is taken
+    only where i <= t (masked before exp): no factored product γ^t / γ^i, which overflows and underflows where
+    gates are small, and every factor is at most as large as a product of the recurrence itself. Gates that are 0
+    or negative are counted apart, exactly (integers): a segment holding a 0 is 0, an odd number of negative gates
+    flips its sign."""
+    magnitude = np.abs(gamma)
+    zero = magnitude == 0
+    b = np.cumsum(np.log(np.where(zero, 1.0, magnitude)), axis=-1)
+    C = gamma.shape[-1]
+    keep = np.broadcast_to(np.tri(C, dtype=bool), gamma.shape + (C,))
+    e_keep = None
+    if zero.any():
+        zeros = np.cumsum(zero, axis=-1)
+        keep = keep & (zeros[..., :, None] == zeros[..., None, :])
+        e_keep = zeros == 0
+    D = np.zeros(gamma.shape + (C,))
+    with np.errstate(over="ignore"):  # a product over the float range: the result's check names it
+        np.exp(b[..., :, None] - b[..., None, :], out=D, where=keep)
+        e = np.exp(b)
+    if e_keep is not None:
+        e = np.where(e_keep, e, 0.0)
+    negative = gamma < 0
+    if negative.any():
+        signs = np.cumsum(negative, axis=-1)
+        D = np.where((signs[..., :, None] - signs[..., None, :]) & 1, -D, D)
+        e = np.where(signs & 1, -e, e)
+    return D, e
+
+
+def _unit_lower_solve(A, B):
+    """(I + A)⁻¹B for strictly lower triangular A (..., C, C) and B (..., C, n): forward substitution, blocked
+    (diagonal blocks of _WY_BLOCK rows row by row, the rest by matrix products). Backward stable; no inverse is
+    formed."""
+    X = np.array(B, dtype=np.float64)
+    C = A.shape[-1]
+    for s in range(0, C, _WY_BLOCK):
+        e = min(s + _WY_BLOCK, C)
+        if s:
+            X[..., s:e, :] -= A[..., s:e, :s] @ X[..., :s, :]
+        for i in range(s + 1, e):
+            X[..., i, :] -= (A[..., i, None, s:i] @ X[..., s:i, :])[..., 0, :]
+    return X
+
+
+def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
+    """Outputs (G, T, d_v) and final states (G, d_v, d_k) of G problems, chunk by chunk (see
+    causal_linear_attention and delta_rule_attention)."""
+    G, T, dk = Q.shape
+    dv = V.shape[-1]
+    C = min(chunk, T)
+    nc = -(-T // C)
+    pad = nc * C - T
+
+    def chunks(a, fill=0.0):
+        if pad:
+            a = np.concatenate([a, np.full(a.shape[:1] + (pad,) + a.shape[2:], fill)], axis=1)
+        return a.reshape((a.shape[0], nc, C) + a.shape[2:])
+
+    Qc, Kc, Vc = chunks(Q), chunks(K), chunks(V)
+    if gamma is None:
+        D, e = np.tri(C), None
+    elif scalar is not None and not pad:  # every chunk has the same decays: computed once
+        D, e = _chunk_decays(np.full((1, 1, C), scalar))
+    else:
+        D, e = _chunk_decays(chunks(gamma, 1.0))  # padded steps: γ = 1 and nothing written, S unchanged
+    last = None if e is None else np.broadcast_to(e[..., -1], (G, nc))  # the decay of a whole chunk
+    QK = Qc @ Kc.swapaxes(-1, -2)
+    QK *= D  # (QKᵀ ⊙ D): the causal, decayed scores within each chunk
+    if beta is None:
+        write, values = Vc, Vc  # S_t = γ_t S_{t−1} + v_t k_tᵀ
+    else:  # the WY form: the chunk's writes δ_t = β_t (v_t − γ_t S_{t−1} k_t) are U − W S₀ᵀ, from one solve
+        b = chunks(beta)
+        A = Kc @ Kc.swapaxes(-1, -2)
+        A *= b[..., :, None]
+        A *= D
+        A = np.tril(A, -1)  # A[t, i] = β_t γ_{i+1}⋯γ_t k_tᵀk_i for i < t
+        scaled_k = b if e is None else b * e
+        UW = _unit_lower_solve(A, np.concatenate([b[..., None] * Vc, scaled_k[..., None] * Kc], axis=-1))
+        U, W = UW[..., :dv], UW[..., dv:]
+        values = np.empty_like(U)
+    Kw = Kc if e is None else Kc * D[..., -1, :, None]  # k_i γ_{i+1}⋯γ_{C−1}: the write's decay to the chunk's end
+    if beta is None:
+        dS = write.swapaxes(-1, -2) @ Kw  # what each chunk adds to the state
+    states = np.empty((G, nc, dv, dk))
+    S = np.zeros((G, dv, dk)) if S is None else S.copy()
+    for c in range(nc):  # the carried state: S ← (γ over the chunk) S + Σ_i (decay to the end) δ_i k_iᵀ
+        states[:, c] = S
+        decayed = S if last is None else last[:, c, None, None] * S
+        if beta is None:
+            S = decayed + dS[:, c]
+        else:
+            delta = U[:, c] - W[:, c] @ S.swapaxes(-1, -2)
+            values[:, c] = delta
+            S = decayed + delta.swapaxes(-1, -2) @ Kw[:, c]
+    O = QK @ values  # the intra-chunk part
+    inter = Qc @ states.swapaxes(-1, -2)  # the carried state applied to the chunk's queries
+    if e is not None:
+        inter *= e[..., None]
+    O += inter
+    return O.reshape(G, nc * C, dv)[:, :T], S
+
+
+def _attention(Q, K, V, beta, decay, chunk, state, return_state, delta):
+    Q, K, V, beta, gamma, scalar, S0, chunk, steps, dtype = _attention_inputs(Q, K, V, beta, decay, chunk, state,
+                                                                            delta)
+    B, T, dk = Q.shape
+    dv = V.shape[-1]
+    C = min(chunk, T)
+    per_problem = T * (C + 2 * (dk + dv)) + (-(-T // C)) * dv * dk
+    group = max(1, _CHUNK_WORK // per_problem)
+    O, S = np.empty((B, T, dv)), np.empty((B, dv, dk))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is named by the checks of the results
+        for g in range(0, B, group):
+            part = slice(g, g + group)
+            O[part], S[part] = _attention_group(Q[part], K[part], V[part], None if beta is None else beta[part],
+                                                None if gamma is None else gamma[part], scalar,
+                                                None if S0 is None else S0[part], chunk)
+    O = _result(O.reshape(steps + (dv,)), dtype, "the attention output O", axes=(-2, -1))
+    if not return_state:
+        return O
+    return O, _result(S.reshape(steps[:-1] + (dv, dk)), dtype, "the final state S_T", axes=(-2, -1))
+
+
+def causal_linear_attention(Q, K, V, *, decay=None, chunk: int = 64, state=None, return_state: bool = False):
+    """Causal (decayed) linear attention, chunkwise-parallel: o_t = S_t q_t with S_t = γ_t S_{t−1} + v_t k_tᵀ.
+
+    Parameters
+    ----------
+    Q, K : array_like, shape (..., T, d_k)
+        Queries and keys, one row per step (token); any leading batch and head dimensions, the same for Q, K, V.
+    V : array_like, shape (..., T, d_v)
+        Values.
+    decay : None, number or array_like broadcasting to (..., T)
+        γ_t: None for plain linear attention (γ = 1), a number for RetNet's constant decay, one gate per step
+        (Mamba-2, GLA-style scalar gates). Any finite real gate: 0 and negative gates too, and gates as small as
+        1e-30 per step (see below).
+    chunk : int
+        Tokens per chunk (default 64); any T, not only multiples of it. The result does not depend on it beyond
+        rounding.
+    state : None or array_like, shape (..., d_v, d_k)
+        S_{−1}, the state carried in (0 when None): two calls with the state handed over equal one call.
+    return_state : bool
+        Also return S_T, the state after the last step (to hand to the next call).
+
+    Returns
+    -------
+    O : ndarray, shape (..., T, d_v)
+        o_t = S_t q_t. float32 where every array argument is float32, else float64; the arithmetic is float64.
+    S : ndarray, shape (..., d_v, d_k)
+        With ``return_state``: S_T.
+
+    Each chunk of C steps after a prefix: O_chunk = (Q Kᵀ ⊙ D) V + diag(e) Q S₀ᵀ and the carried state
+    S ← e_C S₀ + Vᵀ diag(d) K, where D[t, i] = γ_{i+1}⋯γ_t (i <= t, else 0), e_t = γ_0⋯γ_t within the chunk and
+    d_i = D[C−1, i]. The decays come from differences of cumulative log-gates taken only for i <= t and masked
+    before exp (segment sums): never a factored γ^t / γ^i, so the result is finite wherever the recurrence is.
+    Cost per token about 4Cd + 4d² flops for d_k = d_v = d (the recurrence: 4d²), in matrix products; a Python
+    step per chunk. Memory: a few (C × C) arrays per chunk, problems of a batch taken a group at a time.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Shapes that do not fit, NaN or infinity in any argument, a chunk that is not a positive integer; a result
+        outside the float range (overflow of the recurrence itself), named.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]); K = Q.copy(); V = np.array([[1.0], [2.0], [3.0]])
+    >>> causal_linear_attention(Q, K, V).ravel().tolist()  # o_t = Σ_{i<=t} (k_i·q_t) v_i
+    [1.0, 2.0, 9.0]
+    >>> causal_linear_attention(Q, K, V, decay=0.5, chunk=2).ravel().tolist()  # 0.25·1 + 0.5·2 + 3·2
+    [1.0, 2.0, 7.25]
+    """
+    return _attention(Q, K, V, None, decay, chunk, state, return_state, delta=False)
+
+
+def delta_rule_attention(Q, K, V, beta, *, decay=None, chunk: int = 64, state=None, return_state: bool = False):
+    """The (gated) delta rule, chunkwise: o_t = S_t q_t with S_t = γ_t S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ.
+
+    DeltaNet (decay None) and Gated DeltaNet (one gate per step). Q, K (..., T, d_k), V (..., T, d_v), ``beta``
+    a number or (..., T) (in (0, 1] in DeltaNet; any finite value is computed as the recurrence would), the other
+    arguments and the results as in :func:`causal_linear_attention`.
+
+    Within a chunk the writes δ_t = β_t (v_t − γ_t S_{t−1} k_t), S_t = γ_t S_{t−1} + δ_t k_tᵀ, satisfy
+    (I + A) Δ = diag(β) V − diag(β e) K S₀ᵀ with A[t, i] = β_t γ_{i+1}⋯γ_t k_tᵀk_i (i < t): so Δ = U − W S₀ᵀ
+    with U, W from one unit-lower-triangular solve per chunk (the WY/UT form; forward substitution, no inverse
+    formed), and then O_chunk = (Q Kᵀ ⊙ D) Δ + diag(e) Q S₀ᵀ, S ← e_C S₀ + Δᵀ diag(d) K. The decays as in
+    causal_linear_attention (masked segment sums: gates down to 1e-30 and 0 give finite results). The solve is
+    backward stable; its forward error grows with the conditioning of I + A, which stays small where the
+    recurrence contracts (‖k_t‖ = 1, β_t in (0, 1], ``|γ_t| <= 1``: each step's I − β_t k_t k_tᵀ has norm at most 1).
+    Cost per token about 8Cd + 6d² flops (the recurrence: 6d²).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]); V = np.array([[1.0], [3.0], [5.0]])
+    >>> delta_rule_attention(K, K, V, 1.0).ravel().tolist()  # β = 1: a key's value is overwritten
+    [1.0, 3.0, 5.0]
+    >>> delta_rule_attention(K, K, V, 0.5).ravel().tolist()
+    [0.5, 1.75, 2.5]
+    """
+    return _attention(Q, K, V, beta, decay, chunk, state, return_state, delta=True)
+
+
+_PREFIX_BLOCK = 64  # prefix_predictions: rows past the first p are taken this many (at least 2p) at a time
+_PREFIX_COND = 1e10  # the fast path where the estimated cond of every prefix is under this (and 1% of lstsq's cutoff)
+
+
+def _power_of_two_scale(A):
+    """Per problem (A (B, n, c)): the integer k with max |A| = m 2^k, m in [0.5, 1) (0 for zeros)."""
+    return np.frexp(np.abs(A).max(axis=(-2, -1)))[1]
+
+
+def _null_space_predictions(M, t, p):
+    """Least-squares predictions of each row of M (B, r, p) past its first p from all the rows before it (the
+    first p rows of full rank), with targets t (B, r, k), and (R, z) of all of M: R (B, p, p) with RᵀR = MᵀM and
+    z = the first p entries of Qᵀt.
+
+    The rows c_j of an orthonormal basis C of the null space of Mᵀ in staircase form (c_j supported on rows
+    0..p+j) give the prediction of row p + j: c_j·M = 0 says x_{p+j} = −Σ_{s<p+j} (c_{j,s}/c_{j,p+j}) x_s, the
+    weights of least norm (c_j is orthogonal to c_0..c_{j−1}, which span the null space of the earlier rows), so
+    ŷ_{p+j} = −Σ_{s<p+j} c_{j,s} t_s / c_{j,p+j} (t_{p+j} − ŷ_{p+j} is the recursive residual, scaled). C = Ω Nᵀ
+    from N, the last r − p columns of the complete Householder Q of M, and the QL factorization of the square block
+    N[p:]ᵀ = Ωᵀ L (c_{j,p+j} = L[j, j]). Backward stable: each prediction's error is about that of a least-squares
+    solve of its own prefix; summed directly, not as t − (residual), which cancels where ŷ is small beside t."""
+    Q, R = np.linalg.qr(M, mode="complete")
+    null = Q[..., :, p:]  # N
+    reversed_q, reversed_r = np.linalg.qr(null[..., p:, :].swapaxes(-1, -2)[..., ::-1, ::-1])  # QL of N[p:]ᵀ ...
+    omega_t, L = reversed_q[..., ::-1, ::-1], reversed_r[..., ::-1, ::-1]  # ... by QR of the reversed matrix
+    C = omega_t.swapaxes(-1, -2) @ null.swapaxes(-1, -2)  # (B, r − p, r), row j supported on 0..p+j
+    r = M.shape[-2]
+    before = np.arange(r) < (p + np.arange(r - p))[:, None]
+    pivots = np.diagonal(L, axis1=-2, axis2=-1)[..., None]
+    z = Q[..., :, :p].swapaxes(-1, -2) @ t
+    return -(np.where(before, C, 0.0) @ t) / pivots, R[..., :p, :], z
+
+
+def _prefix_fast(X, Y, lam):
+    """(predictions (B, T, k), estimated cond (B,)) of the scaled problems; lam (B,) or None."""
+    B, T, p = X.shape
+    k = Y.shape[-1]
+    out = np.zeros((B, T, k))
+    m = min(T, p)
+    root = None if lam is None else np.sqrt(lam)[:, None, None]
+    # rows 0..m−1: their prefixes have at most p rows: the minimum-norm (or ridge) interpolation, from the Cholesky
+    # factor L of X₁X₁ᵀ (+ λI) as the R of a QR (X₁ = L Qᵀ): ŷ_t = L[t, :t] L[:t, :t]⁻¹ Y[:t], all t at once
+    first = X[:, :m].swapaxes(-1, -2)
+    if root is not None:
+        first = np.concatenate([first, root * np.eye(m)], axis=-2)
+    L = np.linalg.qr(first, mode="r")[..., :m, :].swapaxes(-1, -2)
+    solved = _solve_triangular(L, np.concatenate([Y[:, :m], np.broadcast_to(np.eye(m), (B, m, m))], axis=-1),
+                               lower=True, transpose=False)
+    out[:, :m] = np.tril(L, -1) @ solved[..., :k]
+    size = np.sqrt(np.einsum("bij,bij->b", X, X) + (0.0 if lam is None else lam))
+    cond = size * np.sqrt(np.einsum("bij,bij->b", solved[..., k:], solved[..., k:]))  # bounds every prefix's
+    if T <= p:
+        return out, cond
+    # rows p..T−1: full-rank prefixes, by recursive residuals (_null_space_predictions), a block at a time; the
+    # rows before a block are summarized by their R and Qᵀy (p rows): the first block has none (least squares: the
+    # null space of X[:e]ᵀ) or those of [√λ I; X[:p]] (ridge)
+    block = max(_PREFIX_BLOCK, 2 * p)
+    end = min(T, p + block)
+    if root is None:
+        out[:, p:end], R, z = _null_space_predictions(X[:, :end], Y[:, :end], p)
+    else:  # R and Qᵀy of [√λ I; X[:p]] (targets [0; Y[:p]]) from the R of the augmented matrix
+        top = np.concatenate([root * np.eye(p), np.zeros((B, p, k))], axis=-1)
+        augmented = np.linalg.qr(np.concatenate([top, np.concatenate([X[:, :p], Y[:, :p]], axis=-1)], axis=-2),
+                                 mode="r")
+        R, z, end = augmented[:, :p, :p], augmented[:, :p, p:], p
+    while end < T:
+        start, end = end, min(T, end + block)
+        M = np.concatenate([R, X[:, start:end]], axis=-2)
+        out[:, start:end], R, z = _null_space_predictions(M, np.concatenate([z, Y[:, start:end]], axis=-2), p)
+    return out, cond
+
+
+def _prefix_svd(X, Y, lam):
+    """The predictions prefix by prefix from the SVD of each prefix: numpy.linalg.lstsq's minimum-norm solution
+    (singular values under eps·max(t, p)·s_max dropped) or the ridge filter s / (s² + λ); lam (B,) or None."""
+    B, T, p = X.shape
+    out = np.zeros(Y.shape)
+    for t in range(1, T):
+        U, s, Vt = np.linalg.svd(X[:, :t], full_matrices=False)
+        if lam is None:
+            kept = s > _EPS * max(t, p) * s[..., :1]
+            factor = np.where(kept, 1.0 / np.where(kept, s, 1.0), 0.0)
+        else:
+            factor = s / (s * s + lam[:, None])
+        coefficients = (U.swapaxes(-1, -2) @ Y[:, :t]) * factor[..., None]
+        out[:, t] = (X[:, t, None, :] @ Vt.swapaxes(-1, -2) @ coefficients)[:, 0]
+    return out
+
+
+def prefix_predictions(X, Y, *, ridge=None):
+    """Least-squares predictions on every prefix: row t is the prediction of y_t from the examples before it.
+
+    The least-squares baseline of in-context learning: ŷ_t = x_tᵀ β_t with β_t the least-squares solution of
+    X[:t] β ≈ Y[:t] — the minimum-norm one (pseudo_inverse) while X[:t] is rank-deficient (t <= p among them),
+    numpy.linalg.lstsq's answer prefix by prefix — and ŷ_0 = 0; with ``ridge`` λ,
+    β_t = (X[:t]ᵀX[:t] + λI)⁻¹X[:t]ᵀY[:t]. All prefixes of all problems at once, with no per-prefix solve.
+
+    Parameters
+    ----------
+    X : array_like, shape (..., T, p)
+        The examples in order, one per row; any leading batch dimensions (prompts).
+    Y : array_like, shape (..., T) or (..., T, k)
+        Their targets; a vector Y gives vector results.
+    ridge : None or positive float
+        λ; None for least squares.
+
+    Returns
+    -------
+    ndarray, shape of Y
+        Row t: the prediction of y_t from rows 0..t−1. float32 where X and Y are float32, else float64.
+
+    Method (causal_online_ls, pseudo_inverse): each problem is scaled by powers of two (exact; λ with X's square).
+    Rows t < p: the prefixes have at most p rows, and with X[:p] = L Qᵀ (L lower triangular, from one QR; with
+    ridge the Cholesky factor of X[:p]X[:p]ᵀ + λI, from the QR of [X[:p]ᵀ; √λ I]) the prediction is
+    ŷ_t = L[t, :t] L[:t, :t]⁻¹ Y[:t]: every such row from one forward substitution (the minimum-norm
+    interpolant). Rows t >= p: ŷ_t = −Σ_{s<t} c_s y_s / c_t with c the row of the staircase orthonormal basis of
+    the null space of X[:e]ᵀ that ends at t (recursive residuals; a complete QR and one QL per block of rows,
+    earlier rows summarized by their R and Qᵀy — with ridge, from the start, those of [√λ I; X[:p]]), so each
+    prediction's rounding error is about that of a backward-stable solve of its own prefix, not of the worst prefix
+    before it (an update of β from prefix to prefix, as in recursive least squares, carries the error of the
+    interpolant at t = p, about cond(X[:p])² eps, into every later prediction). Cost O(T (p + b)²) per problem for
+    blocks of b = max(64, 2p) rows, in a few batched LAPACK calls per block.
+
+    Where a problem's first min(T, p) rows are so ill-conditioned that a prefix may be within a factor 100 of
+    lstsq's rank cutoff (estimated cond(X[:t]) over 1e10, from ‖X‖ ‖L⁻¹‖), that problem is solved prefix by
+    prefix from SVDs instead, with lstsq's cutoff (singular values under eps·max(t, p)·s_max dropped): rank-deficient
+    prefixes (repeated or dependent examples) give lstsq's minimum-norm answer, never a silently wrong number.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Shapes that do not fit, NaN or infinity in X or Y, a ridge that is not a positive finite number; a result
+        outside the float range, named.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]); y = np.array([1.0, 2.0, 3.0, 4.0])
+    >>> prefix_predictions(X, y).round(12).tolist()  # 0, then minimum norm, then exact fits of y = x₁ + 2x₂
+    [0.0, 0.0, 3.0, 4.0]
+    >>> prefix_predictions(X, y, ridge=1.0).round(6).tolist()
+    [0.0, 0.0, 1.5, 3.125]
+    """
+    lam = _ridge_value(ridge)
+    X = _array("X", X, 2)
+    Y = _array("Y", Y, 1)
+    steps, p = X.shape[:-1], X.shape[-1]
+    vector_y = Y.ndim == X.ndim - 1
+    if (Y.shape if vector_y else Y.shape[:-1]) != steps:
+        raise ValueError(f"Y must have shape {steps} or {steps + ('k',)} to match X of shape {X.shape}, got "
+                         f"{Y.shape}")
+    _require_finite(("X", X), ("Y", Y))
+    dtype = np.float32 if _single(X, Y) else np.float64
+    B, T = math.prod(steps[:-1]), steps[-1]
+    Y2 = Y[..., None] if vector_y else Y
+    k = Y2.shape[-1]
+    Xs = X.astype(np.float64, copy=False).reshape(B, T, p)
+    Ys = Y2.astype(np.float64, copy=False).reshape(B, T, k)
+    ex, ey = _power_of_two_scale(Xs), _power_of_two_scale(Ys)  # exact: X·2^−ex and Y·2^−ey lie within [−1, 1]
+    Xs, Ys = np.ldexp(Xs, -ex[:, None, None]), np.ldexp(Ys, -ey[:, None, None])
+    lams = None
+    if lam is not None:
+        lams = np.ldexp(np.full(B, lam), -2 * ex)
+        lams = np.minimum(lams, 2.0**1000)  # beyond: the predictions are 0 to within 2^−1000
+        lams = np.where(lams > 0, lams, np.nextafter(0.0, 1.0))  # a λ negligible beside X: the fallback below
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        out, cond = _prefix_fast(Xs, Ys, lams)
+        hard = ~(cond <= min(_PREFIX_COND, 0.01 / (_EPS * max(T, p))))  # NaN too
+        if hard.any():
+            out[hard] = _prefix_svd(Xs[hard], Ys[hard], None if lams is None else lams[hard])
+        out = np.ldexp(out, ey[:, None, None])
+    out = _result(out.reshape(steps + (k,)), dtype, "the prefix predictions", axes=(-2, -1))
+    return out[..., 0] if vector_y else out

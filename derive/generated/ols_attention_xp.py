@@ -50,10 +50,16 @@ refinement steps is fixed, and shapes are all that the code inspects. So the fun
 (NaN or infinity in the data, a result that is not finite because X is rank-deficient) run only where the
 values are concrete: not under ``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``,
 where shapes and dtypes are still checked and a failure shows as NaN in the result. On concrete PyTorch tensors
-the Gram routes ("auto", "cholesky") read the device once per call: the finite checks of X and Y, the Cholesky
-pivots (``torch.linalg.cholesky_ex``, which does not test its result on the host) and the result's check are
-combined into one value, and only where it says that one failed are they read one by one to name it (four reads,
-each a wait for a GPU, before; counted in ``tests/test_xp_host_reads.py``).
+route "auto" with the default ``check_finite=None`` reads nothing back to the host (issue 43): the factors come
+from ``torch.linalg.cholesky_ex`` with its ``info`` kept on the device, the problems whose factor failed or whose
+pivots say XᵀX is numerically singular get the minimum-norm solution (an eigendecomposition of every problem's
+XᵀX, chosen by ``where``: no loop, no read), and NaN or infinity in a problem's data gives NaN in that problem's
+β (on CPU tensors, where a read makes nothing wait, one read skips the eigendecompositions where no problem is
+deficient). With ``check_finite=True`` (and for route "cholesky") the finite checks, the Cholesky pivots and the
+result's check are combined into one value read once, and only where it says that one failed are they read one by
+one to name it (four reads, each a wait for a GPU, before issue 30; counted in ``tests/test_xp_host_reads.py``).
+``torch.linalg.eigh`` itself still checks its solver's status inside PyTorch (a wait on a GPU that this module
+cannot avoid: PyTorch has no ``eigh_ex``); it runs only on this no-read path.
 
 Columns are scaled by powers of two (``2.0 ** -k`` with an integral k: exact where the namespace's power is, as
 in NumPy and PyTorch); β follows exactly from the scaled problem's solution. Routes "eigh", "svd", "qr" and the
@@ -99,6 +105,10 @@ Everything traced or differentiated keeps the array-API code: ``jax.jit``, ``jax
 ``jax.grad``, ``torch.compile``, ``torch.func``, ``torch.vmap``, and PyTorch tensors that require grad; so do
 other devices, other routes and dtypes, and ``HOST_NUMERICS = False``. Its answers agree with the NumPy module's
 to about cond(X) eps where κ² eps is well under 1.
+
+Sequences (issue 42), as in the NumPy module and traceable: causal_linear_attention and delta_rule_attention
+(chunkwise-parallel linear attention, decayed and delta-rule) and prefix_predictions (least squares on every
+prefix); the same algorithms in array-API operations, in the arguments' dtype and on their device.
 """
 
 from __future__ import annotations
@@ -124,7 +134,8 @@ from array_api_compat import (
 )
 
 __all__ = ["ROUTES", "REFINEMENT_STEPS", "RankDeficientWarning", "coefficients", "predict", "attention_parameters",
-           "attention_scores", "RecursiveLeastSquares", "multi_layer_predict"]
+           "attention_scores", "RecursiveLeastSquares", "multi_layer_predict", "causal_linear_attention",
+           "delta_rule_attention", "prefix_predictions"]
 
 ROUTES = ("auto", "cholesky", "eigh", "svd", "qr")
 
@@ -312,6 +323,10 @@ def _validate(X, Y, X_query, route, check_finite=True, pass_over=False, ridge=No
     dtype = xp.result_type(*given.values())
     X, Y2 = xp.astype(X, dtype, copy=False), xp.astype(Y2, dtype, copy=False)
     Q = None if Q is None else xp.astype(Q, dtype, copy=False)
+    if check_finite is None:  # the default: checked, except where route "auto" reads nothing (_no_reads)
+        check_finite = not _no_reads(xp, route, None, X, Y2)
+        if not check_finite and Q is not None and X.device.type in _READ_FREE_DEVICES:
+            _require_finite(xp, X=None, Y=None, X_query=Q)  # on the CPU a read makes nothing wait: X_query named
     if check_finite:  # the Gram routes of coefficients/predict read NaN off XᵀX and XᵀY (p×p, p×k) instead
         gram = route in ("auto", "cholesky") and not pass_over
         _require_finite(xp, X=None if gram else X, Y=None if gram else Y2, X_query=Q)
@@ -470,7 +485,7 @@ def _deferred_checks(xp, *arrays) -> bool:
     return is_torch_namespace(xp) and _concrete(*arrays)
 
 
-def _route_cholesky(xp, X, Y, steps, check_finite, pending=None):
+def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
     """β on the data as given; the columns scaled by powers of two inside XᵀX only: d from XᵀX's diagonal, so
     the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X is made. With ``pending`` (a
     list; PyTorch, ``_deferred_checks``) the checks are appended to it as (flag, message) pairs, in the order in
@@ -488,7 +503,11 @@ def _route_cholesky(xp, X, Y, steps, check_finite, pending=None):
     k = xp.floor(xp.log2(xp.where(positive, squares, xp.ones_like(squares))) / 2)
     d = 2.0 ** (-xp.where(positive, k, xp.zeros_like(k)))  # (..., p)
     G_s = G * d[..., :, None] * d[..., None, :]
-    if pending is None:
+    if lazy:  # PyTorch, nothing read (_no_reads): a failed factor's problem gets the identity, and is deficient
+        C, info = sys.modules["torch"].linalg.cholesky_ex(G_s)
+        failed = info != 0
+        C = xp.where(failed[..., None, None], xp.eye(X.shape[-1], dtype=C.dtype, device=device(C)), C)
+    elif pending is None:
         C = _cholesky(xp, G_s)
     else:  # the factor without a test of the device's result; a failed pivot is read with the other checks
         C, info = sys.modules["torch"].linalg.cholesky_ex(G_s)
@@ -498,6 +517,9 @@ def _route_cholesky(xp, X, Y, steps, check_finite, pending=None):
     for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
         XtY = d[..., :, None] * (X.mT @ (Y - X @ (d[..., :, None] * beta)))
         beta = beta + _printed("cholesky")(C, XtY)
+    if lazy:
+        deficient = failed | _deficient(xp, C, max(X.shape[-2:])) | ~xp.all(xp.isfinite(beta), axis=(-2, -1))
+        return d[..., :, None] * beta, deficient
     return d[..., :, None] * _mark_deficient(xp, C, beta, max(X.shape[-2:]))
 
 
@@ -516,13 +538,17 @@ def _read_checks(xp, pending):
             raise ValueError(message)
 
 
-def _mark_deficient(xp, C, beta, size):
-    """β, NaN for each problem whose Cholesky pivots say κ² eps >= size eps (XᵀX numerically singular: a
-    factor of a rank-deficient X can succeed with a tiny pivot and give a large, wrong β)."""
+def _deficient(xp, C, size):
+    """Per problem, whether its Cholesky pivots say κ² eps >= size eps (XᵀX numerically singular: a factor of a
+    rank-deficient X can succeed with a tiny pivot and give a large, wrong β)."""
     pivots = xp.abs(xp.linalg.diagonal(C))
     low, high = xp.min(pivots, axis=-1), xp.max(pivots, axis=-1)
-    deficient = (low / high) ** 2 <= size * xp.finfo(C.dtype).eps
-    return xp.where(deficient[..., None, None], xp.full_like(beta, math.nan), beta)
+    return (low / high) ** 2 <= size * xp.finfo(C.dtype).eps
+
+
+def _mark_deficient(xp, C, beta, size):
+    """β, NaN for each problem that _deficient finds numerically singular."""
+    return xp.where(_deficient(xp, C, size)[..., None, None], xp.full_like(beta, math.nan), beta)
 
 
 def _tolerance(xp, values, size):
@@ -554,11 +580,53 @@ def _route_qr(xp, X, Y):
     return _printed("qr")(Q, R, Y)
 
 
+def _no_reads(xp, route, check_finite, X, Y) -> bool:
+    """Whether route "auto" runs without reading a value on the host (issue 43): concrete PyTorch tensors with the
+    default ``check_finite`` (None), where every read makes the host wait for a GPU. NaN or infinity in a
+    problem's data then shows as NaN in that problem's β, and rank-deficient problems get their minimum-norm
+    solution (_minimum_norm_where), with no read and no loop over the problems."""
+    return route == "auto" and check_finite is None and _deferred_checks(xp, X, Y)
+
+
+#: PyTorch device types where reading a value back costs no wait for a device (so route "auto"'s no-read path may
+#: read whether any problem is rank-deficient, and skip the eigendecompositions where none is).
+_READ_FREE_DEVICES = ("cpu",)
+
+
+def _minimum_norm_where(xp, X, Y, beta, deficient):
+    """β, and the minimum-norm least-squares solution of X as given where ``deficient`` (a mask over the
+    problems): from the eigendecomposition of XᵀX of every problem (eigenvalues under max(n, p) eps of the
+    largest dropped: pseudo_inverse, as route "eigh"), then one projected refinement step with the residual of X
+    itself; chosen by ``xp.where``, so that nothing is read on the host (the eigendecomposition is made for the
+    whole stack: a subset would need its size on the host). On a device where a read makes nobody wait
+    (_READ_FREE_DEVICES: the CPU) one read skips it where no problem is deficient."""
+    if X.device.type in _READ_FREE_DEVICES and not bool(xp.any(deficient)):
+        return beta
+    G = X.mT @ X
+    d = xp.sqrt(xp.max(xp.linalg.diagonal(G), axis=-1))[..., None, None]  # one scale per problem: β's norm kept
+    safe = xp.where((d > 0) & (d < math.inf), d, xp.ones_like(d))  # NaN too: NaN < inf is False
+    G = G / (safe * safe)
+    usable = deficient & xp.all(xp.isfinite(G), axis=(-2, -1))  # the others' factors are never used: the identity
+    lam, V = xp.linalg.eigh(xp.where(usable[..., None, None], G, xp.eye(G.shape[-1], dtype=G.dtype,
+                                                                         device=device(G))))
+    lam = _tolerance(xp, lam, max(X.shape[-2:]))
+    Xs = X / safe
+    XtY = Xs.mT @ Y
+    fallback = _printed("eigh")(V, lam, XtY)
+    for _ in range(3):  # each step shrinks the error by about κ² eps of X's range
+        XtY = Xs.mT @ (Y - Xs @ fallback)
+        fallback = fallback + _printed("eigh")(V, lam, XtY)
+    return xp.where(deficient[..., None, None], fallback / safe, beta)
+
+
 def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
     """β of the data as given (X, Y validated, (..., n, k)): the route on the column-scaled data, unscaled."""
     if route in ("auto", "cholesky"):
+        if _no_reads(xp, route, check_finite, X, Y):
+            beta, deficient = _route_cholesky(xp, X, Y, refine, False, None, lazy=True)
+            return _minimum_norm_where(xp, X, Y, beta, deficient)
         pending = [] if _deferred_checks(xp, X, Y) else None
-        beta = _route_cholesky(xp, X, Y, refine if route == "auto" else 0, check_finite, pending)
+        beta = _route_cholesky(xp, X, Y, refine if route == "auto" else 0, check_finite is not False, pending)
         if pending is None:
             _require_finite_result(xp, beta, "the least-squares solution", _NOT_FINITE_HINT)
         else:
@@ -652,7 +720,7 @@ def _host_views(xp, *arrays):
 def _host_solve(xp, X, Y, route, refine, check_finite, lam):
     """β from the NumPy module's "auto" for route "auto" with the default ``refine`` and ``check_finite`` on
     concrete CPU arrays it can read in place; else None (the array-API code serves)."""
-    if not (HOST_NUMERICS and route == "auto" and refine == REFINEMENT_STEPS and check_finite):
+    if not (HOST_NUMERICS and route == "auto" and refine == REFINEMENT_STEPS and check_finite is not False):
         return None
     views = _host_views(xp, X, Y)
     if views is None:
@@ -693,7 +761,7 @@ def _solve(xp, X, Y, route, refine, check_finite, lam):
 
 
 def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
-                 check_finite: bool = True, ridge: float | None = None, weights: Array | None = None) -> Array:
+                 check_finite: bool | None = None, ridge: float | None = None, weights: Array | None = None) -> Array:
     """OLS coefficients β̂ = (XᵀX)⁻¹XᵀY, computed as attention: no n×n or m×n matrix is formed.
 
     Parameters
@@ -711,9 +779,14 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
         The number of refinement steps of route ``"auto"`` (a Python int: it fixes the traced computation).
         With the default, concrete CPU arrays get the NumPy module's ``"auto"`` (the module docstring, "On the
         CPU"), which refines until β stops moving; another value keeps the array-API code.
-    check_finite : bool, keyword-only
+    check_finite : bool or None, keyword-only
         Check the data for NaN and infinity (only where the values are concrete: never under tracing); the
         routes "auto" and "cholesky" read it off XᵀX's diagonal and XᵀY, which costs no pass over the data.
+        None (the default) is True, except for route "auto" on concrete PyTorch tensors running the array-API
+        code (a GPU, a gradient, ``HOST_NUMERICS = False``): there nothing is read back to the host (no wait for
+        the device, issue 43), NaN or infinity in a problem's data gives NaN in that problem's β, and a
+        rank-deficient problem gets its minimum-norm solution (found from the Cholesky factor's ``info`` and
+        pivots, solved for the stack by masks: no loop, no read); True reads once and raises ValueError.
     ridge : float, optional, keyword-only
         λ > 0 (a Python number): the ridge coefficients (XᵀX + λI)⁻¹XᵀY (ridge_is_linear_attention), every
         coefficient penalised (add no intercept column you do not want shrunk). The route solves the
@@ -769,7 +842,7 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
 
 
 def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", refine: int = REFINEMENT_STEPS,
-            check_finite: bool = True, ridge: float | None = None, weights: Array | None = None) -> Array:
+            check_finite: bool | None = None, ridge: float | None = None, weights: Array | None = None) -> Array:
     """Predictions X_q β̂ (β̂ as in :func:`coefficients`).
 
     Parameters
@@ -1131,6 +1204,322 @@ def multi_layer_predict(X: Array, Y: Array, X_query: Array, *, layers: int, step
     return out[..., 0, :] if vector_q and not vector_y else out[..., 0] if vector_q else out
 
 
+# --- causal linear attention, chunkwise, and least squares on every prefix (issue 42) -----------------
+#
+# The NumPy module's algorithms (see its docstrings) in array-API operations: no branch on values, Python loops over
+# chunks and blocks only (fixed by the shapes), so they trace under jax.jit and torch.compile and differentiate.
+
+
+def _steps_array(xp, name, value, steps, dtype, place):
+    """A number or an array broadcasting to ``steps`` (leading dimensions and T), as an array of that shape."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        raise TypeError(f"{name} must be a number or an array, not {type(value).__name__}")
+    if isinstance(value, numbers.Real):
+        return xp.full(steps, float(value), **place)
+    _check_array(xp, name, value, 0)
+    shape = tuple(value.shape)
+    fits = len(shape) <= len(steps) and all(a in (1, b) for a, b in zip(shape[::-1], steps[::-1], strict=False))
+    if not fits:
+        raise ValueError(f"{name} must be a number or an array of shape {steps} (one per step, (..., T); it may "
+                         f"broadcast to it), got shape {shape}")
+    return xp.broadcast_to(xp.astype(value, dtype, copy=False), steps)
+
+
+def _xp_chunk_decays(xp, gamma):
+    """D[..., t, i] = γ_{i+1}⋯γ_t (i <= t, else 0) and e[..., t] = γ_0⋯γ_t within each chunk (the last axis): the
+    NumPy module's _chunk_decays with masks instead of branches (exp of −inf where i > t or the segment holds a 0;
+    signs from counts of negative gates)."""
+    magnitude = xp.abs(gamma)
+    zero = magnitude == 0
+    b = xp.cumulative_sum(xp.log(xp.where(zero, xp.ones_like(magnitude), magnitude)), axis=-1)
+    zeros = xp.cumulative_sum(xp.astype(zero, gamma.dtype), axis=-1)  # small integers, exact
+    negatives = xp.cumulative_sum(xp.astype(gamma < 0, gamma.dtype), axis=-1)
+    C = gamma.shape[-1]
+    index = xp.arange(C, device=device(gamma))
+    keep = (index[:, None] >= index[None, :]) & (zeros[..., :, None] == zeros[..., None, :])
+    M = b[..., :, None] - b[..., None, :]
+    D = xp.exp(xp.where(keep, M, xp.full_like(M, -math.inf)))
+    odd = xp.remainder(negatives[..., :, None] - negatives[..., None, :], 2.0) == 1.0
+    D = xp.where(odd, -D, D)
+    e = xp.exp(xp.where(zeros == 0, b, xp.full_like(b, -math.inf)))
+    e = xp.where(xp.remainder(negatives, 2.0) == 1.0, -e, e)
+    return D, e
+
+
+def _xp_attention(Q, K, V, beta, decay, chunk, state, return_state, delta):
+    if isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral):
+        raise TypeError(f"chunk must be an integer, not {type(chunk).__name__}")
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, got {chunk}")
+    arrays = {"Q": Q, "K": K, "V": V}
+    for name, value in (("beta", beta), ("decay", decay), ("state", state)):
+        if value is not None and not isinstance(value, numbers.Real):
+            arrays[name] = value
+    xp = _namespace(**arrays)
+    for name in ("Q", "K", "V"):
+        _check_array(xp, name, arrays[name], 2)
+    if tuple(K.shape) != tuple(Q.shape):
+        raise ValueError(f"K must have the shape of Q, {tuple(Q.shape)} (..., T, d_k), got {tuple(K.shape)}")
+    if V.ndim != Q.ndim or tuple(V.shape[:-1]) != tuple(Q.shape[:-1]):
+        raise ValueError(f"V must have shape {tuple(Q.shape[:-1]) + ('d_v',)} to match Q of shape "
+                         f"{tuple(Q.shape)}, got {tuple(V.shape)}")
+    if delta and beta is None:
+        raise ValueError("beta is required: one write strength per step, (..., T), or a number")
+    steps, dk, dv = tuple(Q.shape[:-1]), Q.shape[-1], V.shape[-1]
+    dtype = xp.result_type(*arrays.values())
+    place = {"dtype": dtype, "device": device(Q)}
+    gates = {name: None if value is None else _steps_array(xp, name, value, steps, dtype, place)
+             for name, value in (("beta", beta), ("decay", decay))}
+    if state is not None:
+        if isinstance(state, numbers.Real):
+            raise TypeError(f"state must be an array of shape {steps[:-1] + (dv, dk)}, not a number")
+        _check_array(xp, "state", state, 2)
+        if tuple(state.shape) != steps[:-1] + (dv, dk):
+            raise ValueError(f"state must have shape {steps[:-1] + (dv, dk)} (..., d_v, d_k): the d_v×d_k state S "
+                             f"with o_t = S_t q_t, got {tuple(state.shape)}")
+    _require_finite(xp, Q=Q, K=K, V=V, beta=gates["beta"], decay=gates["decay"], state=state)
+    B, T = math.prod(steps[:-1]), steps[-1]
+    C = min(chunk, T)
+    nc = -(-T // C)
+    pad = nc * C - T
+
+    def chunks(a, fill=0.0):
+        a = xp.reshape(xp.astype(a, dtype, copy=False), (B, T) + tuple(a.shape[len(steps):]))
+        if pad:
+            a = xp.concat([a, xp.full((B, pad) + tuple(a.shape[2:]), fill, **place)], axis=1)
+        return xp.reshape(a, (B, nc, C) + tuple(a.shape[2:]))
+
+    Qc, Kc, Vc = chunks(Q), chunks(K), chunks(V)
+    index = xp.arange(C, device=device(Q))
+    if gates["decay"] is None:
+        D, e, last = xp.astype(index[:, None] >= index[None, :], dtype), None, None
+    else:
+        D, e = _xp_chunk_decays(xp, chunks(gates["decay"], 1.0))  # padded steps: γ = 1, nothing written
+        last = e[..., -1]
+    QK = (Qc @ Kc.mT) * D
+    Kw = Kc if e is None else Kc * D[..., -1, :, None]
+    S = xp.zeros((B, dv, dk), **place) if state is None else xp.reshape(xp.astype(state, dtype), (B, dv, dk))
+    states, writes = [], []
+    if not delta:
+        dS = Vc.mT @ Kw
+        for c in range(nc):
+            states.append(S)
+            S = (S if last is None else last[:, c, None, None] * S) + dS[:, c, ...]
+        values = Vc
+    else:
+        b = chunks(gates["beta"])
+        A = xp.tril((Kc @ Kc.mT) * b[..., :, None] * D, k=-1)
+        scaled_k = b if e is None else b * e
+        rhs = xp.concat([b[..., None] * Vc, scaled_k[..., None] * Kc], axis=-1)
+        UW = _solve_triangular(A + xp.eye(C, **place), rhs, lower=True, transpose=False)  # unit lower triangular
+        U, W = UW[..., :dv], UW[..., dv:]
+        for c in range(nc):
+            states.append(S)
+            write = U[:, c, ...] - W[:, c, ...] @ S.mT
+            writes.append(write)
+            S = (S if last is None else last[:, c, None, None] * S) + write.mT @ Kw[:, c, ...]
+        values = xp.stack(writes, axis=1)
+    inter = Qc @ xp.stack(states, axis=1).mT
+    O = QK @ values + (inter if e is None else e[..., None] * inter)
+    O = xp.reshape(xp.reshape(O, (B, nc * C, dv))[:, :T, :], steps + (dv,))
+    hint = "the recurrence leaves the float range (gates or values too large)"
+    _require_finite_result(xp, O, "the attention output O", hint)
+    if not return_state:
+        return O
+    S = xp.reshape(S, steps[:-1] + (dv, dk))
+    _require_finite_result(xp, S, "the final state S_T", hint)
+    return O, S
+
+
+def causal_linear_attention(Q: Array, K: Array, V: Array, *, decay: float | Array | None = None, chunk: int = 64,
+                            state: Array | None = None, return_state: bool = False):
+    """Causal (decayed) linear attention, chunkwise-parallel: o_t = S_t q_t with S_t = γ_t S_{t−1} + v_t k_tᵀ.
+
+    As the NumPy module's ``causal_linear_attention`` (shapes (..., T, d_k), (..., T, d_v); ``decay`` None, a
+    number or (..., T); ``state`` (..., d_v, d_k); masked segment sums of log-gates, so gates down to 1e-30 and 0 give
+    finite results), in array-API operations: the arithmetic in the arguments' common dtype and on their device;
+    traceable (jax.jit, torch.compile) and differentiable. NaN or infinity in the arguments, or an output out of
+    range, is named where values are concrete (NaN in the result where traced).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]); V = np.array([[1.0], [2.0], [3.0]])
+    >>> causal_linear_attention(Q, Q, V, decay=0.5, chunk=2).ravel().tolist()
+    [1.0, 2.0, 7.25]
+    """
+    return _xp_attention(Q, K, V, None, decay, chunk, state, return_state, delta=False)
+
+
+def delta_rule_attention(Q: Array, K: Array, V: Array, beta: float | Array, *, decay: float | Array | None = None,
+                         chunk: int = 64, state: Array | None = None, return_state: bool = False):
+    """The (gated) delta rule, chunkwise: o_t = S_t q_t with S_t = γ_t S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ.
+
+    As the NumPy module's ``delta_rule_attention`` (the WY form: one unit-lower-triangular solve per chunk —
+    ``torch.linalg.solve_triangular``, ``jax.lax.linalg.triangular_solve``, else the namespace's solve — never an
+    inverse), in array-API operations, traceable and differentiable, as :func:`causal_linear_attention`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]); V = np.array([[1.0], [3.0], [5.0]])
+    >>> delta_rule_attention(K, K, V, 0.5).ravel().tolist()
+    [0.5, 1.75, 2.5]
+    """
+    return _xp_attention(Q, K, V, beta, decay, chunk, state, return_state, delta=True)
+
+
+_PREFIX_BLOCK = 64  # as the NumPy module's: rows past the first p this many (at least 2p) at a time
+_PREFIX_COND = 1e10  # the fast path where every prefix's estimated cond is under this (and 1% of the rank cutoff)
+
+
+def _xp_null_space_predictions(xp, M, t, p):
+    """The NumPy module's _null_space_predictions: the prediction of each row of M past its first p as
+    −Σ_{s<p+j} c_{j,s} t_s / c_{j,p+j}, from the staircase basis C = Ω Nᵀ of the null space of Mᵀ (complete QR of M,
+    QL of the square block), and M's R and Qᵀt (first p rows)."""
+    Q, R = xp.linalg.qr(M, mode="complete")
+    null = Q[..., :, p:]
+    reversed_q, reversed_r = xp.linalg.qr(xp.flip(null[..., p:, :].mT, axis=(-2, -1)))
+    omega_t, L = xp.flip(reversed_q, axis=(-2, -1)), xp.flip(reversed_r, axis=(-2, -1))
+    C = omega_t.mT @ null.mT
+    r = M.shape[-2]
+    index = xp.arange(r, device=device(M))
+    before = index[None, :] < (p + index[:r - p])[:, None]
+    pivots = xp.linalg.diagonal(L)[..., None]
+    z = Q[..., :, :p].mT @ t
+    return -((C * xp.astype(before, C.dtype)) @ t) / pivots, R[..., :p, :], z
+
+
+def _xp_prefix_fast(xp, X, Y, lam):
+    """(predictions, estimated cond per problem) of the scaled problems (B, T, p), (B, T, k); lam (B,) or None."""
+    B, T, p = X.shape
+    k = Y.shape[-1]
+    place = {"dtype": X.dtype, "device": device(X)}
+    m = min(T, p)
+    root = None if lam is None else xp.sqrt(lam)[:, None, None]
+    first = X[:, :m, :].mT
+    if root is not None:
+        first = xp.concat([first, root * xp.eye(m, **place)], axis=-2)
+    L = xp.linalg.qr(first)[1][..., :m, :].mT
+    identity = xp.eye(m, **place)
+    zero = xp.linalg.diagonal(L) == 0  # an exactly dependent row: 1 in its place (the solve of some namespaces
+    # raises), and the problem marked for the SVD path
+    pivoted = L + identity * xp.astype(zero, L.dtype)[..., None, :]
+    rhs = xp.concat([Y[:, :m, :], xp.broadcast_to(identity, (B, m, m))], axis=-1)
+    failed = False
+    try:
+        solved = _solve_triangular(pivoted, rhs, lower=True, transpose=False)
+    except Exception as exc:  # a namespace whose solve (LU) raises on a numerically singular L: the SVD path
+        if not _linalg_error(exc):
+            raise
+        solved, failed = xp.zeros_like(rhs), True
+    parts = [xp.tril(L, k=-1) @ solved[..., :k]]
+    inverse = solved[..., k:]
+    size = xp.sum(X * X, axis=(-2, -1)) + (0.0 if lam is None else lam)
+    cond = xp.sqrt(size) * xp.sqrt(xp.sum(inverse * inverse, axis=(-2, -1)))
+    cond = xp.where(xp.any(zero, axis=-1), xp.full_like(cond, math.inf), cond)
+    if failed:
+        cond = xp.full_like(cond, math.inf)
+    if T > p:
+        block = max(_PREFIX_BLOCK, 2 * p)
+        end = min(T, p + block)
+        if root is None:
+            pred, R, z = _xp_null_space_predictions(xp, X[:, :end, :], Y[:, :end, :], p)
+            parts.append(pred)
+        else:  # R and Qᵀy of [√λ I; X[:p]] (targets [0; Y[:p]]), from the R of the augmented matrix
+            top = xp.concat([root * xp.eye(p, **place), xp.zeros((B, p, k), **place)], axis=-1)
+            augmented = xp.linalg.qr(xp.concat([top, xp.concat([X[:, :p, :], Y[:, :p, :]], axis=-1)], axis=-2))[1]
+            R, z, end = augmented[:, :p, :p], augmented[:, :p, p:], p
+        while end < T:
+            start, end = end, min(T, end + block)
+            M = xp.concat([R, X[:, start:end, :]], axis=-2)
+            pred, R, z = _xp_null_space_predictions(xp, M, xp.concat([z, Y[:, start:end, :]], axis=-2), p)
+            parts.append(pred)
+    return xp.concat(parts, axis=1), cond
+
+
+def _xp_prefix_svd(xp, X, Y, lam):
+    """Prefix by prefix from SVDs (lstsq's cutoff eps·max(t, p)·s_max; with ridge the filter s / (s² + λ))."""
+    B, T, p = X.shape
+    eps = xp.finfo(X.dtype).eps
+    rows = [xp.zeros((B, 1, Y.shape[-1]), dtype=X.dtype, device=device(X))]
+    for t in range(1, T):
+        U, s, Vh = xp.linalg.svd(X[:, :t, :], full_matrices=False)
+        if lam is None:
+            kept = s > eps * max(t, p) * s[..., :1]
+            factor = xp.where(kept, 1.0 / xp.where(kept, s, xp.ones_like(s)), xp.zeros_like(s))
+        else:
+            factor = s / (s * s + lam[:, None])
+        coefficients = (U.mT @ Y[:, :t, :]) * factor[..., None]
+        rows.append(X[:, t:t + 1, :] @ (Vh.mT @ coefficients))
+    return xp.concat(rows, axis=1)
+
+
+def prefix_predictions(X: Array, Y: Array, *, ridge: float | None = None) -> Array:
+    """Least-squares predictions on every prefix: row t is the prediction of y_t from the examples before it.
+
+    As the NumPy module's ``prefix_predictions`` (X (..., T, p), Y (..., T) or (..., T, k); the minimum-norm
+    solution on rank-deficient prefixes, 0 at t = 0; ``ridge`` λ), in array-API operations on the arguments'
+    device and in their common dtype: the interpolation rows from one QR and a triangular solve, the rows past p by
+    recursive residuals (complete QR and QL per block), each problem scaled by powers of two. No per-prefix
+    ``lstsq``: on GPUs it is also right where ``torch.linalg.lstsq`` (QR without pivoting) is wrong, on rank-deficient
+    prefixes. Where a problem's first rows are too ill-conditioned for that (estimated cond over 1e10, or 1% of
+    lstsq's cutoff eps·max(T, p) in the dtype), it is solved prefix by prefix from SVDs with lstsq's cutoff where
+    values are concrete; traced (jax.jit, torch.compile), those problems' predictions are NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]); y = np.array([1.0, 2.0, 3.0, 4.0])
+    >>> [round(float(v), 12) for v in prefix_predictions(X, y)]
+    [0.0, 0.0, 3.0, 4.0]
+    """
+    lam = _ridge_value(ridge)
+    xp = _namespace(X=X, Y=Y)
+    _check_array(xp, "X", X, 2)
+    _check_array(xp, "Y", Y, 1)
+    steps, p = tuple(X.shape[:-1]), X.shape[-1]
+    vector_y = Y.ndim == X.ndim - 1
+    if (tuple(Y.shape) if vector_y else tuple(Y.shape[:-1])) != steps:
+        raise ValueError(f"Y must have shape {steps} or {steps + ('k',)} to match X of shape {tuple(X.shape)}, got "
+                         f"{tuple(Y.shape)}")
+    _require_finite(xp, X=X, Y=Y)
+    dtype = xp.result_type(X, Y)
+    B, T = math.prod(steps[:-1]), steps[-1]
+    Y2 = Y[..., None] if vector_y else Y
+    k = Y2.shape[-1]
+    Xs = xp.reshape(xp.astype(X, dtype, copy=False), (B, T, p))
+    Ys = xp.reshape(xp.astype(Y2, dtype, copy=False), (B, T, k))
+    exponents = []
+    for A in (Xs, Ys):  # per problem 2^c near max |A|: exact scaling, X's with λ by its square
+        top = xp.max(xp.abs(A), axis=(-2, -1))
+        positive = top > 0
+        c = xp.floor(xp.log2(xp.where(positive, top, xp.ones_like(top))))
+        exponents.append(xp.where(positive, c, xp.zeros_like(c)))
+    cx, cy = exponents
+    low, high = _powers_of_two(-cx)
+    Xs = Xs * (low * high)[:, None, None]
+    low, high = _powers_of_two(-cy)
+    Ys = Ys * (low * high)[:, None, None]
+    lams = None
+    if lam is not None:
+        low, high = _powers_of_two(-2.0 * cx)
+        tiny = xp.finfo(dtype).smallest_normal
+        lams = xp.clip(lam * low * high, tiny, 2.0 ** (math.floor(math.log2(xp.finfo(dtype).max)) // 2))
+    out, cond = _xp_prefix_fast(xp, Xs, Ys, lams)
+    limit = min(_PREFIX_COND, 0.01 / (xp.finfo(dtype).eps * max(T, p)))
+    hard = ~(cond <= limit)
+    if _concrete(out, cond):
+        if not _false(xp.any(hard)):
+            out = xp.where(hard[:, None, None], _xp_prefix_svd(xp, Xs, Ys, lams), out)
+    else:
+        out = xp.where(hard[:, None, None], xp.full_like(out, math.nan), out)
+    low, high = _powers_of_two(cy)
+    out = xp.reshape(out * (low * high)[:, None, None], steps + (k,))
+    _require_finite_result(xp, out, "the prefix predictions", "they leave the float range; rescale X or Y")
+    return out[..., 0] if vector_y else out
+
+
 # --- printed from checked lemmas by `derive codegen` (see the header) --------------------
 
 
@@ -1183,4 +1572,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "d34ab88e739b8da65e94cd053ccf509ca79367ed61f43aada6d96455b8825521"
+HOST_MODULE_SHA256 = "233bec956b93a64c0a73cc78cf7d489d906fc77a3e8892959fa410a3ed363258"
