@@ -5,19 +5,21 @@ user's module registers with ``@theorem`` are treated exactly like the built-in 
 packages register through the entry-point group ``ols_transformer.theorems``.
 
 Exit codes: 0 success, 1 a proof or certificate failed (``derive refute``: a counterexample was found), 2 a
-usage error (bad id, bad path, a library that cannot be loaded, a missing optional dependency; ``derive refute``:
-a theorem whose statement cannot be built), 3 an output that cannot be written (the message
+usage error (bad id, bad path, a library that cannot be loaded, a missing optional dependency, a mistyped command
+or option, answered with the closest one; ``derive check``: a file that cannot be read, missing or not JSON;
+``derive refute``: a theorem whose statement cannot be built), 3 an output that cannot be written (the message
 names the file or directory), 4 an incomplete run with no failure: ``derive check`` stopped by its outer
 time guard before a verdict on some certificate (``interrupted: not checked``; none rejected, none
 unreadable), ``derive export`` refused some theorems (each listed with its reason; the others were
-written), or ``derive codegen --strict`` could not print some routes or terms (each listed; the modules were
-written with the others), 141 the reader of the output went away (``derive list | head -1``; quiet).
+written), or ``derive codegen`` could not print some routes or terms (each listed with its reason; the modules
+were written with the others), 141 the reader of the output went away (``derive list | head -1``; quiet).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import os
 import re
@@ -46,7 +48,7 @@ class CannotWrite(Exception):
 EXIT_CANNOT_WRITE = 3
 EXIT_NOT_EXPORTED = 4  # derive export: some theorems refused (listed), the others written
 EXIT_INTERRUPTED = 4  # derive check: a certificate not checked within --time-limit (no verdict)
-EXIT_NOT_PRINTED = 4  # derive codegen --strict: some routes or terms not printed (listed), the others written
+EXIT_NOT_PRINTED = 4  # derive codegen: some routes or terms not printed (listed), the others written
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
@@ -137,13 +139,17 @@ def _cmd_build(args) -> int:
         print(line, flush=True)
 
     result = pipeline.build(out, list(_library()), style=args.style, symbols=args.symbols, make_pdf=not args.no_pdf,
-                            progress=progress, report=report, witness=args.witness)
+                            progress=progress, report=report, witness=args.witness, coq=not args.no_coq)
     _failures(result.records)
     print(result.summary())
     return 0 if result.verified == len(result.records) else 1
 
 
 def _cmd_codegen(args) -> int:
+    """The package's modules, and each ``--library``'s own (``<stem>_<backend>.py``); every route and term that
+    cannot be printed is named on stderr with its reason.  Exit 0 when every declared route and term was printed,
+    1 when a proof failed (its routes are among those named), else 4 when some were not printed (the modules hold
+    the others)."""
     out = _output_dir(args.out)
     records = pipeline.prove(pipeline.codegen_theorems())
     _failures(records)
@@ -153,9 +159,15 @@ def _cmd_codegen(args) -> int:
         print(f"wrote {path}")
     for line in unprinted:
         print(line, file=sys.stderr)
-    if any("error" in r for r in records):
+    failed = [r["id"] for r in records if "error" in r]
+    if unprinted or failed:
+        said = f"{len(unprinted)} declared {'route or term' if len(unprinted) == 1 else 'routes or terms'} not printed"
+        why = f"; {len(failed)} proof{'s' if len(failed) != 1 else ''} failed ({', '.join(failed)})" if failed else ""
+        print(f"derive codegen: {said} (each named above){why}; the modules written hold the others",
+              file=sys.stderr)
+    if failed:
         return 1  # a proof the kernel refused: its routes are left out (named above)
-    return EXIT_NOT_PRINTED if unprinted and args.strict else 0
+    return EXIT_NOT_PRINTED if unprinted else 0
 
 
 def _cmd_reproduce(args) -> int:
@@ -231,14 +243,25 @@ def _cmd_prove(args) -> int:
             print(f"{r['id']:30} {r['steps']:5d}  {'yes' if r['status'] == 'verified' else 'NO':8} "
                   f"{r['seconds']:7.3f}{extra}")
         _failures(records)
-        verified = sum(r["status"] == "verified" for r in records)
-        searched = sum(bool(r.get("searched")) for r in records)
-        failed = len(records) - verified
-        print(f"{verified}/{len(records)} theorems verified" + (f"; certificates in {out}" if out else "")
-              + f"; {len(records) - searched} replayed from their records, {searched} searched"
-              + (f" ({failed} not proved)" if failed else ""))
+        print(_proved_summary(records) + (f"; certificates in {out}" if out else ""))
     _record_problems()
     return 0 if all(r["status"] == "verified" for r in records) else 1
+
+
+def _proved_summary(records: list[dict]) -> str:
+    """The line ``derive prove`` ends with: how many theorems were verified, how many of those were replayed from
+    their records and how many searched, and the theorems not proved, named (a failed search is neither: "0/1
+    theorems verified; 1 not proved: mine (why: its FAILED line)")."""
+    verified = [r for r in records if r["status"] == "verified"]
+    failed = [r["id"] for r in records if r["status"] != "verified"]
+    searched = sum(bool(r.get("searched")) for r in verified)
+    line = f"{len(verified)}/{len(records)} theorems verified"
+    if verified:
+        line += f"; {len(verified) - searched} replayed from their records, {searched} searched"
+    if failed:
+        named = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+        line += f"; {len(failed)} not proved: {named} (why: {'its' if len(failed) == 1 else 'each'} FAILED line)"
+    return line
 
 
 def _cmd_refute(args) -> int:
@@ -312,35 +335,23 @@ def _record_problems() -> None:
 
 #: What ``derive check`` prints of a statement, whatever its size, in a time bounded by these: at most
 #: ``STATEMENT_LINES`` lines of scalars, families, hypotheses and definitions (then how many more there are), terms of
-#: at most ``LINE_CHARACTERS`` characters (cut short: ``…``), the first ``EXACT_TERMS`` of them as SymPy prints them
-#: (when small: ``kernel.terms.shown``), the others by the kernel's linear printer, and the scalar symbols looked for
-#: in at most ``SCALAR_NODES`` nodes (a 40 KB statement nested deep took SymPy's printer minutes).
+#: at most ``LINE_CHARACTERS`` characters (cut short: ``…``) in the package's notation (``XᵀX = VΛVᵀ``:
+#: :mod:`derive.plaintext`, node by node, in time linear in what is shown), and the symbols looked for in at most
+#: ``SCALAR_NODES`` nodes (a 40 KB statement nested deep took SymPy's printer minutes).
 STATEMENT_LINES = 60
 LINE_CHARACTERS = 240
-EXACT_TERMS = 100
 SCALAR_NODES = 200_000
 
 
 def statement_lines(theorem) -> list[str]:
-    """The statement a theorem proves, in plain text: the sign assumption of every scalar symbol, every family with
-    its recurrence (base and step), hypotheses (with their quantifiers), definitions, claim; bounded in size and in
-    the time it takes to print (:data:`STATEMENT_LINES`)."""
-    from .kernel.terms import FamilyMatrix, shown
+    """The statement a theorem proves, in the package's notation (:mod:`derive.plaintext`): the sign assumption of
+    every scalar symbol, every family with its recurrence (base and step), hypotheses (with their quantifiers),
+    definitions, claim; bounded in size and in the time it takes to print (:data:`STATEMENT_LINES`)."""
+    from .kernel.terms import FamilyMatrix
 
     proof = theorem.proof
-    exact = [EXACT_TERMS]
-
-    def sstr(term) -> str:
-        exact[0] -= 1
-        return shown(term, LINE_CHARACTERS, exact=exact[0] >= 0)
-
-    terms = [proof.claim.lhs, proof.claim.rhs]
-    for h in proof.hypotheses:
-        terms += [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]
-    terms += [side for d in proof.definitions for side in (d.symbol, d.rhs)]
-    terms += [part for f in proof.families if f.is_defined for part in (f.base, f.step)]
-    scalars = _scalar_symbols(terms)
-    said = ([f"  scalar  {s.name}" + (" > 0" if positive else " (real, of unknown sign)") for s, positive in scalars]
+    sstr, scalars = _statement_printer(proof)
+    said = ([f"  scalar  {sstr(s)}" + (" > 0" if positive else " (real, of unknown sign)") for s, positive in scalars]
             if scalars is not None else ["  scalar  … (the statement is too large to list its scalar symbols)"])
     body = [lambda line=line: [line] for line in said]
 
@@ -373,23 +384,56 @@ def statement_lines(theorem) -> list[str]:
     return lines
 
 
-def _scalar_symbols(terms) -> list | None:
-    """The scalar symbols of ``terms`` (sorted by name, each with whether it is positive), or None when the terms
-    have more than :data:`SCALAR_NODES` nodes."""
-    from sympy import Symbol
+def claim_line(theorem) -> str:
+    """The claim a theorem proves, on one line in the package's notation, and how many assumptions it rests on
+    (what ``derive check`` prints of each of several certificates; ``--full``: :func:`statement_lines`)."""
+    proof = theorem.proof
+    sstr, _ = _statement_printer(proof)
+    assumptions = len(proof.hypotheses) + len(proof.definitions) + sum(f.is_defined for f in proof.families)
+    given = f"  (under {assumptions} assumption{'s' * (assumptions != 1)}: --full lists them)" if assumptions else ""
+    return f"  proves  {sstr(proof.claim.lhs)} = {sstr(proof.claim.rhs)}{given}"
+
+
+def _statement_printer(proof):
+    """(a function printing a term of ``proof``'s statement in the package's notation, its names kept apart; the
+    scalar symbols with whether each is positive, or None for a statement too large to list them)."""
+    from .plaintext import display_names, plain
+
+    terms = [proof.claim.lhs, proof.claim.rhs]
+    for h in proof.hypotheses:
+        terms += [h.lhs.arguments[0]] if h.is_predicate else [h.lhs, h.rhs]
+    terms += [side for d in proof.definitions for side in (d.symbol, d.rhs)]
+    terms += [part for f in proof.families if f.is_defined for part in (f.base, f.step)]
+    found = _symbols(terms)
+    if found is None:  # too large to list its symbols: every name as it is, so that no two print alike
+        return (lambda term: plain(term, LINE_CHARACTERS, raw=True)), None
+    scalars, names = found
+    shown = display_names([*names, *(f.name for f in proof.families)])
+    return (lambda term: plain(term, LINE_CHARACTERS, shown)), scalars
+
+
+def _symbols(terms) -> tuple[list, set[str]] | None:
+    """(the scalar symbols of ``terms``, sorted by name, each with whether it is positive; the names of every symbol
+    and family), or None when the terms have more than :data:`SCALAR_NODES` nodes."""
+    from sympy import MatrixSymbol, Symbol
 
     from .kernel.scalars import scalar_kind
+    from .kernel.terms import FamilyMatrix
 
-    found, stack, nodes = set(), list(terms), 0
+    found, names, stack, nodes = set(), set(), list(terms), 0
     while stack:
         node = stack.pop()
         nodes += 1
         if nodes > SCALAR_NODES:
             return None
-        if type(node) is Symbol and scalar_kind(node) is not None:
-            found.add(node)
+        if type(node) is Symbol:
+            names.add(node.name)
+            if scalar_kind(node) is not None:
+                found.add(node)
+        elif isinstance(node, (MatrixSymbol, FamilyMatrix)):
+            names.add(str(node.name))
         stack += getattr(node, "args", ())
-    return [(s, scalar_kind(s) == "positive") for s in sorted(found, key=lambda v: v.name)]
+    return [(s, scalar_kind(s) == "positive") for s in sorted(found, key=lambda v: v.name)], names
 
 
 def _builtin_library() -> dict:
@@ -470,6 +514,7 @@ def _cmd_check(args) -> int:
         statements = {**library, expected["theorem"]: expected}
         whose = {expected["theorem"]: "the --reference certificate"}
     rejected = unreadable = interrupted = 0
+    full = args.full or len(args.files) == 1  # one file: its whole statement; several: one claim line each
     for name in args.files:
         shown = safe_text(name)
         started = time.process_time()  # the guard (CPU seconds) covers reading and parsing the file too
@@ -503,8 +548,17 @@ def _cmd_check(args) -> int:
         cites = f"; cites {', '.join(t.id for t in theorem.proof.cites)}" if theorem.proof.cites else ""
         where = "library theorem" if theorem.id in library else "theorem"
         print(f"{shown}: verified {where} {theorem.id} ({theorem.steps} steps{cites})")
-        for line in statement_lines(theorem):
-            print(f"  {_one_line(line)}")
+        if full:
+            for line in statement_lines(theorem):
+                print(f"  {_one_line(line)}")
+        else:  # several files: the claim on one line (--full: the whole statement of each)
+            print(f"  {_one_line(claim_line(theorem))}")
+    if len(args.files) > 1:
+        verified = len(args.files) - rejected - unreadable - interrupted
+        parts = [f"{verified} verified"] + [f"{count} {what}" for count, what in (
+            (rejected, "rejected"), (unreadable, "cannot be read"),
+            (interrupted, "not checked (past --time-limit)")) if count]
+        print(f"{len(args.files)} certificates: {', '.join(parts)}")
     return 1 if rejected else 2 if unreadable else EXIT_INTERRUPTED if interrupted else 0
 
 
@@ -532,11 +586,53 @@ def _one_line(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, saying "did you mean" for a mistyped choice: a subcommand (``derive prvoe``), a
+    ``--backend``, a ``--style``, an ``export`` target."""
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            names = [str(choice) for choice in action.choices]
+            close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise argparse.ArgumentError(action, f"invalid choice: {safe_text(str(value))!r}{hint} (choose from "
+                                                 f"{', '.join(map(repr, names))})")
+        super()._check_value(action, value)
+
+
+#: The commands whose positional list may also follow their options (``derive export coq --out D --compile ID``,
+#: ``derive check a.json --expect ID b.json``), and the argument that collects it.
+_TRAILING = {"prove": "ids", "refute": "ids", "latex": "ids", "export": "ids", "check": "files"}
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, its positional ids (or files) anywhere among the options: argparse stops a list at the
+    first option after it (and fills ``nargs="*"`` before one: ``export coq --out D ID`` left ID over), so what it
+    leaves over that is not an option is added to the list; an option it does not know is an error that suggests
+    the closest one."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    commands = parser._commands  # the subparsers by name
+    target = commands.get(args.command, parser)
+    unknown = [word for word in extra if word.startswith("-") and word != "-"]
+    if unknown or args.command not in _TRAILING:
+        first = (unknown or extra)[0]
+        close = difflib.get_close_matches(first.split("=", 1)[0], list(target._option_string_actions), n=1) \
+            if first.startswith("-") else []
+        target.error(f"unrecognized arguments: {safe_text(' '.join(extra))}"
+                     + (f" (did you mean {close[0]}?)" if close else ""))
+    getattr(args, _TRAILING[args.command]).extend(extra)
+    return args
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="derive", description="Machine-checked: OLS is single-layer linear attention.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    parser._commands = sub.choices
     listing = sub.add_parser("list", help="list the theorem ids")
     listing.set_defaults(run=_cmd_list)
     p = sub.add_parser("prove", help="check theorems with the kernel")
@@ -558,8 +654,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="also load the theorems this module or .py file registers with @theorem (repeatable); "
                         "Python code that runs with your rights: load only code you trust")
     f.set_defaults(run=_cmd_refute)
-    c = sub.add_parser("check", help="re-check certificate files from scratch")
-    c.add_argument("files", nargs="+", metavar="FILE")
+    c = sub.add_parser("check", help="re-check certificate files from scratch and print what each proves")
+    c.add_argument("files", nargs="+", metavar="FILE",
+                   help="certificate files (.json, as derive prove --certificates or derive build writes them); "
+                        "exit 0 all verified, 1 one rejected, 2 one cannot be read (missing, not JSON), 4 one not "
+                        "checked within --time-limit")
+    c.add_argument("--full", action="store_true",
+                   help="print every certificate's whole statement (scalars, families, hypotheses, definitions, "
+                        "claim; the default for one file), not only its claim")
     c.add_argument("--expect", metavar="ID", help="require each certificate to prove the built-in theorem ID")
     c.add_argument("--reference", metavar="CERT",
                    help="require each certificate to state what the certificate CERT (checked first) states: for "
@@ -583,19 +685,26 @@ def _parser() -> argparse.ArgumentParser:
                    help="NAME = LATEX lines mapping the package's symbols to your own macros (docs/latex.md)")
     t.set_defaults(run=_cmd_latex)
     g = sub.add_parser("codegen",
-                       help="write NumPy, mpmath, array-API and Dask modules generated from checked theorems")
-    g.add_argument("--backend", choices=(*pipeline.BACKENDS, "all"), default="all")
+                       help="write NumPy, mpmath, array-API and Dask modules generated from checked theorems "
+                            "(exit 4: some declared routes or terms not printed, each named; the others written)")
+    g.add_argument("--backend", choices=(*pipeline.BACKENDS, "all"), default="all",
+                   help="which module to write: numpy (ols_attention.py, float64 NumPy), mpmath (ols_attention_mp.py, "
+                        "arbitrary precision), xp (ols_attention_xp.py, the array API: JAX, PyTorch, CuPy), dask "
+                        "(ols_attention_dask.py, out-of-core tall X) or all (default: all)")
     g.add_argument("--out", required=True, metavar="DIR",
                    help="directory for ols_attention.py, ols_attention_mp.py, ols_attention_xp.py, "
-                        "ols_attention_dask.py")
+                        "ols_attention_dask.py, and each --library's own modules, <library>_<backend>.py "
+                        "(my_theorems_numpy.py for my_theorems.py)")
     g.add_argument("--strict", action="store_true",
-                   help="exit with status 4 when a declared route or term cannot be printed (it is named either way; "
-                        "the modules are written with the others)")
+                   help="kept for old scripts: codegen always exits with status 4 when a declared route or term "
+                        "cannot be printed (it is named; the modules are written with the others)")
     g.set_defaults(run=_cmd_codegen)
     r = sub.add_parser("reproduce", help="run the paper's experiments headless: figures and summary.json")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--quick", action="store_true", help="smaller Hopfield and shift runs (for tests)")
-    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (a bar on a terminal; elsewhere a line as each stage starts and ends "
+                        "and one every 10 s)")
     r.set_defaults(run=_cmd_reproduce)
     x = sub.add_parser("export", help="export checked proofs to another proof checker (coq)")
     x.add_argument("target", choices=("coq",), help="the proof checker (coq: Coq/MathComp)")
@@ -605,8 +714,19 @@ def _parser() -> argparse.ArgumentParser:
                    "without the kernel's check (Coq checks them on its own)")
     x.add_argument("--compile", action="store_true", help="compile with coqc and report per theorem")
     x.set_defaults(run=_cmd_export)
-    b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX, code and PDF")
-    b.add_argument("--out", default="build", metavar="DIR", help="output directory (default: build)")
+    b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX, code, the PDF and "
+                                     "the Coq files, compiled by coqc when it is on PATH (--no-coq: not compiled)",
+                       description="Prove every theorem, then write DIR/certificates, DIR/latex (and the PDF when a "
+                                   "TeX engine is installed), DIR/code and DIR/coq, the Coq development, compiled "
+                                   "with coqc when it is on PATH: most of a build's time where Coq is installed "
+                                   "(--no-coq skips it).")
+    b.add_argument("--out", default="build", metavar="DIR",
+                   help="output directory (default: build). derive build writes only its four folders there, "
+                        "certificates/, latex/, code/ and coq/: pip's build/lib and build/bdist.* (written by "
+                        "python -m pip install . in a checkout) and the docs' build/docs sit beside them, untouched")
+    b.add_argument("--no-coq", action="store_true",
+                   help="do not compile the Coq development with coqc (the .v files are still written to DIR/coq; "
+                        "derive export coq --compile compiles them later); the article then says \"exported\"")
     b.add_argument("--witness", action="store_true",
                    help="also re-evaluate every proof with the independent witness (about a minute more); the "
                         "article's table of results reports it")
@@ -640,7 +760,7 @@ def _target(exc: OSError) -> str:
 
 
 def _run(argv: list[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     with _one_command():
         return _dispatch(args)
 

@@ -177,3 +177,24 @@ np.testing.assert_allclose(scores @ Y_num, reference, rtol=1e-10)
 np.testing.assert_allclose((Xq_num @ W_Q) @ (X_num @ W_K).T @ Y_num, reference, rtol=1e-10)
 np.testing.assert_allclose(W_Q @ W_K.T, np.linalg.inv(X_num.T @ X_num), rtol=1e-10)
 print("scores shape", scores.shape, "— attention with W_Q W_Kᵀ = (XᵀX)⁻¹ reproduces OLS")
+
+# %% [markdown]
+# ## The attention weights of OLS
+#
+# Row $i$ of the score matrix $(X_q L)(X L)^\top$ holds the weights with which query $i$ reads the values $y_j$ of the
+# $n = 200$ training tokens: its prediction is $\sum_j s_{ij}\, y_j$, the OLS prediction. Linear attention has no
+# softmax, so the weights need not be positive nor sum to one (the colour scale is symmetric about zero).
+
+# %%
+# %matplotlib inline
+from matplotlib.figure import Figure
+
+fig = Figure(figsize=(10, 3.2), dpi=110)
+ax = fig.subplots()
+bound = float(np.abs(scores).max())
+image = ax.imshow(scores, aspect="auto", cmap="RdBu_r", vmin=-bound, vmax=bound, interpolation="nearest")
+fig.colorbar(image, ax=ax, label="score $s_{ij}$")
+ax.set(xlabel="training token $j$", ylabel="query $i$",
+       title=r"OLS as attention: the scores $(X_qL)(XL)^\top$ of 10 queries over 200 tokens")
+fig.tight_layout()
+display(fig)

@@ -1,11 +1,14 @@
 """The documentation site (docs/): the tutorial runs, every page is in the table of contents, and Sphinx
-builds the site with warnings as errors.
+builds the site with warnings as errors, with every notebook executed (outputs and figures), the article's PDF
+downloadable, the installation, estimator and changelog pages, and the repository linked.
 
 The tutorial (``docs/tutorial.md``, a MyST-NB text notebook) is executed here cell by cell in a Jupyter
 kernel on this interpreter, in a temporary folder, exactly as the Sphinx build executes it; its hidden
 cells assert what the commands print. The full Sphinx build needs the ``docs`` extra
-(``pip install ".[docs]"``) and is skipped without it; ``.ci/run`` installs the extra and runs the same
-build itself after the tests, so CI never skips it.
+(``pip install ".[docs]"``) and is skipped without it; ``.ci/run`` installs the extra before the slow tier,
+so CI runs it, and then builds the site itself (reusing the notebooks this build executed: they are cached per
+version of the package in ``build/.jupyter_cache/``). What the site gathers at configuration time (the PDF, the
+repository's address, the cache folder) is ``docs/sitefiles.py``, tested here without a build too.
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ def test_tutorial_has_code_and_checks():
                     "derive codegen --library", ".auto(", "ProofError"):
         assert command in sources, command
     front = TUTORIAL.read_text(encoding="utf-8").split("---", 2)[1]
-    assert "execution_mode: force" in front and "file_format: mystnb" in front
+    assert "file_format: mystnb" in front  # executed by the build (cached per version of the package, as every page)
+    assert "execution_mode" not in front
 
 
 def _kernel_manager(tmp_path: Path):
@@ -91,6 +95,7 @@ def test_tutorial_runs(tmp_path, monkeypatch):
     assert (work / "my_theorems.py").is_file()
     assert {p.name for p in (work / "certs").iterdir()} >= {"ols_through_qr.json", "hat_idempotent.json"}
     assert (work / "tex" / "hat_idempotent.tex").is_file() and (work / "code" / "ols_attention.py").is_file()
+    assert (work / "code" / "my_theorems_numpy.py").is_file()  # the library's own module holds its route
     text = "".join(output.get("text", "") for cell in notebook.cells for output in cell.outputs)
     assert "2/2 theorems verified" in text
     assert "verified theorem ols_through_qr" in text and "verified theorem hat_idempotent" in text
@@ -120,6 +125,102 @@ def test_ci_builds_the_docs_with_warnings_as_errors():
     installs = [i for i, line in enumerate(lines) if ".[docs]" in line]
     tests = [i for i, line in enumerate(lines) if "pytest" in line]
     assert installs and tests and tests[0] < installs[0] < lines.index(build[0])
+    # the docs extra is there for the slow tier (this file's build and its checks run in CI) ...
+    slow = [i for i, line in enumerate(lines) if re.search(r"\bpytest -m slow\b", line)]
+    assert slow and installs[0] < slow[0], "install the docs extra before `pytest -m slow`"
+    # ... and derive build wrote the PDF before the site is built, which copies it (docs/sitefiles.py)
+    derive_build = [i for i, line in enumerate(lines) if re.search(r"\bderive build\b", line)]
+    assert derive_build and derive_build[0] < min(slow[0], lines.index(build[0]))
+
+
+def _sitefiles():
+    sys.path.insert(0, str(DOCS))
+    try:
+        import sitefiles
+    finally:
+        sys.path.remove(str(DOCS))
+    return sitefiles
+
+
+def test_the_new_pages_are_in_the_table_of_contents():
+    """Installation and the estimator guide among the guides, the article among the reference, the changelog
+    (the repository's CHANGELOG.md, included) at the end."""
+    entries = _toctree_entries(DOCS / "index.md")
+    for page in ("installation", "estimator", "article", "changelog"):
+        assert page in entries and (DOCS / f"{page}.md").is_file(), page
+    assert "```{include} ../CHANGELOG.md" in (DOCS / "changelog.md").read_text(encoding="utf-8")
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert changelog.startswith("# Changelog\n") and "## Unreleased" in changelog
+    for issue in (2, 3, 9, 19, 27, 40):  # milestones from the first to the latest
+        assert f"(issue {issue})" in changelog, issue
+
+
+def test_the_installation_page_names_every_extra():
+    """Every extra of pyproject.toml is in the installation page's table, and the system packages CI installs
+    for TeX and Coq are named there."""
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    page = (DOCS / "installation.md").read_text(encoding="utf-8")
+    table = {m.group(1) for m in re.finditer(r"^\| `([\w-]+)` \|", page, re.M)}
+    assert table == set(extras), sorted(set(extras) ^ table)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for package in ("texlive-latex-base", "texlive-latex-recommended", "latexmk", "poppler-utils", "coq",
+                    "libcoq-mathcomp-algebra", "libcoq-mathcomp-real-closed"):
+        assert package in page and package in ci, package
+
+
+@pytest.mark.parametrize(("remote", "url"), [
+    ("https://github.com/owner/ols-transformer.git", "https://github.com/owner/ols-transformer"),
+    ("git@github.com:owner/ols-transformer.git", "https://github.com/owner/ols-transformer"),
+    ("ssh://git@gitlab.example.org/group/ols-transformer", "https://gitlab.example.org/group/ols-transformer"),
+    ("https://user:token@github.com/owner/ols-transformer/", "https://github.com/owner/ols-transformer"),
+    ("/srv/git/ols-transformer", None),
+    ("file:///srv/git/ols-transformer", None),
+    ("../ols-transformer", None),
+    ("https://github.com", None),
+])
+def test_the_repository_address_is_a_web_address_without_credentials(remote, url):
+    assert _sitefiles()._web_url(remote) == url
+
+
+def test_the_repository_address_comes_from_pyproject_first(tmp_path):
+    sitefiles = _sitefiles()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\n'
+                                             'Homepage = "https://example.org/home"\n'
+                                             'Repository = "https://example.org/code/x.git"\n', encoding="utf-8")
+    assert sitefiles.repository_url(tmp_path) == "https://example.org/code/x"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
+    assert sitefiles.repository_url(tmp_path) is None  # no urls, no .git: nothing is made up
+
+
+def test_the_notebook_cache_is_per_version_and_keeps_a_few(tmp_path):
+    sitefiles = _sitefiles()
+    base = tmp_path / "cache"
+    folders = [sitefiles.notebook_cache(base, f"{i:016x}" + "0" * 48, keep=3) for i in range(5)]
+    assert folders[-1] == base / f"{4:016x}" and folders[-1].is_dir()
+    assert sorted(p.name for p in base.iterdir()) == [f"{i:016x}" for i in (2, 3, 4)]
+    assert sitefiles.notebook_cache(base, f"{3:016x}" + "0" * 48) == base / f"{3:016x}"  # reused, not emptied
+    digest = sitefiles.package_digest(ROOT)  # the version: a digest of the package's files
+    assert re.fullmatch(r"[0-9a-f]{64}", digest) and digest == sitefiles.package_digest(ROOT)
+    assert any(line.strip() in ("build/", "/build/") for line in (ROOT / ".gitignore").read_text().splitlines())
+
+
+def test_the_article_is_copied_from_derive_build_else_explained(tmp_path, monkeypatch):
+    """build/latex/ols_transformer.pdf is copied as it is; without it and without TeX there is no PDF (and no
+    link), and a stale copy is removed."""
+    sitefiles = _sitefiles()
+    root, site = tmp_path / "checkout", tmp_path / "site"
+    built = root / "build" / "latex" / sitefiles.ARTICLE_PDF
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"%PDF-1.5 the article")
+    article = sitefiles.article_pdf(root, site, "0" * 64)
+    assert article.origin == "derive build" and article.pdf == site / sitefiles.ARTICLE_PDF
+    assert article.pdf.read_bytes() == b"%PDF-1.5 the article"
+    built.unlink()
+    monkeypatch.setattr(sitefiles.shutil, "which", lambda name: None)  # no latexmk, no pdflatex
+    article = sitefiles.article_pdf(root, site, "0" * 64)
+    assert article.pdf is None and article.origin == "none" and "no TeX engine" in article.detail
+    assert not (site / sitefiles.ARTICLE_PDF).exists()
 
 
 DOCS_EXTRA = ("sphinx", "myst_nb", "ipykernel", "furo", "sphinx-mathjax-offline", "sklearn")
@@ -132,7 +233,7 @@ def test_docs_build_without_warnings(tmp_path, monkeypatch):
     _with_scripts_on_path(monkeypatch)
     out = tmp_path / "html"
     run = subprocess.run([sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-b", "html", str(DOCS),
-                          str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+                          str(out)], capture_output=True, text=True, cwd=ROOT, timeout=1200)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
     api = (out / "api.html").read_text(encoding="utf-8")
     for name in ("derive.ProofBuilder", "derive.ChainBuilder.auto", "derive.check", "derive.theorem",
@@ -146,6 +247,88 @@ def test_docs_build_without_warnings(tmp_path, monkeypatch):
     assert "2/2 theorems verified" in tutorial and "hat_is_identity/main" in tutorial  # executed, not just shown
     _the_site_is_complete_and_offline(out)
     _tutorial_outputs_are_whole(out)
+    _every_notebook_page_shows_outputs_and_figures(out)
+    _the_estimator_guide_was_executed(out)
+    _the_new_pages_are_built_and_listed(out)
+    _the_article_is_reachable(out)
+    _the_repository_is_linked(out)
+
+
+def _every_notebook_page_shows_outputs_and_figures(out: Path) -> None:
+    """Each notebook page: at least one cell output and at least one image, a PNG file of the site."""
+    pages = sorted((out / "notebooks").glob("*.html"))
+    assert len(pages) == len(list((ROOT / "notebooks").glob("*.ipynb"))) >= 7
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert html.count('<div class="cell_output docutils container">') >= 1, f"{page.name}: no output"
+        images = re.findall(r'<img[^>]+src="([^"]+)"', html)
+        assert images, f"{page.name}: no figure"
+        for src in images:
+            image = (page.parent / src).resolve()
+            assert image.is_file() and image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", (page.name, src)
+            assert out.resolve() in image.parents, (page.name, src)
+
+
+def _the_estimator_guide_was_executed(out: Path) -> None:
+    page = (out / "estimator.html").read_text(encoding="utf-8")
+    assert page.count('<div class="cell_output docutils container">') >= 4
+    for printed in ("largest difference to LinearRegression", "best:", "two targets: coef_"):
+        assert printed in page, printed
+    assert "assert np.allclose" not in _text(page)  # the checking cells are removed from the page (tags: remove-cell)
+
+
+def _the_new_pages_are_built_and_listed(out: Path) -> None:
+    """The installation, estimator, article and changelog pages exist and every page's navigation lists them."""
+    for page in ("installation", "estimator", "article", "changelog"):
+        assert (out / f"{page}.html").is_file(), page
+    for html_page in (out / "index.html", out / "notebooks" / "01_ols_is_attention.html"):
+        html = html_page.read_text(encoding="utf-8")
+        prefix = "../" if html_page.parent != out else ""
+        for page in ("installation", "estimator", "article", "changelog"):
+            assert f'href="{prefix}{page}.html"' in html, (html_page.name, page)
+    changelog = (out / "changelog.html").read_text(encoding="utf-8")
+    assert "Unreleased" in changelog and "(issue 2)" in changelog
+    installation = _text((out / "installation.html").read_text(encoding="utf-8"))
+    assert "python -m pip install ." in installation and "libcoq-mathcomp-algebra" in installation
+
+
+def _the_article_is_reachable(out: Path) -> None:
+    """Where a PDF could be had (derive build wrote one, or TeX is installed), the article page and the index
+    lead to it, and the link is a PDF file of the site; else the page says how to build it and links nothing."""
+    sitefiles = _sitefiles()
+    page = (out / "article.html").read_text(encoding="utf-8")
+    assert 'href="article.html"' in (out / "index.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a[^>]+href="([^"]+\.pdf)"', page)
+    if (ROOT / "build" / "latex" / sitefiles.ARTICLE_PDF).is_file() or sitefiles._tex_engine() is not None:
+        assert links, "the article page has no link to the PDF"
+        for href in links:
+            pdf = (out / href).resolve()
+            assert out.resolve() in pdf.parents and pdf.is_file(), href
+            assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000, href
+    else:
+        assert not links and "built without the PDF" in _text(page) and "derive build" in _text(page)
+
+
+def _the_repository_is_linked(out: Path) -> None:
+    """Every page links the repository (the footer); the home and installation pages name it."""
+    url = _sitefiles().repository_url(ROOT)
+    if url is None:  # neither pyproject.toml nor the clone names one: the site says so, and links nothing made up
+        installation = _text((out / "installation.html").read_text(encoding="utf-8"))
+        assert "The address of the repository is not recorded" in installation
+        assert "git clone REPOSITORY_URL" in installation
+        return
+    for page in out.rglob("*.html"):
+        if page.relative_to(out).parts[0].startswith("_"):  # _static, _sources: not pages of the site
+            continue
+        assert f'href="{url}"' in page.read_text(encoding="utf-8"), page.relative_to(out)
+    assert f"git clone {url}" in _text((out / "installation.html").read_text(encoding="utf-8"))
+
+
+def _text(page: str) -> str:
+    """A page's text: tags removed (highlighted code is split into spans), entities decoded."""
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
 def _the_site_is_complete_and_offline(out: Path) -> None:

@@ -1,6 +1,9 @@
 """The notebooks run top to bottom without an error (their asserts check the headline numbers) from a copy
-of the package with nothing beside it, and are committed stripped: no outputs, no execution counts, no widget
-state. Their source of truth is the jupytext percent-format .py beside each .ipynb (``notebooks/sync.py``)."""
+of the package with nothing beside it, each showing at least one figure, and are committed stripped: no outputs,
+no execution counts, no widget state. Their source of truth is the jupytext percent-format .py beside each .ipynb
+(``notebooks/sync.py``). The documentation build executes them as well, in the checkout, to show their outputs
+(``docs/conf.py``: cached per version of the package, so the site's second build in ``.ci/run`` reuses them);
+``tests/test_docs.py`` checks what the site shows."""
 
 from __future__ import annotations
 
@@ -26,9 +29,8 @@ NOTEBOOKS = (
     "06_nist_accuracy.ipynb",
     "07_beyond_the_paper.ipynb",
 )
-NEEDS = {"03_training_reaches_ols.ipynb": ("matplotlib",), "04_hopfield_energy.ipynb": ("matplotlib",),
-         "05_distribution_shift.ipynb": ("matplotlib",), "06_nist_accuracy.ipynb": ("matplotlib", "scipy", "mpmath"),
-         "07_beyond_the_paper.ipynb": ("matplotlib",)}
+# every notebook draws at least one figure (matplotlib); the docs show it (tests/test_docs.py)
+NEEDS = {name: ("matplotlib",) for name in NOTEBOOKS} | {"06_nist_accuracy.ipynb": ("matplotlib", "scipy", "mpmath")}
 
 
 def _sync():
@@ -109,9 +111,9 @@ def test_notebook_runs(name, tmp_path):
     if importlib.util.find_spec("ipykernel") is not None:  # our kernel spec: derive came from the copy
         setup = "".join(o.get("text", "") for o in nb.cells[1].outputs)
         assert str(project / "derive") in setup, setup
-    if name in NEEDS:  # the figures of derive.experiments.figures display in the notebook
-        assert any("image/png" in o.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
-                   for o in cell.outputs), f"{name} shows no figure"
+    # every notebook shows a figure (those of derive.experiments.figures, or one of its own)
+    assert any("image/png" in o.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
+               for o in cell.outputs), f"{name} shows no figure"
     print(f"{name}: executed in {time.perf_counter() - start:.1f} s")
 
 

@@ -345,11 +345,11 @@ def test_certificates_of_the_new_constructs_check_in_a_fresh_process(demo, tmp_p
         paths.append(str(path))
     data = json.loads(Path(paths[-1]).read_text())
     assert data["hypotheses"][0]["lhs"] == "Symbol('lambda', real=True)"
-    result = subprocess.run([sys.executable, "-m", "derive", "check", *paths], capture_output=True, text=True,
-                            timeout=300, cwd=ROOT)
+    result = subprocess.run([sys.executable, "-m", "derive", "check", "--full", *paths], capture_output=True,
+                            text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count(": verified ") == 3
-    assert "assume  lambda = mu**2" in result.stdout and "scalar  mu > 0" in result.stdout
+    assert "assume  λ = μ²" in result.stdout and "scalar  μ > 0" in result.stdout  # the notation (issue 44)
 
 
 def test_a_certificate_with_a_changed_scalar_hypothesis_is_rejected(demo, tmp_path):

@@ -320,11 +320,11 @@ def test_derive_check_prints_recurrences_and_signs_of_scalars(tmp_path):
                             timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert "    family  G[0] = lam*I" in lines, result.stdout
-    assert "    family  G[u + 1] = c*E + G[u]" in lines, result.stdout
+    assert "    family  G[0] = lam·I" in lines, result.stdout  # the package's notation (issue 44)
+    assert "    family  G[u + 1] = cE + G[u]" in lines, result.stdout
     assert "    family  x[s] (n×1): any sequence, for every s ≥ 0" in lines, result.stdout
     assert "    scalar  c (real, of unknown sign)" in lines and "    scalar  lam > 0" in lines, result.stdout
-    assert lines.index("    family  G[0] = lam*I") < lines.index("    then    G[1] = c*E + lam*I")
+    assert lines.index("    family  G[0] = lam·I") < lines.index("    then    G[1] = cE + lam·I")
 
 
 # --- 4'. the witness samples positive definite matrices under the same meaning ----------------------------

@@ -38,21 +38,45 @@ __all__ = [
 # --- progress -----------------------------------------------------------------------
 
 
+#: Where stderr is not a terminal (a log, CI, a pipe), a progress line at most this often (seconds), besides one as
+#: each stage starts and ends: a full ``derive reproduce`` runs about two minutes and must not look stuck.
+LOG_EVERY = 10.0
+
+
 def progress(items: Iterable, label: str, total: int, enabled: bool = True) -> Iterable:
-    """A one-line progress bar on stderr (no dependency); silent when disabled."""
+    """A one-line progress bar on stderr (no dependency); silent when disabled.  Where stderr is not a terminal,
+    plain lines instead of redraws: one as the stage starts, one every :data:`LOG_EVERY` seconds with how far it
+    got, and one when it is done."""
     start, shown = time.perf_counter(), -1
-    live = enabled and sys.stderr.isatty()  # logs get one line at the end, not every redraw
+    live = enabled and sys.stderr.isatty()  # a terminal: one line redrawn; a log: a line now and then
+    logged = start
+    if enabled and not live:
+        sys.stderr.write(f"{label}: {total} steps ...\n")
+        sys.stderr.flush()
     for index, item in enumerate(items, start=1):
         yield item
         done = int(30 * index / total)
+        now = time.perf_counter()
         if live and done != shown:
             shown = done
             sys.stderr.write(f"\r{label:24} [{'#' * done}{'.' * (30 - done)}] {index}/{total} "
-                             f"{time.perf_counter() - start:5.1f} s")
+                             f"{now - start:5.1f} s")
+            sys.stderr.flush()
+        elif enabled and not live and now - logged >= LOG_EVERY and index < total:
+            logged = now
+            sys.stderr.write(f"{label}: {index}/{total} ({100 * index // total}%), {now - start:.1f} s\n")
             sys.stderr.flush()
     if enabled:
         sys.stderr.write(f"{'' if live else label + ' '}done in {time.perf_counter() - start:.1f} s\n"
                          if not live else "\n")
+        sys.stderr.flush()
+
+
+def stage(label: str, enabled: bool = True) -> None:
+    """One line on stderr as a stage without steps of its own starts (where progress is shown)."""
+    if enabled:
+        sys.stderr.write(f"{label} ...\n")
+        sys.stderr.flush()
 
 
 # --- 03: training a linear transformer reaches OLS ------------------------------------
@@ -440,7 +464,12 @@ def reproduce(out: Path, show_progress: bool = True, quick: bool = False) -> dic
     training = train(config, show_progress=show_progress)
     hopfield = hopfield_capacity(capacity, show_progress=show_progress)
     shift = distribution_shift(prompts=300 if quick else 2000, seed=shift_seed, show_progress=show_progress)
+    stage("beyond the paper: streaming ridge, square-root and Sherman-Morrison updates, layers", show_progress)
+    started = time.perf_counter()
     beyond = beyond_the_paper(seed=0, quick=quick)
+    if show_progress:
+        sys.stderr.write(f"beyond the paper done in {time.perf_counter() - started:.1f} s\n")
+    stage("figures: drawing and writing the PNG files", show_progress)
     drawn = {"training.png": figures.training_figure(training),
              "hopfield_success.png": figures.hopfield_figure(hopfield),
              "hopfield_capacity.png": figures.capacity_figure(hopfield),
