@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["pyproject_urls", "write_atomic"]
 
 
 def _umask() -> int:
@@ -35,3 +35,23 @@ def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def pyproject_urls(pyproject: str | os.PathLike) -> dict[str, str]:
+    """``[project.urls]`` of the ``pyproject.toml`` at ``pyproject``, the keys in lower case; {} where the file
+    cannot be read or has none (the estimator's documentation link, the docs site's repository link)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: tomli where installed (Sphinx depends on it there)
+        try:
+            import tomli as tomllib
+        except ImportError:
+            return {}
+    try:
+        data = tomllib.loads(Path(pyproject).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    urls = data.get("project", {}).get("urls", {})
+    if not isinstance(urls, dict):
+        return {}
+    return {str(k).strip().lower(): str(v).strip() for k, v in urls.items() if isinstance(v, str)}

@@ -67,7 +67,7 @@ def documentation_url() -> str:
 
 def _project_urls() -> dict[str, str]:
     """``[project.urls]`` of the package, the keys in lower case: from the installed metadata (``Project-URL``),
-    else from ``pyproject.toml`` beside the package (a checkout; Python 3.11 or later)."""
+    else from ``pyproject.toml`` beside the package (a checkout: :func:`derive.files.pyproject_urls`)."""
     from importlib import metadata
     from pathlib import Path
 
@@ -80,14 +80,9 @@ def _project_urls() -> dict[str, str]:
         pass
     if urls:
         return urls
-    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
-    try:
-        import tomllib
+    from .files import pyproject_urls
 
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("urls", {})
-    except (ImportError, OSError, ValueError):
-        return {}
-    return {str(k).strip().lower(): str(v).strip() for k, v in table.items() if isinstance(v, str)}
+    return pyproject_urls(Path(__file__).resolve().parents[1] / "pyproject.toml")
 
 
 class _CentredSparse:

@@ -48,19 +48,9 @@ def _web_url(url: str) -> str | None:
 
 
 def _pyproject_urls(root: Path) -> dict[str, str]:
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10: Sphinx depends on tomli there
-        try:
-            import tomli as tomllib
-        except ImportError:
-            return {}
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    urls = data.get("project", {}).get("urls", {})
-    return {str(k).lower(): str(v) for k, v in urls.items()} if isinstance(urls, dict) else {}
+    from derive.files import pyproject_urls
+
+    return pyproject_urls(root / "pyproject.toml")
 
 
 def _git_origin(root: Path) -> str | None:

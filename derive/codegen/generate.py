@@ -288,12 +288,18 @@ def printed_assignments(theorem: Theorem, declared: Printed) -> dict[str, Basic]
     return {declared.result: term_expression(theorem, declared)}
 
 
-def _bounded(term: Basic) -> Basic:
-    """``term`` itself, where it has at most :data:`MAX_TERM_NODES` nodes (counted without asking SymPy anything,
-    and counting no further than the bound), else a :class:`CodegenError`."""
-    if _size([term]) > MAX_TERM_NODES:
+def _require_bounded(terms) -> None:
+    """A :class:`CodegenError` where ``terms`` hold more than :data:`MAX_TERM_NODES` nodes together (counted without
+    asking SymPy anything, and counting no further than the bound)."""
+    if _size(terms) > MAX_TERM_NODES:
         raise CodegenError(f"its terms have more than {MAX_TERM_NODES:,} nodes, the printer's bound on one route")
+
+
+def _bounded(term: Basic) -> Basic:
+    """``term`` itself, where it is within the printer's bound (:func:`_require_bounded`)."""
+    _require_bounded([term])
     return term
+
 
 # --- printing -----------------------------------------------------------------------
 
@@ -808,8 +814,7 @@ def print_assignments(exprs: dict[str, Basic], printer) -> list[str]:
                 else factors[0]
         return _rebuild(term, hide, work)
 
-    if _size(exprs.values()) > MAX_TERM_NODES:
-        raise CodegenError(f"its terms have more than {MAX_TERM_NODES:,} nodes, the printer's bound on one route")
+    _require_bounded(exprs.values())
     work = printer.work = _Work()
     printer.taken = frozenset(_symbol_names(exprs))
     printer.dims = _argument_dims(exprs, printer)
