@@ -614,7 +614,11 @@ def test_renamed_rules_are_rejected_or_prove_the_same_statement(theorem_id: str)
     generated = list(rename_mutants(theorem_id))
     assert len(generated) >= 3 * sum(len(c.steps) for c in chains(proof_of(theorem_id)))  # sampled
     mutants = sample(random.Random(1), generated, CHECKED_PER_THEOREM)
-    assert sum("no_such" in m.label.split(" -> ")[1] for m in mutants) >= len(mutants) // 5
+    unknown = sum("no_such" in m.label.split(" -> ")[1] for m in mutants)
+    if CHECKED_PER_THEOREM is None:  # SOUNDNESS_FULL: every mutant is checked, an unknown rule at every step
+        assert unknown >= sum(len(c.steps) for c in chains(proof_of(theorem_id)))
+    else:  # a sample: unknown rules in it at about their share of the steps' mutants, not crowded out
+        assert unknown >= len(mutants) // 5
     original = statement(proof_of(theorem_id))
     ok = accepted(mutants)
     for mutant, theorem in ok:
