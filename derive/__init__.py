@@ -4,7 +4,7 @@ The public authoring API (stable; see ``docs/authoring.md``)::
 
     from derive import (ProofBuilder, Hypothesis, Definition, Proof, Theorem, ProofError, check, theorem,
                         dim, predicate, mul, add, inv, transpose, power, block,
-                        scalar, index, family, ones, diag)
+                        scalar, index, family, ones, diag, tril, kron)
 
 ``derive.kernel`` is the trusted core; everything else (``derive.authoring``, ``derive.library``,
 ``derive.certificates``, ``derive.witness``, ``derive.latex``, ``derive.codegen``, ``derive.experiments``)
@@ -20,8 +20,8 @@ __version__ = "0.1.0"
 
 __all__ = ["Chain", "ChainBuilder", "Definition", "Family", "Hypothesis", "Induction", "InductionBuilder", "Proof",
            "ProofBuilder", "ProofError", "Step", "Theorem", "__version__", "add", "block", "check", "diag", "dim",
-           "family", "index", "inv", "mul", "ones", "orthogonal", "power", "predicate", "scalar", "theorem",
-           "transpose"]
+           "family", "index", "inv", "kron", "mul", "ones", "orthogonal", "power", "predicate", "scalar", "theorem",
+           "transpose", "tril"]
 
 
 def _record_store():
@@ -40,7 +40,8 @@ _SOURCES = {
                      "predicate", "scalar", "theorem"], "derive.authoring"),
     **dict.fromkeys(["Chain", "Definition", "Family", "Hypothesis", "Induction", "Proof", "ProofError", "Step",
                      "Theorem", "check"], "derive.kernel"),
-    **dict.fromkeys(["add", "block", "diag", "inv", "mul", "ones", "power", "transpose"], "derive.kernel.terms"),
+    **dict.fromkeys(["add", "block", "diag", "inv", "kron", "mul", "ones", "power", "transpose", "tril"],
+                   "derive.kernel.terms"),
 }
 
 

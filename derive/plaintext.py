@@ -6,8 +6,11 @@ programs; a reader checks a certificate against the notation of the theorem they
 * products by juxtaposition (``VΛVᵀ``) between one-letter names, parenthesised factors and decorated ones, and by
   ``·`` next to a longer name or a number (``W_Q·Xᵀ``, ``2·0``), so that a product never reads as a name;
 * ``ᵀ``, ``⁻¹`` and integer powers as superscripts (``A²``, ``A⁻²``), other powers as ``^(…)`` (``Λ^(-1/2)``,
-  ``γ^(t + 1)``); ``I``, ``0``, ``1ₙ`` (the ones vector), ``diag(v)``, blocks ``[A, B; C, D]``, the member of a family
-  ``G[t + 1]``, and a 1×1 matrix read as a scalar as that matrix (``(uᵀv)``);
+  ``γ^(t + 1)``); ``I``, ``0``, ``1ₙ`` (the ones vector), ``diag(v)``, the causal mask ``tril(A)`` and its strict
+  form ``tril(A, -1)``, blocks ``[A, B; C, D]``, the member of a family ``G[t + 1]``, and a 1×1 matrix read as a
+  scalar as that matrix (``(uᵀv)``);
+* the Kronecker product as ``A ⊗ B``, in parentheses as a factor of a product, of another Kronecker product, or the
+  base of ``ᵀ``, ``⁻¹`` or a power (``(A ⊗ B)(C ⊗ D)``, ``(AC) ⊗ B``, ``(A ⊗ B)ᵀ``), bare as a term of a sum;
 * a name that is a Greek letter's (``Lambda``, ``lambda``) as that letter, a name ending in ``_hat`` with a hat
   (``β̂``), a subscript of digits or of one letter Unicode has as a subscript as one (``x_t`` -> ``xₜ``), any other as
   it is (``X_q``, ``W_sum``).  :func:`display_names` keeps every name of a statement apart: names that would print
@@ -38,7 +41,7 @@ from sympy.matrices.expressions import (
 )
 from sympy.printing.str import StrPrinter
 
-from .kernel.terms import Diag, FamilyMatrix, Ones, blocks_of
+from .kernel.terms import Diag, FamilyMatrix, Kron, Ones, Tril, blocks_of
 
 __all__ = ["MAX_DEPTH", "display_name", "display_names", "plain"]
 
@@ -104,6 +107,8 @@ class PlainPrinter(StrPrinter):
             return "…"
         self.depth += 1
         try:
+            if type(expr) is Kron:  # before SymPy's printmethod, Kron's own _sympystr (kron(A, B))
+                return self._print_Kron(expr)
             return super()._print(expr, **kwargs)
         finally:
             self.depth -= 1
@@ -139,6 +144,23 @@ class PlainPrinter(StrPrinter):
     def _print_Diag(self, expr) -> str:
         return f"diag({self._print(expr.args[0])})"
 
+    def _print_Tril(self, expr) -> str:
+        """The causal mask (issues 41, 42): ``tril(A)``, the strictly lower part ``tril(A, -1)``."""
+        return f"tril({self._print(expr.args[0])}{'' if expr.args[1] == 0 else ', -1'})"
+
+    def _print_Kron(self, expr) -> str:
+        """The Kronecker product (issue 41): ``A ⊗ B``; a factor that is a product, a sum or a Kronecker product in
+        parentheses (``(AC) ⊗ B``, ``A ⊗ (B ⊗ C)``), a transpose, inverse or power as it is (``Aᵀ ⊗ B⁻¹``)."""
+        out = []
+        for factor in expr.args:
+            if self.budget <= 0:
+                out.append("…")
+                break
+            postfix = isinstance(factor, (Transpose, Inverse, MatPow))
+            text = self._print(factor)
+            out.append(text if self._atomic(factor) or postfix else f"({text})")
+        return " ⊗ ".join(out)
+
     def _print_BlockMatrix(self, expr) -> str:
         rows = []
         for row in blocks_of(expr):
@@ -162,11 +184,11 @@ class PlainPrinter(StrPrinter):
     @staticmethod
     def _atomic(expr) -> bool:
         """Printed without parentheses as the base of ᵀ, ⁻¹ or a power."""
-        if isinstance(expr, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Ones, Diag, BlockMatrix, Symbol)):
+        if isinstance(expr, (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Ones, Diag, Tril, BlockMatrix, Symbol)):
             return True
         if isinstance(expr, Integer) or (isinstance(expr, Rational) and expr.q == 1):
             return expr >= 0
-        return isinstance(expr, Trace) and not isinstance(expr.arg, (MatMul, MatAdd))
+        return isinstance(expr, Trace) and not isinstance(expr.arg, (MatMul, MatAdd, Kron))
 
     def _base(self, expr) -> str:
         """The base of a postfix or of √: atomic, or parenthesised (a transpose of a transpose too: (Aᵀ)ᵀ)."""
@@ -206,7 +228,7 @@ class PlainPrinter(StrPrinter):
                 return True  # (…)ᵀ
         if isinstance(expr, (MatrixSymbol, FamilyMatrix, Symbol)):
             return _one_letter(self.name(str(expr.name)))
-        return isinstance(expr, (Identity, BlockMatrix, MatMul, MatAdd, Add, Mul, Trace))
+        return isinstance(expr, (Identity, BlockMatrix, MatMul, MatAdd, Kron, Add, Mul, Trace))
 
     def _right_free(self, expr) -> bool:
         """May have another factor right after it without ``·`` (it ends with a one-letter name, a superscript or a

@@ -579,6 +579,39 @@ def _constructs() -> dict[str, tuple[dict, str]]:
     out.update(_more_constructs())
     out.update(_issue29_constructs())
     out.update(_issue41_constructs())
+    # issue 42: the causal mask (tril(A) is `tril_mx A`, tril(A, -1) `stril_mx A`), one theorem per rule, and the
+    # unit lower triangular judgment
+    from derive.kernel.terms import diag, tril
+    u = MatrixSymbol("u", n, 1)
+    masked = block([[tril(a), ZeroMatrix(n, k)], [c, tril(d)]])
+    out["tril_block"] = (_checked("tril_block_example", [], tril(block([[a, b], [c, d]])), masked,
+                                  [(masked, "tril_block")]), "by rewrite trilk_block")
+    out["tril_scalar"] = (_checked("tril_scalar_example", [], tril(mul(transpose(u), u), -1), ZeroMatrix(1, 1),
+                                   [(ZeroMatrix(1, 1), "tril_scalar")]), "?tril_mx11 ?stril_mx11")
+    split = add([tril(a), tril(mul(b, c))])
+    out["tril_sum"] = (_checked("tril_sum_example", [], tril(add([a, mul(b, c)])), split, [(split, "tril_sum")]),
+                       "by rewrite !trilk_add")
+    scaled = mul(-lam, tril(a, -1))
+    out["tril_scale"] = (_checked("tril_scale_example", [], tril(mul(-lam, a), -1), scaled,
+                                  [(scaled, "tril_scale")]), "?trilk_opp ?trilk_scale")
+    out["tril_diagonal"] = (_checked("tril_diagonal_example", [], tril(diag(u), -1), ZeroMatrix(n, n),
+                                     [(ZeroMatrix(n, n), "tril_diagonal")]), "?stril_diag_mx")
+    decayed = mul(diag(u), tril(mul(lam, a)))
+    out["tril_diag_scale"] = (_checked("tril_diag_scale_example", [], tril(mul(lam, diag(u), a)), decayed,
+                                       [(decayed, "tril_diag_scale")]), "?trilk_diag_mul")
+    lower = add([Identity(n), mul(lam, tril(a, -1))])
+    out["unit_lower_triangular"] = (_checked("unit_lower_example", [], mul(inv(lower), lower), Identity(n),
+                                             [(Identity(n), "inverse_cancel")]), "unit_lower_unit")
+    # issue 42: block_flatten, a column of block rows is the 2 × 2 grid (by definition), a row of block columns too
+    # (block_mxEh); the second in the other direction (the flattened grid stacked back)
+    flat_grid = block([[a, b], [c, d]])
+    stacked = block([[block([[a, b]])], [block([[c, d]])]])
+    out["block_flatten"] = (_checked("block_flatten_example", [], stacked, flat_grid,
+                                     [(flat_grid, "block_flatten")]),
+                            "Theorem block_flatten_example : col_mx (row_mx A B) (row_mx C D) = block_mx A B C D.")
+    sided = block([[block([[a], [c]]), block([[b], [d]])]])
+    out["block_flatten_columns"] = (_checked("block_flatten_columns", [], flat_grid, sided,
+                                             [(sided, "block_flatten")]), "by rewrite block_mxEh")
     return out
 
 

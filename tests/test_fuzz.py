@@ -18,14 +18,16 @@ from pathlib import Path
 import pytest
 from sympy import Identity, MatrixSymbol, Q, S, Symbol, Trace, ZeroMatrix, preorder_traversal
 
+from derive.fuzz import generate as generator
 from derive.fuzz import run
 from derive.fuzz.coverage import JUDGMENTS, all_rules
-from derive.fuzz.generate import SCALAR_INSTANCE, Skip, generate, nu, p, s
+from derive.fuzz.generate import ISSUE42_AXIOMS, SCALAR_INSTANCE, TRIL_FOCUS_KINDS, Skip, generate, n, nu, p, s
 from derive.fuzz.harness import replay_folder
 from derive.fuzz.oracle import judge
-from derive.fuzz.unsound import HOLES, reverted
-from derive.kernel import Chain, Definition, Family, Hypothesis, Proof, ProofError, check
-from derive.kernel.terms import FamilyMatrix, add, inv, mul, power, transpose
+from derive.fuzz.unsound import HOLES, MASKED, reverted
+from derive.kernel import AXIOMS, Chain, Definition, Family, Hypothesis, Proof, ProofError, Step, check
+from derive.kernel.judgments import Context
+from derive.kernel.terms import FamilyMatrix, Tril, add, block, canon, inv, mul, power, transpose
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED, PROOFS = 27, 60  # about 15 s of CPU here; the slow tier runs 15 more of another seed (hours: the CLI)
@@ -52,6 +54,11 @@ def test_no_kernel_accepted_claim_is_refuted(default_run, tmp_path):
 
 
 #: Rules the default run may leave to mutants and longer runs, each with its reason.
+#: Kernel rules the generator does not draw yet: a gap, named (issue 41 stays open until the Kronecker group of
+#: worlds, with its own stream and slips, is in ``derive/fuzz/generate.py``); each rule is tested on explicit
+#: matrices and by mutation in ``tests/test_rules.py``.
+NOT_YET_GENERATED = ("kron_mixed", "kron_transpose", "kron_inverse", "kron_sum", "kron_scale", "kron_identity")
+
 RARELY_REACHED = {
     "transpose_inverse": "(A⁻¹)ᵀ → (Aᵀ)⁻¹ is one of 30 axioms drawn in turn where many apply; reached by other seeds",
     "block_inverse_schur_mirror": "tried first only in the Schur-focused quarter of proofs, where the unmirrored "
@@ -66,9 +73,10 @@ def test_the_default_run_reaches_every_rule_and_judgment(default_run):
     derive.kernel.judgments is exercised by an accepted proof of the default tier's run (or listed above)."""
     rules, judged = default_run.unreached("proof")
     assert not judged, f"judgments no accepted proof of seed {SEED} exercised: {judged}"
-    assert set(rules) <= set(RARELY_REACHED), f"rules no accepted proof of seed {SEED} used: {rules}"
+    assert set(rules) <= set(RARELY_REACHED) | set(NOT_YET_GENERATED), \
+        f"rules no accepted proof of seed {SEED} used: {rules}"
     mutant_rules, mutant_judged = default_run.unreached("mutant")
-    assert not mutant_judged and len(mutant_rules) <= len(RARELY_REACHED)
+    assert not mutant_judged and len(set(mutant_rules) - set(NOT_YET_GENERATED)) <= len(RARELY_REACHED)
 
 
 def test_the_coverage_table_names_every_judgment_of_the_kernel():
@@ -199,7 +207,11 @@ def test_the_oracle_refutes_a_circular_definition():
 #: other.
 HOLE_SEEDS = {"one_sided": 5, "instance": 8, "pd_power": 3, "schur": 2, "scalar_instance": 8,
               # issue 41 (definedness that follows, the ones vector, diag(v)): each within 4 focused proofs
-              "scaled_invertible": 8, "scalar_fact": 18, "diag_invertible": 1, "ones_inner": 3, "diag_column": 6}
+              "scaled_invertible": 8, "scalar_fact": 18, "diag_invertible": 1, "ones_inner": 3, "diag_column": 6,
+              # issues 41, 42 (the causal mask): each in the first focused proof (tests below, in the default tier);
+              # seeds 1 to 5 find each within 5
+              "tril_above": 1, "tril_block_offset": 1, "tril_scalar": 1, "tril_symmetric": 1, "tril_diag_scale": 1,
+              "unit_lower_triangular": 4, "tril_square": 1}
 
 
 @pytest.mark.slow  # each hole, put back, costs up to a few dozen focused proofs: the slow tier (.ci/run)
@@ -311,3 +323,74 @@ def test_the_fuzzer_finds_a_replay_that_states_what_the_source_does_not():
     fixed = run(3, 20, focus={"stale_record"})
     assert fixed.replays >= 40 and fixed.replays_accepted >= 10, fixed.summary()
     assert not fixed.replay_mismatches and not fixed.findings and not fixed.crashes, fixed.summary()
+
+
+# --- issues 41 and 42: the causal mask tril(A), tril(A, -1) -------------------------------------------------------
+
+#: The slips of the causal mask's rules and judgment (derive.fuzz.unsound); MASKED holds the one no proof can show.
+TRIL_SLIPS = sorted(set(TRIL_FOCUS_KINDS) - set(MASKED))
+
+
+def test_the_default_run_reaches_the_causal_masks_rules_and_judgment(default_run):
+    """Every axiom of the mask (and block_flatten, issue 42) and the unit-lower-triangular judgment is used by
+    accepted proofs of the default run, and by its mutants: the tril lemmas of a third of the worlds."""
+    for what in ("proof", "mutant"):
+        rules, judged = default_run.coverage[f"{what}_rules"], default_run.coverage[f"{what}_judgments"]
+        assert all(rules[r] for r in ISSUE42_AXIOMS), {r: rules[r] for r in ISSUE42_AXIOMS}
+        assert judged["unit_lower_triangular"], what
+
+
+def test_a_tril_lemma_leaves_the_rest_of_the_proof_as_the_seed_gave_it(monkeypatch):
+    """The tril lemmas are built last, from the world's own stream: a proof of a world without them is the proof the
+    seed gives with no tril world at all, and one with them is that proof and its tril lemmas."""
+    def proofs():
+        out = []
+        for k in range(16):
+            try:
+                out.append(generate(random.Random(f"{SEED}:{k}"), f"fuzz{k}").proof)
+            except Skip:
+                out.append(None)
+        return out
+
+    with_mask = proofs()
+    monkeypatch.setattr(generator, "TRIL_WORLDS", 0.0)
+    without = proofs()
+    lemmas = 0
+    for a, b in zip(with_mask, without, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            kept = tuple(c for c in a.lemmas if not c.name.startswith("tril"))
+            lemmas += len(a.lemmas) - len(kept)
+            assert kept == b.lemmas and a.claim == b.claim and a.hypotheses == b.hypotheses
+    assert lemmas >= 2
+
+
+@pytest.mark.parametrize("hole", TRIL_SLIPS)
+def test_the_fuzzer_finds_each_slip_of_the_causal_mask(hole, tmp_path):
+    """Each slip, put back, is found by a focused run of its seed within a few proofs, tagged, and its reproduction
+    replays; the kernel as it is refutes nothing on the same focused proofs."""
+    seed = HOLE_SEEDS[hole]
+    with reverted(hole):
+        report = run(seed, 12, mutants=2, samples=2, focus={hole}, stop_at=hole, out=tmp_path)
+        assert hole in report.first and report.first[hole][1] <= 2, report.summary()
+        finding = next(f for f in report.findings if hole in f.refutation.tags and f.path is not None)
+        assert replay_folder(finding.path) == 1
+    with pytest.raises(ProofError):  # without the slip, the kernel refuses the proof
+        check(finding.theorem.proof)
+    fixed = run(seed, 2, mutants=2, samples=2, focus={hole})  # longer focused runs: the CLI's --focus
+    assert fixed.accepted >= 1 and not fixed.findings and not fixed.crashes, fixed.summary()
+
+
+def test_tril_block_without_its_partition_check_adds_nothing():
+    """``tril_partition`` (derive.fuzz.unsound.MASKED): tril_block without the check that the diagonal blocks are
+    square does rewrite tril of a grid whose heights are not its widths, but only into a grid with tril of a
+    non-square block, which the kernel's definedness refuses: no step it would add is accepted."""
+    X, Am = MatrixSymbol("X", n, p), MatrixSymbol("A", p, p)
+    grid = block([[X, mul(X, transpose(X))], [Am, transpose(X)]])  # (n + p)×(p + n): heights n, p; widths p, n
+    with reverted("tril_partition"):
+        (split,) = AXIOMS["tril_block"](Tril(grid, 0), Context())
+        proof = Proof("masked", "t", "t", (), (), (), Chain("main", Tril(grid, 0), split,
+                                                          (Step(split, "tril_block"),)))
+        with pytest.raises(ProofError, match="tril takes a square matrix"):
+            check(proof)
+    assert not AXIOMS["tril_block"](canon(Tril(grid, 0)), Context())

@@ -44,8 +44,10 @@ from derive.kernel import (
 )
 from derive.kernel.terms import (
     Diag,
+    Kron,
     Ones,
     TermError,
+    Tril,
     add,
     block,
     blocks_of,
@@ -153,6 +155,13 @@ def evaluate(term: Basic, env: dict[MatrixSymbol, Matrix]) -> Matrix:
     if isinstance(term, Diag):  # issue 41: diag(v)
         vector = evaluate(term.args[0], env)
         return diag(*[vector[i, 0] for i in range(vector.rows)])
+    if isinstance(term, Kron):  # issue 41: the Kronecker product (SymPy's own, on explicit matrices)
+        from sympy.physics.quantum import TensorProduct
+
+        return TensorProduct(evaluate(term.args[0], env), evaluate(term.args[1], env))
+    if isinstance(term, Tril):  # issues 41, 42: the causal mask, written out entry by entry here
+        full, last = evaluate(term.args[0], env), int(term.args[1])
+        return Matrix(full.rows, full.cols, lambda i, j: full[i, j] if j <= i + last else 0)
     if isinstance(term, Transpose):
         return evaluate(term.args[0], env).T
     if isinstance(term, Inverse):  # before MatPow: Inverse subclasses MatPow
@@ -354,6 +363,39 @@ CASES: dict[str, Case] = {
     "ones_inner_symbolic": Case("ones_inner", mul(transpose(Ones(p)), Ones(p)), mul(p, Identity(1))),
     "ones_inner_run": Case("ones_inner", mul(Ones(p), transpose(Ones(p)), Ones(p), transpose(Ones(p))),
                            mul(p, Ones(p), Identity(1), transpose(Ones(p)))),
+    # issue 42: a column of block rows (a row of block columns) with one partition is one grid
+    "block_flatten_rows": Case("block_flatten", block([[block([[P1, K1]])], [block([[J1, R1]])]]),
+                               block([[P1, K1], [J1, R1]])),
+    "block_flatten_columns": Case("block_flatten", block([[block([[P1], [J1]]), block([[K1], [R1]])]]),
+                                  block([[P1, K1], [J1, R1]])),
+    # issue 41: the Kronecker product
+    "kron_mixed": Case("kron_mixed", mul(Kron(C, K1), Kron(E, J1)), Kron(mul(C, E), mul(K1, J1))),
+    "kron_transpose": Case("kron_transpose", transpose(Kron(C, K1)), Kron(transpose(C), transpose(K1))),
+    "kron_inverse": Case("kron_inverse", inv(Kron(A, P1)), Kron(inv(A), inv(P1)),
+                         (INV_A, pred("P1_inv", Q.invertible, P1))),
+    "kron_sum_left": Case("kron_sum", Kron(add(A, B), K1), add(Kron(A, K1), Kron(B, K1))),
+    "kron_sum_right": Case("kron_sum", Kron(C, add(K1, K2)), add(Kron(C, K1), Kron(C, K2))),
+    "kron_scale": Case("kron_scale", Kron(mul(lam, A), mul(eta, K1)), mul(lam * eta, Kron(A, K1))),
+    "kron_identity": Case("kron_identity", Kron(I2, Identity(p)), Identity(2 * p)),
+    "kron_identity_zero": Case("kron_identity", Kron(C, ZeroMatrix(p, q)), ZeroMatrix(2 * p, 3 * q)),
+    # issues 41, 42: the causal mask tril(A) = A ⊙ M (and the strictly lower tril(A, -1))
+    "tril_block": Case("tril_block", Tril(block([[P1, K1], [J1, R1]])),
+                       block([[Tril(P1), ZeroMatrix(p, q)], [J1, Tril(R1)]])),
+    "tril_block_strict": Case("tril_block", Tril(block([[P1, K1], [J1, R1]]), -1),
+                              block([[Tril(P1, -1), ZeroMatrix(p, q)], [J1, Tril(R1, -1)]])),
+    "tril_block_product": Case("tril_block", Tril(block([[mul(K1, J1), mul(K1, R1)], [mul(J1, P1), R1]])),
+                               block([[Tril(mul(K1, J1)), ZeroMatrix(p, q)], [mul(J1, P1), Tril(R1)]])),
+    "tril_scalar": Case("tril_scalar", Tril(s1), s1),
+    "tril_scalar_strict": Case("tril_scalar", Tril(mul(transpose(u), A, w), -1), ZeroMatrix(1, 1)),
+    "tril_sum": Case("tril_sum", Tril(add(A, mul(B, A))), add(Tril(A), Tril(mul(B, A)))),
+    "tril_scale": Case("tril_scale", Tril(mul(eta, A, B), -1), mul(eta, Tril(mul(A, B), -1))),
+    "tril_diagonal_identity": Case("tril_diagonal", Tril(I3), I3),
+    "tril_diagonal_identity_strict": Case("tril_diagonal", Tril(I3, -1), ZeroMatrix(3, 3)),
+    "tril_diagonal_diag": Case("tril_diagonal", Tril(Diag(u)), Diag(u)),
+    "tril_diagonal_zero": Case("tril_diagonal", Tril(ZeroMatrix(2, 2), -1), ZeroMatrix(2, 2)),
+    "tril_diag_scale_left": Case("tril_diag_scale", Tril(mul(lam, Diag(u), A, B)),
+                                 mul(Diag(u), Tril(mul(lam, A, B)))),
+    "tril_diag_scale_right": Case("tril_diag_scale", Tril(mul(A, Diag(w)), -1), mul(Tril(A, -1), Diag(w))),
 }
 
 
@@ -743,8 +785,12 @@ def _random_term(rng: random.Random, depth: int) -> Basic:
     ]
     if depth <= 0:
         return rng.choice(leaves)()
-    kind = rng.randrange(7)
+    kind = rng.randrange(8)
     sub = lambda: _random_term(rng, depth - 1)  # noqa: E731
+    if kind == 7:  # issues 41, 42: the causal mask, and a unit lower triangular I + c·tril(X, -1)
+        if rng.random() < 0.5:
+            return Tril(sub(), rng.choice([0, -1]))
+        return add(I2, mul(rng.choice([1, -1, half]), Tril(sub(), -1)))
     if kind == 0:
         return transpose(sub())
     if kind == 1:
@@ -794,6 +840,7 @@ def test_random_sweep_every_axiom_result_is_an_identity():
     # the sweep exercises most axioms (the block ones are covered by CASES)
     assert sum(1 for n in checked.values() if n) >= 10, checked
     assert checked["collect"] > 0, checked
+    assert sum(checked[name] for name in AXIOMS if name.startswith("tril_")) > 0, checked
 
 
 def test_sweep_values_satisfy_the_hypotheses():
@@ -803,3 +850,31 @@ def test_sweep_values_satisfy_the_hypotheses():
     assert env[V] * env[V].T == eye(2) and env[V].T * env[V] == eye(2)
     assert env[D].is_diagonal() and all(env[D][i, i] > 0 for i in range(2))
     assert sqrt(env[D][0, 0]) == 2
+
+
+def test_block_flatten_refuses_rows_with_other_column_partitions():
+    # widths (p, q) above (q, p): both p + q wide, so the column of rows is defined, but the blocks do not line up
+    term = block([[block([[P1, K1]])], [block([[R1, J1]])]])
+    ctx = context()
+    check_defined(term, ctx)
+    assert no_rewrite(term, "block_flatten", ctx)
+    assert not one_step(canon(block([[P1, K1], [R1, J1]])), canon(term), AXIOMS["block_flatten"], ctx)
+    columns = block([[block([[P1], [J1]]), block([[K2], [R1]])]])  # heights (p, q) twice: flattened
+    assert [r for r in results(canon(columns), "block_flatten", ctx)] == [canon(block([[P1, K2], [J1, R1]]))]
+
+
+def test_kron_mixed_needs_each_pair_to_conform():
+    # (A ⊗ B)(C ⊗ D) with cols(A)·cols(B) = rows(C)·rows(D) = 6 but cols(A) = 2 ≠ rows(C) = 3: AC is not defined
+    a, b = MatrixSymbol("Ka", 1, 2), MatrixSymbol("Kb", 3, 3)
+    c, d = MatrixSymbol("Kc", 3, 1), MatrixSymbol("Kd", 2, 2)
+    term = mul(Kron(a, b), Kron(c, d))
+    ctx = context()
+    check_defined(term, ctx)
+    assert no_rewrite(term, "kron_mixed", ctx)
+
+
+def test_kron_inverse_needs_both_factors_invertible():
+    ctx = context(INV_A)
+    term = inv(Kron(A, B))
+    assert no_rewrite(term, "kron_inverse", ctx)  # B not shown invertible
+    assert not invertible(Kron(C, E), context())  # square (6×6) but of non-square factors: never judged invertible

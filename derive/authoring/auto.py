@@ -71,8 +71,10 @@ from ..kernel.terms import (
     MATRIX_NODES,
     MAX_SHAPE_DOUBLING,
     FamilyMatrix,
+    Kron,
     Ones,
     TermError,
+    Tril,
     add,
     canon,
     children,
@@ -180,11 +182,16 @@ NEEDS: dict[str, tuple[type, ...]] = {
     "inverse_product": (Inverse,), "inverse_inverse": (Inverse,), "inverse_cancel": (Inverse,),
     "identity_mul": (Identity,), "zero_mul": (ZeroMatrix,), "zero_add": (ZeroMatrix,),
     "collect": (MatAdd,), "distribute": (MatAdd,), "block_multiply": (BlockMatrix,),
-    "block_transpose": (BlockMatrix,), "block_single": (BlockMatrix,), "inverse_identity": (Inverse,),
+    "block_transpose": (BlockMatrix,), "block_single": (BlockMatrix,), "block_flatten": (BlockMatrix,),
+    "inverse_identity": (Inverse,),
     "block_add": (BlockMatrix,), "block_scale": (BlockMatrix,), "block_identity": (BlockMatrix,),
     "block_zero": (BlockMatrix,), "block_inverse_diagonal": (BlockMatrix,), "scalar_matrix": (MatMul,),
     "block_inverse_schur": (BlockMatrix,), "block_inverse_schur_mirror": (BlockMatrix,),
     "ones_inner": (Ones,),  # issue 41: 1ₙᵀ1ₙ = n
+    **dict.fromkeys(("tril_block", "tril_scalar", "tril_sum", "tril_scale", "tril_diagonal", "tril_diag_scale"),
+                    (Tril,)),  # issues 41, 42: the causal mask
+    **dict.fromkeys(("kron_mixed", "kron_transpose", "kron_inverse", "kron_sum", "kron_scale", "kron_identity"),
+                    (Kron,)),  # issue 41: the Kronecker product
 }
 
 
@@ -492,14 +499,18 @@ def _directed_axioms() -> list[Source]:
     """The axioms in the order the normaliser tries them: cancellations first, expansions last."""
     plain = ["transpose_transpose", "transpose_zero", "transpose_symmetric", "transpose_product",
              "transpose_sum", "transpose_inverse", "block_transpose", "inverse_inverse", "inverse_identity",
-             "inverse_cancel", "identity_mul", "zero_mul", "zero_add", "collect", "block_single", "block_zero",
-             "block_identity", "block_inverse_diagonal", "inverse_product", "ones_inner"]
+             "inverse_cancel", "identity_mul", "zero_mul", "zero_add", "collect", "block_single", "block_flatten",
+             "block_zero",
+             "block_identity", "block_inverse_diagonal", "inverse_product", "ones_inner",
+             "tril_diagonal", "tril_scalar", "tril_scale", "tril_diag_scale", "tril_sum",
+             "kron_identity", "kron_scale", "kron_transpose", "kron_inverse", "kron_mixed", "kron_sum"]
     out: list[Source] = [_Unscalarise()] + [RuleSource(name, AXIOMS[name]) for name in plain]
     out.append(CheckedSource("distribute", _monic_denominator))
     out.append(RuleSource("power_combine", AXIOMS["power_combine"], accept=_combine_reduces))
     out.append(CheckedSource("power_combine", _expand_power))
     out.append(_FactorToCancel())
-    out += [RuleSource(name, AXIOMS[name]) for name in ("block_scale", "block_add", "block_multiply", "distribute")]
+    out += [RuleSource(name, AXIOMS[name]) for name in ("block_scale", "block_add", "block_multiply", "tril_block",
+                                                         "distribute")]
     out.append(RuleSource("block_inverse_schur", AXIOMS["block_inverse_schur"], accept=_not_block_diagonal))
     return out
 

@@ -30,7 +30,16 @@ from sympy.matrices.expressions import (
 
 from ..kernel import PREDICATES, SCALAR_PREDICATES
 from ..kernel.scalars import MAX_COEFFICIENT_NODES, MAX_EXPONENT, CoefficientError, index_power, require_coefficient
-from ..kernel.terms import MAX_DIMENSION_NODES, MAX_SHAPE_DOUBLING, Diag, FamilyMatrix, Ones, shape_doubling_edges
+from ..kernel.terms import (
+    MAX_DIMENSION_NODES,
+    MAX_SHAPE_DOUBLING,
+    Diag,
+    FamilyMatrix,
+    Kron,
+    Ones,
+    Tril,
+    shape_doubling_edges,
+)
 from ..kernel.validation import IDENTIFIER
 
 __all__ = ["OutOfTime", "ParseError", "parse_srepr", "MAX_DEPTH", "MAX_NODES", "MAX_CHARS", "MAX_DIGITS",
@@ -379,6 +388,20 @@ def _diag(c):
     return Diag(_matrix(vector, "diag's argument"))
 
 
+def _tril(c):
+    """tril(A, k) (issues 41, 42) of a matrix term, k the Integer 0 or -1 (the kernel checks that A is square)."""
+    matrix, offset = _arity(c, 2)
+    if not (isinstance(offset, Integer) and int(offset) in (0, -1)):
+        raise ParseError("tril's offset is Integer(0) or Integer(-1)")
+    return Tril(_matrix(matrix, "tril's argument"), offset)
+
+
+def _kron(c):
+    """A ⊗ B (issue 41) of two matrix terms."""
+    left, right = _arity(c, 2)
+    return Kron(_matrix(left, "kron's left factor"), _matrix(right, "kron's right factor"))
+
+
 _BUILDERS = {
     "Str": _str,
     "Symbol": _symbol,
@@ -402,6 +425,8 @@ _BUILDERS = {
     "AppliedPredicate": _applied,
     "Ones": _ones,
     "Diag": _diag,
+    "Tril": _tril,
+    "Kron": _kron,
 }
 
 

@@ -16,9 +16,12 @@ definition's right side (the construction's P) or the weights of a lemma's right
 The generator prints with subclasses of SymPy's code printers: products fold right to left (so
 X_q (L (Lᵀ (XᵀY))) never forms an n×n or m×n matrix), tails of products that occur twice and (by ``cse``)
 repeated terms are computed once, diagonal factors become vectors scaling rows or columns, inverses become
-solves (by substitution for triangular factors), block matrices are concatenated, and no fractional matrix
-power is ever emitted.  A route or term the numerics do not call that cannot be printed is left out and
-named (:class:`Unprinted`); the module is written with the others.  Printing one is bounded
+solves (by substitution for triangular factors), block matrices are concatenated, the causal mask
+``tril(A, k)`` is NumPy's ``np.tril`` (the array-API namespace's ``tril``, an entrywise helper for mpmath), the
+Kronecker product ``kron(A, B)`` the helper ``_printed_kron`` (``np.kron`` on single matrices, a broadcast product on
+stacks; a reshaped broadcast product in the array-API namespace; entry by entry for mpmath), and no
+fractional matrix power is ever emitted.  A route or term the numerics do not call that cannot be printed is left
+out and named (:class:`Unprinted`); the module is written with the others.  Printing one is bounded
 (:data:`MAX_TERM_NODES`, :data:`MAX_WORK`): past the bounds it is named too, never an unbounded computation.
 
 The package's modules hold the built-in library's routes and terms only.  A user library's (a ``--library``
@@ -61,7 +64,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import MpmathPrinter
 
 from ..kernel import Theorem, is_issued
-from ..kernel.terms import blocks_of, exponent_form, factors_of
+from ..kernel.terms import Kron, Tril, blocks_of, exponent_form, factors_of
 from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "declared_printed",
@@ -559,6 +562,32 @@ class _FoldingMixin:
     def _print_Transpose(self, expr):
         return self._transpose(self._print(expr.arg))
 
+    def _print_Tril(self, expr):
+        """The causal mask tril(A, k) (issues 41, 42): A with the entries above its k-th diagonal zeroed, k = 0
+        (the diagonal kept) or -1 (strictly lower)."""
+        matrix, offset = expr.args
+        if _is_diagonal_atom(matrix, self.route):
+            raise CodegenError(f"the causal mask of {_shown(matrix)}, a diagonal held as a vector, is not printed")
+        return self._tril(_bare(self._print(matrix)), int(offset))
+
+    def _print_Kron(self, expr):
+        """The Kronecker product A ⊗ B (issue 41): block (i, j) is Aᵢⱼ·B, by the backend's helper ``_printed_kron``;
+        a factor c·I is ``("I", n, c)`` (as in a block matrix: its size read off the arguments' shapes, its type the
+        other factor's)."""
+        multiples = [_identity_multiple(factor) for factor in expr.args]
+        if all(c is not None for c in multiples):
+            raise CodegenError(f"the Kronecker product of two multiples of I, {_shown(expr)}, is not printed (no "
+                               "factor is an array to take the type from)")
+        printed = []
+        for factor, c in zip(expr.args, multiples, strict=True):
+            if _is_diagonal_atom(factor, self.route):
+                raise CodegenError(f"the Kronecker product with {_shown(factor)}, a diagonal held as a vector, is not "
+                                   "printed")
+            printed.append(_bare(self._print(factor)) if c is None
+                           else f'("I", {self._dim(factor.shape[0])}, {self._print(c)})')
+        self.helpers.add("_printed_kron")
+        return f"_printed_kron({', '.join(printed)})"
+
     def _print_Inverse(self, expr):
         """An inverse applied to nothing: the one place an explicit inverse is printed (unavoidable)."""
         if _is_diagonal_atom(expr, self.route):
@@ -625,6 +654,9 @@ class BatchedNumPyPrinter(_FoldingMixin, NumPyPrinter):
     def _plus_identity(self, a: str, c: str) -> str:
         return f"_plus_identity({a}, {c})"
 
+    def _tril(self, a: str, k: int) -> str:
+        return f"np.tril({a})" if k == 0 else f"np.tril({a}, {k})"
+
 
 class FactoringNumPyPrinter(BatchedNumPyPrinter):
     """The NumPy backend's printer: a matrix solved with more than once is factored once (``_printed_factor``:
@@ -650,6 +682,10 @@ class ArrayAPIPrinter(BatchedNumPyPrinter):
     def _inverse(self, a: str) -> str:
         self.helpers.add("_printed_inverse")
         return f"_printed_inverse({a})"
+
+    def _tril(self, a: str, k: int) -> str:
+        self.helpers.add("_printed_tril")
+        return f"_printed_tril({a})" if k == 0 else f"_printed_tril({a}, {k})"
 
 
 class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
@@ -708,6 +744,10 @@ class MatrixMpmathPrinter(_FoldingMixin, MpmathPrinter):
     def _plus_identity(self, a: str, c: str) -> str:
         return f"_plus_identity({a}, {c})"
 
+    def _tril(self, a: str, k: int) -> str:
+        self.helpers.add("_printed_tril")
+        return f"_printed_tril({a})" if k == 0 else f"_printed_tril({a}, {k})"
+
 
 #: Backend -> the printer of its printed functions.
 _PRINTERS = {"numpy": FactoringNumPyPrinter, "mpmath": MatrixMpmathPrinter, "xp": ArrayAPIPrinter,
@@ -734,9 +774,10 @@ class _Work:
             raise CodegenError(f"printing it takes more than {self.limit:,} steps, the printer's bound on one route")
 
 
-#: The nodes the printer descends into (a product's coefficient and the 1×1 matrix of a ``Trace`` in it included);
+#: The nodes the printer descends into (a product's coefficient and the 1×1 matrix of a ``Trace`` in it included, the
+#: argument of a causal mask ``Tril``, the two factors of a Kronecker product ``Kron``);
 #: every other node (a matrix symbol, I, 0, a scalar symbol, a number) is a leaf.
-_DESCENDED = (MatMul, MatAdd, Transpose, MatPow, Trace, Mul, Add, Pow)  # Inverse is a MatPow
+_DESCENDED = (MatMul, MatAdd, Transpose, MatPow, Trace, Tril, Kron, Mul, Add, Pow)  # Inverse is a MatPow
 
 
 def _children(term: Basic) -> tuple:
@@ -1144,7 +1185,8 @@ def _wrap(line: str, width: int = 116) -> str:
         return line
     indent = line[: len(line) - len(line.lstrip())]
     name, code = line.strip().split(" = ", 1)
-    return "\n".join(textwrap.wrap(f"{name} = ({code})", width, initial_indent=indent,
+    code = code if _bare(code) != code else f"({code})"  # parenthesized whole already: no second pair
+    return "\n".join(textwrap.wrap(f"{name} = {code}", width, initial_indent=indent,
                                    subsequent_indent=indent + "    ", break_long_words=False,
                                    break_on_hyphens=False))
 
@@ -1179,7 +1221,20 @@ _HELPERS = {
             b = c * np.eye(r, dtype=dtype) if kind == "I" else np.zeros((r, c), dtype=dtype)
         return np.broadcast_to(b, batch + np.shape(b)[-2:])
 
-    return np.concatenate([np.concatenate([full(b) for b in row], axis=-1) for row in rows], axis=-2)'''},
+    return np.concatenate([np.concatenate([full(b) for b in row], axis=-1) for row in rows], axis=-2)''',
+              "_printed_kron": '''def _printed_kron(A, B):
+    """A ⊗ B, the Kronecker product: block (i, j) is A[..., i, j]·B, for every pair of matrices of two stacks (their
+    leading, batch, dimensions broadcast); np.kron where both are single matrices (on stacks it would multiply
+    out the stack axes too).  Either factor may be ("I", n, c), c times the n×n identity."""
+    if isinstance(A, tuple):
+        A = A[2] * np.eye(A[1], dtype=B.dtype)
+    if isinstance(B, tuple):
+        B = B[2] * np.eye(B[1], dtype=A.dtype)
+    if A.ndim == 2 and B.ndim == 2:
+        return np.kron(A, B)
+    (m, n), (p, q) = A.shape[-2:], B.shape[-2:]
+    out = A[..., :, None, :, None] * B[..., None, :, None, :]
+    return out.reshape(out.shape[:-4] + (m * p, n * q))'''},
     "xp": {"_printed_block": '''def _printed_block(rows):
     """A block matrix from rows of blocks: arrays (their leading, batch, dimensions broadcast), ("I", n, c) for
     c times the n×n identity, ("0", r, c) for an r×c block of zeros; in the arrays' namespace, dtype and device."""
@@ -1202,7 +1257,24 @@ _HELPERS = {
     return xp.concat([xp.concat([full(b) for b in row], axis=-1) for row in rows], axis=-2)''',
            "_printed_inverse": '''def _printed_inverse(A):
     """A⁻¹ itself, where a printed term applies it to nothing (elsewhere an inverse is a solve)."""
-    return array_namespace(A).linalg.inv(A)'''},
+    return array_namespace(A).linalg.inv(A)''',
+           "_printed_tril": '''def _printed_tril(A, k=0):
+    """The causal mask tril(A, k) in A's namespace: the entries above the k-th diagonal set to zero (k = 0 keeps
+    the diagonal, k = -1 does not), for every matrix of a stack."""
+    return array_namespace(A).tril(A, k=k)''',
+           "_printed_kron": '''def _printed_kron(A, B):
+    """A ⊗ B, the Kronecker product, in the arrays' namespace (the standard has no kron): block (i, j) is
+    A[..., i, j]·B, for every pair of matrices of two stacks (their leading, batch, dimensions broadcast).  Either
+    factor may be ("I", n, c), c times the n×n identity (in the other's namespace, dtype and device)."""
+    array = B if isinstance(A, tuple) else A
+    xp = array_namespace(array)
+    if isinstance(A, tuple):
+        A = A[2] * xp.eye(A[1], dtype=array.dtype, device=device(array))
+    if isinstance(B, tuple):
+        B = B[2] * xp.eye(B[1], dtype=array.dtype, device=device(array))
+    (m, n), (p, q) = A.shape[-2:], B.shape[-2:]
+    out = xp.reshape(A, (*A.shape[:-2], m, 1, n, 1)) * xp.reshape(B, (*B.shape[:-2], 1, p, 1, q))
+    return xp.reshape(out, (*out.shape[:-4], m * p, n * q))'''},
     "mpmath": {"_printed_block": '''def _printed_block(rows):
     """A block matrix from rows of blocks: mpmath matrices, ("I", n, c) for c times the n×n identity, ("0", r, c)
     for an r×c block of zeros."""
@@ -1223,6 +1295,25 @@ _HELPERS = {
                     out[top + i, left + j] = b[i, j]
             left += b.cols
         top += row[0].rows
+    return out''',
+               "_printed_tril": '''def _printed_tril(A, k=0):
+    """The causal mask tril(A, k): a copy of A with the entries above the k-th diagonal set to zero (k = 0 keeps
+    the diagonal, k = -1 does not)."""
+    out = A.copy()
+    for i in range(out.rows):
+        for j in range(max(i + k + 1, 0), out.cols):
+            out[i, j] = 0
+    return out''',
+               "_printed_kron": '''def _printed_kron(A, B):
+    """A ⊗ B, the Kronecker product: block (i, j) is A[i, j]·B; either factor may be ("I", n, c), c times the n×n
+    identity."""
+    A, B = (mpmath.eye(X[1]) * X[2] if isinstance(X, tuple) else X for X in (A, B))
+    out = mpmath.zeros(A.rows * B.rows, A.cols * B.cols)
+    for i in range(A.rows):
+        for j in range(A.cols):
+            for r in range(B.rows):
+                for c in range(B.cols):
+                    out[i * B.rows + r, j * B.cols + c] = A[i, j] * B[r, c]
     return out'''},
 }
 _HELPERS["dask"] = dict(_HELPERS["numpy"])

@@ -1272,3 +1272,103 @@ Proof.
 move=> h0 hx; have nz := expf_neq0 n (sgin_neq0 hx h0); rewrite /sgin !inE.
 by case: (ltrgt0P (x ^+ n)) nz => [/gtr0_sgz ->|/ltr0_sgz ->|->]; rewrite ?eqxx ?orbT.
 Qed.
+
+(* Issue 42: the causal mask.  tril(A) = A ⊙ M, Mᵢⱼ = [j ≤ i], is `tril_mx A`, and the strictly lower part tril(A, -1)
+   (Mᵢⱼ = [j < i]) is `stril_mx A`: both `trilk s A`, the entries with j + s ≤ i kept.  One lemma per kernel rule
+   (tril_block: `trilk_block`, for the 2 × 2 block_mx with square diagonal blocks the exporter writes; tril_scalar:
+   `tril_mx11`, `stril_mx11`; tril_sum: `trilk_add`; tril_scale: `trilk_scale`, `trilk_opp`; tril_diagonal: `tril_one`,
+   `stril_one`, `trilk0`, `tril_diag_mx`, `stril_diag_mx`; tril_diag_scale: `trilk_diag_mul`, `trilk_mul_diag`), and
+   the kernel's unit_lower_triangular judgment: I + Σ cᵢ Dᵢ tril(Aᵢ, -1) Eᵢ (Dᵢ, Eᵢ diagonal) is `unit_lower` (the
+   identity's entries on and above the diagonal: `unit_lower_one`, `unit_lower_addl`, `unit_lower_addr` with the
+   `strict_lower` terms), so its determinant is 1 (`unit_lower_det`, from MathComp's `det_trig`) and it is invertible
+   (`unit_lower_unit`). *)
+Section Tril.
+Variable R : fieldType.
+
+Definition trilk (s : bool) n (A : 'M[R]_n) : 'M[R]_n := \matrix_(i, j) if (j + s <= i)%N then A i j else 0.
+
+Lemma trilk_add s n (A B : 'M[R]_n) : trilk s (A + B) = trilk s A + trilk s B.
+Proof. by apply/matrixP => i j; rewrite !mxE; case: ifP => _; rewrite ?addr0. Qed.
+Lemma trilk_opp s n (A : 'M[R]_n) : trilk s (- A) = - trilk s A.
+Proof. by apply/matrixP => i j; rewrite !mxE; case: ifP => _; rewrite ?oppr0. Qed.
+Lemma trilk_scale s n (c : R) (A : 'M[R]_n) : trilk s (c *: A) = c *: trilk s A.
+Proof. by apply/matrixP => i j; rewrite !mxE; case: ifP => _; rewrite ?mulr0. Qed.
+Lemma trilk0 s n : trilk s (0 : 'M[R]_n) = 0.
+Proof. by apply/matrixP => i j; rewrite !mxE; case: ifP. Qed.
+
+Lemma tril_is_diag n (D : 'M[R]_n) : is_diag_mx D -> trilk false D = D.
+Proof.
+move/is_diag_mxP => dD; apply/matrixP => i j; rewrite !mxE addn0; case: leqP => // lt.
+by rewrite dD // ltn_eqF.
+Qed.
+Lemma stril_is_diag n (D : 'M[R]_n) : is_diag_mx D -> trilk true D = 0.
+Proof.
+move/is_diag_mxP => dD; apply/matrixP => i j; rewrite !mxE addn1; case: ifP => // lt.
+by rewrite dD // gtn_eqF.
+Qed.
+Lemma tril_one n : trilk false (1%:M : 'M[R]_n) = 1%:M.
+Proof. exact/tril_is_diag/scalar_mx_is_diag. Qed.
+Lemma stril_one n : trilk true (1%:M : 'M[R]_n) = 0.
+Proof. exact/stril_is_diag/scalar_mx_is_diag. Qed.
+Lemma tril_diag_mx n (d : 'rV[R]_n) : trilk false (diag_mx d) = diag_mx d.
+Proof. exact/tril_is_diag/diag_mx_is_diag. Qed.
+Lemma stril_diag_mx n (d : 'rV[R]_n) : trilk true (diag_mx d) = 0.
+Proof. exact/stril_is_diag/diag_mx_is_diag. Qed.
+
+Lemma tril_mx11 (a : 'M[R]_1) : trilk false a = a.
+Proof. by apply/matrixP => i j; rewrite !ord1 mxE. Qed.
+Lemma stril_mx11 (a : 'M[R]_1) : trilk true a = 0.
+Proof. by apply/matrixP => i j; rewrite !ord1 !mxE. Qed.
+
+Lemma trilk_diag_mul s n (d : 'rV[R]_n) (A : 'M[R]_n) : trilk s (diag_mx d *m A) = diag_mx d *m trilk s A.
+Proof. by rewrite !mul_diag_mx; apply/matrixP => i j; rewrite !mxE; case: ifP; rewrite ?mulr0. Qed.
+Lemma trilk_mul_diag s n (A : 'M[R]_n) (d : 'rV[R]_n) : trilk s (A *m diag_mx d) = trilk s A *m diag_mx d.
+Proof. by rewrite !mul_mx_diag; apply/matrixP => i j; rewrite !mxE; case: ifP; rewrite ?mul0r. Qed.
+
+Lemma trilk_block s m n (A : 'M[R]_m) (B : 'M[R]_(m, n)) (C : 'M[R]_(n, m)) (D : 'M[R]_n) :
+  trilk s (block_mx A B C D) = block_mx (trilk s A) 0 C (trilk s D).
+Proof.
+apply/matrixP => i j; rewrite [LHS]mxE.
+case: (split_ordP i) => i' ->; case: (split_ordP j) => j' ->;
+  rewrite ?block_mxEul ?block_mxEur ?block_mxEdl ?block_mxEdr ?mxE /=.
+- by [].
+- by rewrite leqNgt (leq_trans (ltn_ord i')) // -addnA leq_addr.
+- have h : (j' + s <= m)%N by rewrite (leq_trans (leq_add (leqnn j') (leq_b1 s))) // addn1.
+  by rewrite (leq_trans h) // leq_addr.
+- by rewrite -addnA leq_add2l.
+Qed.
+
+(* strictly lower: zero on and above the diagonal; unit lower triangular: the identity's entries there *)
+Definition strict_lower n (N : 'M[R]_n) := forall i j : 'I_n, (i <= j)%N -> N i j = 0.
+Definition unit_lower n (T : 'M[R]_n) := forall i j : 'I_n, (i <= j)%N -> T i j = (i == j)%:R.
+
+Lemma strict_lower_stril n (A : 'M[R]_n) : strict_lower (trilk true A).
+Proof. by move=> i j le; rewrite mxE addn1 ltnNge le. Qed.
+Lemma strict_lower_add n (N M : 'M[R]_n) : strict_lower N -> strict_lower M -> strict_lower (N + M).
+Proof. by move=> hN hM i j le; rewrite mxE hN // hM // addr0. Qed.
+Lemma strict_lower_opp n (N : 'M[R]_n) : strict_lower N -> strict_lower (- N).
+Proof. by move=> hN i j le; rewrite mxE hN // oppr0. Qed.
+Lemma strict_lower_scale n (c : R) (N : 'M[R]_n) : strict_lower N -> strict_lower (c *: N).
+Proof. by move=> hN i j le; rewrite mxE hN // mulr0. Qed.
+Lemma strict_lower_mull n (D N : 'M[R]_n) : is_diag_mx D -> strict_lower N -> strict_lower (D *m N).
+Proof. by move=> /diag_mxP [d ->] hN i j le; rewrite mul_diag_mx mxE hN // mulr0. Qed.
+Lemma strict_lower_mulr n (N D : 'M[R]_n) : strict_lower N -> is_diag_mx D -> strict_lower (N *m D).
+Proof. by move=> hN /diag_mxP [d ->] i j le; rewrite mul_mx_diag mxE hN // mul0r. Qed.
+Lemma unit_lower_one n : unit_lower (1%:M : 'M[R]_n).
+Proof. by move=> i j _; rewrite mxE. Qed.
+Lemma unit_lower_addr n (T N : 'M[R]_n) : unit_lower T -> strict_lower N -> unit_lower (T + N).
+Proof. by move=> hT hN i j le; rewrite mxE hT // hN // addr0. Qed.
+Lemma unit_lower_addl n (N T : 'M[R]_n) : strict_lower N -> unit_lower T -> unit_lower (N + T).
+Proof. by move=> hN hT i j le; rewrite mxE hT // hN // add0r. Qed.
+Lemma unit_lower_det n (T : 'M[R]_n) : unit_lower T -> \det T = 1.
+Proof.
+move=> hT; rewrite det_trig; last by apply/is_trig_mxP => i j lt; rewrite hT ?(ltnW lt) // -val_eqE /= ltn_eqF.
+by rewrite big1 // => i _; rewrite hT // eqxx.
+Qed.
+Lemma unit_lower_unit n (T : 'M[R]_n) : unit_lower T -> T \in unitmx.
+Proof. by move=> hT; rewrite unitmxE unit_lower_det // unitr1. Qed.
+Lemma unit_one_strict_lower n (N : 'M[R]_n) : strict_lower N -> 1%:M + N \in unitmx.
+Proof. by move=> hN; apply/unit_lower_unit/unit_lower_addr => //; exact: unit_lower_one. Qed.
+End Tril.
+Notation tril_mx := (trilk false).
+Notation stril_mx := (trilk true).

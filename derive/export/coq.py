@@ -51,8 +51,14 @@ from ..kernel.terms import (
     rebuild,
 )
 
-# issue 41: the ones vector 1ₙ and diag(v) of a column (None where the kernel does not have them)
-Ones, Diag = getattr(_terms, "Ones", None), getattr(_terms, "Diag", None)
+# issue 41: the ones vector 1ₙ and diag(v) of a column (None where the kernel does not have them); issue 42: the
+# causal mask tril(A, k)
+Ones, Diag, Tril = getattr(_terms, "Ones", None), getattr(_terms, "Diag", None), getattr(_terms, "Tril", None)
+# the Kronecker product A ⊗ B: not modelled (MathComp 1.15 has none); a theorem holding one is refused, named
+Kron = getattr(_terms, "Kron", None)
+#: the name a refusal gives each construct of the kernel the export does not model
+_KRON = "the Kronecker product"
+_MASK = (Tril,) if Tril is not None else ()
 
 __all__ = ["JUDGMENT_TRANSLATIONS", "PRELUDE", "RULES_NOT_MODELLED", "RULE_TRANSLATIONS", "CoqExport", "Unsupported",
            "coq_comment_text", "coq_states", "coqc_error", "export_certificates", "theorem_file", "write_export"]
@@ -77,7 +83,8 @@ _RESERVED = {"O", "S", "R", "I", "Z", "T", "nat", "bool", "Type", "Set", "Prop",
              "True", "False", "erefl", "esym", "etrans", "congr1", "conj", "proj1", "proj2", "invmx", "unitmx",
              "posdef", "psd", "is_diag_mx", "mpow", "ipow", "row_mx", "col_mx", "block_mx", "idx", "sgin",
              "idxm", "ols_close", "ols_closing", "ols_prep", "ols_lin", "lin_nz_cons", "lin_nz_cons_neq",
-             "lin_nz_nil", "try", "unfold", "first", "const_mx", "diag_mx"}
+             "lin_nz_nil", "try", "unfold", "first", "const_mx", "diag_mx", "trilk", "tril_mx", "stril_mx",
+             "strict_lower", "unit_lower"}
 _IDENT_OK = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _IDENT_ANY = re.compile(r"[A-Za-z0-9_]+")
 _GENERATED_LOCAL = re.compile(r".*_|IH[0-9]*")
@@ -307,6 +314,10 @@ def _ast(t: Basic):
         return ("ones", _dim(t.args[0]))
     if Diag is not None and type(t) is Diag:  # issue 41: diag(v) is `diag_mx v^T` (MathComp's takes a row)
         return ("diag", ast(t.args[0]))
+    if Tril is not None and type(t) is Tril:  # issue 42: tril(A) is `tril_mx A`, tril(A, -1) `stril_mx A`
+        return ("tril", ast(t.args[0]), bool(t.args[1] != 0))
+    if Kron is not None and type(t) is Kron:
+        _refuse_not_modelled([t])
     if type(t) is Transpose:
         return ("tr", ast(t.args[0]))
     if type(t) is Inverse:
@@ -524,7 +535,7 @@ def _divisors(tree, out: list) -> list:
     elif kind in ("mul", "add"):
         for child in tree[1]:
             _divisors(child, out)
-    elif kind in ("tr", "inv", "pow", "diag"):
+    elif kind in ("tr", "inv", "pow", "diag", "tril"):
         _divisors(tree[1], out)
     elif kind == "block":
         for child in tree[3]:
@@ -575,7 +586,7 @@ def flat(a):
         return (kind, a[1], a[2], [flat(c) for c in a[3]])
     if kind in ("tr", "inv", "diag"):
         return (kind, flat(a[1]))
-    if kind == "pow":
+    if kind in ("pow", "tril"):
         return (kind, flat(a[1]), a[2])
     return a
 
@@ -613,6 +624,9 @@ def show(a, top: bool = True) -> str:
         head = {(1, 2): "row_mx", (2, 1): "col_mx", (2, 2): "block_mx"}[(a[1], a[2])]
         text = f"{head} " + " ".join(show(c, False) for c in a[3])
         return text if top else f"({text})"
+    if kind == "tril":  # issue 42: the prelude's `trilk s A`, written `tril_mx A` (s false) or `stril_mx A` (s true)
+        text = f"{'stril_mx' if a[2] else 'tril_mx'} {show(a[1], False)}"
+        return text if top else f"({text})"
     if kind == "pow" and isinstance(a[2], tuple):  # an integer power
         text = f"ipow {show(a[1], False)} {_int(a[2][1])}"
         return text if top else f"({text})"
@@ -642,7 +656,7 @@ def _replace_hole(a, z):
         return (a[0], [_replace_hole(c, z) for c in a[1]])
     if a[0] in ("tr", "inv", "diag"):
         return (a[0], _replace_hole(a[1], z))
-    if a[0] == "pow":
+    if a[0] in ("pow", "tril"):
         return (a[0], _replace_hole(a[1], z), a[2])
     if a[0] == "block":
         return (a[0], a[1], a[2], [_replace_hole(c, z) for c in a[3]])
@@ -672,7 +686,8 @@ def positions(t: Basic):
 
 
 def _children(t):
-    if type(t) in (Transpose, Inverse, MatPow) or (Diag is not None and type(t) is Diag):
+    if type(t) in (Transpose, Inverse, MatPow) or (Diag is not None and type(t) is Diag) \
+            or (Tril is not None and type(t) is Tril):
         return [t.args[0]]
     if type(t) is MatMul:
         return factors_of(t)[1]
@@ -692,6 +707,8 @@ def _wrap(t, k, inner):
         return ("pow", inner, _pow_tag(t))
     if Diag is not None and type(t) is Diag:
         return ("diag", inner)
+    if Tril is not None and type(t) is Tril:
+        return ("tril", inner, bool(t.args[1] != 0))
     kids = _children(t)
     trees = [ast(c) for c in kids[:k]] + [inner] + [ast(c) for c in kids[k + 1:]]
     if type(t) is BlockMatrix:
@@ -708,6 +725,8 @@ def _rebuild(t, k, new):
         return MatPow(new, t.args[1])
     if Diag is not None and type(t) is Diag:
         return Diag(new)
+    if Tril is not None and type(t) is Tril:
+        return Tril(new, t.args[1])
     kids = _children(t)
     kids = kids[:k] + [new] + kids[k + 1:]
     if type(t) is BlockMatrix:
@@ -765,6 +784,10 @@ def _unit(t, facts: _Facts, depth: int = 0) -> str:
             if coeff == 1:
                 return f"(@unit_diag_ones R {size})"
             return f"(@unit_diag_ones_scale R {size} {_scalar(coeff)} {_nonzero(coeff, facts)})"
+    if type(t) is MatAdd and Tril is not None:  # issue 42: I + Σ cᵢ Dᵢ tril(Aᵢ, -1) Eᵢ, determinant 1
+        lower = _unit_lower(t, facts)
+        if lower is not None:
+            return lower
     if type(t) is Transpose:
         return f"(unit_tr {_unit(t.args[0], facts)})"
     if type(t) is Inverse:
@@ -1390,7 +1413,7 @@ def _pushed_transposes(t):
         if type(inner) in (MatrixSymbol, FamilyMatrix, ZeroMatrix):
             return t
         raise Unsupported(f"unfolding the transpose of {type(inner).__name__} {inner} is not exported")
-    if type(t) in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix):
+    if type(t) in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix, *_MASK):  # the tactic rewrites inside tril too
         return rebuild(t, [_pushed_transposes(c) for c in children(t)])
     return t
 
@@ -1398,7 +1421,7 @@ def _pushed_transposes(t):
 def _split_inverses(t, facts: _Facts, depth: int, items: list):
     """``t`` with the inverse of each product of invertible square factors split, innermost first; ``items`` gets
     the Coq rewrite of each split, `inverse_product` of the product's first factors and its last one."""
-    if type(t) not in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix):
+    if type(t) not in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix, *_MASK):
         return t
     t = rebuild(t, [_split_inverses(c, facts, depth, items) for c in children(t)])
     if type(t) is Inverse and type(t.args[0]) is Identity:  # issue 41: I⁻¹ = I (of (σ²I)⁻¹ split below)
@@ -1431,7 +1454,7 @@ def _split_inverses(t, facts: _Facts, depth: int, items: list):
 
 def _without_identities(t):
     """``t`` with every identity factor of a product dropped (`mulmx1`, `mul1mx`): I of a split (σ²I)⁻¹."""
-    if type(t) not in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix, Transpose):
+    if type(t) not in (MatMul, MatAdd, Inverse, MatPow, BlockMatrix, Transpose, *_MASK):
         return t
     t = rebuild(t, [_without_identities(c) for c in children(t)])
     if type(t) is MatMul:
@@ -1656,16 +1679,26 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         grid = blocks_of(sub.args[0])
         result = block([[Transpose(grid[i][j]) for i in range(len(grid))] for j in range(len(grid[0]))])
         out.append((result, "ltac:(by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx)"))
-    elif rule == "block_add" and type(sub) is MatAdd and len(sub.args) == 2 \
-            and all(type(a) is BlockMatrix for a in sub.args):  # [Aᵢⱼ] + [Bᵢⱼ] = [Aᵢⱼ + Bᵢⱼ], one partition
-        g1, g2 = blocks_of(sub.args[0]), blocks_of(sub.args[1])
+    elif rule == "block_add" and type(sub) is MatAdd \
+            and sum(type(a) is BlockMatrix for a in sub.args) == 2:  # [Aᵢⱼ] + [Bᵢⱼ] = [Aᵢⱼ + Bᵢⱼ], one partition
+        # the two block matrices printed first (the rest of the sum after them, reordered around the step as any
+        # sum), so the rewrite finds `X + Y` left-associated
+        (m1, m2), rest = ([a for a in sub.args if type(a) is BlockMatrix],
+                          [a for a in sub.args if type(a) is not BlockMatrix])
+        g1, g2 = blocks_of(m1), blocks_of(m2)
         same = len(g1) == len(g2) and len(g1[0]) == len(g2[0]) and all(
             a.shape == b.shape for r1, r2 in zip(g1, g2, strict=True) for a, b in zip(r1, r2, strict=True))
         if same and len(g1) * len(g1[0]) > 1:
-            result = block([[add([a, b]) for a, b in zip(r1, r2, strict=True)] for r1, r2 in zip(g1, g2, strict=True)])
+            merged = block([[add([a, b]) for a, b in zip(r1, r2, strict=True)] for r1, r2 in zip(g1, g2, strict=True)])
             tree = ("block", len(g1), len(g1[0]), [("add", [ast(a), ast(b)]) for r1, r2 in zip(g1, g2, strict=True)
                                                     for a, b in zip(r1, r2, strict=True)])
-            out.append((result, "ltac:(by rewrite ?add_row_mx ?add_col_mx ?add_block_mx)", tree))
+            proof = "ltac:(by rewrite ?add_row_mx ?add_col_mx ?add_block_mx)"
+            if not rest:
+                out.append((merged, proof, tree))
+            else:  # issue 42: two block matrices of a longer sum
+                others = [ast(a) for a in rest]
+                out.append((add([*rest, merged]), proof, ("add", [tree, *others]),
+                            ("add", [ast(m1), ast(m2), *others])))
     elif rule == "block_scale" and type(sub) is MatMul and factors_of(sub)[0] != 1 \
             and len(factors_of(sub)[1]) == 1 and type(factors_of(sub)[1][0]) is BlockMatrix:
         coeff, (grid_matrix,) = factors_of(sub)  # c [Aᵢⱼ] = [c Aᵢⱼ]: MathComp's scale_*_mx (opp_*_mx for c < 0)
@@ -1693,6 +1726,10 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
                         f"inverse_block_diag {_unit(a, facts)} {_unit(d, facts)}"))
     elif rule in ("block_inverse_schur", "block_inverse_schur_mirror"):
         out += _schur_rule(rule, sub, facts)
+    elif rule in _TRIL_RULES and Tril is not None:  # issue 42: the causal mask
+        out += _tril_rule(rule, sub)
+    elif rule == "block_flatten" and type(sub) is BlockMatrix:  # issue 42: a grid of block rows (columns) flattened
+        out += _block_flatten_rule(sub)
     elif rule.startswith("hyp:") and rule[4:] in (facts.scalar_hyps or {}):  # issue 29: λ = r in a coefficient
         symbol, value, hn = facts.scalar_hyps[rule[4:]]
         if type(sub) is MatMul and sympy.sympify(factors_of(sub)[0]).has(symbol):
@@ -1974,6 +2011,151 @@ def _transpose_scalar_proofs(sub) -> list:
     return []
 
 
+# --- issue 42: the causal mask tril(A) = A ⊙ M (the prelude's `trilk`, Section Tril) ------------------------------
+
+#: each rule's proof, by rewriting with the prelude's lemma at the located tril(·) (both sides, so either direction)
+_TRIL_RULES = {
+    "tril_block": "trilk_block",
+    "tril_scalar": "?tril_mx11 ?stril_mx11",
+    "tril_sum": "!trilk_add",
+    "tril_scale": "?trilk_opp ?trilk_scale",
+    "tril_diagonal": "?tril_one ?stril_one ?trilk0 ?tril_diag_mx ?stril_diag_mx",
+    # diag(v) taken out on the left (products right-associated), then on the right (left-associated again), the
+    # coefficient out of tril and out of the products on both sides
+    "tril_diag_scale": "-?mulmxA ?trilk_opp ?trilk_scale ?trilk_diag_mul ?mulmxA ?trilk_mul_diag",
+}
+
+
+def _tril_rule(rule: str, sub) -> list:
+    """(result, Coq proof[, result tree]) of the kernel's tril rule at ``sub`` (a tril(·) node), as the kernel
+    computes it (``derive.kernel.axioms``): one candidate per kernel result, each proved by rewriting with the
+    prelude's lemmas; [] where the rule does not apply or its instance is not one the prelude's lemmas state (a grid
+    other than 2 × 2: ``_partitions`` refuses it first, with the construct named)."""
+    from ..kernel.axioms import AXIOMS
+
+    if type(sub) is not Tril:
+        return []
+    try:
+        results = AXIOMS[rule](sub, _NoBudget())
+    except Exception:  # noqa: BLE001  not this position
+        return []
+    out = []
+    for result in results:
+        if rule == "tril_block":
+            grid = blocks_of(sub.args[0])
+            if len(grid) == 1 and len(grid[0]) == 1:  # [A] is A
+                out.append((result, "erefl"))
+            elif len(grid) == 2 and len(grid[0]) == 2:
+                out.append((result, f"ltac:(by rewrite {_TRIL_RULES[rule]})"))
+        elif rule == "tril_sum":  # the terms in the order of the sum (the kernel's result is sorted)
+            strict = bool(sub.args[1] != 0)
+            tree = ("add", [("tril", ast(a), strict) for a in sub.args[0].args])
+            out.append((result, f"ltac:(by rewrite {_TRIL_RULES[rule]})", tree))
+        elif rule == "tril_diag_scale":
+            out.append((result, f"ltac:(by rewrite {_TRIL_RULES[rule]}; {_NORM_SCALARS})"))
+        else:
+            out.append((result, f"ltac:(by rewrite {_TRIL_RULES[rule]})"))
+    return out
+
+
+def _block_flatten_rule(sub) -> list:
+    """(result, Coq proof) of the kernel's ``block_flatten`` at ``sub``: a 2 × 1 grid of 1 × m block rows is the
+    2 × m grid (`col_mx (row_mx A B) (row_mx C D)` is `block_mx A B C D` by definition: erefl), a 1 × 2 grid of
+    m × 1 block columns likewise (`row_mx (col_mx A C) (col_mx B D)`: MathComp's `block_mxEh`); m = 1 is the same
+    `col_mx`/`row_mx` on both sides ([A] is A).  A grid MathComp's block_mx, row_mx and col_mx cannot write (more
+    than 2 × 2 blocks, either side) is refused with the construct named."""
+    from ..kernel.axioms import AXIOMS
+
+    try:
+        results = AXIOMS["block_flatten"](sub, _NoBudget())
+    except Exception:  # noqa: BLE001  not this position
+        return []
+    out = []
+    for result in results:
+        before, after = blocks_of(sub), blocks_of(result)
+        inner = [blocks_of(b) for row in before for b in row]
+        if max(len(before), len(before[0]), len(after), len(after[0]),
+               *(max(len(g), len(g[0])) for g in inner)) > 2:
+            out.append((result, f"{_REFUSED}block_flatten of a grid of more than 2 × 2 blocks (either side) is not "
+                                "exported (MathComp's block_mx, row_mx and col_mx are 2 × 2, 1 × 2 and 2 × 1)"))
+        elif len(before) == 1 and len(after) == 2 and len(after[0]) == 2:  # a row of block columns
+            out.append((result, "ltac:(by rewrite block_mxEh)"))
+        else:  # a column of block rows (block_mx is col_mx of row_mx), or one block column or row: as printed
+            out.append((result, "erefl"))
+    return out
+
+
+class _NoBudget:
+    """The kernel rules' context where the export applies a rule to a term it already checked: no budget."""
+
+    def tick(self, *args, **kwargs) -> None:
+        return None
+
+
+def _strict_lower(term, facts: _Facts) -> str | None:
+    """A Coq proof of `strict_lower T` (T printed by ``show``) for T = c·D₁⋯D_r tril(A, -1) E₁⋯E_s with diagonal
+    Dᵢ, Eⱼ (diag(v), shown by ``_diag``), or None: the prelude's `strict_lower_stril`, `strict_lower_mull` (the
+    left-associated prefix D₁⋯D_r at once), `strict_lower_mulr`, `strict_lower_scale`, `strict_lower_opp`."""
+    coeff, mats = factors_of(term) if type(term) is MatMul else (1, [term])
+    masks = [i for i, m in enumerate(mats) if type(m) is Tril and m.args[1] != 0]
+    if len(masks) != 1 or not all(type(m) is Diag for i, m in enumerate(mats) if i != masks[0]):
+        return None
+    at = masks[0]
+    try:
+        proof = f"(strict_lower_stril {show(ast(mats[at].args[0]), False)})"
+        if at:
+            proof = f"(strict_lower_mull {_diag(mul(mats[:at]), facts)} {proof})"
+        for m in mats[at + 1:]:
+            proof = f"(strict_lower_mulr {proof} {_diag(m, facts)})"
+    except Unsupported:
+        return None
+    if coeff == 1:
+        return proof
+    if coeff == -1:
+        return f"(strict_lower_opp {proof})"
+    if sympy.sympify(coeff).could_extract_minus_sign():
+        return f"(strict_lower_opp (strict_lower_scale {_scalar(-coeff)} {proof}))"
+    return f"(strict_lower_scale {_scalar(coeff)} {proof})"
+
+
+def _unit_lower(t, facts: _Facts) -> str | None:
+    """`t \\in unitmx` for t = I + Σ cᵢ·Dᵢ tril(Aᵢ, -1) Eᵢ, the kernel's ``unit_lower_triangular`` judgment (issue 42):
+    the printed sum, left-associated, is `unit_lower` (the identity's entries on and above the diagonal) by
+    `unit_lower_one` and `unit_lower_addl`/`unit_lower_addr` with its `strict_lower` terms (`strict_lower_add` before
+    the identity), so its determinant is 1 and it is invertible (`unit_lower_unit`); None for another sum."""
+    if Tril is None or type(t) is not MatAdd or sum(type(a) is Identity for a in t.args) != 1:
+        return None
+    proof, unit = None, False
+    for term in t.args:
+        if type(term) is Identity:
+            part, is_unit = f"(@unit_lower_one R {_dim(term.shape[0])})", True
+        else:
+            part, is_unit = _strict_lower(term, facts), False
+            if part is None:
+                return None
+        if proof is None:
+            proof, unit = part, is_unit
+        elif is_unit:
+            proof, unit = f"(unit_lower_addl {proof} {part})", True
+        else:
+            proof = f"(unit_lower_addr {proof} {part})" if unit else f"(strict_lower_add {proof} {part})"
+    return f"(unit_lower_unit {proof})"
+
+
+def _refuse_not_modelled(terms) -> None:
+    """Unsupported, the construct named, where a term of the theorem (statement, steps, hypotheses, definitions,
+    lemmas) holds one the export does not model: the Kronecker product kron(A, B)."""
+    if Kron is None:
+        return
+    for term in terms:
+        for node in sympy.preorder_traversal(term):
+            if type(node) is Kron:
+                text = " ".join(str(node).split())
+                text = text if len(text) <= 60 else text[:57] + "..."
+                raise Unsupported(f"{_KRON} {text} is not modelled in Coq (MathComp 1.15 has no Kronecker "
+                                  "product; its rules kron_* are not exported)")
+
+
 def _refuse_scalar_language(proof) -> None:
     """Unsupported, in one line, for the constructs of issue 29 the export does not model (quantified scalar
     hypotheses of a lemma)."""
@@ -2022,6 +2204,8 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "block_multiply": "mul_row_col, mul_row_block, mul_block_col, mulmx_block, mul_col_row, mul_col_mx, mul_mx_row",
     "block_transpose": "tr_row_mx/tr_col_mx/tr_block_mx",
     "block_single": "erefl ([A] is A)",
+    # issue 42: col_mx (row_mx A B) (row_mx C D) is block_mx A B C D by definition; row_mx of col_mx by block_mxEh
+    "block_flatten": "erefl (block_mx is col_mx of row_mx), block_mxEh (row_mx of col_mx)",
     "block_add": "add_row_mx/add_col_mx/add_block_mx",
     "block_scale": "scale_row_mx/scale_col_mx/scale_block_mx (opp_*_mx for c < 0)",
     "block_identity": "scalar_mx_block",
@@ -2032,6 +2216,13 @@ RULE_TRANSLATIONS: dict[str, str] = {
     "block_inverse_schur_mirror": "inverse_block_schur_mirror, unitmx facts of D and T",
     "transpose_scalar": "entrywise on 'M_1 (_transpose_scalar_proofs: ord1, mxE)",
     "ones_inner": "ones_inner of the prelude ((const_mx 1)^T *m const_mx 1 = n%:R *: 1%:M)",
+    # issue 42: the causal mask, the prelude's Section Tril (tril(A) is `tril_mx A`, tril(A, -1) `stril_mx A`)
+    "tril_block": "trilk_block (a 2 × 2 block_mx with square diagonal blocks; [A] is A)",
+    "tril_scalar": "tril_mx11/stril_mx11 (a 'M_1)",
+    "tril_sum": "trilk_add",
+    "tril_scale": "trilk_scale (trilk_opp for c < 0)",
+    "tril_diagonal": "tril_one/stril_one, trilk0, tril_diag_mx/stril_diag_mx",
+    "tril_diag_scale": "trilk_diag_mul/trilk_mul_diag (the coefficient out by trilk_scale, scalemxAl/scalemxAr)",
     "hyp": "the hypothesis (a quantified one applied to the step's instance; a scalar one, λ = r, by rewriting)",
     "def": "erefl (Definition)",
     "lemma": "the lemma (an induction lemma at the step's index)",
@@ -2042,10 +2233,13 @@ RULE_TRANSLATIONS: dict[str, str] = {
 }
 
 #: Kernel rules the export does not model (issue 41): a step using one is refused with this construct named, never
-#: left for coqc to reject.  Each rule of the kernel is in RULE_TRANSLATIONS or here (tests/test_coq.py).
+#: left for coqc to reject.  Each rule of the kernel is in RULE_TRANSLATIONS or here (tests/test_coq.py).  None at
+#: present for the causal mask: its rules (issue 42) are modelled by the prelude's Section Tril.  The Kronecker
+#: product's are not (MathComp 1.15 has no Kronecker product): a theorem holding kron(A, B) is refused, the construct
+#: named, before any of its steps (``_refuse_not_modelled``).
 RULES_NOT_MODELLED: dict[str, str] = {
-    **dict.fromkeys(["tril_block", "tril_column", "tril_identity", "tril_scale", "tril_sum", "tril_zero"],
-                    "the causal (lower-triangular) mask"),
+    **dict.fromkeys(["kron_mixed", "kron_transpose", "kron_inverse", "kron_sum", "kron_scale", "kron_identity"],
+                    _KRON),
 }
 
 #: How each judgment of the kernel (``derive.kernel.judgments``) is proved in Coq: the exporter's function that
@@ -2071,6 +2265,8 @@ JUDGMENT_TRANSLATIONS: dict[str, str] = {
     # a coefficient's divisors non-zero (a scalar hypothesis λ = r gives λ the signs of r: sgin_eq; a dimension n is
     # n%:R, positive by the hypothesis (0 < n)%N: dim_positive; an index t is t%:R >= 0: sgin_index)
     "require_coefficient_defined": "_nonzero",
+    # issue 42: I + Σ cᵢ Dᵢ tril(Aᵢ, -1) Eᵢ is invertible (determinant 1): _unit by the prelude's unit_lower_unit
+    "unit_lower_triangular": "_unit_lower",
 }
 
 _SUPPORTED_RULES = {rule for rule in RULE_TRANSLATIONS if ":" not in rule} - {"hyp", "def", "lemma", "thm", "base",
@@ -2098,7 +2294,7 @@ def _key(a):
         return ("mul", tuple(_key(c) for c in a[1]))
     if a[0] in ("tr", "inv", "diag"):
         return (a[0], _key(a[1]))
-    if a[0] == "pow":
+    if a[0] in ("pow", "tril"):
         return (a[0], _key(a[1]), a[2])
     if a[0] == "block":
         return (a[0], a[1], a[2], tuple(_key(c) for c in a[3]))
@@ -2117,7 +2313,7 @@ def _permutations(t1, t2, used: dict) -> list[str] | None:
     kind = t1[0]
     if kind in ("tr", "inv", "diag"):
         return _permutations(t1[1], t2[1], used)
-    if kind == "pow":
+    if kind in ("pow", "tril"):
         return _permutations(t1[1], t2[1], used)
     if kind == "scale":
         return _permutations(t1[2], t2[2], used)
@@ -2163,7 +2359,7 @@ def _as_normalized(a):
         return (a[0], out)
     if a[0] in ("tr", "inv", "diag"):
         return (a[0], _as_normalized(a[1]))
-    if a[0] == "pow":
+    if a[0] in ("pow", "tril"):
         return (a[0], _as_normalized(a[1]), a[2])
     if a[0] == "scale":
         return (a[0], a[1], _as_normalized(a[2]))
@@ -2201,7 +2397,7 @@ def _cancellations(trees: list, facts: _Facts) -> list[str]:
         elif a[0] in ("mul", "add"):
             for c in a[1]:
                 walk(c)
-        elif a[0] in ("tr", "inv", "pow", "diag"):
+        elif a[0] in ("tr", "inv", "pow", "diag", "tril"):
             walk(a[1])
         elif a[0] == "block":
             for c in a[3]:
@@ -2890,6 +3086,7 @@ def theorem_file(data: dict, unchecked: bool = False, exported: dict | None = No
     for lem in proof.lemmas:
         terms += [lem.lhs, lem.rhs, *[s.expr for s in getattr(lem, "steps", [])]]
     terms += [t for f in proof.families for t in (f.base, f.step) if t is not None]
+    _refuse_not_modelled(terms)
     _FAMILIES.clear()
     _FAMILIES.update({f.name: f for f in proof.families})
     _FAMILY_FACTS.clear()

@@ -41,6 +41,7 @@ JUDGMENTS: dict[str, str] = {
     "scalar_fact": "_scalar_fact",  # Q.nonzero(c) narrows c's sign (issue 41)
     "diag_invertible": "_diag_invertible",  # diag(c·1ₙ) with c ≠ 0 (issue 41)
     "index_power": "_index_power_defined",  # γ^(k·t + c) defined (γ ≠ 0 where the exponent may be negative)
+    "unit_lower_triangular": "unit_lower_triangular",  # I + Σ c·D tril(A, -1) E invertible (issues 41, 42)
 }
 
 #: the rules that are not axioms, by kind.

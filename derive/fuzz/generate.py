@@ -43,6 +43,7 @@ from ..kernel.terms import (
     FamilyMatrix,
     Ones,
     TermError,
+    Tril,
     add,
     block,
     canon,
@@ -162,6 +163,10 @@ class World:
     #: the hypotheses it added (:func:`_issue41_world`)
     constructs: set | None = None
     aux41: random.Random | None = None  # issue 41: the stream its choices are drawn from
+    #: the causal mask (issues 41, 42): the stream of a world with tril lemmas (:func:`_tril_world`), None without;
+    #: ``tril_active`` while those lemmas are built (the hooks in the walk act then only)
+    tril: random.Random | None = None
+    tril_active: bool = False
 
     def chance(self, probability: float, hole: str | None = None) -> bool:
         if hole is not None and hole in self.focus:
@@ -240,6 +245,7 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
     _issue29_world(w)
     _coverage_world(w)
     _issue41_world(w)
+    _tril_world(w)
     return w
 
 
@@ -283,11 +289,26 @@ SCALED = (lam, Integer(2), Integer(-1), lam**2, t, mu, nu)
 #: Axioms that entered with issue 41: drawn in a world with its constructs only, so that the random order of the others
 #: (and so every world without them) is what the seed gave before they existed.
 ISSUE41_AXIOMS = ("ones_inner",)
+#: The causal mask's axioms, and block_flatten (issue 42, the grids a product of stacked rows gives): drawn in the tril
+#: lemmas only (:func:`_tril_lemmas`), for the same reason.
+TRIL_AXIOMS = ("tril_block", "tril_scalar", "tril_sum", "tril_scale", "tril_diagonal", "tril_diag_scale")
+ISSUE42_AXIOMS = (*TRIL_AXIOMS, "block_flatten")
+#: The axioms every walk draws from, in the kernel's order: those the seeds' streams were drawn with before issue 41.
+#: An axiom the kernel adds is not among them until the generator draws it from a stream of its own (as the groups
+#: above are): a new name in a shuffled list would change every proof of every seed, and the coverage the default run
+#: is tuned to with it (tests/test_fuzz.py); until then the coverage count names it as not reached.
+BASE_AXIOMS = ("transpose_product", "transpose_transpose", "transpose_sum", "transpose_symmetric", "transpose_inverse",
+               "transpose_zero", "inverse_product", "inverse_identity", "inverse_inverse", "inverse_cancel",
+               "power_combine", "identity_mul", "zero_mul", "zero_add", "collect", "distribute", "block_multiply",
+               "block_transpose", "block_single", "block_add", "block_scale", "block_identity", "block_zero",
+               "block_inverse_diagonal", "block_inverse_schur", "block_inverse_schur_mirror", "scalar_matrix",
+               "transpose_scalar")
 
 
 def _axiom_names(world: World | None) -> list[str]:
     """The axioms a step or a mutation draws from, in the kernel's order (issue 41's only for a world with them)."""
-    return [a for a in AXIOMS if a not in ISSUE41_AXIOMS or (world is not None and world.constructs is not None)]
+    return [a for a in AXIOMS if a in BASE_AXIOMS or
+            (a in ISSUE41_AXIOMS and world is not None and world.constructs is not None)]
 
 
 def _issue41_world(w: World) -> None:
@@ -358,6 +379,372 @@ def _construct_start(terms: Terms, world: World):
         return canon(choice) if terms.defined(choice) else None
     except BUILD_ERRORS:
         return None
+
+
+# --- the causal mask: tril(A) and tril(A, -1) (issues 41, 42) -------------------------------------------------------
+
+#: The holes of the causal mask's rules and judgment (derive.fuzz.unsound), each a focus.  A world has tril lemmas when
+#: focused on one of them or, drawn from a stream of its own, in TRIL_WORLDS of a run's worlds; the lemmas are built
+#: after every other chain of the proof, from that stream, so that the rest of the proof is what the seed gave before
+#: the mask existed (a run's coverage of the other rules stays what it was).
+TRIL_WORLDS = 0.3
+TRIL_SALT = "k"  # names the worlds' own stream (this one: seed 27's default run reaches every tril rule and judgment)
+#: The kind of chain start each hole's focus draws most (see :func:`_tril_start`).
+TRIL_FOCUS_KINDS = {"tril_above": "block", "tril_block_offset": "block", "tril_scalar": "scalar",
+                    "tril_symmetric": "symmetric", "tril_diag_scale": "product", "unit_lower_triangular": "unit",
+                    "tril_square": "square", "tril_partition": "partition"}
+TRIL_HOLES = tuple(TRIL_FOCUS_KINDS)  # tril_partition: a masked slip (derive.fuzz.unsound.MASKED), focus only
+#: The kinds an unfocused tril world draws its starts from: one for each rule (both of tril_diag_scale's sides), the
+#: unit-lower-triangular inverses, a few that mix them; "partition", "square" and non-strict "unit" are for the focus.
+TRIL_KINDS = ("block", "block", "block", "block", "scalar", "scalar", "sum", "scale", "scale", "diagonal",
+              "diag_scale", "diag_scale", "unit", "unit", "unit", "product", "symmetric", "nested", "flatten",
+              "flatten")
+
+
+def _tril_world(w: World) -> None:
+    """A world with tril lemmas (issues 41, 42), its choices drawn from a stream of its own (:attr:`World.tril`): one
+    focused on a tril hole, or TRIL_WORLDS of the others but those of a run focused on another hole (whose seeds'
+    findings stay where they were)."""
+    aux = random.Random(f"tril{TRIL_SALT}:{w.rng.getstate()[1][:8]}")  # reads the state, draws nothing
+    focused = w.focus & set(TRIL_HOLES)
+    other = w.focus - set(TRIL_HOLES) - set(COVERAGE_TARGETS)  # a run focused on another hole: as it was
+    if focused or (not other and aux.random() < TRIL_WORLDS):
+        w.tril = aux
+
+
+def _tril_lemmas(world: World, ctx: Context, lemma_rules: dict) -> list[Chain]:
+    """Chains about the causal mask (one or two; two when focused), each from a start of :func:`_tril_start` walked with
+    the tril axioms tried first or at places of the world's tril stream, and with their backward readings
+    (:func:`_tril_expansions`); sometimes read backwards whole."""
+    aux = world.tril
+    out = []
+    world.tril_active = True
+    try:
+        for k in range(2 if world.focus & set(TRIL_HOLES) else aux.choice((1, 2))):
+            name = f"tril{k}"
+            try:
+                inner = chain_context(ctx, Chain(name, Identity(1), Identity(1), ()), lemma_rules, _fail)
+            except (Skip, ProofError, TermError):
+                break
+            terms = Terms(world, inner)
+            terms.rng = aux  # every choice of the chain from the world's tril stream
+            try:
+                chain = _tril_chain(name, inner, terms, world, aux.randint(2, 4))
+            except (Skip, ProofError, *BUILD_ERRORS):  # a lemma not built: the proof without it
+                chain = None
+            if chain is not None:
+                out.append(chain)
+                lemma_rules[f"lemma:{name}"] = lemma_rule(chain)
+    finally:
+        world.tril_active = False
+    return out
+
+
+def _tril_chain(name: str, ctx: Context, terms: Terms, world: World, length: int) -> Chain | None:
+    rng = terms.rng
+    for _ in range(4):
+        start = _tril_start(terms, world)
+        steps = walk(start, length, ctx, terms, world) if start is not None else []
+        steps = steps[:_checked_prefix(start, steps, ctx)]
+        if steps:
+            break
+    else:
+        return None
+    if rng.random() < 0.3:  # read backwards: each step the rule read the other way
+        exprs = [start] + [x.expr for x in steps]
+        back = [Step(exprs[i - 1], steps[i - 1].rule, steps[i - 1].instance) for i in range(len(steps), 0, -1)]
+        return Chain(name, exprs[-1], start, tuple(back))
+    return Chain(name, start, steps[-1].expr, tuple(steps))
+
+
+def _tril_step(current, ctx: Context, terms: Terms) -> Step | None:
+    """A step of a tril lemma by one of the causal mask's axioms (or None, and the walk draws as it does elsewhere):
+    usually forwards where a tril of ``current`` matches one, else backwards at a random sub-term
+    (:func:`_tril_expansions`), each verified by the kernel."""
+    rng = terms.rng
+    if (current.atoms(Tril) or current.atoms(BlockMatrix)) and rng.random() < 0.75:
+        names = list(ISSUE42_AXIOMS)
+        rng.shuffle(names)
+        for name in names:
+            try:
+                results = [r for _, r in islice(rewrites(current, AXIOMS[name], ctx), 24) if r != current]
+            except Exception:  # noqa: BLE001 - the generator proposes; anything a rule cannot do is skipped
+                continue
+            rng.shuffle(results)
+            for result in results[:4]:
+                try:
+                    after = defined_canon(result, ctx)
+                except TermError:
+                    continue
+                if after != current and _size(after) <= 3 * MAX_OPS:
+                    return Step(after, name)
+    if rng.random() < 0.4:
+        where = list(paths(current))
+        rng.shuffle(where)
+        for path, sub in where[:8]:
+            proposals = _tril_expansions(sub, terms)
+            rng.shuffle(proposals)
+            for new_sub, name in proposals:
+                try:
+                    after = _accept(current, replace_at(current, path, new_sub), AXIOMS[name], ctx)
+                except BUILD_ERRORS:
+                    continue
+                if after is not None:
+                    return Step(after, name)
+    return None
+
+
+def _checked_prefix(start, steps: list[Step], ctx: Context) -> int:
+    """How many of the walk's first steps the checker takes as they are written (each expression put in normal form
+    again, the rule rewriting the previous one into it): the walk compares a rewrite's normal form, the checker the
+    rewrite itself, and a tril lemma the checker refused would take the whole proof (and what it covers) with it."""
+    try:
+        current = defined_canon(start, ctx)
+    except TermError:
+        return 0
+    for k, step in enumerate(steps):
+        try:
+            after = defined_canon(step.expr, ctx)
+            if after == current or not one_step(current, after, resolve_rule(step, ctx, _fail), ctx):
+                return k
+        except (TermError, Skip):
+            return k
+        current = after
+    return len(steps)
+
+
+def _tril_sizes(world: World) -> list:
+    """Sizes of the square arguments of a tril: p, 1, and n where X gives n×n terms."""
+    return [p, p, p, 1] + ([n] if "X" in world.symbols else [])
+
+
+def _tril_args(terms: Terms, k) -> list:
+    """k×k arguments for a tril: symbols, products and sums of them, outer products vwᵀ, XᵀX, XXᵀ, vᵀMw, diag(v), I,
+    and a random term of the shape."""
+    w, rng = terms.w, terms.rng
+    syms = [m for m in w.symbols.values() if m.shape == (k, k)]
+    out = list(syms)
+    v = w.symbols["v"]
+    other = w.symbols.get("w", v)
+    X, y = w.symbols.get("X"), w.symbols.get("y")
+    if k == p:
+        out += [mul(v, transpose(other)), Diag(v)]
+        if X is not None:
+            out.append(mul(transpose(X), X))
+        if len(syms) >= 2:
+            a, b = rng.sample(syms, 2)
+            out += [mul(a, b), add(a, transpose(b))]
+    elif k == n:
+        out += [mul(X, transpose(X))] if X is not None else []
+        out += [mul(y, transpose(y))] if y is not None else []
+    elif k == 1:
+        out += [mul(transpose(v), other), mul(transpose(other), rng.choice(syms or [Identity(p)]), v)]
+        out += [mul(transpose(y), y)] if y is not None else []
+    out.append(terms.term(k, k, 1))
+    return out
+
+
+def _tril_arg(terms: Terms, k):
+    return terms.rng.choice(_tril_args(terms, k))
+
+
+def _tril_block_of(terms: Terms, r, c):
+    """A block of a grid: 0 or I sometimes, else a random term of its shape."""
+    roll = terms.rng.random()
+    if roll < 0.12:
+        return ZeroMatrix(r, c)
+    if roll < 0.2 and r == c:
+        return Identity(r)
+    return terms.term(r, c, 1)
+
+
+def _tril_grid(terms: Terms, square: bool = True):
+    """A block grid for tril_block: heights and widths from p, 1, n (with X) and 2 (with Z), equal (the diagonal
+    blocks square: symbolic and numeric sizes, 2×2 and 3×3 grids) or, with ``square`` false, a rotation of the heights
+    (the grid square, its diagonal blocks not: no rule splits its tril)."""
+    w, rng = terms.w, terms.rng
+    options = [(p, 1), (1, p), (1, 1), (p, 1, p), (1, p, 1)]
+    if "X" in w.symbols:
+        options += [(n, p), (p, n)]
+    if "Z" in w.symbols:
+        options += [(2, p), (2, 1)]
+    heights = rng.choice(options)
+    widths = heights
+    if not square:
+        options = [h for h in options if len(set(h)) > 1]
+        heights = rng.choice(options)
+        widths = heights[1:] + heights[:1]
+    return block([[_tril_block_of(terms, r, c) for c in widths] for r in heights])
+
+
+def _unit_lower(terms: Terms, strict: bool = True):
+    """I + Σ c·D tril(A, -1) E, D and E diag(v), diag(w), I or nothing (unit lower triangular, invertible); with
+    ``strict`` false one part's tril keeps its diagonal (I − tril(I) = 0 among them): a sound kernel inverts none."""
+    w, rng = terms.w, terms.rng
+    k = n if "X" in w.symbols and rng.random() < 0.2 else p
+    v = w.symbols["v"]
+    diags = [None, None, Identity(k)] + ([Diag(v), Diag(w.symbols.get("w", v))] if k == p else [])
+    if not strict and rng.random() < 0.3:
+        return add(Identity(k), mul(-1, Tril(rng.choice([Identity(k), *diags[3:]]), 0)))
+    parts = [Identity(k)]
+    count = rng.choice((1, 1, 2))
+    for i in range(count):
+        offset = 0 if not strict and i == count - 1 else -1
+        c = rng.choice((1, 1, -1, lam, terms.coefficient()))
+        D, E = rng.choice(diags), rng.choice(diags)
+        if rng.random() < 0.5:  # c·D tril(A, -1) E, the judgment's own form
+            parts.append(mul(c, *[f for f in (D, Tril(_tril_arg(terms, k), offset), E) if f is not None]))
+        else:  # tril(c·D A E, -1) or tril(A + B, -1): one tril too, which the mask's rules take apart
+            inner = mul(c, *[f for f in (D, _tril_arg(terms, k), E) if f is not None]) if rng.random() < 0.6 else \
+                add(_tril_arg(terms, k), _tril_arg(terms, k))
+            parts.append(Tril(inner, offset))
+    return add(*parts)
+
+
+def _tril_start(terms: Terms, world: World):
+    """A defined start with tril terms (or None): a kind drawn (most often the focus's), a tril built for it, then
+    sometimes put in a product, a sum, a scaling or a transpose.  Kinds: a block grid (tril_block), a 1×1 term
+    (tril_scalar), sums, scalings, I, 0 and diag(v) (tril_diagonal), diag(v) factors (tril_diag_scale), products of
+    square matrices, symmetric matrices (XᵀX, S, A + Aᵀ), trils of trils, and inverses of unit lower triangular
+    sums — for the focus also grids whose diagonal blocks are not square, trils of non-square matrices, and
+    inverses of sums with a non-strict tril."""
+    rng = terms.rng
+    w = world
+    focus = [TRIL_FOCUS_KINDS[h] for h in sorted(w.focus & set(TRIL_FOCUS_KINDS))]
+    kind = rng.choice(focus) if focus and rng.random() < 0.8 else rng.choice(TRIL_KINDS)
+    offset = -1 if (kind == "scalar" and "tril_scalar" in w.focus) or "tril_block_offset" in w.focus else \
+        rng.choice((0, -1))
+    k = rng.choice(_tril_sizes(w))
+    v = w.symbols["v"]
+    try:
+        if kind == "block":
+            core = Tril(_tril_grid(terms), offset)
+        elif kind == "partition":
+            core = Tril(_tril_grid(terms, square=False), offset)
+        elif kind == "scalar":
+            core = Tril(_tril_arg(terms, 1), offset)
+        elif kind == "sum":
+            core = Tril(add(*[_tril_arg(terms, k) for _ in range(rng.choice((2, 2, 3)))]), offset)
+        elif kind == "scale":
+            core = Tril(mul(rng.choice((2, -1, lam, terms.coefficient())), _tril_arg(terms, k)), offset)
+        elif kind == "diagonal":
+            choices = [Identity(k), ZeroMatrix(k, k)]
+            if k == p:
+                choices += [Diag(v), Diag(w.symbols.get("w", v)), Diag(mul(lam, v))]
+            core = Tril(rng.choice(choices), offset)
+        elif kind == "diag_scale":
+            k, other = p, Diag(w.symbols.get("w", v))
+            inner = rng.choice([[Diag(v), _tril_arg(terms, p)], [_tril_arg(terms, p), other],
+                                [rng.choice((2, lam, -1)), Diag(v), _tril_arg(terms, p), other]])
+            core = Tril(mul(*inner), offset)
+        elif kind == "product":
+            factors = [_tril_arg(terms, k) for _ in range(rng.choice((2, 2, 3)))]
+            if k == p and rng.random() < 0.3:
+                factors.insert(rng.choice((0, len(factors))), Diag(v))
+            core = Tril(mul(*factors), offset)
+        elif kind == "symmetric":
+            syms = [m for m in w.symbols.values() if m.shape == (p, p)]
+            choices = [mul(v, transpose(v)), add(Identity(p), mul(v, transpose(v)))]
+            choices += [m for m in (w.symbols.get("S"), w.symbols.get("Dg")) if m is not None]
+            choices += [add(a, transpose(a)) for a in syms[:2]]
+            if "X" in w.symbols:
+                choices.append(mul(transpose(w.symbols["X"]), w.symbols["X"]))
+            k = p
+            core = Tril(rng.choice(choices), offset)
+        elif kind == "flatten":  # issue 42: a grid of block rows (or columns), tril of it or not
+            grid = [[b for b in row] for row in _tril_grid(terms).blocks.tolist()]
+            if rng.random() < 0.5:
+                nested = block([[block([row])] for row in grid])
+            else:
+                nested = block([[block([[row[j]] for row in grid]) for j in range(len(grid[0]))]])
+            core = Tril(nested, offset) if rng.random() < 0.7 else nested
+        elif kind == "nested":
+            core = Tril(add(Tril(_tril_arg(terms, k), rng.choice((0, -1))), _tril_arg(terms, k)), offset)
+        elif kind == "square":
+            choices = [m for m in w.symbols.values() if m.shape[0] != m.shape[1]]
+            choices += [transpose(m) for m in choices]
+            core = Tril(rng.choice(choices), offset)
+            k = None
+        else:  # "unit": the inverse of a unit lower triangular sum (non-strict with the focus)
+            U = _unit_lower(terms, strict=not ("unit_lower_triangular" in w.focus and rng.random() < 0.8))
+            k = U.shape[0]
+            x = terms.term(k, 1, 1)
+            return _defined_start(terms, rng.choice((inv(U), inv(U), mul(inv(U), x), mul(inv(U), U),
+                                                     mul(transpose(x), inv(U), x), add(inv(U), U))))
+        if k is not None:
+            k = core.shape[0]
+            roll = rng.random()
+            if roll < 0.15:
+                core = mul(core, terms.term(k, 1, 1))
+            elif roll < 0.25:
+                core = add(core, terms.term(k, k, 1))
+            elif roll < 0.3:
+                core = mul(rng.choice((2, lam)), core)
+            elif roll < 0.35:
+                core = transpose(core)
+    except BUILD_ERRORS:
+        return None
+    return _defined_start(terms, core)
+
+
+def _defined_start(terms: Terms, term):
+    try:
+        return canon(term) if terms.defined(term) else None
+    except BUILD_ERRORS:
+        return None
+
+
+def _tril_expansions(sub: Basic, terms: Terms) -> list[tuple[Basic, str]]:
+    """The causal mask's axioms read backwards (verified by the kernel before use): D → tril(D) and 0 → tril(D, -1)
+    for D = I, diag(v); a → tril(a), 0₁ₓ₁ → tril(a, -1) for 1×1 a; tril(A) + tril(B) → tril(A + B); c·tril(A) →
+    tril(c·A); diag(v)·tril(A) → tril(diag(v)·A) and tril(A)·diag(v) → tril(A·diag(v)); a grid with tril on its
+    diagonal blocks and 0 above → tril(grid) (the blocks above drawn at random: the rule drops them)."""
+    rng = terms.rng
+    r, c = sub.shape
+    out = []
+
+    def propose(make, rule):
+        try:
+            out.append((make(), rule))
+        except BUILD_ERRORS:
+            pass
+
+    if type(sub) in (Identity, Diag):
+        propose(lambda: Tril(sub, 0), "tril_diagonal")
+    if type(sub) is ZeroMatrix and r == c:
+        choices = [Identity(r), ZeroMatrix(r, r)] + ([Diag(terms.w.symbols["v"])] if r == p else [])
+        propose(lambda: Tril(rng.choice(choices), -1), "tril_diagonal")
+    if r == 1 and c == 1:
+        propose(lambda: Tril(sub, 0), "tril_scalar")
+        if type(sub) is ZeroMatrix:
+            propose(lambda: Tril(terms.term(1, 1, 1), -1), "tril_scalar")
+    kind = type(sub)
+    if kind is sympy.MatAdd and all(type(a) is Tril for a in sub.args) and len({a.args[1] for a in sub.args}) == 1:
+        propose(lambda: Tril(add(*[a.args[0] for a in sub.args]), sub.args[0].args[1]), "tril_sum")
+    if kind is MatMul:
+        coeff, mats = factors_of(sub)
+        if coeff != 1 and len(mats) == 1 and type(mats[0]) is Tril:
+            propose(lambda: Tril(mul(coeff, mats[0].args[0]), mats[0].args[1]), "tril_scale")
+        if coeff == 1 and len(mats) == 2 and type(mats[0]) is Diag and type(mats[1]) is Tril:
+            propose(lambda: Tril(mul(mats[0], mats[1].args[0]), mats[1].args[1]), "tril_diag_scale")
+        if coeff == 1 and len(mats) == 2 and type(mats[1]) is Diag and type(mats[0]) is Tril:
+            propose(lambda: Tril(mul(mats[0].args[0], mats[1]), mats[0].args[1]), "tril_diag_scale")
+    if kind is BlockMatrix and min(sub.blockshape) >= 2:  # block_flatten backwards: the rows (columns) nested
+        rows = [[b for b in row] for row in sub.blocks.tolist()]
+        propose(lambda: block([[block([row])] for row in rows]) if rng.random() < 0.5 else
+                block([[block([[row[j]] for row in rows]) for j in range(len(rows[0]))]]), "block_flatten")
+    if kind is BlockMatrix:
+        grid = [[b for b in row] for row in sub.blocks.tolist()]
+        size = len(grid)
+        diagonal = [grid[i][i] for i in range(min(size, len(grid[0])))]
+        if size == len(grid[0]) and all(type(d) is Tril for d in diagonal) and \
+                len({d.args[1] for d in diagonal}) == 1 and \
+                all(type(grid[i][j]) is ZeroMatrix for i in range(size) for j in range(i + 1, size)):
+            offset = diagonal[0].args[1]
+            propose(lambda: Tril(block([[grid[i][j] if i > j else grid[i][i].args[0] if i == j else
+                                         _tril_block_of(terms, *grid[i][j].shape) for j in range(size)]
+                                        for i in range(size)]), offset), "tril_block")
+    return out
 
 
 def _issue29_world(w: World) -> None:
@@ -875,6 +1262,10 @@ def _rule_names(ctx: Context, world: World) -> list[str]:
 
 def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | None:
     rng = terms.rng
+    if world.tril_active:  # the tril lemmas: the causal mask's axioms first, forwards or backwards
+        step = _tril_step(current, ctx, terms)
+        if step is not None:
+            return step
     if rng.random() < 0.35:
         where = list(paths(current))
         path, sub = rng.choice(where)
@@ -900,6 +1291,9 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
     if world.constructs is not None:  # issue 41's axioms, at a place of the world's own stream
         for name in ISSUE41_AXIOMS:
             axioms.insert(world.aux41.randrange(len(axioms) + 1), name)
+    if world.tril_active:  # the causal mask's axioms (the tril lemmas only), at places of the tril stream
+        for name in ISSUE42_AXIOMS:
+            axioms.insert(world.tril.randrange(len(axioms) + 1), name)
     tries = [rng.choice(equations) for _ in range(3)] if equations and rng.random() < 0.45 else []
     if any(isinstance(x.args[0], BlockMatrix) for x in current.atoms(Inverse)) and rng.random() < 0.5:
         first = ["block_inverse_schur", "block_inverse_schur_mirror", "block_inverse_diagonal"]
@@ -1293,6 +1687,8 @@ def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozense
             raise Skip("no chain")
         first = lemmas[0]
         main = Chain("main", first.lhs, first.rhs, (Step(first.rhs, f"lemma:{first.name}"),))
+    if world.tril is not None:  # last, from the world's tril stream: the chains above are the seed's
+        lemmas += _tril_lemmas(world, ctx, lemma_rules)
     proof = Proof(name, "fuzz", "A random proof of the soundness fuzzer", tuple(world.hypotheses),
                   tuple(world.definitions), tuple(lemmas), main, tuple(world.cites), tuple(world.families))
     return Generated(proof, world)
@@ -1421,6 +1817,25 @@ def _foreign_index(f: Family, rng, other=None) -> Family | None:
                                                                          *m.shape) for m in members}))
 
 
+def _mutate_tril(proof: Proof, rng: random.Random) -> tuple[Proof, str] | None:
+    """A step's expression with one tril changed (issues 41, 42): its offset flipped (tril(A) ↔ tril(A, -1)), the
+    mask dropped (tril(A) → A), or its argument transposed."""
+    slots = [slot for slot in _step_slots(proof) if _get_step(proof, slot).expr.atoms(Tril)]
+    if not slots:
+        return None
+    slot = rng.choice(slots)
+    step = _get_step(proof, slot)
+    node = rng.choice(sorted(step.expr.atoms(Tril), key=sympy.default_sort_key))
+    how = rng.choice(("offset", "offset", "drop", "transpose"))
+    new = {"offset": lambda: Tril(node.args[0], -1 if node.args[1] == 0 else 0), "drop": lambda: node.args[0],
+           "transpose": lambda: Tril(transpose(node.args[0]), node.args[1])}[how]()
+    try:
+        expr = step.expr.xreplace({node: new})
+    except BUILD_ERRORS:
+        return None
+    return _set_step(proof, slot, dataclasses.replace(step, expr=expr)), f"step {slot}: tril {how}"
+
+
 MUTATIONS = ("rule", "expr", "instance", "drop_hypothesis", "definition", "recurrence", "exponent", "claim",
              "drop_step", "cycle", "scalar")
 
@@ -1454,6 +1869,10 @@ def _mutate_scalar(proof: Proof, world: World, rng: random.Random, slots) -> tup
 
 def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] | None:
     """One random mutation of ``proof``: (mutant, description), or None if the chosen one does not apply."""
+    if world.tril is not None and world.tril.random() < 0.2:  # the causal mask (a tril world's own stream)
+        mutated = _mutate_tril(proof, world.tril)
+        if mutated is not None:
+            return mutated
     kind = rng.choice(MUTATIONS)
     slots = _step_slots(proof)
     if kind == "rule" and slots:
@@ -1464,6 +1883,8 @@ def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] 
         new = rng.choice([r for r in rules if r != step.rule])
         if world.constructs is not None and world.aux41.random() < 0.1:  # issue 41's axioms, on the world's stream
             new = world.aux41.choice([r for r in ISSUE41_AXIOMS if r != step.rule] or [new])
+        if world.tril is not None and world.tril.random() < 0.15:  # the causal mask's axioms, on the tril stream
+            new = world.tril.choice([r for r in ISSUE42_AXIOMS if r != step.rule])
         return _set_step(proof, slot, dataclasses.replace(step, rule=new, instance=())), f"rule {step.rule} -> {new}"
     if kind == "expr" and slots:
         slot = rng.choice(slots)

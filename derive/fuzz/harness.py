@@ -30,7 +30,10 @@ __all__ = ["Finding", "Report", "main", "run"]
 
 HOLES = ("instance", "recurrence_index", "circular_definition", "pd_power", "schur", "psd_congruence", "one_sided",
          "sign_narrowing", "scalar_instance", "stale_record", "index_power", "scaled_invertible", "scalar_fact",
-         "diag_invertible", "ones_inner", "diag_column")
+         "diag_invertible", "ones_inner", "diag_column",
+         # the causal mask (issues 41, 42); tril_partition is a masked slip (derive.fuzz.unsound.MASKED): no finding
+         "tril_above", "tril_block_offset", "tril_scalar", "tril_symmetric", "tril_diag_scale", "unit_lower_triangular",
+         "tril_square", "tril_partition")
 #: Replays of stale and edited records (:mod:`.replay`) run for one proof in REPLAY_EVERY (all, with the focus
 #: ``stale_record``), with a random stream of their own: the rest of a run is the same with or without them.
 REPLAY_EVERY = 4

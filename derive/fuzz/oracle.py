@@ -45,7 +45,7 @@ from sympy.matrices.expressions import (
 
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
-from ..kernel.terms import Diag, FamilyMatrix, index_kind
+from ..kernel.terms import Diag, FamilyMatrix, Tril, factors_of, index_kind
 from ..witness.evaluate import UndefinedValue, WitnessError, _coefficient, _Ctx, _eval, _RationalArith
 
 __all__ = ["Refutation", "Verdict", "judge", "replay", "sample_proof"]
@@ -739,6 +739,127 @@ def _instance_broken(proof: Proof, sample: Sample, extra: dict) -> bool:
     return False
 
 
+# --- the causal mask's tags (issues 41, 42): each the mark of one slip of derive.fuzz.unsound ------------------------
+
+
+def _step_pairs(proof: Proof, rule: str) -> list[tuple[Basic, Basic]]:
+    """(expression before, expression after) of every step citing ``rule`` (an induction's steps left out)."""
+    out = []
+    for c in _chains(proof):
+        if isinstance(c, Induction):
+            continue
+        exprs = [c.lhs, *(s.expr for s in c.steps)]
+        out += [(exprs[i], s.expr) for i, s in enumerate(c.steps) if s.rule == rule]
+    return out
+
+
+def _rewritten_trils(before: Basic, after: Basic) -> tuple[set, set]:
+    """The trils of a step that are on one side only: (before's, after's)."""
+    a, b = before.atoms(Tril), after.atoms(Tril)
+    return a - b, b - a
+
+
+def _is_diagonal_node(m: Basic) -> bool:
+    return type(m) in (Diag, Identity)
+
+
+def _tril_block_pairs(proof: Proof):
+    """(grid of a tril, its tril's offset, the grid it is split into) for the steps citing tril_block: a grid on one
+    side whose diagonal blocks are trils of the tril'd grid's diagonal blocks (their offsets aside)."""
+    for before, after in _step_pairs(proof, "tril_block"):
+        for one, other in ((before, after), (after, before)):
+            for node in one.atoms(Tril):
+                if type(node.args[0]) is not BlockMatrix:
+                    continue
+                grid = node.args[0].blocks.tolist()
+                size = len(grid)
+                for split in other.atoms(BlockMatrix):
+                    rows = split.blocks.tolist()
+                    if len(rows) == size and len(rows[0]) == len(grid[0]) == size and \
+                            all(type(rows[i][i]) is Tril and rows[i][i].args[0] == grid[i][i] for i in range(size)):
+                        yield grid, node.args[1], rows
+
+
+def _tril_grid_above_kept(proof: Proof) -> bool:
+    """A step citing tril_block whose split grid has a block below the diagonal blocks other than the tril'd grid's,
+    or one above them that is not 0 (the ``tril_above`` slip: the blocks above kept, those below dropped)."""
+    for grid, _, rows in _tril_block_pairs(proof):
+        size = len(grid)
+        if any(rows[i][j] != grid[i][j] for i in range(size) for j in range(i)) or \
+                any(type(rows[i][j]) is not ZeroMatrix for i in range(size) for j in range(i + 1, size)):
+            return True
+    return False
+
+
+def _tril_grid_offset_dropped(proof: Proof) -> bool:
+    """A step citing tril_block that splits a strict tril(grid, -1) into a grid with trils that keep their diagonal
+    (the ``tril_block_offset`` slip: the offset not passed on to the diagonal blocks)."""
+    return any(rows[i][i].args[1] != offset for grid, offset, rows in _tril_block_pairs(proof)
+               for i in range(len(grid)))
+
+
+def _strict_scalar_tril(proof: Proof) -> bool:
+    """A step citing tril_scalar that rewrites tril(a, -1) of a 1×1 a (the ``tril_scalar`` slip: tril(a, -1) = a)."""
+    return any(x.args[1] != 0 and x.args[0].shape == (1, 1)
+               for before, after in _step_pairs(proof, "tril_scalar") for side in _rewritten_trils(before, after)
+               for x in side)
+
+
+def _tril_of_non_diagonal(proof: Proof) -> bool:
+    """A step citing tril_diagonal that rewrites a tril of something other than I, 0 or diag(v) (the
+    ``tril_symmetric`` slip: tril(S) = S for a symmetric S)."""
+    return any(type(x.args[0]) not in (Identity, ZeroMatrix, Diag)
+               for before, after in _step_pairs(proof, "tril_diagonal") for side in _rewritten_trils(before, after)
+               for x in side)
+
+
+def _tril_non_diagonal_factor(proof: Proof) -> bool:
+    """A step citing tril_diag_scale that moves a factor other than diag(v) (or I) out of a tril (the
+    ``tril_diag_scale`` slip: tril(B A) = B tril(A) for any B)."""
+    for before, after in _step_pairs(proof, "tril_diag_scale"):
+        gone, new = _rewritten_trils(before, after)
+        trils = gone | new
+        for big in trils:
+            _, outer = factors_of(big.args[0])
+            for small in trils:
+                if small is big or small.args[1] != big.args[1]:
+                    continue
+                _, inner = factors_of(small.args[0])
+                if len(outer) == len(inner) + 1 and ((outer[1:] == inner and not _is_diagonal_node(outer[0])) or
+                                                     (outer[:-1] == inner and not _is_diagonal_node(outer[-1]))):
+                    return True
+    return False
+
+
+def _inverse_with_non_strict_tril(proof: Proof) -> bool:
+    """An inverse (or negative power) of I + Σ c·D tril(A) E with a tril that keeps its diagonal (the
+    ``unit_lower_triangular`` slip: such a sum judged unit lower triangular)."""
+    for term in _terms(proof):
+        for node in term.atoms(MatPow):
+            inner = node.args[0]
+            if node.args[1] >= 0 or type(inner) is not sympy.MatAdd or \
+                    not any(type(part) is Identity for part in inner.args):
+                continue
+            if any(type(m) is Tril and m.args[1] == 0 for part in inner.args for m in factors_of(part)[1]):
+                return True
+    return False
+
+
+def _tril_of_non_square(proof: Proof, sample: Sample, extra: dict) -> bool:
+    """A tril of a matrix that is not square on the sample (the ``tril_square`` slip: tril of any matrix defined)."""
+    at = {**sample.dims, **extra}
+    for term in _terms(proof):
+        for node in term.atoms(Tril):
+            rows, cols = node.args[0].shape
+            try:
+                if _dim_value(rows, at) != _dim_value(cols, at):
+                    return True
+            except CannotSample:
+                if rows != cols:
+                    return True
+    return False
+
+
 def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
     tags = set()
     if _instance_broken(proof, sample, extra):
@@ -769,6 +890,20 @@ def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
         tags.add("diag_column")
     if _zero_index_power(proof, sample):
         tags.add("index_power")
+    if _tril_grid_above_kept(proof):
+        tags.add("tril_above")
+    if _tril_grid_offset_dropped(proof):
+        tags.add("tril_block_offset")
+    if _strict_scalar_tril(proof):
+        tags.add("tril_scalar")
+    if _tril_of_non_diagonal(proof):
+        tags.add("tril_symmetric")
+    if _tril_non_diagonal_factor(proof):
+        tags.add("tril_diag_scale")
+    if _inverse_with_non_strict_tril(proof):
+        tags.add("unit_lower_triangular")
+    if _tril_of_non_square(proof, sample, extra):
+        tags.add("tril_square")
     return tags
 
 

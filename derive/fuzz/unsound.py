@@ -42,6 +42,17 @@ time of a ``with`` block, so that a test can show that the fuzzer finds the hole
   ``derive.kernel.judgments._require_column`` accepting diag(M) of any M (``diag_column``: diag of a matrix has no
   value).
 
+* ``tril_above``, ``tril_block_offset``, ``tril_scalar``, ``tril_symmetric``, ``tril_diag_scale``,
+  ``unit_lower_triangular``, ``tril_square`` (issues 41 and 42, plausible slips in the causal mask's rules, not holes
+  any kernel had) — the entries of ``derive.kernel.axioms.AXIOMS`` put back through :class:`_Table`: ``tril_block``
+  keeping the blocks *above* the diagonal blocks and zeroing those below, or passing tril(Aᵢᵢ) (the diagonal kept) to
+  the diagonal blocks of tril(grid, -1); ``tril_scalar`` giving a for tril(a, -1); ``tril_diagonal`` taking any matrix
+  judged symmetric for diagonal (tril(XᵀX) = XᵀX); ``tril_diag_scale`` moving any first or last factor out of a tril,
+  not only diag(v); ``derive.kernel.judgments.unit_lower_triangular`` taking a tril that keeps its diagonal (I −
+  tril(I) = 0 "invertible"); ``._check_defined`` without tril's square check (tril of an n×p matrix has no value).
+  ``tril_partition`` (``MASKED``) is the one the fuzzer cannot find, and why: ``tril_block`` without its check that the
+  diagonal blocks are square rewrites only into grids with tril of a non-square block, which definedness refuses.
+
 * ``stale_record`` (issue 40, a hole outside the kernel: ``RECORD_HOLES``) — ``derive.records.replay_proof`` as it was:
   a record's proof checked as it stands once its statement matched the source's on the keys the source's lemmas
   have, so a lemma recorded under a local hypothesis the source no longer states was "verified".  Found as a
@@ -59,7 +70,17 @@ import contextlib
 from collections.abc import Iterator
 
 from sympy import Basic, PolynomialError, Symbol
-from sympy.matrices.expressions import Identity, Inverse, MatAdd, MatMul, MatPow, MatrixSymbol, Transpose
+from sympy.matrices.expressions import (
+    BlockMatrix,
+    Identity,
+    Inverse,
+    MatAdd,
+    MatMul,
+    MatPow,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
 
 from ..kernel import axioms, checking, judgments
 from ..kernel.axioms import Rule, equation_rule
@@ -68,6 +89,7 @@ from ..kernel.judgments import (
     _SEARCH_DEPTH,
     Context,
     _block_diagonal,
+    _check_defined,
     _congruence,
     _square,
     invertible,
@@ -77,14 +99,19 @@ from ..kernel.judgments import (
     schur_blocks,
     schur_complement,
     sign,
+    symmetric,
 )
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof, ProofError, Step
-from ..kernel.scalars import CoefficientError, canon_coefficient, index_power, is_number
+from ..kernel.scalars import CoefficientError, canon_coefficient, index_power, is_number, is_one_by_one
 from ..kernel.terms import (
     MATRIX_NODES,
+    Diag,
     FamilyMatrix,
     Ones,
     TermError,
+    Tril,
+    block,
+    blocks_of,
     canon,
     dims_equal,
     factors_of,
@@ -95,7 +122,7 @@ from ..kernel.terms import (
     shape,
 )
 
-__all__ = ["HOLES", "reverted"]
+__all__ = ["HOLES", "MASKED", "reverted"]
 
 
 def _instance_maps(given: dict, *rest) -> tuple[dict, dict]:
@@ -403,6 +430,133 @@ def _ones_pair_right_only(left, right) -> bool:
     return type(right) is Ones and is_number(rows) and rows == 1 and dims_equal(cols, right.args[0])
 
 
+# --- plausible slips in the causal mask's rules and judgment (issues 41, 42) ---------------------------------------
+
+
+def _partition(grid) -> tuple[list, list]:
+    rows = blocks_of(grid)
+    return [shape(row[0])[0] for row in rows], [shape(b)[1] for b in rows[0]]
+
+
+def _tril_block_with(t, keep_above: bool = False, diagonal_offset=None, check_partition: bool = True):
+    """``derive.kernel.axioms._tril_block`` with one of its parts changed (the slips below)."""
+    if type(t) is not Tril or type(t.args[0]) is not BlockMatrix:
+        return []
+    grid = blocks_of(t.args[0])
+    heights, widths = _partition(t.args[0])
+    if check_partition and (len(heights) != len(widths) or not all(map(dims_equal, heights, widths))):
+        return []
+    offset = t.args[1]
+    inner = offset if diagonal_offset is None else diagonal_offset
+
+    def kept(i, j):
+        return i < j if keep_above else i > j
+
+    return [block([[Tril(b, inner) if i == j else b if kept(i, j) else ZeroMatrix(*shape(b)) for j, b in enumerate(row)]
+                   for i, row in enumerate(grid)])]
+
+
+def _tril_block_above(t, ctx):
+    """tril([Aᵢⱼ]) with the blocks *above* the diagonal blocks kept and those below zeroed (the mask read as
+    triu).  Unsound: tril([[A, B], [C, D]]) = [[tril(A), 0], [C, tril(D)]], not [[tril(A), B], [0, tril(D)]]."""
+    return _tril_block_with(t, keep_above=True)
+
+
+def _tril_block_offset_dropped(t, ctx):
+    """tril([Aᵢⱼ], -1) with tril(Aᵢᵢ) (the diagonal kept) on the diagonal blocks: the offset not passed on.
+    Unsound: the strictly lower part of a grid has tril(Aᵢᵢ, -1) on its diagonal blocks."""
+    return _tril_block_with(t, diagonal_offset=0)
+
+
+def _tril_block_any_partition(t, ctx):
+    """tril([Aᵢⱼ]) split blockwise without the check that the diagonal blocks are square (heights = widths).
+    *Masked*, not unsound in this kernel: the right side has tril(Aᵢᵢ) of each diagonal block, which is defined only
+    for a square Aᵢᵢ, so every step the slip would add is refused by definedness (``MASKED``)."""
+    return _tril_block_with(t, check_partition=False)
+
+
+def _tril_scalar_strict_kept(t, ctx):
+    """tril(a, k) = a for a literally 1×1 a, whatever k.  Unsound: tril(a, -1) = 0 (the one entry is on the
+    diagonal, which the strict mask drops)."""
+    if type(t) is Tril and is_one_by_one(t.args[0]):
+        return [t.args[0]]
+    return []
+
+
+def _tril_diagonal_symmetric(t, ctx):
+    """tril(D) = D (and tril(D, -1) = 0) for D = I, 0, diag(v) *or any matrix judged symmetric*.  Unsound: a symmetric
+    matrix has entries above its diagonal (tril(XᵀX) ≠ XᵀX)."""
+    if type(t) is Tril and (type(t.args[0]) in (Identity, ZeroMatrix, Diag) or symmetric(t.args[0], ctx)):
+        return [t.args[0] if t.args[1] == 0 else ZeroMatrix(*shape(t.args[0]))]
+    return []
+
+
+def _tril_diag_scale_any_factor(t, ctx):
+    """tril(F A) = F tril(A) and tril(A F) = tril(A) F for *any* first or last factor F, not only diag(v).
+    Unsound: only a diagonal factor scales whole rows or columns (tril(B A) ≠ B tril(A))."""
+    if type(t) is not Tril or type(t.args[0]) is not MatMul:
+        return []
+    coeff, mats = factors_of(t.args[0])
+    out, offset = [], t.args[1]
+    if len(mats) >= 2:
+        out.append(mul(mats[0], Tril(mul(coeff, mats[1:]), offset)))
+        out.append(mul(Tril(mul(coeff, mats[:-1]), offset), mats[-1]))
+    return out
+
+
+def _unit_lower_any_tril(term) -> bool:
+    """I + Σ cᵢ·Dᵢ tril(Aᵢ, kᵢ) Eᵢ judged invertible for tril(·, 0) too, not only the strictly lower tril(·, -1).
+    Unsound: I − tril(A) has the diagonal 1 − aᵢᵢ (I − tril(I) = 0)."""
+    identities = 0
+    for part in term.args:
+        if type(part) is Identity:
+            identities += 1
+            continue
+        _, mats = factors_of(part)
+        masks = [m for m in mats if type(m) is Tril]
+        if len(masks) != 1 or not all(m is masks[0] or type(m) in (Diag, Identity) for m in mats):
+            return False
+    return identities == 1
+
+
+def _check_defined_tril_any_shape(term, ctx, depth: int = 0) -> None:
+    """``derive.kernel.judgments._check_defined`` with tril(A) defined for any defined A, square or not (its
+    argument checked, its shape not).  Unsound: tril of an n×p matrix has no value (the mask is square)."""
+    if isinstance(term, Tril):
+        ctx.tick()
+        judgments._check_defined(term.args[0], ctx, depth)
+        return
+    _check_defined(term, ctx, depth)  # the kernel's own, which calls this one back for every sub-term
+
+
+for _slip in (_tril_block_above, _tril_block_offset_dropped, _tril_block_any_partition, _tril_scalar_strict_kept,
+              _tril_diagonal_symmetric, _tril_diag_scale_any_factor):
+    _slip.runs = None  # each rewrites a tril node, never a run of a product (as the kernel's axioms.RUNS says)
+
+
+class _Table:
+    """A table of the kernel (``axioms.AXIOMS``) with its entries as attributes, so that :func:`reverted` puts a rule
+    of the table back by name like a function of a module."""
+
+    def __init__(self, table: dict) -> None:
+        object.__setattr__(self, "_table", table)
+
+    def __getattr__(self, name: str):
+        try:
+            return self._table[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value) -> None:
+        self._table[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        del self._table[name]
+
+
+_AXIOM_TABLE = _Table(axioms.AXIOMS)
+
+
 #: hole -> (module, function name, old function) for each function put back.
 HOLES = {
     "instance": ((checking, "_instance_maps", _instance_maps), (checking, "_instantiate", _instantiate)),
@@ -425,7 +579,20 @@ HOLES = {
     "ones_inner": ((axioms, "_ones_pair", _ones_pair_right_only),),
     "diag_column": ((judgments, "_require_column", _any_vector),),
     "index_power": ((judgments, "_index_power_defined", _index_power_defined_for_any_base),),
+    "tril_above": ((_AXIOM_TABLE, "tril_block", _tril_block_above),),
+    "tril_block_offset": ((_AXIOM_TABLE, "tril_block", _tril_block_offset_dropped),),
+    "tril_scalar": ((_AXIOM_TABLE, "tril_scalar", _tril_scalar_strict_kept),),
+    "tril_symmetric": ((_AXIOM_TABLE, "tril_diagonal", _tril_diagonal_symmetric),),
+    "tril_diag_scale": ((_AXIOM_TABLE, "tril_diag_scale", _tril_diag_scale_any_factor),),
+    "unit_lower_triangular": ((judgments, "unit_lower_triangular", _unit_lower_any_tril),),
+    "tril_square": ((judgments, "_check_defined", _check_defined_tril_any_shape),),
 }
+
+#: Slips that no proof can show, kept to say so (``tests/test_fuzz.py`` checks that the kernel refuses what they
+#: would add): ``tril_partition`` drops tril_block's check that the diagonal blocks are square, but the rewritten grid
+#: holds tril(Aᵢᵢ) of each diagonal block, defined only when Aᵢᵢ is square, so definedness refuses every step the
+#: check would have refused (a zero-sized block row or column apart, where the blockwise tril is right anyway).
+MASKED = {"tril_partition": ((_AXIOM_TABLE, "tril_block", _tril_block_any_partition),)}
 
 
 def _replay_proof_keys_present(statement, data, known=None):
@@ -470,8 +637,9 @@ RECORD_HOLES = {"stale_record": (("records", "replay_proof", _replay_proof_keys_
 def reverted(hole: str) -> Iterator[None]:
     """Within the block, the kernel's functions of ``hole`` are the old, unsound ones (see the module's table)."""
     missing = object()
-    slips = HOLES[hole] if hole in HOLES else tuple((_records_module(), name, old)
-                                                    for _, name, old in RECORD_HOLES[hole])
+    table = HOLES if hole in HOLES else MASKED if hole in MASKED else None
+    slips = table[hole] if table is not None else tuple((_records_module(), name, old)
+                                                        for _, name, old in RECORD_HOLES[hole])
     saved = [(module, name, getattr(module, name, missing)) for module, name, _ in slips]
     try:
         for module, name, old in slips:

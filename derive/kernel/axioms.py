@@ -24,7 +24,23 @@ from .judgments import (
     symmetric,
 )
 from .scalars import is_one_by_one
-from .terms import Ones, add, block, blocks_of, canon, dims_equal, exponent_form, factors_of, inv, mul, power, shape
+from .terms import (
+    Diag,
+    Kron,
+    Ones,
+    Tril,
+    add,
+    block,
+    blocks_of,
+    canon,
+    dims_equal,
+    exponent_form,
+    factors_of,
+    inv,
+    mul,
+    power,
+    shape,
+)
 
 __all__ = ["AXIOMS", "RUNS", "Rule", "equation_rule", "scalar_equation_rule"]
 
@@ -256,6 +272,40 @@ def _block_single(t, ctx):
     return []
 
 
+def _block_flatten(t, ctx):
+    """A k×1 grid of block rows [[R₁], …, [R_k]], each Rᵢ a 1×m block matrix [Aᵢ₁ … Aᵢₘ], is the k×m grid [Aᵢⱼ];
+    a 1×k grid of m×1 block columns likewise (issue 42: a product of stacked rows by a transpose of stacked rows
+    gives one).  Side condition: every Rᵢ is a block matrix of one block row (column) and all have one column
+    (row) partition, so the flattened grid has the same entries in the same places."""
+    if type(t) is not BlockMatrix:
+        return []
+    grid = blocks_of(t)
+    if len(grid[0]) == 1 and len(grid) > 1:
+        inner = [row[0] for row in grid]
+        if all(type(b) is BlockMatrix and b.blockshape[0] == 1 for b in inner) and \
+                all(_same_columns(inner[0], b) for b in inner[1:]):
+            return [block([blocks_of(b)[0] for b in inner])]
+    if len(grid) == 1 and len(grid[0]) > 1:
+        inner = grid[0]
+        if all(type(b) is BlockMatrix and b.blockshape[1] == 1 for b in inner) and \
+                all(_same_rows(inner[0], b) for b in inner[1:]):
+            columns = [blocks_of(b) for b in inner]
+            return [block([[column[i][0] for column in columns] for i in range(len(columns[0]))])]
+    return []
+
+
+def _same_columns(a: BlockMatrix, b: BlockMatrix) -> bool:
+    """One partition of the columns (widths of the block columns, in order)."""
+    cols_a, cols_b = _partition(a)[1], _partition(b)[1]
+    return len(cols_a) == len(cols_b) and all(map(dims_equal, cols_a, cols_b))
+
+
+def _same_rows(a: BlockMatrix, b: BlockMatrix) -> bool:
+    """One partition of the rows (heights of the block rows, in order)."""
+    rows_a, rows_b = _partition(a)[0], _partition(b)[0]
+    return len(rows_a) == len(rows_b) and all(map(dims_equal, rows_a, rows_b))
+
+
 def _partition(term: BlockMatrix) -> tuple[list, list]:
     """(heights of the block rows, widths of the block columns)."""
     grid = blocks_of(term)
@@ -406,6 +456,133 @@ def _transpose_scalar(t, ctx):
     return []
 
 
+# --- the causal mask: tril(A) = A ⊙ M, Mᵢⱼ = [j ≤ i]; tril(A, -1) = A ⊙ M', M'ᵢⱼ = [j < i] (issues 41, 42) ----------
+
+
+def _tril_block(t, ctx):
+    """tril([Aᵢⱼ]) = [Lᵢⱼ] with Lᵢᵢ = tril(Aᵢᵢ) (same offset), Lᵢⱼ = Aᵢⱼ below the diagonal blocks and 0 above.
+    Side condition: the grid is k×k and each block row's height equals the same block column's width (the diagonal
+    blocks square), so block (i, j) holds rows of index ≥ every column index exactly when i > j."""
+    if type(t) is not Tril or type(t.args[0]) is not BlockMatrix:
+        return []
+    grid = blocks_of(t.args[0])
+    heights, widths = _partition(t.args[0])
+    if len(heights) != len(widths) or not all(map(dims_equal, heights, widths)):
+        return []
+    ctx.tick()
+    offset = t.args[1]
+    return [block([[Tril(b, offset) if i == j else b if i > j else ZeroMatrix(*shape(b)) for j, b in enumerate(row)]
+                   for i, row in enumerate(grid)])]
+
+
+def _tril_scalar(t, ctx):
+    """tril(a) = a and tril(a, -1) = 0 for a literally 1×1 a (its one entry is on the diagonal)."""
+    if type(t) is Tril and is_one_by_one(t.args[0]):
+        return [t.args[0] if t.args[1] == 0 else ZeroMatrix(1, 1)]
+    return []
+
+
+def _tril_sum(t, ctx):
+    """tril(A + B) = tril(A) + tril(B) (a mask is applied entrywise)."""
+    if type(t) is Tril and type(t.args[0]) is MatAdd:
+        return [add([Tril(a, t.args[1]) for a in t.args[0].args])]
+    return []
+
+
+def _tril_scale(t, ctx):
+    """tril(c·A) = c·tril(A) for a scalar coefficient c ≠ 1 (a mask is applied entrywise)."""
+    if type(t) is Tril and type(t.args[0]) is MatMul:
+        coeff, mats = factors_of(t.args[0])
+        if coeff != 1:
+            return [mul(coeff, Tril(mul(mats), t.args[1]))]
+    return []
+
+
+def _tril_diagonal(t, ctx):
+    """tril(D) = D and tril(D, -1) = 0 for D = I, 0 or diag(v) (nothing of D is above its diagonal)."""
+    if type(t) is Tril and type(t.args[0]) in (Identity, ZeroMatrix, Diag):
+        return [t.args[0] if t.args[1] == 0 else ZeroMatrix(*shape(t.args[0]))]
+    return []
+
+
+def _tril_diag_scale(t, ctx):
+    """tril(D A) = D tril(A) and tril(A D) = tril(A) D for D = diag(v), the first or last of two or more factors (a
+    diagonal factor scales rows or columns, which the mask keeps or drops whole); the coefficient stays inside."""
+    if type(t) is not Tril or type(t.args[0]) is not MatMul:
+        return []
+    coeff, mats = factors_of(t.args[0])
+    out, offset = [], t.args[1]
+    if len(mats) >= 2 and type(mats[0]) is Diag:
+        out.append(mul(mats[0], Tril(mul(coeff, mats[1:]), offset)))
+    if len(mats) >= 2 and type(mats[-1]) is Diag:
+        out.append(mul(Tril(mul(coeff, mats[:-1]), offset), mats[-1]))
+    return out
+
+
+# --- the Kronecker product A ⊗ B (issue 41): block (i, j) of A ⊗ B is Aᵢⱼ·B ----------------------------------------
+
+
+def _kron_mixed(t, ctx):
+    """(A ⊗ B)(C ⊗ D) = (AC) ⊗ (BD).  Side condition: cols(A) = rows(C) and cols(B) = rows(D) each (the whole
+    product conforming is not enough: 2·3 = 3·2)."""
+    coeff, mats = factors_of(t)
+    if not isinstance(t, MatMul) or coeff != 1 or len(mats) != 2 or not all(type(m) is Kron for m in mats):
+        return []
+    (a, b), (c, d) = mats[0].args, mats[1].args
+    if dims_equal(shape(a)[1], shape(c)[0]) and dims_equal(shape(b)[1], shape(d)[0]):
+        return [Kron(mul(a, c), mul(b, d))]
+    return []
+
+
+def _kron_transpose(t, ctx):
+    """(A ⊗ B)ᵀ = Aᵀ ⊗ Bᵀ."""
+    if type(t) is Transpose and type(t.args[0]) is Kron:
+        return [Kron(Transpose(t.args[0].args[0]), Transpose(t.args[0].args[1]))]
+    return []
+
+
+def _kron_inverse(t, ctx):
+    """(A ⊗ B)⁻¹ = A⁻¹ ⊗ B⁻¹.  Side condition: A and B square and shown invertible."""
+    if type(t) is Inverse and type(t.args[0]) is Kron and all(_square(f) and invertible(f, ctx)
+                                                               for f in t.args[0].args):
+        return [Kron(inv(t.args[0].args[0]), inv(t.args[0].args[1]))]
+    return []
+
+
+def _kron_sum(t, ctx):
+    """(A + B) ⊗ C = A ⊗ C + B ⊗ C and A ⊗ (B + C) = A ⊗ B + A ⊗ C."""
+    if type(t) is not Kron:
+        return []
+    left, right = t.args
+    out = []
+    if type(left) is MatAdd:
+        out.append(add([Kron(a, right) for a in left.args]))
+    if type(right) is MatAdd:
+        out.append(add([Kron(left, b) for b in right.args]))
+    return out
+
+
+def _kron_scale(t, ctx):
+    """(cA) ⊗ (dB) = cd (A ⊗ B): the coefficients of both factors taken out (c, d not both 1)."""
+    if type(t) is not Kron:
+        return []
+    (c, left), (d, right) = factors_of(t.args[0]), factors_of(t.args[1])
+    if c == 1 and d == 1:
+        return []
+    return [mul(c * d, Kron(mul(left), mul(right)))]
+
+
+def _kron_identity(t, ctx):
+    """I_m ⊗ I_n = I_{mn}, and A ⊗ 0 = 0 ⊗ A = 0 (of the product's shape)."""
+    if type(t) is not Kron:
+        return []
+    if all(type(f) is Identity for f in t.args):
+        return [Identity(shape(t)[0])]
+    if any(type(f) is ZeroMatrix for f in t.args):
+        return [ZeroMatrix(*shape(t))]
+    return []
+
+
 #: The matrix-algebra axioms, by the name a step cites.
 AXIOMS: dict[str, Rule] = {
     "transpose_product": _transpose_product,  # (A B)ᵀ = Bᵀ Aᵀ
@@ -427,6 +604,7 @@ AXIOMS: dict[str, Rule] = {
     "block_multiply": _block_multiply,  # block product of conforming partitions
     "block_transpose": _block_transpose,  # [A B; C D]ᵀ = [Aᵀ Cᵀ; Bᵀ Dᵀ]
     "block_single": _block_single,  # [A] = A
+    "block_flatten": _block_flatten,  # [[ [A B] ], [ [C D] ]] = [[A, B], [C, D]], one column partition (and columns)
     "block_add": _block_add,  # [Aᵢⱼ] + [Bᵢⱼ] = [Aᵢⱼ + Bᵢⱼ], one partition
     "block_scale": _block_scale,  # c [Aᵢⱼ] = [c Aᵢⱼ]
     "block_identity": _block_identity,  # [[I, 0], [0, I]] = I
@@ -437,6 +615,18 @@ AXIOMS: dict[str, Rule] = {
     "scalar_matrix": _scalar_matrix,  # c A s B = (c tr s) A B for a 1×1 factor s
     "transpose_scalar": _transpose_scalar,  # Mᵀ = M for a literally 1×1 M
     "ones_inner": _ones_inner,  # 1ₙᵀ1ₙ = n·I₁
+    "kron_mixed": _kron_mixed,  # (A ⊗ B)(C ⊗ D) = AC ⊗ BD, cols(A) = rows(C) and cols(B) = rows(D)
+    "kron_transpose": _kron_transpose,  # (A ⊗ B)ᵀ = Aᵀ ⊗ Bᵀ
+    "kron_inverse": _kron_inverse,  # (A ⊗ B)⁻¹ = A⁻¹ ⊗ B⁻¹, A and B square and invertible
+    "kron_sum": _kron_sum,  # (A + B) ⊗ C = A ⊗ C + B ⊗ C, and on the right
+    "kron_scale": _kron_scale,  # cA ⊗ dB = cd (A ⊗ B)
+    "kron_identity": _kron_identity,  # I ⊗ I = I, A ⊗ 0 = 0 ⊗ A = 0
+    "tril_block": _tril_block,  # tril([Aᵢⱼ]) = [tril(Aᵢᵢ) on, Aᵢⱼ below, 0 above the diagonal], diagonal blocks square
+    "tril_scalar": _tril_scalar,  # tril(a) = a, tril(a, -1) = 0 for a literally 1×1
+    "tril_sum": _tril_sum,  # tril(A + B) = tril(A) + tril(B)
+    "tril_scale": _tril_scale,  # tril(c A) = c tril(A)
+    "tril_diagonal": _tril_diagonal,  # tril(D) = D, tril(D, -1) = 0 for D = I, 0, diag(v)
+    "tril_diag_scale": _tril_diag_scale,  # tril(diag(v) A) = diag(v) tril(A), tril(A diag(v)) = tril(A) diag(v)
 }
 
 
@@ -456,11 +646,15 @@ def _runs_containing(kind: type):
 RUNS: dict[str, Callable | None] = {
     name: None for name in ("transpose_product", "transpose_transpose", "transpose_sum", "transpose_symmetric",
                             "transpose_inverse", "transpose_zero", "inverse_product", "inverse_inverse",
-                            "zero_add", "collect", "block_transpose", "block_single", "inverse_identity",
-                            "block_add", "block_scale", "block_identity", "block_zero", "block_inverse_diagonal",
+                            "zero_add", "collect", "block_transpose", "block_single", "block_flatten",
+                            "inverse_identity", "block_add", "block_scale", "block_identity", "block_zero",
+                            "block_inverse_diagonal",
                             "block_inverse_schur", "block_inverse_schur_mirror",
                             "scalar_matrix",  # the coefficient belongs to the whole product
                             "transpose_scalar",
+                            "tril_block", "tril_scalar", "tril_sum", "tril_scale", "tril_diagonal",
+                            "tril_diag_scale",  # each rewrites a tril node, never a run of a product
+                            "kron_transpose", "kron_inverse", "kron_sum", "kron_scale", "kron_identity",
                             "identity_mul")  # dropping I from a run drops it from the whole product: no new result
 }
 RUNS.update({
@@ -470,6 +664,7 @@ RUNS.update({
     "zero_mul": _runs_containing(ZeroMatrix),
     "distribute": _runs_containing(MatAdd),
     "ones_inner": lambda mats, i, j: j - i == 2 and type(mats[i + 1]) is Ones,
+    "kron_mixed": lambda mats, i, j: j - i == 2 and type(mats[i]) is Kron and type(mats[i + 1]) is Kron,
 })
 assert set(RUNS) == set(AXIOMS), "every axiom says which runs it can match"
 for _name, _rule in AXIOMS.items():

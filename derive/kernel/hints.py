@@ -9,12 +9,12 @@ what would make it follow, worded from the judgments' own rules: "σ²XᵀX is i
 from __future__ import annotations
 
 from sympy import Basic, Mul, Pow
-from sympy.matrices.expressions import MatMul
+from sympy.matrices.expressions import Identity, MatAdd, MatMul
 
 from .budget import GuardFired, WorkExceeded
 from .judgments import Context, NotShown, _square, _unfolded, invertible, nonzero, sign
 from .scalars import is_number
-from .terms import Diag, TermError, canonical, factors_of, mul, shown
+from .terms import Diag, Kron, TermError, Tril, canonical, factors_of, mul, shown
 
 __all__ = ["explained"]
 
@@ -72,6 +72,12 @@ def _hint(judgment: str, subject, ctx: Context, unfold: bool = True) -> str | No
                     + " and ".join(f"Q.invertible({shown(m)})" for m in missing))
     if type(term) is Diag:
         return f"diag(v) is invertible if every entry of v is non-zero; assume Q.invertible({shown(term)})"
+    if type(term) is MatAdd and any(type(a) is Identity for a in term.args) and term.has(Tril):
+        return ("I plus strictly lower parts, each c·D tril(A, -1) E with D, E diagonal, is unit lower triangular and "
+                f"so invertible (a mask that keeps the diagonal is not read so); assume Q.invertible({shown(term)})")
+    if type(term) is Kron:
+        return ("A ⊗ B is invertible if A and B are square and invertible; assume "
+                + " and ".join(f"Q.invertible({shown(f)})" for f in term.args if not invertible(f, ctx)))
     unfolded = _unfolded(term, ctx, 0) if unfold else None
     if unfolded is not None and unfolded != term:
         deeper = _hint("invertible", unfolded, ctx, unfold=False)

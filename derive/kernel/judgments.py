@@ -38,8 +38,10 @@ from .terms import (
     MATRIX_NODES,
     Diag,
     FamilyMatrix,
+    Kron,
     Ones,
     TermError,
+    Tril,
     add,
     blocks_of,
     canon,
@@ -456,6 +458,10 @@ def _invertible(term, ctx: Context, depth: int) -> bool:
             return True
     if type(term) is Diag and _diag_invertible(term, ctx, depth):
         return True
+    if type(term) is MatAdd and unit_lower_triangular(term):
+        return True
+    if type(term) is Kron and all(_square(f) and invertible(f, ctx, depth) for f in term.args):
+        return True  # (A ⊗ B)⁻¹ = A⁻¹ ⊗ B⁻¹
     diagonal = _block_diagonal(term)
     if diagonal is not None and all(invertible(b, ctx, depth) for b in diagonal):
         return True
@@ -485,6 +491,22 @@ def _diag_invertible(term: Diag, ctx: Context, depth: int) -> bool:
     c = 1).  A hypothesis Q.invertible(diag(v)) — every entry of v non-zero — is looked up like any other."""
     coeff, mats = factors_of(term.args[0])
     return len(mats) == 1 and type(mats[0]) is Ones and nonzero(coeff, ctx)
+
+
+def unit_lower_triangular(term) -> bool:
+    """I + Σ cᵢ·Dᵢ tril(Aᵢ, -1) Eᵢ (issue 42): the identity plus strictly lower parts, each scaled and multiplied by
+    diagonal matrices (diag(v) or I) on either side, is unit lower triangular, so its determinant is 1.  Exactly one
+    term is an identity; every other holds exactly one factor tril(·, -1), the rest diag(·) or I."""
+    identities = 0
+    for part in term.args:
+        if type(part) is Identity:
+            identities += 1
+            continue
+        _, mats = factors_of(part)
+        strict = [m for m in mats if type(m) is Tril and m.args[1] != 0]
+        if len(strict) != 1 or not all(m is strict[0] or type(m) in (Diag, Identity) for m in mats):
+            return False
+    return identities == 1
 
 
 def _one_sided_inverse(term, ctx: Context) -> bool:
@@ -603,6 +625,8 @@ def _diagonal(term, ctx: Context, depth: int) -> bool:
         return False
     if isinstance(term, (Identity, ZeroMatrix, Diag)) or ctx.has("diagonal", term):
         return True  # diag(v) of a column v (its definedness): diagonal by construction
+    if type(term) is Kron and all(_square(f) and diagonal(f, ctx, depth) for f in term.args):
+        return True
     if isinstance(term, (Inverse, MatPow, Transpose)):
         return diagonal(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
@@ -642,6 +666,8 @@ def _symmetric(term, ctx: Context, depth: int) -> bool:
         return False
     if isinstance(term, (Identity, ZeroMatrix, Diag)) or ctx.has("symmetric", term) or ctx.has("diagonal", term):
         return True  # diag(v) is diagonal, so its own transpose
+    if type(term) is Kron and all(_square(f) and symmetric(f, ctx, depth) for f in term.args):
+        return True  # (A ⊗ B)ᵀ = Aᵀ ⊗ Bᵀ
     if isinstance(term, (Inverse, MatPow, Transpose)):
         return symmetric(term.args[0], ctx, depth)
     if isinstance(term, MatMul):
@@ -734,7 +760,7 @@ def _pushed(term, ctx: Context, depth: int):
     if kind is MatMul:  # identity factors dropped (A I = A): Xᵀ(σ²I)⁻¹X unfolds to σ⁻²XᵀX
         coeff, mats = factors_of(rebuild(term, [_pushed(c, ctx, depth) for c in children(term)]))
         return mul(coeff, [m for m in mats if type(m) is not Identity] or mats[:1])
-    if kind in (MatAdd, MatPow, BlockMatrix, Diag):
+    if kind in (MatAdd, MatPow, BlockMatrix, Diag, Tril, Kron):
         return rebuild(term, [_pushed(c, ctx, depth) for c in children(term)])
     return term
 
@@ -937,6 +963,9 @@ def _check_defined(term, ctx: Context, depth: int = 0) -> None:
             raise NotShown(f"cannot show that {shown(term.args[0])} is invertible", "invertible", term.args[0])
     elif isinstance(term, Diag):
         _require_column(term.args[0])
+    elif isinstance(term, Tril):
+        if not _square(term.args[0]):
+            raise TermError(f"tril takes a square matrix, not {shown(term.args[0])} of shape {shape(term.args[0])}")
     elif isinstance(term, MatPow):
         q = term.args[1]
         if not isinstance(q, Rational):

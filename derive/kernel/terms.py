@@ -44,6 +44,8 @@ from .scalars import CoefficientError, canon_coefficient, is_number, is_one_by_o
 
 __all__ = [
     "Diag",
+    "Tril",
+    "Kron",
     "FamilyMatrix",
     "Ones",
     "MAX_INDEX",
@@ -64,6 +66,8 @@ __all__ = [
     "canon",
     "canonical",
     "diag",
+    "tril",
+    "kron",
     "dims_equal",
     "factors_of",
     "inv",
@@ -153,9 +157,56 @@ class Diag(MatrixExpr):
         return f"diag({printer._print(self.args[0])})"
 
 
+#: The offsets a ``Tril`` may hold, by exact type: 0 (diagonal kept) and -1 (strictly lower).
+TRIL_OFFSETS = (type(S.Zero), type(S.NegativeOne))
+
+
+class Tril(MatrixExpr):
+    """``tril(A)``: the lower-triangular part of a square A, the diagonal kept (A ⊙ M for the causal mask M,
+    Mᵢⱼ = 1 for j ≤ i); ``tril(A, -1)`` the strictly lower part (Mᵢⱼ = 1 for j < i).  Issues 41 and 42: a causal
+    mask of any size.  The offset is the Integer 0 or -1 (NumPy's ``k``); the shape is A's (asked once)."""
+
+    def __new__(cls, matrix, offset=0):
+        if type(offset) not in (int, *TRIL_OFFSETS) or offset not in (0, -1):
+            raise TermError(f"tril's offset is 0 (diagonal kept) or -1 (strictly lower), not {offset!r}")
+        return Basic.__new__(cls, matrix, sympy.Integer(offset))
+
+    @property
+    def matrix(self) -> MatrixExpr:
+        return self.args[0]
+
+    @property
+    def strict(self) -> bool:
+        return self.args[1] != 0
+
+    @property
+    def shape(self):
+        return self.args[0].shape
+
+    def _sympystr(self, printer):
+        strict = ", -1" if self.args[1] != 0 else ""
+        return f"tril({printer._print(self.args[0])}{strict})"
+
+
+class Kron(MatrixExpr):
+    """``A ⊗ B``: the Kronecker product (issue 41), of shape (rows(A)·rows(B)) × (cols(A)·cols(B)); block (i, j) is
+    Aᵢⱼ·B.  Its shape asks each factor's once (no shape doubling)."""
+
+    def __new__(cls, left, right):
+        return Basic.__new__(cls, left, right)
+
+    @property
+    def shape(self):
+        (r1, c1), (r2, c2) = self.args[0].shape, self.args[1].shape
+        return r1 * r2, c1 * c2
+
+    def _sympystr(self, printer):
+        return f"kron({printer._print(self.args[0])}, {printer._print(self.args[1])})"
+
+
 #: The only matrix node types a kernel term may contain.
 MATRIX_NODES = (MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul, MatAdd,
-                BlockMatrix, Ones, Diag)
+                BlockMatrix, Ones, Diag, Tril, Kron)
 
 
 #: Exactly these types (no subclasses) may occur: a subclass could redefine equality.
@@ -315,6 +366,16 @@ def require_exact_types(term: Basic) -> None:
                 raise TermError("diag takes one column vector")
             dims = ()
             stack.append(node.args[0])
+        elif kind is Tril:
+            if len(node.args) != 2 or type(node.args[1]) not in TRIL_OFFSETS:
+                raise TermError("tril takes a square matrix and the offset 0 or -1")
+            dims = ()
+            stack.append(node.args[0])
+        elif kind is Kron:
+            if len(node.args) != 2:
+                raise TermError("a Kronecker product takes two matrices")
+            dims = ()
+            stack += list(node.args)
         else:
             dims = ()
             if kind is MatPow or kind is Inverse:
@@ -389,6 +450,24 @@ def diag(vector: MatrixExpr) -> Diag:
     if not isinstance(vector, MatrixExpr):
         raise TermError(f"diag takes a column vector (a matrix term), not {type(vector).__name__}")
     return Diag(vector)
+
+
+def kron(left: MatrixExpr, right: MatrixExpr) -> Kron:
+    """A ⊗ B: the Kronecker product of two matrix terms (block (i, j) is Aᵢⱼ·B)."""
+    for side in (left, right):
+        if not isinstance(side, MatrixExpr):
+            raise TermError(f"kron takes two matrix terms, not {type(side).__name__}")
+    return Kron(left, right)
+
+
+def tril(matrix: MatrixExpr, k: int = 0) -> Tril:
+    """tril(A, k): the lower-triangular part of the square matrix ``matrix`` — A ⊙ M for the causal mask M — with
+    the diagonal (k = 0) or strictly below it (k = -1), as NumPy's ``tril``."""
+    if not isinstance(matrix, MatrixExpr):
+        raise TermError(f"tril takes a square matrix (a matrix term), not {type(matrix).__name__}")
+    if type(k) is not int or k not in (0, -1):
+        raise TermError(f"tril's offset is 0 (diagonal kept) or -1 (strictly lower), not {k!r}")
+    return Tril(matrix, k)
 
 
 def power(a: MatrixExpr, exponent) -> MatrixExpr:
@@ -579,6 +658,10 @@ def _canon(term: Basic) -> MatrixExpr:
         return term
     if isinstance(term, Diag):
         return Diag(canon(term.args[0]))
+    if isinstance(term, Tril):
+        return Tril(canon(term.args[0]), term.args[1])
+    if isinstance(term, Kron):
+        return Kron(canon(term.args[0]), canon(term.args[1]))
     if isinstance(term, Transpose):
         return Transpose(canon(term.args[0]))
     if isinstance(term, Inverse):  # before MatPow: Inverse subclasses MatPow
@@ -610,8 +693,10 @@ def same(a: Basic, b: Basic) -> bool:
 
 def children(term: MatrixExpr) -> list[MatrixExpr]:
     """Matrix sub-terms in a fixed order (scalars and shapes are not children)."""
-    if isinstance(term, (Transpose, Inverse, Diag)):
+    if isinstance(term, (Transpose, Inverse, Diag, Tril)):
         return [term.args[0]]
+    if isinstance(term, Kron):
+        return [term.args[0], term.args[1]]
     if isinstance(term, MatPow):
         return [term.args[0]]
     if isinstance(term, MatMul):
@@ -631,6 +716,10 @@ def rebuild(term: MatrixExpr, new_children: list[MatrixExpr]) -> MatrixExpr:
         return Inverse(new_children[0])
     if isinstance(term, Diag):
         return Diag(new_children[0])
+    if isinstance(term, Tril):
+        return Tril(new_children[0], term.args[1])
+    if isinstance(term, Kron):
+        return Kron(new_children[0], new_children[1])
     if isinstance(term, MatPow):
         return power(new_children[0], term.args[1])
     if isinstance(term, MatMul):

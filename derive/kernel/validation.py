@@ -42,10 +42,13 @@ from .scalars import (
 from .terms import (
     MAX_DIMENSION_NODES,
     MAX_SHAPE_DOUBLING,
+    TRIL_OFFSETS,
     Diag,
     FamilyMatrix,
+    Kron,
     Ones,
     TermError,
+    Tril,
     index_kind,
     require_index,
     shown,
@@ -227,6 +230,14 @@ def _term(value, budget: list[int], doubled: int = 0) -> Basic:
         if kind is Diag:  # issue 41: diag(v); its shape asks v's once (no doubling)
             (vector,) = _exactly(value, 1)
             return Diag(_term(vector, budget, doubled))
+        if kind is Kron:  # issue 41: A ⊗ B; its shape asks each factor's once (no doubling)
+            left, right = _exactly(value, 2)
+            return Kron(_term(left, budget, doubled), _term(right, budget, doubled))
+        if kind is Tril:  # issues 41 and 42: tril(A) and tril(A, -1); its shape asks A's once (no doubling)
+            matrix, offset = _exactly(value, 2)
+            if type(offset) not in TRIL_OFFSETS:
+                raise ValidationError("tril's offset is the Integer 0 or -1")
+            return Tril(_term(matrix, budget, doubled), offset)
         if kind is Transpose:
             (arg,) = _exactly(value, 1)
             return Transpose(_term(arg, budget, doubled))
@@ -286,7 +297,7 @@ def _term_shown(value) -> str:
 
 
 _MATRIX_TYPES = frozenset({MatrixSymbol, FamilyMatrix, Identity, ZeroMatrix, Transpose, Inverse, MatPow, MatMul,
-                           MatAdd, BlockMatrix, Ones, Diag})
+                           MatAdd, BlockMatrix, Ones, Diag, Tril, Kron})
 
 
 def scalar_symbol(value) -> Symbol:

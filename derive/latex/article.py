@@ -26,10 +26,11 @@ from sympy.matrices.expressions import BlockMatrix, MatrixExpr, MatrixSymbol
 
 from ..kernel import Chain, Family, Hypothesis, Induction, Theorem, is_issued
 from ..kernel.scalars import scalar_kind
-from ..kernel.terms import FamilyMatrix, canon, index_kind
+from ..kernel.terms import FamilyMatrix, Kron, Tril, canon, index_kind
 from .grouping import display_groups
 from .printer import PaperLatexPrinter
 from .symbols import (
+    _every_term,
     family_macros,
     family_member,
     macro_table,
@@ -73,6 +74,18 @@ RULE_TEXT = {
     "inverse_identity": "inverse of the identity",
     "scalar_matrix": "a 1-by-1 matrix is a scalar",
     "transpose_scalar": "a 1-by-1 matrix is its own transpose",
+    "tril_block": "causal mask of a block matrix",
+    "tril_scalar": "causal mask of a 1-by-1 matrix",
+    "tril_sum": "causal mask of a sum",
+    "tril_scale": "causal mask of a scaled matrix",
+    "tril_diagonal": "causal mask of a diagonal matrix",
+    "tril_diag_scale": "causal mask of a product with a diagonal matrix",
+    "kron_mixed": "mixed product of Kronecker products",
+    "kron_transpose": "transpose of a Kronecker product",
+    "kron_inverse": "inverse of a Kronecker product",
+    "kron_sum": "Kronecker product of a sum",
+    "kron_scale": "Kronecker product of scaled matrices",
+    "kron_identity": "Kronecker product of identities or with zero",
 }
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
@@ -701,6 +714,18 @@ def _notation(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str,
     ])
 
 
+#: How the article reads the causal mask (issues 41, 42), said once in its conventions where a theorem uses it.
+TRIL_CONVENTION = ("For a square matrix $A$, $\\operatorname{tril}(A)$ is its lower-triangular part, the entries "
+                   "above the diagonal set to zero ($A \\odot M$ for the causal mask $M$, $M_{ij} = 1$ where "
+                   "$j \\le i$ and $0$ elsewhere), and $\\operatorname{tril}_{-1}(A)$ its strictly lower part, the "
+                   "diagonal set to zero too.")
+
+#: How the article reads the Kronecker product (issue 41), said once in its conventions where a theorem uses it.
+KRON_CONVENTION = ("For matrices $A$ ($m \\times n$) and $B$ ($p \\times q$), $A \\otimes B$ is their Kronecker "
+                   "product, the $mp \\times nq$ matrix of blocks $a_{ij} B$; it binds more tightly than a sum and is "
+                   "written in parentheses as a factor of a product, $(A \\otimes B)(C \\otimes D)$.")
+
+
 def _conventions(theorems: Sequence[Theorem]) -> str:
     """How to read the statements and proofs (the conventions the theorems use)."""
     text = ("Products are matrix products; $A^{\\top}$ is the transpose, $I$ an identity and $0$ a zero matrix "
@@ -713,6 +738,10 @@ def _conventions(theorems: Sequence[Theorem]) -> str:
     if any(t.proof.families for t in theorems):
         text += ("A family $x_0, x_1, \\ldots$ is a sequence of matrices, either any sequence or one defined by "
                  "its first member and a recurrence; an index such as $t$ is a natural number. ")
+    if any(term.atoms(Tril) for t in theorems for term in _every_term(t)):
+        text += TRIL_CONVENTION + " "
+    if any(term.atoms(Kron) for t in theorems for term in _every_term(t)):
+        text += KRON_CONVENTION + " "
     text += ("\n\nEach theorem is stated from its checked data: the sizes of its matrices, its hypotheses, its "
              "definitions, its claim. Each proof line is one rewrite that the kernel checked, with the rule named "
              "beside it; the bookkeeping a line needs (products and sums with zero, products with the identity, "
@@ -735,7 +764,9 @@ def _abstract(count: int) -> str:
         "was printed from it. Beyond the paper, the theorems cover gauge invariance of the query--key product, "
         "preconditioned gradient descent, ridge, weighted and kernel ridge regression, rank-deficient data, "
         "multi-head and multi-layer attention, causal attention as recursive least squares, fast-weight "
-        "memories, softmax attention as the Nadaraya--Watson estimator and the modern Hopfield update. Each "
+        "memories, the causal mask and chunkwise linear attention, the delta rule in WY form with its chunkwise "
+        "form (DeltaNet), recursive least squares as a delta rule, softmax attention as the Nadaraya--Watson "
+        "estimator and the modern Hopfield update. Each "
         "proof is also judged twice more: by an independent witness that re-evaluates every step exactly on "
         "random rational instances, and, for most theorems, by Coq with MathComp, from an exported proof "
         "script.\n"
@@ -744,7 +775,9 @@ def _abstract(count: int) -> str:
 
 
 _NUMBERS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-            "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+            "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+            "twenty-one", "twenty-two", "twenty-three", "twenty-four", "twenty-five", "twenty-six", "twenty-seven",
+            "twenty-eight", "twenty-nine", "thirty"]
 
 
 def _number(count: int) -> str:
@@ -888,7 +921,9 @@ def _conclusion(count: int) -> str:
         "how far the identity reaches: the factor is a gauge (any square root of the precision), the layer is "
         "one step of preconditioned gradient descent that is exact only with the inverse Gram matrix, and the "
         "same algebra gives ridge, weighted and kernel ridge regression, rank-deficient data, several heads "
-        "and layers, streaming (causal) attention as recursive least squares, and, with the softmax, the "
+        "and layers, streaming (causal) attention as recursive least squares, the chunkwise-parallel forms of "
+        "causal linear attention and of the delta rule (DeltaNet's WY form, with a carried state), and, with the "
+        "softmax, the "
         "Nadaraya--Watson estimator and the modern Hopfield update.",
         "What the proofs do not cover is as important. They are identities of matrix algebra: they say what a "
         "layer with these weights computes, not that training finds such weights, nor how accurately floating "

@@ -4,7 +4,10 @@
 (X^{\\top}, \\Lambda^{-1/2}, bmatrix blocks, I and 0 without decoration); :func:`math` prints one term.
 Scalar coefficients print as a paper writes them (``\\frac{1}{\\lambda} X``, ``(\\lambda + 1) X``,
 ``A - \\eta B``), a 1×1 matrix read as a scalar as that matrix (``(1 + v^{\\top} A^{-1} u)^{-1} A``), the
-1×1 identity as ``1``, and the member ``x[t + 1]`` of a family as ``x_{t+1}``.
+1×1 identity as ``1``, the member ``x[t + 1]`` of a family as ``x_{t+1}``, the causal mask ``tril(A)`` as
+``\\operatorname{tril}(A)``, its strict form ``tril(A, -1)`` as ``\\operatorname{tril}_{-1}(A)``, and the
+Kronecker product ``kron(A, B)`` as ``A \\otimes B`` (in parentheses as a factor of a product, of another
+Kronecker product, or under a transpose, an inverse or a power: ``(A \\otimes B)^{\\top}``).
 Theorems, proofs and the article are in :mod:`derive.latex.article`.
 """
 
@@ -24,7 +27,7 @@ from sympy.matrices.expressions import (
 from sympy.printing.latex import LatexPrinter
 
 from ..kernel.scalars import scalar_kind
-from ..kernel.terms import Diag, FamilyMatrix, Ones, blocks_of
+from ..kernel.terms import Diag, FamilyMatrix, Kron, Ones, Tril, blocks_of
 
 __all__ = ["ABBREVIATIONS", "PaperLatexPrinter", "math"]
 
@@ -177,9 +180,13 @@ class PaperLatexPrinter(LatexPrinter):
     # structure ------------------------------------------------------------------------
     def _wrap(self, expr) -> str:
         """Parenthesise anything that is not a bare symbol (stretchy parentheses around blocks only)."""
-        if isinstance(expr, (MatrixSymbol, FamilyMatrix, BlockMatrix, Ones, Diag)) or expr.is_Identity \
+        if isinstance(expr, (MatrixSymbol, FamilyMatrix, BlockMatrix, Ones, Diag, Tril)) or expr.is_Identity \
                 or expr.is_ZeroMatrix:
             return self._print(expr)
+        return self._parenthesised(expr)
+
+    def _parenthesised(self, expr) -> str:
+        """``expr`` in parentheses: stretchy around blocks, and whose content may break in a display."""
         if self._breaking and expr.atoms(BlockMatrix):  # blocks inside: parentheses whose content may break
             return f"\\olsparen{{{self._outermost(expr, deep=True)}}}"
         text = self._print(expr)
@@ -219,19 +226,38 @@ class PaperLatexPrinter(LatexPrinter):
         """diag(v) (issue 41)."""
         return f"\\operatorname{{diag}}({self._print(expr.args[0])})"
 
+    def _print_Tril(self, expr):
+        """The causal mask (issues 41, 42): ``\\operatorname{tril}(A)`` keeps the diagonal and what is below it,
+        ``\\operatorname{tril}_{-1}(A)`` what is strictly below it; the argument always in parentheses."""
+        name = "\\operatorname{tril}" if expr.args[1] == 0 else "\\operatorname{tril}_{-1}"
+        return name + self._parenthesised(expr.args[0])
+
+    def _print_Kron(self, expr):
+        """The Kronecker product (issue 41): ``A \\otimes B``, a factor that is a product, a sum or a Kronecker
+        product itself in parentheses (``(A C) \\otimes B``, ``A \\otimes (B \\otimes C)``); a transpose, an
+        inverse or a power of a symbol binds tighter (``A^{\\top} \\otimes B^{-1}``)."""
+        return " \\otimes ".join(self._kron_factor(factor) for factor in expr.args)
+
+    def _kron_factor(self, factor) -> str:
+        if factor.is_MatMul or factor.is_MatAdd or isinstance(factor, Kron):
+            return self._parenthesised(factor)
+        return self._print(factor)
+
     def _print_BlockMatrix(self, expr):
         grid = blocks_of(expr)
-        if not self._breaking:
+        if not self._breaking or getattr(self, "_in_blocks", False):  # \olsblocks does not nest: inner grids plain
             rows = [" & ".join(self._print(b) for b in row) for row in grid]
             return "\\begin{bmatrix}" + " \\\\ ".join(rows) + "\\end{bmatrix}"
         # a display: the blocks of columns that hold more than a symbol may narrow and break (\olsblocks)
         wide = [j for j in range(len(grid[0])) if not all(_simple(row[j]) for row in grid)]
         outer, self._outer = self._outer, False
+        self._in_blocks = True
         try:
             rows = [" & ".join(f"\\olscell{{{self._outermost(b, deep=True)}}}" if j in wide else self._print(b)
                                for j, b in enumerate(row)) for row in grid]
         finally:
             self._outer = outer
+            self._in_blocks = False
         body = " \\\\ ".join(rows)
         if not wide:
             return "\\begin{bmatrix}" + body + "\\end{bmatrix}"
@@ -247,7 +273,7 @@ class PaperLatexPrinter(LatexPrinter):
             text = self._print(matrix)
         finally:
             self._breaking, self._outer, self._deep = saved
-        return f"({text})" if matrix.is_MatMul or matrix.is_MatAdd else text
+        return f"({text})" if matrix.is_MatMul or matrix.is_MatAdd or isinstance(matrix, Kron) else text
 
     def _scalar_atom(self, atom, alone: bool) -> str:
         if isinstance(atom, Trace) and alone:  # the whole numerator or denominator of a fraction
@@ -267,7 +293,7 @@ class PaperLatexPrinter(LatexPrinter):
                 base = factor.base
                 text = self._scalar_atom(base, False)
                 if isinstance(base, Trace) and not isinstance(base.arg, (MatrixSymbol, FamilyMatrix)) \
-                        and not (base.arg.is_MatMul or base.arg.is_MatAdd):
+                        and not (base.arg.is_MatMul or base.arg.is_MatAdd or isinstance(base.arg, Kron)):
                     text = f"({text})"  # (u^T)^2 or ((1 + u)^{-1})^2: a power of a power
                 out.append(f"{text}^{{{self._print(factor.exp)}}}")
             else:
@@ -342,7 +368,7 @@ class PaperLatexPrinter(LatexPrinter):
             if not isinstance(arg, MatrixExpr):
                 coeff *= arg
                 continue
-            text = self._wrap(arg) if arg.is_MatAdd else self._print(arg)
+            text = self._wrap(arg) if arg.is_MatAdd or isinstance(arg, Kron) else self._print(arg)
             number = text in ("0", "1")  # a zero or a 1×1 identity: 0 0 would read as the number 00
             if parts and (number or previous_number):
                 parts.append("\\cdot")

@@ -18,6 +18,8 @@ from . import attention, icl, gauge, gradient_descent, memory, pseudo_inverse  #
 # Beyond the paper: its stated future work and the known exact extensions.
 from . import sherman_morrison, ridge, kernel_ridge, weighted, multi_head, multi_layer  # noqa: F401  isort: skip
 from . import causal, fast_weights, softmax  # noqa: F401  isort: skip
+# Modern linear attention (issue 42): the causal mask, chunkwise forms, the delta rule's WY form, RLS as a delta rule.
+from . import linear_attention  # noqa: F401  isort: skip
 
 
 def _recorded(theorem_id: str) -> Callable[[], Proof]:

@@ -42,7 +42,7 @@ from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 
 from ..kernel.proof import Family
 from ..kernel.scalars import scalar_kind, size_kind
-from ..kernel.terms import Diag, FamilyMatrix, Ones, blocks_of, index_kind
+from ..kernel.terms import Diag, FamilyMatrix, Kron, Ones, Tril, blocks_of, index_kind
 
 __all__ = ["SYMBOLIC_TERM_LIMIT", "SymbolicTooLarge", "UndefinedValue", "WitnessError", "evaluate", "mul",
            "symbolic_term_limit"]
@@ -596,6 +596,20 @@ def _eval_node(term: Basic, ctx: _Ctx) -> DomainMatrix:
         rows = vector.shape[0]
         entries = vector.to_dense().to_list()
         grid = [[entries[i][0] if i == j else K.zero for j in range(rows)] for i in range(rows)]
+        return DomainMatrix(grid, (rows, rows), K).to_dense()
+    if isinstance(term, Kron):  # issue 41: A ⊗ B, block (i, j) is a_ij·B
+        first, second = (_eval(f, ctx) for f in term.args)
+        (r1, c1), (r2, c2) = first.shape, second.shape
+        left, right = first.to_dense().to_list(), second.to_dense().to_list()
+        grid = [[left[i // r2][j // c2] * right[i % r2][j % c2] for j in range(c1 * c2)] for i in range(r1 * r2)]
+        return DomainMatrix(grid, (r1 * r2, c1 * c2), K).to_dense()
+    if isinstance(term, Tril):  # issues 41, 42: the causal mask, entries above (or on, for -1) the diagonal zeroed
+        matrix = _eval(term.args[0], ctx)
+        rows, cols = matrix.shape
+        if rows != cols:
+            raise WitnessError(f"tril takes a square matrix, not a {rows}×{cols} one")
+        entries, last = matrix.to_dense().to_list(), int(term.args[1])  # keep j ≤ i + offset
+        grid = [[entries[i][j] if j <= i + last else K.zero for j in range(rows)] for i in range(rows)]
         return DomainMatrix(grid, (rows, rows), K).to_dense()
     if isinstance(term, Transpose):
         return _eval(term.args[0], ctx).transpose()

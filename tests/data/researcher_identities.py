@@ -75,14 +75,14 @@ c = dim("c")  # the chunk length
 @theorem(glossary={"K_c": "the keys of one chunk, one per row", "V_c": "the values of one chunk",
                    "S": "the state after each chunk", "K": "the keys of the chunks so far",
                    "V": "the values of the chunks so far", "Q_c": "the queries of the next chunk"})
-def chunkwise_linear_attention():
+def chunkwise_inter_chunk_term():
     Kc, Vc = family("K_c", (c, d)), family("V_c", (c, dv))
     K = family("K", lambda s: (s * c, d)).recurrence(ZeroMatrix(0, d), lambda s: block([[K[s]], [Kc[s + 1]]]))
     V = family("V", lambda s: (s * c, dv)).recurrence(ZeroMatrix(0, dv), lambda s: block([[V[s]], [Vc[s + 1]]]))
     S = family("S", (dv, d)).recurrence(ZeroMatrix(dv, d), lambda s: add(S[s], mul(transpose(Vc[s + 1]), Kc[s + 1])))
     Qc = MatrixSymbol("Q_c", c, d)
     b = ProofBuilder(
-        "chunkwise_linear_attention", "Chunkwise linear attention: the inter-chunk term",
+        "chunkwise_inter_chunk_term", "Chunkwise linear attention: the inter-chunk term",
         "With chunks of c tokens, the state S_t = S_{t−1} + V_tᵀK_t (S_0 = 0) after t chunks is V_{≤t}ᵀK_{≤t}, so "
         "the contribution of all earlier chunks to the next chunk's outputs, Q S_tᵀ, is Q K_{≤t}ᵀV_{≤t}, for every t "
         "(the intra-chunk term needs the causal mask, which the language lacks).",

@@ -333,7 +333,7 @@ def gated_decay_on_new_key():
 
 
 @near_miss("wrong order (K_cᵀV_c for V_cᵀK_c in the chunk update; false only for non-symmetric products)",
-           "chunkwise_linear_attention")
+           "chunkwise_inter_chunk_term")
 def chunkwise_state_transposed():
     Kc, Vc = family("K_c", (c, d)), family("V_c", (c, d))
     K = family("K", lambda s: (s * c, d)).recurrence(ZeroMatrix(0, d), lambda s: block([[K[s]], [Kc[s + 1]]]))

@@ -1,0 +1,203 @@
+"""Modern linear attention (issue 42): the causal mask of any length is the recurrence, its chunkwise form, the delta
+rule's WY/UT form and its chunk with a carried state, and recursive least squares as a delta rule."""
+
+from __future__ import annotations
+
+from sympy import MatrixSymbol, Q
+from sympy.matrices.expressions import Identity, ZeroMatrix
+
+from derive.authoring import ProofBuilder, dim, family, index, predicate, theorem
+from derive.kernel import Definition, Proof
+from derive.kernel.terms import add, block, inv, mul, transpose, tril
+
+t = index("t")
+d_v, d_k = dim("d_v"), dim("d_k")
+c, C = dim("c"), dim("C")
+v, kk, q = family("v", (d_v, 1)), family("k", (d_k, 1)), family("q", (d_k, 1))
+S = family("S", (d_v, d_k)).recurrence(ZeroMatrix(d_v, d_k), lambda s: add(S[s], mul(v[s + 1], transpose(kk[s + 1]))))
+V = family("V", lambda s: (s, d_v)).recurrence(ZeroMatrix(0, d_v), lambda s: block([[V[s]], [transpose(v[s + 1])]]))
+K = family("K", lambda s: (s, d_k)).recurrence(ZeroMatrix(0, d_k), lambda s: block([[K[s]], [transpose(kk[s + 1])]]))
+Qs = family("Q", lambda s: (s, d_k)).recurrence(ZeroMatrix(0, d_k), lambda s: block([[Qs[s]], [transpose(q[s + 1])]]))
+O = family("O", lambda s: (s, d_v)).recurrence(
+    ZeroMatrix(0, d_v), lambda s: block([[O[s]], [transpose(mul(S[s + 1], q[s + 1]))]]))
+
+# one chunk of C tokens after a prefix of c tokens
+Q_a, Q_b = MatrixSymbol("Q_a", c, d_k), MatrixSymbol("Q_b", C, d_k)
+K_a, K_b = MatrixSymbol("K_a", c, d_k), MatrixSymbol("K_b", C, d_k)
+V_a, V_b = MatrixSymbol("V_a", c, d_v), MatrixSymbol("V_b", C, d_v)
+S_c = MatrixSymbol("S_c", d_v, d_k)
+Q_all, K_all, V_all = block([[Q_a], [Q_b]]), block([[K_a], [K_b]]), block([[V_a], [V_b]])
+
+#: What the theorem means for transformers (printed after its proof in the article).
+MEANING_CHUNKWISE_LINEAR_ATTENTION = (
+    r"Causal linear attention computed with the mask, $\operatorname{tril}(QK^{\top})V$, and computed as a "
+    r"recurrence, $o_t = S_t q_t$ with $S_t = S_{t-1} + v_t k_t^{\top}$, are the same function of every prefix. "
+    r"Split the tokens into a prefix and a chunk: the chunk's outputs are its queries applied to the state carried "
+    r"from the prefix plus the chunk's own masked attention, and the state after the chunk is the carried state "
+    r"plus $V_{\mathrm{chunk}}^{\top}K_{\mathrm{chunk}}$. This is the chunkwise-parallel form that linear-attention "
+    r"kernels run, with no condition on the chunk's length or the prefix's."
+)
+
+
+@theorem(meaning=MEANING_CHUNKWISE_LINEAR_ATTENTION, glossary={
+    "v": "the value at each time step", "k": "its key", "q": "the query at each time step",
+    "S": "the state $\\sum_{i \\le t} v_i k_i^{\\top}$, $S_0 = 0$",
+    "V": "the values so far, one per row", "K": "the keys so far, one per row", "Q": "the queries so far, one per row",
+    "O": "the outputs of the recurrence so far, row $i$ is $(S_i q_i)^{\\top}$",
+    "Q_a": "the queries of the prefix", "K_a": "the keys of the prefix", "V_a": "the values of the prefix",
+    "Q_b": "the queries of the chunk", "K_b": "the keys of the chunk", "V_b": "the values of the chunk",
+    "S_c": "the state carried from the prefix, $V_a^{\\top}K_a$",
+    "d_v": "width of a value", "d_k": "width of a key and a query", "t": "time step (length of the prefix)",
+    "c": "length of the prefix", "C": "length of the chunk",
+})
+def chunkwise_linear_attention() -> Proof:
+    b = ProofBuilder(
+        "chunkwise_linear_attention",
+        "Chunkwise causal linear attention is the recurrence",
+        "Let tokens (q_t, k_t, v_t) arrive one at a time and Q_t, K_t, V_t stack the first t of them as rows. The "
+        "recurrence S_t = S_{t−1} + v_t k_tᵀ (S_0 = 0), o_t = S_t q_t, and the masked form tril(Q_tK_tᵀ)V_t give the "
+        "same outputs for every t: tril(Q_tK_tᵀ)V_t = O_t, whose row i is (S_i q_i)ᵀ. For a prefix of any length c "
+        "and a chunk of any length C after it, with Q = [Q_a; Q_b], K = [K_a; K_b], V = [V_a; V_b] and the carried "
+        "state S_c := V_aᵀK_a, the state after the chunk is VᵀK = S_c + V_bᵀK_b and tril(QKᵀ)V = "
+        "[tril(Q_aK_aᵀ)V_a; Q_bS_cᵀ + tril(Q_bK_bᵀ)V_b]: the chunk's outputs are its queries on the carried state "
+        "plus its own masked attention.",
+        definitions=[Definition("S_c", S_c, mul(transpose(V_a), K_a))],
+        families=[v, kk, q, S, V, K, Qs, O],
+    )
+    b.induction("memory_sum", t, S[t], mul(transpose(V[t]), K[t])).auto()
+    b.induction("masked_is_recurrent", t, mul(tril(mul(Qs[t], transpose(K[t]))), V[t]), O[t]).auto()
+    b.lemma("carried_state", mul(transpose(V_all), K_all)).auto(add(S_c, mul(transpose(V_b), K_b)))
+    b.main(mul(tril(mul(Q_all, transpose(K_all))), V_all)).auto(
+        block([[mul(tril(mul(Q_a, transpose(K_a))), V_a)],
+               [add(mul(Q_b, transpose(S_c)), mul(tril(mul(Q_b, transpose(K_b))), V_b))]]))
+    return b.proof()
+
+
+# --- the delta rule (DeltaNet): S_t = S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ, from an initial state S_0 ------------
+# β_t is the 1×1 matrix b_t (a per-step write strength); k b kᵀ and v b kᵀ conform as products.
+
+b_ = family("b", (1, 1))
+S_0 = MatrixSymbol("S_0", d_v, d_k)
+
+
+def _erase(s):
+    """I − k_{s+1} β_{s+1} k_{s+1}ᵀ: the delta rule's erase factor at step s + 1."""
+    return add(Identity(d_k), mul(-1, kk[s + 1], b_[s + 1], transpose(kk[s + 1])))
+
+
+P = family("P", (d_k, d_k)).recurrence(Identity(d_k), lambda s: mul(P[s], _erase(s)))
+D = family("D", (d_v, d_k)).recurrence(
+    S_0, lambda s: add(mul(D[s], _erase(s)), mul(v[s + 1], b_[s + 1], transpose(kk[s + 1]))))
+W = family("W", lambda s: (s, d_k)).recurrence(ZeroMatrix(0, d_k), lambda s: block(
+    [[W[s]], [transpose(mul(add(kk[s + 1], mul(-1, transpose(W[s]), K[s], kk[s + 1])), b_[s + 1]))]]))
+U = family("U", lambda s: (s, d_v)).recurrence(ZeroMatrix(0, d_v), lambda s: block(
+    [[U[s]], [transpose(mul(add(v[s + 1], mul(-1, transpose(U[s]), K[s], kk[s + 1])), b_[s + 1]))]]))
+O_D = family("O", lambda s: (s, d_v)).recurrence(
+    ZeroMatrix(0, d_v), lambda s: block([[O_D[s]], [transpose(mul(D[s + 1], q[s + 1]))]]))
+
+DELTA_GLOSSARY = {
+    "v": "the value at each time step", "k": "its key", "q": "the query at each time step",
+    "b": "the write strength $\\beta_t$ at each step (a $1 \\times 1$ matrix)",
+    "S_0": "the initial state (carried from earlier chunks)",
+    "P": "the product $\\prod_{i \\le t}(I - \\beta_i k_i k_i^{\\top})$, $P_0 = I$",
+    "D": "the delta-rule state, $D_0 = S_0$", "K": "the keys so far, one per row",
+    "Q": "the queries so far, one per row", "W": "the WY keys, row $t$ is $w_t^{\\top}$",
+    "U": "the UT values, row $t$ is $u_t^{\\top}$", "O": "the outputs so far, row $i$ is $(D_i q_i)^{\\top}$",
+    "d_v": "width of a value", "d_k": "width of a key and a query", "t": "time step",
+}
+
+MEANING_DELTA_RULE_WY = (
+    r"The delta rule's state after $t$ writes is the initial state times a product of $t$ rank-one erasures, "
+    r"plus what was written. The WY representation replaces the product by one low-rank correction, "
+    r"$\prod_{i \le t}(I - \beta_i k_i k_i^{\top}) = I - W_t^{\top}K_t$, whose rows $w_t$ follow a recursion that "
+    r"needs only the earlier rows, and the UT transform does the same for the values. This is what makes "
+    r"DeltaNet trainable in parallel over a chunk, here checked for every length."
+)
+
+
+@theorem(meaning=MEANING_DELTA_RULE_WY, glossary=DELTA_GLOSSARY)
+def delta_rule_wy() -> Proof:
+    b = ProofBuilder(
+        "delta_rule_wy",
+        "The delta rule in WY form",
+        "Let keys k_t, values v_t and write strengths β_t arrive one at a time, K_t stacking the first t keys as "
+        "rows. The product P_t = P_{t−1}(I − β_t k_t k_tᵀ) (P_0 = I) is I − W_tᵀK_t for every t, where W_t stacks "
+        "w_i = β_i(k_i − W_{i−1}ᵀK_{i−1}k_i). The delta-rule state D_t = D_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ "
+        "from D_0 = S_0 is S_0P_t + U_tᵀK_t, where U_t stacks u_i = β_i(v_i − U_{i−1}ᵀK_{i−1}k_i); so "
+        "D_t = S_0 + (U_t − W_tS_0ᵀ)ᵀK_t.",
+        families=[v, kk, b_, P, D, K, W, U],
+    )
+    b.induction("wy", t, P[t], add(Identity(d_k), mul(-1, transpose(W[t]), K[t]))).auto()
+    b.induction("ut", t, D[t], add(mul(S_0, P[t]), mul(transpose(U[t]), K[t]))).auto()
+    b.main(D[t]).auto(add(S_0, mul(transpose(add(U[t], mul(-1, W[t], transpose(S_0)))), K[t])))
+    return b.proof()
+
+
+MEANING_DELTA_RULE_CHUNKWISE = (
+    r"A chunk of DeltaNet is computed in parallel: its outputs are the queries on the state carried into the chunk "
+    r"plus masked attention over the chunk's UT values corrected by the carried state, "
+    r"$O = QS_0^{\top} + \operatorname{tril}(QK^{\top})(U - WS_0^{\top})$, and the state handed to the next chunk "
+    r"is $S_0 + (U - WS_0^{\top})^{\top}K$. Both equal the token-by-token recurrence for every chunk length, "
+    r"whatever the initial state."
+)
+
+
+@theorem(meaning=MEANING_DELTA_RULE_CHUNKWISE, glossary=DELTA_GLOSSARY)
+def delta_rule_chunkwise() -> Proof:
+    b = ProofBuilder(
+        "delta_rule_chunkwise",
+        "The delta rule chunkwise, with a carried state",
+        "With the delta-rule state D_t = D_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ from D_0 = S_0 and its outputs "
+        "o_t = D_t q_t stacked as the rows of O_t, and W_t, U_t the WY keys and UT values of the chunk so far "
+        "(w_i = β_i(k_i − W_{i−1}ᵀK_{i−1}k_i), u_i = β_i(v_i − U_{i−1}ᵀK_{i−1}k_i)): for every length t, "
+        "O_t = Q_tS_0ᵀ + tril(Q_tK_tᵀ)(U_t − W_tS_0ᵀ), and the state handed on is D_t = S_0 + (U_t − W_tS_0ᵀ)ᵀK_t.",
+        families=[v, kk, q, b_, P, D, K, Qs, W, U, O_D],
+    )
+    b.induction("wy", t, P[t], add(Identity(d_k), mul(-1, transpose(W[t]), K[t]))).auto()
+    b.induction("ut", t, D[t], add(mul(S_0, P[t]), mul(transpose(U[t]), K[t]))).auto()
+    corrected = add(U[t], mul(-1, W[t], transpose(S_0)))
+    b.induction("chunk_outputs", t, O_D[t],
+                add(mul(Qs[t], transpose(S_0)), mul(tril(mul(Qs[t], transpose(K[t]))), corrected))).auto()
+    b.main(D[t]).auto(add(S_0, mul(transpose(corrected), K[t])))
+    return b.proof()
+
+
+# --- recursive least squares is the delta rule with the write key P_t x_t ------------------------------------------
+
+p_, k_ = dim("p"), dim("k")
+A_, B_ = MatrixSymbol("A", p_, p_), MatrixSymbol("B", k_, p_)
+x_, y_ = MatrixSymbol("x", p_, 1), MatrixSymbol("y", k_, 1)
+P_next = MatrixSymbol("P", p_, p_)
+S_prev, S_next = MatrixSymbol("S", k_, p_), MatrixSymbol("S_next", k_, p_)
+_gram_next = add(A_, mul(x_, transpose(x_)))
+
+MEANING_RLS_IS_DELTA_RULE = (
+    r"Recursive least squares is a delta rule: the least-squares (or ridge) solution after one more example is the "
+    r"previous one plus the prediction error $y - Sx$ written with the key $Px$, where $P$ is the inverse of the new "
+    r"Gram matrix. A delta-rule layer whose write key is preconditioned by the slow memory is an exact online "
+    r"regression solver, and the plain delta rule is its approximation with $P$ replaced by $\beta I$."
+)
+
+
+@theorem(meaning=MEANING_RLS_IS_DELTA_RULE, glossary={
+    "A": "the Gram matrix so far, $X^{\top}X$ or $X^{\top}X + \\lambda I$ (symmetric, invertible)",
+    "B": "the fast memory so far, $Y^{\top}X$", "x": "the new example", "y": "its target",
+    "P": "the slow memory $(A + xx^{\top})^{-1}$ after the new example",
+    "S": "the solution so far, $BA^{-1}$ (a state, $k \times p$)", "S_next": "the solution with the new example",
+    "p": "number of features", "k": "number of targets",
+})
+def rls_is_delta_rule() -> Proof:
+    b = ProofBuilder(
+        "rls_is_delta_rule",
+        "Recursive least squares is the delta rule",
+        "Let A be a symmetric invertible Gram matrix (XᵀX, or XᵀX + λI for ridge) and B = YᵀX the fast memory, so "
+        "S = BA⁻¹ is the least-squares solution as a state (k × p). After one more example (x, y) with A + xxᵀ "
+        "invertible, the solution is S_next = (B + yxᵀ)P with P = (A + xxᵀ)⁻¹. Then S_next = S + (y − Sx)(Px)ᵀ: one "
+        "delta-rule write of the value y with the key x and the write key Px.",
+        [predicate("gram_symmetric", Q.symmetric, A_), predicate("gram_invertible", Q.invertible, A_),
+         predicate("next_gram_invertible", Q.invertible, _gram_next)],
+        [Definition("P", P_next, inv(_gram_next)), Definition("S", S_prev, mul(B_, inv(A_))),
+         Definition("S_next", S_next, mul(add(B_, mul(y_, transpose(x_))), P_next))],
+    )
+    b.main(S_next).auto(add(S_prev, mul(add(y_, mul(-1, S_prev, x_)), transpose(mul(P_next, x_)))))
+    return b.proof()
