@@ -73,3 +73,51 @@ def _registry_as_the_module_found_it():
     for name in set(sys.modules) - modules:
         if name.startswith("_derive_user_library_"):
             del sys.modules[name]
+
+
+#: The backends a user library's own modules are printed for (``derive codegen --library``).
+USER_BACKENDS = ("numpy", "mpmath", "xp", "dask")
+
+
+@pytest.fixture(scope="module")
+def user_library_modules(tmp_path_factory):
+    """A function: the theorem file ``tests/data/NAME.py`` loaded in a folder of its own, its theorems checked and
+    its module printed for every backend (deterministically, nothing left out) and written beside it as
+    ``NAME_<backend>.py``; returns (folder, theorems by id, module text by backend)."""
+    import shutil
+    from pathlib import Path
+
+    from derive.authoring.registry import checked, load_library, scoped_registrations
+    from derive.codegen import library_module, user_libraries
+
+    def build(name: str):
+        work = tmp_path_factory.mktemp(name)
+        shutil.copy(Path(__file__).resolve().parent / "data" / f"{name}.py", work / f"{name}.py")
+        texts, left_out = {}, []
+        with scoped_registrations():
+            ids = load_library(str(work / f"{name}.py"))
+            theorems = {i: checked(i) for i in ids}
+            (library,) = user_libraries()
+            for backend in USER_BACKENDS:
+                texts[backend] = library_module(theorems, backend, library, left_out)
+                assert library_module(theorems, backend, library) == texts[backend]  # deterministic
+        assert left_out == []
+        for backend, text in texts.items():
+            (work / f"{name}_{backend}.py").write_text(text)
+        return work, theorems, texts
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def load_module():
+    """A function: import the Python file ``path`` as the module ``name``."""
+    import importlib.util
+
+    def load(path, name: str):
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -163,25 +163,9 @@ def test_the_refute_command_judges_a_library_with_the_mask(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory):
-    """The library's theorems (checked) and its module for each backend, written to a folder and imported."""
-    from derive.authoring.registry import checked, load_library, scoped_registrations
-    from derive.codegen import library_module, user_libraries
-
-    work = tmp_path_factory.mktemp("user_tril_codegen")
-    shutil.copy(DATA / "user_tril_codegen.py", work / "user_tril_codegen.py")
-    texts, left_out = {}, []
-    with scoped_registrations():
-        ids = load_library(str(work / "user_tril_codegen.py"))
-        theorems = {i: checked(i) for i in ids}
-        (name,) = user_libraries()
-        for backend in BACKENDS:
-            texts[backend] = library_module(theorems, backend, name, left_out)
-            assert library_module(theorems, backend, name) == texts[backend]  # deterministic
-    assert left_out == []
-    for backend, text in texts.items():
-        (work / f"user_tril_codegen_{backend}.py").write_text(text)
-    return work, theorems, texts
+def library(user_library_modules):
+    """The library's theorems (checked) and its module for each backend, written to a folder (conftest)."""
+    return user_library_modules("user_tril_codegen")
 
 
 def _load(path: Path, name: str):

@@ -1640,7 +1640,7 @@ def _rule_proofs(rule: str, sub, facts: _Facts, lemmas: dict, defs: dict):
         args = list(sub.args)
         for i in range(len(args) - 1):
             (c1, m1), (c2, m2) = factors_of(args[i]), factors_of(args[i + 1])
-            if mul(m1) == mul(m2) and sympy.simplify(c1 + c2) == 0:
+            if mul(m1) == mul(m2) and _laurent_equal(c1, -c2):
                 rest = args[:i] + [ZeroMatrix(*sub.shape)] + args[i + 2:]
                 out.append((add(rest), "ltac:(by rewrite ?subrK ?addrK ?addNr ?subrr ?addr0 ?add0r)"))
         out += _collect_group(sub)

@@ -41,6 +41,7 @@ from ..kernel.judgments import Context, check_defined, defined_canon, invertible
 from ..kernel.terms import (
     Diag,
     FamilyMatrix,
+    Kron,
     Ones,
     TermError,
     Tril,
@@ -167,6 +168,10 @@ class World:
     #: ``tril_active`` while those lemmas are built (the hooks in the walk act then only)
     tril: random.Random | None = None
     tril_active: bool = False
+    #: the Kronecker product (issue 41): the stream of a world with kron lemmas (:func:`_kron_world`), None without;
+    #: ``kron_active`` while those lemmas are built
+    kron: random.Random | None = None
+    kron_active: bool = False
 
     def chance(self, probability: float, hole: str | None = None) -> bool:
         if hole is not None and hole in self.focus:
@@ -246,6 +251,7 @@ def build_world(rng: random.Random, focus: frozenset = frozenset()) -> World:
     _coverage_world(w)
     _issue41_world(w)
     _tril_world(w)
+    _kron_world(w)
     return w
 
 
@@ -744,6 +750,362 @@ def _tril_expansions(sub: Basic, terms: Terms) -> list[tuple[Basic, str]]:
             propose(lambda: Tril(block([[grid[i][j] if i > j else grid[i][i].args[0] if i == j else
                                          _tril_block_of(terms, *grid[i][j].shape) for j in range(size)]
                                         for i in range(size)]), offset), "tril_block")
+    return out
+
+
+# --- the Kronecker product A ⊗ B (issue 41) --------------------------------------------------------------------------
+
+#: The Kronecker product's axioms: drawn in the Kronecker lemmas only (:func:`_kron_lemmas`), as the tril ones are.
+KRON_AXIOMS = ("kron_mixed", "kron_transpose", "kron_inverse", "kron_sum", "kron_scale", "kron_identity")
+#: A world has Kronecker lemmas when focused on one of the holes below or, drawn from a stream of its own, in
+#: KRON_WORLDS of a run's worlds; they are built after every other chain (the tril lemmas included, whose rules they do
+#: not cite), from that stream, so that the rest of the proof is what the seed gave before the product existed.
+KRON_WORLDS = 0.3
+KRON_SALT = "a"  # names the worlds' own stream (this one: seed 27's default run reaches every kron rule)
+#: The kind of chain start each hole's focus draws most (see :func:`_kron_start`); kron_mixed and kron_inverse are
+#: masked slips (derive.fuzz.unsound.MASKED), focus only.
+KRON_FOCUS_KINDS = {"kron_mixed": "conform", "kron_inverse": "inverse", "kron_transpose": "transpose",
+                    "kron_judgment": "judgment", "kron_scale": "scale"}
+KRON_HOLES = tuple(KRON_FOCUS_KINDS)
+#: The kinds an unfocused Kronecker world draws its starts from: each rule (forwards here, backwards in the walk), the
+#: pair that conforms only as a whole, and the invertible, symmetric and diagonal judgments of A ⊗ B.
+KRON_KINDS = ("mixed", "mixed", "mixed", "conform", "transpose", "transpose", "inverse", "inverse", "inverse", "sum",
+              "sum", "scale", "scale", "identity", "identity", "zero", "symmetric", "symmetric", "diagonal",
+              "diagonal")
+#: Besides its own, the rules a Kronecker lemma's walk tries first: the judgments' rules (A⁻¹A = I of an invertible
+#: A ⊗ B, (S ⊗ T)ᵀ = S ⊗ T of symmetric factors) and what the mixed product leaves (I·A, 0·A).
+KRON_STEP_RULES = (*KRON_AXIOMS, "transpose_symmetric", "inverse_cancel", "identity_mul", "zero_mul")
+
+
+def _kron_world(w: World) -> None:
+    """A world with Kronecker lemmas, its choices drawn from a stream of its own (:attr:`World.kron`): one focused on a
+    kron hole, or KRON_WORLDS of the others but those of a run focused on another hole."""
+    aux = random.Random(f"kron{KRON_SALT}:{w.rng.getstate()[1][:8]}")  # reads the state, draws nothing
+    focused = w.focus & set(KRON_HOLES)
+    other = w.focus - set(KRON_HOLES) - set(COVERAGE_TARGETS)
+    if focused or (not other and aux.random() < KRON_WORLDS):
+        w.kron = aux
+
+
+def _kron_lemmas(world: World, ctx: Context, lemma_rules: dict) -> list[Chain]:
+    """Chains about the Kronecker product (one or two; two when focused), each from a start of :func:`_kron_start`
+    walked with the kron axioms tried first (:func:`_kron_step`) and their backward readings
+    (:func:`_kron_expansions`); sometimes read backwards whole.  ``lemma_rules``: those of the chains before the tril
+    lemmas (a kron lemma cites none of these, so that the tril lemmas are the same with or without it)."""
+    aux = world.kron
+    out = []
+    # the world's other streams, while these lemmas are built, drawn from the kron stream: what the tril lemmas drew
+    # from them does not change the kron lemmas, nor these the streams' states after
+    saved = world.rng, world.aux, world.aux41
+    world.rng = random.Random(aux.random())
+    world.aux = random.Random(aux.random()) if world.aux is not None else None
+    world.aux41 = random.Random(aux.random()) if world.aux41 is not None else None
+    world.kron_active = True
+    try:
+        for k in range(2 if world.focus & set(KRON_HOLES) else aux.choice((1, 2))):
+            name = f"kron{k}"
+            try:
+                inner = chain_context(ctx, Chain(name, Identity(1), Identity(1), ()), lemma_rules, _fail)
+            except (Skip, ProofError, TermError):
+                break
+            terms = Terms(world, inner)
+            terms.rng = aux  # every choice of the chain from the world's kron stream
+            try:
+                chain = _kron_chain(name, inner, terms, world, aux.randint(2, 4))
+            except (Skip, ProofError, *BUILD_ERRORS):
+                chain = None
+            if chain is not None:
+                out.append(chain)
+                lemma_rules[f"lemma:{name}"] = lemma_rule(chain)
+    finally:
+        world.kron_active = False
+        world.rng, world.aux, world.aux41 = saved
+    return out
+
+
+def _kron_chain(name: str, ctx: Context, terms: Terms, world: World, length: int) -> Chain | None:
+    rng = terms.rng
+    for _ in range(5):
+        start = _kron_start(terms, world)
+        steps = walk(start, length, ctx, terms, world) if start is not None else []
+        steps = steps[:_checked_prefix(start, steps, ctx)]
+        if steps:
+            break
+    else:
+        return None
+    if rng.random() < 0.3:  # read backwards: each step the rule read the other way
+        exprs = [start] + [x.expr for x in steps]
+        back = [Step(exprs[i - 1], steps[i - 1].rule, steps[i - 1].instance) for i in range(len(steps), 0, -1)]
+        return Chain(name, exprs[-1], start, tuple(back))
+    return Chain(name, start, steps[-1].expr, tuple(steps))
+
+
+def _kron_step(current, ctx: Context, terms: Terms) -> Step | None:
+    """A step of a Kronecker lemma (or None, and the walk draws as it does elsewhere): usually forwards by one of
+    KRON_STEP_RULES where ``current`` has a Kronecker product, else backwards at a random sub-term
+    (:func:`_kron_expansions`), each verified by the kernel."""
+    rng = terms.rng
+    if current.atoms(Kron) and rng.random() < 0.75:
+        names = list(KRON_STEP_RULES)
+        rng.shuffle(names)
+        for name in names:
+            try:
+                results = [r for _, r in islice(rewrites(current, AXIOMS[name], ctx), 24) if r != current]
+            except Exception:  # noqa: BLE001 - the generator proposes; anything a rule cannot do is skipped
+                continue
+            rng.shuffle(results)
+            for result in results[:4]:
+                try:
+                    after = defined_canon(result, ctx)
+                except TermError:
+                    continue
+                if after != current and _size(after) <= 3 * MAX_OPS:
+                    return Step(after, name)
+    if rng.random() < 0.5:
+        where = list(paths(current))
+        rng.shuffle(where)
+        for path, sub in where[:8]:
+            proposals = _kron_expansions(sub, terms)
+            rng.shuffle(proposals)
+            for new_sub, name in proposals:
+                try:
+                    after = _accept(current, replace_at(current, path, new_sub), AXIOMS[name], ctx)
+                except BUILD_ERRORS:
+                    continue
+                if after is not None:
+                    return Step(after, name)
+    return None
+
+
+def _kron_dims(world: World) -> list:
+    """Sizes of a Kronecker factor's sides: p, 1, 2, 3 and n where X gives n×… terms (symbolic and numeric)."""
+    return [p, p, 1, 2, 3] + ([n] if "X" in world.symbols else [])
+
+
+def _dim_name(d) -> str:
+    return str(d).replace("*", "")
+
+
+def _kron_symbol(r, c) -> MatrixSymbol:
+    """A free matrix of the Kronecker lemmas, one name per shape (Kr12: 1×2, Krpp: p×p)."""
+    return MatrixSymbol(f"Kr{_dim_name(r)}{_dim_name(c)}", r, c)
+
+
+def _kron_factor(terms: Terms, r, c):
+    """An r×c factor: a free matrix of its shape, the world's matrices of it, I, or a random term (symbolic sizes)."""
+    rng = terms.rng
+    options = [_kron_symbol(r, c), _kron_symbol(r, c)]
+    options += [m for m in terms.w.symbols.values() if m.shape == (r, c)]
+    if r == c:
+        options.append(Identity(r))
+    if not (is_number_dim(r) and is_number_dim(c)) and rng.random() < 0.4:
+        try:
+            options.append(terms.term(r, c, 1))
+        except (Skip, *BUILD_ERRORS):
+            pass
+    return rng.choice(options)
+
+
+def is_number_dim(d) -> bool:
+    return isinstance(d, int) or getattr(d, "is_Integer", False)
+
+
+def _kron_invertibles(terms: Terms, k) -> list:
+    """k×k factors the kernel shows invertible: I, c·I, the world's A (pd), B, E, U (and their transposes, inverses)."""
+    w = terms.w
+    out = [Identity(k), mul(terms.rng.choice((2, -1, lam, Rational(1, 2))), Identity(k))]
+    for name in ("A", "B", "E", "U"):
+        m = w.symbols.get(name)
+        if m is not None and m.shape == (k, k):
+            out += [m, transpose(m), inv(m)]
+    return [m for m in out if invertible(m, terms.ctx)]
+
+
+def _kron_singulars(terms: Terms, k) -> list:
+    """k×k factors that are singular on every sample (0, v wᵀ for p ≥ 2, 1ₖ… rank one) or not shown invertible."""
+    w = terms.w
+    out = [ZeroMatrix(k, k)]
+    if k == p:
+        v = w.symbols["v"]
+        out += [mul(v, transpose(w.symbols.get("w", v))), mul(v, transpose(v))]
+    if is_number_dim(k) and k >= 2:
+        col = _kron_symbol(k, 1)
+        out.append(mul(col, transpose(col)))
+    return out
+
+
+def _kron_symmetrics(terms: Terms, k) -> list:
+    """k×k factors the kernel shows symmetric: I, c·I, S, Dg, XᵀX, XXᵀ, v vᵀ, M + Mᵀ."""
+    w = terms.w
+    out = [Identity(k), mul(lam, Identity(k))]
+    if k == p:
+        v = w.symbols["v"]
+        out += [m for m in (w.symbols.get("S"), w.symbols.get("Dg")) if m is not None]
+        out += [mul(v, transpose(v))]
+        if "X" in w.symbols:
+            out.append(mul(transpose(w.symbols["X"]), w.symbols["X"]))
+        out += [add(m, transpose(m)) for m in w.symbols.values() if m.shape == (p, p)][:2]
+    elif k == n and "X" in w.symbols:
+        out.append(mul(w.symbols["X"], transpose(w.symbols["X"])))
+    else:
+        sq = _kron_symbol(k, k)
+        out.append(add(sq, transpose(sq)))
+    return out
+
+
+def _kron_diagonals(terms: Terms, k) -> list:
+    """k×k factors the kernel shows diagonal and invertible: I, c·I, Dg where it is positive definite too."""
+    w = terms.w
+    out = [Identity(k), mul(terms.rng.choice((2, lam, 3)), Identity(k))]
+    if k == p and "Dg" in w.symbols and "pd" in w.roles["Dg"]:
+        out += [w.symbols["Dg"]] * 2
+    return out
+
+
+def _kron_start(terms: Terms, world: World):
+    """A defined start with Kronecker products (or None): a kind drawn (most often the focus's), then sometimes put in
+    a product, a sum, a scaling or a transpose.  Kinds: mixed products (A ⊗ B)(C ⊗ D) with conforming pairs of
+    symbolic and numeric sizes, products that conform only as a whole (1×2 ⊗ 3×3 times 3×1 ⊗ 2×2, which kron_mixed
+    does not split), transposes, inverses of A ⊗ B with invertible factors (times A ⊗ B or a vector), sums on either
+    side, scaled factors, I ⊗ I, A ⊗ 0 and 0 ⊗ A, the transpose of S ⊗ T with symmetric factors, (KᵀK)^(1/2) with K a
+    product of diagonal invertible factors (the diagonal judgment), and — for the focus — inverses of A ⊗ B with
+    one factor singular."""
+    rng = terms.rng
+    w = world
+    focus = [KRON_FOCUS_KINDS[h] for h in sorted(w.focus & set(KRON_FOCUS_KINDS))]
+    kind = rng.choice(focus) if focus and rng.random() < 0.8 else rng.choice(KRON_KINDS)
+    dims = _kron_dims(w)
+    square = [p, p, 1, 2, 3] + ([n] if "X" in w.symbols else [])
+    try:
+        if kind == "mixed":
+            r1, m1, c1, r2, m2, c2 = (rng.choice(dims) for _ in range(6))
+            A, C = _kron_factor(terms, r1, m1), _kron_factor(terms, m1, c1)
+            B, D = _kron_factor(terms, r2, m2), _kron_factor(terms, m2, c2)
+            core = mul(Kron(A, B), Kron(C, D))
+        elif kind == "conform":  # cols(A)·cols(B) = rows(C)·rows(D), the pairs not conforming
+            shapes = rng.choice([((1, 2), (3, 3), (3, 1), (2, 2)), ((2, 3), (1, 2), (2, 1), (3, 2)),
+                                 ((1, p), (2, 2), (2, 1), (p, p)), ((3, 2), (2, 3), (3, 3), (2, 2))])
+            A, B, C, D = (_kron_factor(terms, r, c) for r, c in shapes)
+            core = mul(Kron(A, B), Kron(C, D))
+        elif kind == "transpose":
+            core = transpose(Kron(*(_kron_factor(terms, rng.choice(dims), rng.choice(dims)) for _ in range(2))))
+        elif kind in ("inverse", "judgment"):
+            k1, k2 = rng.choice(square), rng.choice(square)
+            A = rng.choice(_kron_invertibles(terms, k1))
+            B = rng.choice(_kron_singulars(terms, k2) if kind == "judgment" else _kron_invertibles(terms, k2))
+            K = Kron(A, B) if rng.random() < 0.5 else Kron(B, A)
+            x = _kron_factor(terms, K.shape[1], 1)
+            core = rng.choice((inv(K), inv(K), mul(inv(K), K), mul(K, inv(K)), mul(inv(K), x),
+                               add(inv(K), K) if kind == "judgment" else mul(transpose(x), inv(K), x)))
+        elif kind == "sum":
+            r1, c1, r2, c2 = (rng.choice(dims) for _ in range(4))
+            left = add(_kron_factor(terms, r1, c1), _kron_factor(terms, r1, c1))
+            right = _kron_factor(terms, r2, c2)
+            core = Kron(left, right) if rng.random() < 0.5 else Kron(right, left)
+            if rng.random() < 0.3:
+                core = Kron(left, add(right, _kron_factor(terms, r2, c2)))
+        elif kind == "scale":
+            r1, c1, r2, c2 = (rng.choice(dims) for _ in range(4))
+            c, d = (rng.choice((2, -1, lam, Rational(1, 2), 3, terms.coefficient())) for _ in range(2))
+            left, right = _kron_factor(terms, r1, c1), _kron_factor(terms, r2, c2)
+            roll = rng.random()
+            if roll < 0.4 or "kron_scale" in w.focus:
+                core = Kron(mul(c, left), mul(d, right))
+            elif roll < 0.7:
+                core = Kron(left, mul(d, right))
+            else:
+                core = Kron(mul(c, left), right)
+        elif kind == "identity":
+            k1, k2 = rng.choice(square), rng.choice(square)
+            core = Kron(Identity(k1), Identity(k2))
+            if rng.random() < 0.5:
+                core = mul(core, _kron_factor(terms, core.shape[1], rng.choice((1, p))))
+        elif kind == "zero":
+            r1, c1, r2, c2 = (rng.choice(dims) for _ in range(4))
+            zero, other = ZeroMatrix(r1, c1), _kron_factor(terms, r2, c2)
+            core = Kron(zero, other) if rng.random() < 0.5 else Kron(other, zero)
+            if rng.random() < 0.4:
+                core = add(core, _kron_factor(terms, *core.shape))
+        elif kind == "symmetric":
+            k1, k2 = rng.choice(square), rng.choice(square)
+            K = Kron(rng.choice(_kron_symmetrics(terms, k1)), rng.choice(_kron_symmetrics(terms, k2)))
+            x = _kron_factor(terms, K.shape[0], 1)
+            core = rng.choice((transpose(K), transpose(K), mul(transpose(x), transpose(K), x)))
+        else:  # "diagonal": (KᵀK)^(1/2), KᵀK positive definite (K invertible) and diagonal (K ⊗ of diagonal factors)
+            k1, k2 = rng.choice(square), rng.choice(square)
+            K = Kron(rng.choice(_kron_diagonals(terms, k1)), rng.choice(_kron_diagonals(terms, k2)))
+            core = power(mul(transpose(K), K), Rational(1, 2))
+            if rng.random() < 0.5:
+                core = mul(core, core)
+        if kind not in ("inverse", "judgment", "symmetric", "diagonal"):
+            r, c = core.shape
+            roll = rng.random()
+            if roll < 0.15:
+                core = mul(core, _kron_factor(terms, c, 1))
+            elif roll < 0.25:
+                core = add(core, _kron_factor(terms, r, c))
+            elif roll < 0.3:
+                core = mul(rng.choice((2, lam)), core)
+            elif roll < 0.35:
+                core = transpose(core)
+    except (Skip, *BUILD_ERRORS):
+        return None
+    return _defined_start(terms, core)
+
+
+def _kron_expansions(sub: Basic, terms: Terms) -> list[tuple[Basic, str]]:
+    """The Kronecker product's axioms read backwards (verified by the kernel before use): AC ⊗ BD → (A ⊗ B)(C ⊗ D)
+    (each product split at a random place); Aᵀ ⊗ Bᵀ → (A ⊗ B)ᵀ; A⁻¹ ⊗ B⁻¹ → (A ⊗ B)⁻¹; A ⊗ C + B ⊗ C → (A + B) ⊗ C
+    and on the right; c·(A ⊗ B) → cA ⊗ B, A ⊗ cB or c₁A ⊗ c₂B (c = c₁c₂); I_k ⊗ … of a product size → I ⊗ I, and 0 →
+    A ⊗ 0 or 0 ⊗ A of a factored shape."""
+    rng = terms.rng
+    out = []
+
+    def propose(make, rule):
+        try:
+            out.append((make(), rule))
+        except (Skip, *BUILD_ERRORS):
+            pass
+
+    kind = type(sub)
+    if kind is Kron:
+        a, b = sub.args
+        (ca, ma), (cb, mb) = factors_of(a), factors_of(b)
+        if len(ma) >= 2 and len(mb) >= 2:
+            i, j = rng.randrange(1, len(ma)), rng.randrange(1, len(mb))
+            propose(lambda: mul(Kron(mul(ca, ma[:i]), mul(cb, mb[:j])), Kron(mul(ma[i:]), mul(mb[j:]))), "kron_mixed")
+        if type(a) is Transpose and type(b) is Transpose:
+            propose(lambda: Transpose(Kron(a.args[0], b.args[0])), "kron_transpose")
+        if type(a) is Inverse and type(b) is Inverse:
+            propose(lambda: Inverse(Kron(a.args[0], b.args[0])), "kron_inverse")
+    if kind is sympy.MatAdd and all(type(x) is Kron for x in sub.args):
+        lefts, rights = {x.args[0] for x in sub.args}, {x.args[1] for x in sub.args}
+        if len(rights) == 1:
+            propose(lambda: Kron(add(*[x.args[0] for x in sub.args]), sub.args[0].args[1]), "kron_sum")
+        if len(lefts) == 1:
+            propose(lambda: Kron(sub.args[0].args[0], add(*[x.args[1] for x in sub.args])), "kron_sum")
+    if kind is MatMul:
+        coeff, mats = factors_of(sub)
+        if coeff != 1 and len(mats) == 1 and type(mats[0]) is Kron:
+            a, b = mats[0].args
+            split = rng.choice((coeff, 2, -1, lam)) if coeff != 1 else coeff
+            propose(lambda: rng.choice((Kron(mul(coeff, a), b), Kron(a, mul(coeff, b)),
+                                        Kron(mul(split, a), mul(coeff / split, b)))), "kron_scale")
+    if kind is Identity:
+        size = sub.shape[0]
+        pairs = [(x, size / x) for x in (2, 3, p, n) if (size / x).is_integer and (size / x) != size and
+                 (size / x).is_positive and x != size]
+        if pairs:
+            k1, k2 = rng.choice(pairs)
+            propose(lambda: Kron(Identity(k1), Identity(k2)), "kron_identity")
+    if kind is ZeroMatrix:
+        r, c = sub.shape
+        rows = [(x, r / x) for x in (1, 2, 3, p, n) if (r / x).is_integer and (r / x).is_positive]
+        cols = [(x, c / x) for x in (1, 2, 3, p, n) if (c / x).is_integer and (c / x).is_positive]
+        if rows and cols:
+            (r1, r2), (c1, c2) = rng.choice(rows), rng.choice(cols)
+            propose(lambda: Kron(ZeroMatrix(r1, c1), _kron_factor(terms, r2, c2)) if rng.random() < 0.5 else
+                    Kron(_kron_factor(terms, r1, c1), ZeroMatrix(r2, c2)), "kron_identity")
     return out
 
 
@@ -1266,6 +1628,10 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
         step = _tril_step(current, ctx, terms)
         if step is not None:
             return step
+    if world.kron_active:  # the Kronecker lemmas: its axioms first, forwards or backwards
+        step = _kron_step(current, ctx, terms)
+        if step is not None:
+            return step
     if rng.random() < 0.35:
         where = list(paths(current))
         path, sub = rng.choice(where)
@@ -1294,6 +1660,9 @@ def step_forward(current, ctx: Context, terms: Terms, world: World) -> Step | No
     if world.tril_active:  # the causal mask's axioms (the tril lemmas only), at places of the tril stream
         for name in ISSUE42_AXIOMS:
             axioms.insert(world.tril.randrange(len(axioms) + 1), name)
+    if world.kron_active:  # the Kronecker product's axioms (the kron lemmas only), at places of the kron stream
+        for name in KRON_AXIOMS:
+            axioms.insert(world.kron.randrange(len(axioms) + 1), name)
     tries = [rng.choice(equations) for _ in range(3)] if equations and rng.random() < 0.45 else []
     if any(isinstance(x.args[0], BlockMatrix) for x in current.atoms(Inverse)) and rng.random() < 0.5:
         first = ["block_inverse_schur", "block_inverse_schur_mirror", "block_inverse_diagonal"]
@@ -1687,8 +2056,11 @@ def generate(rng: random.Random, name: str = "fuzz", focus: frozenset = frozense
             raise Skip("no chain")
         first = lemmas[0]
         main = Chain("main", first.lhs, first.rhs, (Step(first.rhs, f"lemma:{first.name}"),))
+    seed_rules = dict(lemma_rules)  # the lemmas a kron lemma may cite: not the tril ones
     if world.tril is not None:  # last, from the world's tril stream: the chains above are the seed's
         lemmas += _tril_lemmas(world, ctx, lemma_rules)
+    if world.kron is not None:  # then from the world's kron stream: the chains above are as they were without it
+        lemmas += _kron_lemmas(world, ctx, seed_rules)
     proof = Proof(name, "fuzz", "A random proof of the soundness fuzzer", tuple(world.hypotheses),
                   tuple(world.definitions), tuple(lemmas), main, tuple(world.cites), tuple(world.families))
     return Generated(proof, world)
@@ -1885,6 +2257,8 @@ def mutate(proof: Proof, world: World, rng: random.Random) -> tuple[Proof, str] 
             new = world.aux41.choice([r for r in ISSUE41_AXIOMS if r != step.rule] or [new])
         if world.tril is not None and world.tril.random() < 0.15:  # the causal mask's axioms, on the tril stream
             new = world.tril.choice([r for r in ISSUE42_AXIOMS if r != step.rule])
+        if world.kron is not None and world.kron.random() < 0.15:  # the Kronecker axioms, on the kron stream
+            new = world.kron.choice([r for r in KRON_AXIOMS if r != step.rule])
         return _set_step(proof, slot, dataclasses.replace(step, rule=new, instance=())), f"rule {step.rule} -> {new}"
     if kind == "expr" and slots:
         slot = rng.choice(slots)

@@ -45,7 +45,7 @@ from sympy.matrices.expressions import (
 
 from ..kernel.proof import Chain, Hypothesis, Induction, Proof
 from ..kernel.scalars import scalar_kind
-from ..kernel.terms import Diag, FamilyMatrix, Tril, factors_of, index_kind
+from ..kernel.terms import Diag, FamilyMatrix, Kron, Tril, canon, factors_of, index_kind, mul
 from ..witness.evaluate import UndefinedValue, WitnessError, _coefficient, _Ctx, _eval, _RationalArith
 
 __all__ = ["Refutation", "Verdict", "judge", "replay", "sample_proof"]
@@ -860,6 +860,64 @@ def _tril_of_non_square(proof: Proof, sample: Sample, extra: dict) -> bool:
     return False
 
 
+# --- the Kronecker product's tags (issue 41): each the mark of one slip of derive.fuzz.unsound --------------------
+
+
+def _rewritten_as(proof: Proof, rule: str, node_type, wrong) -> bool:
+    """A step citing ``rule`` whose two sides are one node of ``node_type`` on one side replaced by ``wrong(node)``
+    (the slip's reading, None where it has none) and put in normal form: the step the slip takes."""
+    for before, after in _step_pairs(proof, rule):
+        for one, other in ((before, after), (after, before)):
+            for node in one.atoms(node_type):
+                try:
+                    bad = wrong(node)
+                    if bad is not None and canon(one.xreplace({node: bad})) == other:
+                        return True
+                except Exception:  # noqa: BLE001 - a reading that cannot be built is not the slip's step
+                    continue
+    return False
+
+
+def _kron_swapped(node):
+    """(A ⊗ B)ᵀ read as Bᵀ ⊗ Aᵀ (the ``kron_transpose`` slip); None where that is the right reading too."""
+    if type(node.args[0]) is not Kron or node.args[0].args[0] == node.args[0].args[1]:
+        return None
+    a, b = node.args[0].args
+    return Kron(Transpose(b), Transpose(a))
+
+
+def _kron_one_coefficient(node):
+    """cA ⊗ dB read as c(A ⊗ B) (the ``kron_scale`` slip); None where d = 1."""
+    (c, left), (d, right) = factors_of(node.args[0]), factors_of(node.args[1])
+    if d == 1:
+        return None
+    return mul(c, Kron(mul(left), mul(right)))
+
+
+def _inverse_of_singular_kron(proof: Proof, sample: Sample, extra: dict) -> bool:
+    """An inverse (or negative power) of A ⊗ B with a factor singular on the sample (the ``kron_judgment`` slip:
+    A ⊗ B invertible when one factor is)."""
+    nodes = {node.args[0] for term in _terms(proof) for node in term.atoms(MatPow)
+             if type(node.args[0]) is Kron and node.args[1] < 0}
+    if not nodes:
+        return False
+    ctx = _context(proof, sample, extra)
+    try:
+        for d in _definition_order(proof)[0]:
+            ctx.env[d.symbol] = _eval(d.rhs, ctx)
+    except Exception:  # noqa: BLE001 - the tag reads what it can
+        return False
+    for node in nodes:
+        for factor in node.args:
+            try:
+                value = _eval(factor, ctx).to_Matrix()
+            except Exception:  # noqa: BLE001
+                continue
+            if value.rows != value.cols or value.det() == 0:
+                return True
+    return False
+
+
 def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
     tags = set()
     if _instance_broken(proof, sample, extra):
@@ -904,6 +962,12 @@ def _tags(proof: Proof, sample: Sample, extra: dict) -> set[str]:
         tags.add("unit_lower_triangular")
     if _tril_of_non_square(proof, sample, extra):
         tags.add("tril_square")
+    if _rewritten_as(proof, "kron_transpose", Transpose, _kron_swapped):
+        tags.add("kron_transpose")
+    if _rewritten_as(proof, "kron_scale", Kron, _kron_one_coefficient):
+        tags.add("kron_scale")
+    if _inverse_of_singular_kron(proof, sample, extra):
+        tags.add("kron_judgment")
     return tags
 
 

@@ -53,6 +53,12 @@ time of a ``with`` block, so that a test can show that the fuzzer finds the hole
   ``tril_partition`` (``MASKED``) is the one the fuzzer cannot find, and why: ``tril_block`` without its check that the
   diagonal blocks are square rewrites only into grids with tril of a non-square block, which definedness refuses.
 
+* ``kron_transpose``, ``kron_scale``, ``kron_judgment`` (issue 41, plausible slips in the Kronecker product's rules
+  and judgment): ``kron_transpose`` giving (A ⊗ B)ᵀ = Bᵀ ⊗ Aᵀ; ``kron_scale`` dropping the right factor's coefficient
+  (cA ⊗ dB = c(A ⊗ B)); ``derive.kernel.judgments._invertible`` taking A ⊗ B as invertible when one factor is.
+  ``kron_mixed`` (checking only that the whole product conforms) and ``kron_inverse`` (without its invertibility
+  check) are in ``MASKED``: definedness refuses every step they would add.
+
 * ``stale_record`` (issue 40, a hole outside the kernel: ``RECORD_HOLES``) — ``derive.records.replay_proof`` as it was:
   a record's proof checked as it stands once its statement matched the source's on the keys the source's lemmas
   have, so a lemma recorded under a local hypothesis the source no longer states was "verified".  Found as a
@@ -91,6 +97,7 @@ from ..kernel.judgments import (
     _block_diagonal,
     _check_defined,
     _congruence,
+    _invertible,
     _square,
     invertible,
     positive,
@@ -107,6 +114,7 @@ from ..kernel.terms import (
     MATRIX_NODES,
     Diag,
     FamilyMatrix,
+    Kron,
     Ones,
     TermError,
     Tril,
@@ -116,6 +124,7 @@ from ..kernel.terms import (
     dims_equal,
     factors_of,
     index_kind,
+    inv,
     mul,
     require_exact_types,
     require_index,
@@ -534,6 +543,69 @@ for _slip in (_tril_block_above, _tril_block_offset_dropped, _tril_block_any_par
     _slip.runs = None  # each rewrites a tril node, never a run of a product (as the kernel's axioms.RUNS says)
 
 
+# --- plausible slips in the Kronecker product's rules and judgment (issue 41) ---------------------------------------
+
+
+def _kron_mixed_whole_product(t, ctx):
+    """(A ⊗ B)(C ⊗ D) = AC ⊗ BD when the whole product conforms, cols(A)·cols(B) = rows(C)·rows(D), without the
+    check that each pair does (2·3 = 3·2).  *Masked*, not unsound in this kernel (``MASKED``): where a pair does not
+    conform, AC (or BD) is not a defined product — SymPy refuses to build it with numeric sizes (the rule then gives
+    nothing), definedness refuses it with symbolic ones, and a literally 1×1 factor read as a scalar gives AC ⊗ BD of
+    another shape than the product's, which the checker refuses."""
+    coeff, mats = factors_of(t)
+    if not isinstance(t, MatMul) or coeff != 1 or len(mats) != 2 or not all(type(m) is Kron for m in mats):
+        return []
+    (a, b), (c, d) = mats[0].args, mats[1].args
+    if not dims_equal(shape(mats[0])[1], shape(mats[1])[0]):
+        return []
+    try:
+        return [Kron(mul(a, c), mul(b, d))]
+    except (TermError, ValueError):  # SymPy's ShapeError: numeric sizes that do not conform
+        return []
+
+
+def _kron_inverse_unchecked(t, ctx):
+    """(A ⊗ B)⁻¹ = A⁻¹ ⊗ B⁻¹ for square A and B, without the check that each is shown invertible.  *Masked*
+    (``MASKED``): the rewritten side holds A⁻¹ and B⁻¹, which definedness takes only for A and B shown invertible —
+    exactly the check dropped (and (A ⊗ B)⁻¹ itself needs A ⊗ B shown invertible, which for square factors holds
+    only where both are)."""
+    if type(t) is Inverse and type(t.args[0]) is Kron and all(_square(f) for f in t.args[0].args):
+        return [Kron(inv(t.args[0].args[0]), inv(t.args[0].args[1]))]
+    return []
+
+
+def _kron_transpose_swapped(t, ctx):
+    """(A ⊗ B)ᵀ = Bᵀ ⊗ Aᵀ: the factors swapped, as (AB)ᵀ = BᵀAᵀ would have it.  Unsound: the shape is right
+    ((c₂c₁)×(r₂r₁)), the entries are not ((A ⊗ B)ᵀ = Aᵀ ⊗ Bᵀ)."""
+    if type(t) is Transpose and type(t.args[0]) is Kron:
+        return [Kron(Transpose(t.args[0].args[1]), Transpose(t.args[0].args[0]))]
+    return []
+
+
+def _kron_scale_one_coefficient(t, ctx):
+    """(cA) ⊗ (dB) = c (A ⊗ B): the right factor's coefficient dropped.  Unsound: A ⊗ 2B = 2(A ⊗ B), not A ⊗ B."""
+    if type(t) is not Kron:
+        return []
+    (c, left), (d, right) = factors_of(t.args[0]), factors_of(t.args[1])
+    if c == 1 and d == 1:
+        return []
+    return [mul(c, Kron(mul(left), mul(right)))]
+
+
+def _invertible_kron_one_factor(term, ctx, depth):
+    """``derive.kernel.judgments._invertible`` with A ⊗ B (A, B square) invertible when *one* factor is shown
+    invertible, not both.  Unsound: A ⊗ 0 = 0, and A ⊗ vvᵀ has rank rank(A)."""
+    if type(term) is Kron and all(_square(f) for f in term.args) and \
+            any(invertible(f, ctx, depth) for f in term.args):
+        return True
+    return _invertible(term, ctx, depth)
+
+
+_kron_mixed_whole_product.runs = axioms.RUNS["kron_mixed"]
+for _slip in (_kron_inverse_unchecked, _kron_transpose_swapped, _kron_scale_one_coefficient):
+    _slip.runs = None  # each rewrites a Transpose, Inverse or Kron node, never a run of a product
+
+
 class _Table:
     """A table of the kernel (``axioms.AXIOMS``) with its entries as attributes, so that :func:`reverted` puts a rule
     of the table back by name like a function of a module."""
@@ -586,13 +658,22 @@ HOLES = {
     "tril_diag_scale": ((_AXIOM_TABLE, "tril_diag_scale", _tril_diag_scale_any_factor),),
     "unit_lower_triangular": ((judgments, "unit_lower_triangular", _unit_lower_any_tril),),
     "tril_square": ((judgments, "_check_defined", _check_defined_tril_any_shape),),
+    "kron_transpose": ((_AXIOM_TABLE, "kron_transpose", _kron_transpose_swapped),),
+    "kron_scale": ((_AXIOM_TABLE, "kron_scale", _kron_scale_one_coefficient),),
+    "kron_judgment": ((judgments, "_invertible", _invertible_kron_one_factor),),
 }
 
 #: Slips that no proof can show, kept to say so (``tests/test_fuzz.py`` checks that the kernel refuses what they
 #: would add): ``tril_partition`` drops tril_block's check that the diagonal blocks are square, but the rewritten grid
 #: holds tril(Aᵢᵢ) of each diagonal block, defined only when Aᵢᵢ is square, so definedness refuses every step the
 #: check would have refused (a zero-sized block row or column apart, where the blockwise tril is right anyway).
-MASKED = {"tril_partition": ((_AXIOM_TABLE, "tril_block", _tril_block_any_partition),)}
+#: ``kron_mixed`` and ``kron_inverse`` (issue 41) likewise: kron_mixed checking only that the whole product conforms
+#: gives AC ⊗ BD with a product that does not conform (or, a 1×1 factor read as a scalar, of another shape than the
+#: product), and kron_inverse without its invertibility check gives A⁻¹ ⊗ B⁻¹, defined only for A and B shown
+#: invertible: definedness (or the checker's shape check) refuses every step either would add.
+MASKED = {"tril_partition": ((_AXIOM_TABLE, "tril_block", _tril_block_any_partition),),
+          "kron_mixed": ((_AXIOM_TABLE, "kron_mixed", _kron_mixed_whole_product),),
+          "kron_inverse": ((_AXIOM_TABLE, "kron_inverse", _kron_inverse_unchecked),)}
 
 
 def _replay_proof_keys_present(statement, data, known=None):

@@ -3,10 +3,10 @@ rule's WY/UT form and its chunk with a carried state, and recursive least square
 
 from __future__ import annotations
 
-from sympy import MatrixSymbol, Q
+from sympy import MatrixSymbol, Q, Trace
 from sympy.matrices.expressions import Identity, ZeroMatrix
 
-from derive.authoring import ProofBuilder, dim, family, index, predicate, theorem
+from derive.authoring import ProofBuilder, dim, family, index, predicate, scalar, theorem
 from derive.kernel import Definition, Proof
 from derive.kernel.terms import add, block, inv, mul, transpose, tril
 
@@ -200,4 +200,146 @@ def rls_is_delta_rule() -> Proof:
          Definition("S_next", S_next, mul(add(B_, mul(y_, transpose(x_))), P_next))],
     )
     b.main(S_next).auto(add(S_prev, mul(add(y_, mul(-1, S_prev, x_)), transpose(mul(P_next, x_)))))
+    return b.proof()
+
+
+# --- decays: a per-step gate g_t (a 1×1 matrix, read as the scalar tr g_t), as in RetNet (constant) and Mamba-2 ------
+
+
+g_ = family("g", (1, 1))
+Gam = family("Gamma", (d_k, d_k)).recurrence(Identity(d_k), lambda s: mul(Trace(g_[s + 1]), Gam[s]))
+S_g = family("S", (d_v, d_k)).recurrence(
+    S_0, lambda s: add(mul(Trace(g_[s + 1]), S_g[s]), mul(v[s + 1], transpose(kk[s + 1]))))
+K_g = family("K", lambda s: (s, d_k)).recurrence(  # the keys so far, each decayed by the gates after it
+    ZeroMatrix(0, d_k), lambda s: block([[mul(Trace(g_[s + 1]), K_g[s])], [transpose(kk[s + 1])]]))
+Q_g = family("Q", lambda s: (s, d_k)).recurrence(  # the queries so far, each decayed by the gates up to it
+    ZeroMatrix(0, d_k), lambda s: block([[Q_g[s]], [mul(transpose(q[s + 1]), transpose(Gam[s + 1]))]]))
+A_g = family("A", lambda s: (s, s)).recurrence(  # the decayed causal scores: row s + 1 from the decayed keys
+    ZeroMatrix(0, 0), lambda s: block([[A_g[s], ZeroMatrix(s, 1)],
+                                       [mul(Trace(g_[s + 1]), transpose(q[s + 1]), transpose(K_g[s])),
+                                        mul(transpose(q[s + 1]), kk[s + 1])]]))
+O_g = family("O", lambda s: (s, d_v)).recurrence(
+    ZeroMatrix(0, d_v), lambda s: block([[O_g[s]], [transpose(mul(S_g[s + 1], q[s + 1]))]]))
+
+DECAY_GLOSSARY = {
+    "v": "the value at each time step", "k": "its key", "q": "the query at each time step",
+    "g": "the gate $\\gamma_t$ at each step (a $1 \\times 1$ matrix; RetNet's constant, Mamba-2's per step)",
+    "S_0": "the state carried into the chunk", "S": "the decayed state, $S_0$ at the start",
+    "Gamma": "the product of the gates so far times $I$, $\\Gamma_0 = I$",
+    "V": "the values so far, one per row", "K": "the keys so far, each decayed by the gates after it",
+    "Q": "the queries so far, each decayed by the gates up to it",
+    "A": "the decayed causal scores $(q_i^{\\top}k_j\\prod_{j < l \\le i}\\gamma_l)_{j \\le i}$",
+    "O": "the outputs so far, row $i$ is $(S_i q_i)^{\\top}$",
+    "d_v": "width of a value", "d_k": "width of a key and a query", "t": "time step",
+}
+
+MEANING_DECAYED_LINEAR_ATTENTION = (
+    r"With a decay, linear attention keeps $S_t = \gamma_t S_{t-1} + v_t k_t^{\top}$ (RetNet with a constant "
+    r"$\gamma$, Mamba-2 and gated linear attention with a gate per step). Inside a chunk the state is the carried "
+    r"state decayed by the product of the gates plus the chunk's values against its keys decayed by the gates after "
+    r"them, and the outputs are the decayed queries on the carried state plus the decayed causal scores on the "
+    r"values. Every decay here is a product of gates, never a quotient: the form needs no gate to be non-zero and "
+    r"cannot overflow the way the factored form $\gamma^{i}/\gamma^{j}$ does when gates are small."
+)
+
+
+@theorem(meaning=MEANING_DECAYED_LINEAR_ATTENTION, glossary=DECAY_GLOSSARY)
+def decayed_linear_attention() -> Proof:
+    b = ProofBuilder(
+        "decayed_linear_attention",
+        "Decayed linear attention chunkwise, without dividing by a gate",
+        "Let S_t = γ_t S_{t−1} + v_t k_tᵀ from a carried state S_0, with gates γ_t (RetNet: one constant; Mamba-2: "
+        "one per step) and outputs o_t = S_t q_t stacked as the rows of O_t. Let Γ_t = γ_1⋯γ_t I, K_t stack the keys "
+        "each multiplied by the gates after it, Q_t the queries each multiplied by the gates up to it, and A_t the "
+        "decayed causal scores, row i being γ_i times row i − 1's keys and q_iᵀk_i on the diagonal. For every "
+        "length t, S_t = S_0Γ_t + V_tᵀK_t and O_t = Q_tS_0ᵀ + A_tV_t; no gate needs to be non-zero.",
+        families=[v, kk, q, g_, Gam, S_g, V, K_g, Q_g, A_g, O_g],
+    )
+    b.induction("decayed_state", t, S_g[t], add(mul(S_0, Gam[t]), mul(transpose(V[t]), K_g[t]))).auto()
+    b.induction("decayed_outputs", t, O_g[t], add(mul(Q_g[t], transpose(S_0)), mul(A_g[t], V[t]))).auto()
+    b.main(mul(S_g[t], q[t])).auto(add(mul(S_0, Gam[t], q[t]), mul(transpose(V[t]), K_g[t], q[t])))
+    return b.proof()
+
+
+P_g = family("P", (d_k, d_k)).recurrence(Identity(d_k), lambda s: mul(Trace(g_[s + 1]), P_g[s], _erase(s)))
+D_g = family("D", (d_v, d_k)).recurrence(
+    S_0, lambda s: add(mul(Trace(g_[s + 1]), D_g[s], _erase(s)), mul(v[s + 1], b_[s + 1], transpose(kk[s + 1]))))
+W_g = family("W", lambda s: (s, d_k)).recurrence(ZeroMatrix(0, d_k), lambda s: block(
+    [[mul(Trace(g_[s + 1]), W_g[s])],
+     [transpose(mul(add(mul(Gam[s + 1], kk[s + 1]), mul(-1, Trace(g_[s + 1]), transpose(W_g[s]), K[s], kk[s + 1])),
+                    b_[s + 1]))]]))
+U_g = family("U", lambda s: (s, d_v)).recurrence(ZeroMatrix(0, d_v), lambda s: block(
+    [[mul(Trace(g_[s + 1]), U_g[s])],
+     [transpose(mul(add(v[s + 1], mul(-1, Trace(g_[s + 1]), transpose(U_g[s]), K[s], kk[s + 1])), b_[s + 1]))]]))
+
+MEANING_GATED_DELTA_RULE = (
+    r"Gated DeltaNet decays the state before each delta-rule write, $S_t = \gamma_t S_{t-1}(I - \beta_t k_t "
+    r"k_t^{\top}) + \beta_t v_t k_t^{\top}$. Its WY and UT forms keep the same shape as without the gate: the decayed "
+    r"product of erasures is $\Gamma_t - W_t^{\top}K_t$ and the state is $S_0\Gamma_t + (U_t - W_tS_0^{\top})^{\top}"
+    r"K_t$, the earlier rows of $W$ and $U$ decayed by each new gate, with no division by a gate."
+)
+
+
+@theorem(meaning=MEANING_GATED_DELTA_RULE, glossary={
+    **DELTA_GLOSSARY, "g": DECAY_GLOSSARY["g"], "Gamma": DECAY_GLOSSARY["Gamma"],
+    "P": "the decayed product $\\prod_{i \\le t}\\gamma_i(I - \\beta_i k_i k_i^{\\top})$, $P_0 = I$",
+    "D": "the gated delta-rule state, $D_0 = S_0$",
+    "W": "the gated WY keys (earlier rows decayed by each new gate)",
+    "U": "the gated UT values (earlier rows decayed by each new gate)",
+})
+def gated_delta_rule() -> Proof:
+    b = ProofBuilder(
+        "gated_delta_rule",
+        "The gated delta rule in WY form",
+        "Let D_t = γ_t D_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ from D_0 = S_0 (Gated DeltaNet), Γ_t = γ_1⋯γ_t I, and "
+        "P_t = γ_t P_{t−1}(I − β_t k_t k_tᵀ) from P_0 = I. With W_t = [γ_tW_{t−1}; w_tᵀ], w_t = β_t(Γ_tk_t − "
+        "γ_tW_{t−1}ᵀK_{t−1}k_t) and U_t = [γ_tU_{t−1}; u_tᵀ], u_t = β_t(v_t − γ_tU_{t−1}ᵀK_{t−1}k_t): for every t, "
+        "P_t = Γ_t − W_tᵀK_t, D_t = S_0P_t + U_tᵀK_t, and so D_t = S_0Γ_t + (U_t − W_tS_0ᵀ)ᵀK_t.",
+        families=[v, kk, g_, b_, Gam, P_g, D_g, K, W_g, U_g],
+    )
+    b.induction("gated_wy", t, P_g[t], add(Gam[t], mul(-1, transpose(W_g[t]), K[t]))).auto()
+    b.induction("gated_ut", t, D_g[t], add(mul(S_0, P_g[t]), mul(transpose(U_g[t]), K[t]))).auto()
+    b.main(D_g[t]).auto(add(mul(S_0, Gam[t]), mul(transpose(add(U_g[t], mul(-1, W_g[t], transpose(S_0)))), K[t])))
+    return b.proof()
+
+
+lam = scalar("lambda", positive=True)
+R_m = family("R", (d_k, d_k)).recurrence(
+    mul(lam, Identity(d_k)), lambda s: add(mul(Trace(g_[s + 1]), R_m[s]), mul(kk[s + 1], transpose(kk[s + 1]))))
+M_m = family("M", (d_v, d_k)).recurrence(
+    ZeroMatrix(d_v, d_k), lambda s: add(mul(Trace(g_[s + 1]), M_m[s]), mul(v[s + 1], transpose(kk[s + 1]))))
+K_w = family("K_w", lambda s: (s, d_k)).recurrence(  # D_tK_t: the keys weighted by the gates after them
+    ZeroMatrix(0, d_k), lambda s: block([[mul(Trace(g_[s + 1]), K_w[s])], [transpose(kk[s + 1])]]))
+
+MEANING_CAUSAL_WEIGHTED_RIDGE = (
+    r"MesaNet's layer keeps a decayed Gram matrix $R_t = \gamma_t R_{t-1} + k_t k_t^{\top}$ ($R_0 = \lambda I$) and a "
+    r"decayed memory $M_t = \gamma_t M_{t-1} + v_t k_t^{\top}$, and reads out $M_t R_t^{-1} q_t$. Both are the "
+    r"weighted least-squares quantities of the prefix with the products of later gates as weights: "
+    r"$M_t = V_t^{\top}D_tK_t$ and $R_t = K_t^{\top}D_tK_t + \lambda\Gamma_t$, so the layer computes, on every prefix, "
+    r"exact weighted ridge regression with a decaying penalty."
+)
+
+
+@theorem(meaning=MEANING_CAUSAL_WEIGHTED_RIDGE, glossary={
+    "v": "the value at each time step", "k": "its key", "g": DECAY_GLOSSARY["g"], "Gamma": DECAY_GLOSSARY["Gamma"],
+    "R": "the decayed Gram matrix, $R_0 = \\lambda I$", "M": "the decayed memory, $M_0 = 0$",
+    "K": "the keys so far, one per row", "V": "the values so far, one per row",
+    "K_w": "the keys so far, each weighted by the product of the gates after it ($D_tK_t$)",
+    "lambda": "ridge penalty, $\\lambda > 0$", "d_v": "width of a value", "d_k": "width of a key", "t": "time step",
+})
+def causal_weighted_ridge() -> Proof:
+    b = ProofBuilder(
+        "causal_weighted_ridge",
+        "Decayed causal ridge is weighted ridge on every prefix",
+        "Let R_t = γ_tR_{t−1} + k_tk_tᵀ from R_0 = λI (λ > 0) and M_t = γ_tM_{t−1} + v_tk_tᵀ from M_0 = 0, the "
+        "state of a MesaNet layer with gates γ_t, and let D_t be the diagonal matrix of the products of the gates "
+        "after each step (D_tK_t stacks the keys so weighted). For every prefix t, M_t = V_tᵀD_tK_t and "
+        "R_t = K_tᵀD_tK_t + λΓ_t, Γ_t = γ_1⋯γ_t I: the cross-moment and the Gram matrix of weighted ridge "
+        "regression with the decay as weights, so M_tR_t = V_tᵀD_tK_t(K_tᵀD_tK_t + λΓ_t).",
+        families=[v, kk, g_, Gam, R_m, M_m, K, V, K_w],
+    )
+    b.induction("decayed_gram", t, R_m[t], add(mul(lam, Gam[t]), mul(transpose(K_w[t]), K[t]))).auto()
+    b.induction("decayed_memory", t, M_m[t], mul(transpose(V[t]), K_w[t])).auto()
+    b.main(mul(M_m[t], R_m[t])).auto(
+        mul(transpose(V[t]), K_w[t], add(mul(transpose(K_w[t]), K[t]), mul(lam, Gam[t]))))
     return b.proof()
