@@ -97,13 +97,16 @@ def test_declarations_give_the_printed_functions_and_the_required_theorems():
     assert {name: d.theorem for name, d in declared.items()} == {
         "eigh": "ols_is_linear_attention", "scores": "ols_is_linear_attention", "P": "paper_construction",
         "cholesky": "gauge_invariance", "svd": "gauge_invariance", "qr": "gauge_invariance",
-        "ridge_spectral": "ridge_is_linear_attention", "ridge_dual": "kernel_ridge_push_through"}
+        "ridge_spectral": "ridge_is_linear_attention", "ridge_dual": "kernel_ridge_push_through",
+        "chunk_outputs": "chunkwise_linear_attention", "chunk_state": "chunkwise_linear_attention",
+        "delta_chunk_outputs": "delta_rule_chunkwise", "delta_chunk_state": "delta_rule_chunkwise"}
     assert set(REQUIRED_THEOREMS) == {"ols_is_linear_attention", "gauge_invariance", "paper_construction",
                                       "pseudo_inverse", "preconditioned_gd", "ridge_is_linear_attention",
-                                      "kernel_ridge_push_through"}
+                                      "kernel_ridge_push_through", "chunkwise_linear_attention",
+                                      "delta_rule_chunkwise"}
     assert "preconditioned_gd" not in required_theorems(["mpmath"])  # the mpmath numerics do not refine
     assert "kernel_ridge_push_through" not in required_theorems(["mpmath"])  # its route is public there
-    assert tuple(REQUIRED_THEOREMS) == required_theorems() and len(REQUIRED_THEOREMS) == 7
+    assert tuple(REQUIRED_THEOREMS) == required_theorems() and len(REQUIRED_THEOREMS) == 9
 
 
 @pytest.mark.parametrize("backend, numerics", [("ols_attention", numerics_numpy),

@@ -192,8 +192,8 @@ def test_an_index_symbol_subclass_in_an_exponent_is_refused():
 
 
 def test_the_decay_theorems_are_proved_by_auto(demo):
-    assert set(demo) == {"decayed_linear_attention", "decayed_attention_factored"}
-    closed = demo["decayed_linear_attention"].proof
+    assert set(demo) == {"decayed_prefix_sum", "decayed_attention_factored"}
+    closed = demo["decayed_prefix_sum"].proof
     assert [lemma.name for lemma in closed.lemmas] == ["state_closed_form"]
     assert isinstance(closed.lemmas[0], Induction) and closed.lemmas[0].step  # base and step found by .auto
     assert gamma in closed.lemmas[0].rhs.free_symbols and t in closed.lemmas[0].rhs.free_symbols
@@ -361,7 +361,7 @@ FORGED_TEXT = {
 def test_a_forged_index_power_in_a_certificate_is_rejected(demo, tmp_path, what):
     from derive.certificates.format import CertificateError, verify_certificate
 
-    text = certificate_text(demo["decayed_linear_attention"])
+    text = certificate_text(demo["decayed_prefix_sum"])
     data = json.loads(text)
     claim = data["lemmas"][0]["claim"]
     assert GAMMA_T in claim["rhs"]
@@ -371,7 +371,7 @@ def test_a_forged_index_power_in_a_certificate_is_rejected(demo, tmp_path, what)
 
 
 def test_a_forged_certificate_is_rejected_by_check_in_a_fresh_process(demo, tmp_path):
-    data = json.loads(certificate_text(demo["decayed_linear_attention"]))
+    data = json.loads(certificate_text(demo["decayed_prefix_sum"]))
     claim = data["lemmas"][0]["claim"]
     claim["rhs"] = claim["rhs"].replace(GAMMA_T, FORGED_TEXT["one more power"])
     path = tmp_path / "forged.json"

@@ -28,6 +28,7 @@ NOTEBOOKS = (
     "05_distribution_shift.ipynb",
     "06_nist_accuracy.ipynb",
     "07_beyond_the_paper.ipynb",
+    "08_linear_attention.ipynb",
 )
 # every notebook draws at least one figure (matplotlib); the docs show it (tests/test_docs.py)
 NEEDS = {name: ("matplotlib",) for name in NOTEBOOKS} | {"06_nist_accuracy.ipynb": ("matplotlib", "scipy", "mpmath")}

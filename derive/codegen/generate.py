@@ -63,8 +63,8 @@ from sympy.matrices.expressions import (
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import MpmathPrinter
 
-from ..kernel import Theorem, is_issued
-from ..kernel.terms import Kron, Tril, blocks_of, exponent_form, factors_of
+from ..kernel import Induction, Theorem, is_issued
+from ..kernel.terms import FamilyMatrix, Kron, Tril, blocks_of, exponent_form, factors_of
 from ..routes import CodegenError, Printed, Route, Term
 
 __all__ = ["CodegenError", "Route", "Term", "registered_routes", "registered_printed", "declared_printed",
@@ -242,7 +242,38 @@ def route_expression(theorem: Theorem, route: Route) -> Basic:
         raise CodegenError(f"{theorem.id}/{route.lemma} has local hypotheses")
     side = chain.lhs if route.side == "lhs" else chain.rhs
     _bounded(side)
+    if side.has(FamilyMatrix):
+        side = _members_as_arrays(side, _variable(chain, side, theorem, route), theorem, route)
     return _without_query(side) if _has_query(chain) else side
+
+
+def _variable(chain, side: Basic, theorem: Theorem, route: Route) -> Basic:
+    """The index a route's family members are read at: an induction's variable, else the one index of the side's
+    members (a claim for every t)."""
+    if type(chain) is Induction:
+        return chain.variable
+    indices = {member.index for member in side.atoms(FamilyMatrix)}
+    if len(indices) != 1:
+        raise CodegenError(f"{theorem.id}/{route.lemma}: members at several indices ({', '.join(map(str, indices))})"
+                           "; a route prints the members at one index, each as the array of that step")
+    return indices.pop()
+
+
+def _members_as_arrays(side: Basic, variable: Basic, theorem: Theorem, route: Route) -> Basic:
+    """A side of an induction lemma (issue 42: a chunk's outputs for every length t), with each family member at the
+    lemma's variable, F[t], read as the array F of that step: the printed function takes the members at t and gives
+    the side at t.  A member at another index (F[t − 1], F[0]) is refused, named; so is a family named like a plain
+    symbol of the side."""
+    plain = {str(s.name) for s in side.atoms(MatrixSymbol)}
+    arrays = {}
+    for member in side.atoms(FamilyMatrix):
+        if member.index != variable:
+            raise CodegenError(f"{theorem.id}/{route.lemma}: the member {member} is not at the lemma's index "
+                               f"{variable}; only members F[{variable}] are printed, as the array F")
+        if member.name in plain:
+            raise CodegenError(f"{theorem.id}/{route.lemma}: the family {member.name} is named like a matrix")
+        arrays[member] = MatrixSymbol(member.name, *member.shape)
+    return side.xreplace(arrays)
 
 
 def _has_query(chain) -> bool:
@@ -1094,7 +1125,7 @@ def _printed_function(theorem: Theorem, declared: Printed, parameters: tuple[str
     helpers |= printer.helpers
     last = list(assignments)[-1]
     where = f"{declared.theorem}, {declared.source}"
-    summary = f"{'β̂' if isinstance(declared, Route) else last} = {assignments[last]}: {where}."
+    summary = f"{'β̂' if _coefficients(theorem, declared) else last} = {assignments[last]}: {where}."
     if len(summary) > 110:
         summary = f"Printed from {where}."
     body = [f"def {declared.function}({', '.join(parameters)}):", f'    """{summary}"""',

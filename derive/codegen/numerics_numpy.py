@@ -156,6 +156,11 @@ PRINTED_PARAMETERS: dict[str, tuple[str, ...]] = {
     "scores": ("X_query", "L", "X"),  # the attention score matrix
     "ridge_spectral": ("V", "lam", "ridge", "XtY"),  # ridge β̂ from XᵀX = VΛVᵀ, Λ as the vector lam
     "ridge_dual": ("X", "ridge", "Y"),  # ridge β̂ by the n×n token solve (attention over tokens)
+    # issue 42: a chunk of causal linear attention and of the delta rule, without decay, from the state carried in
+    "chunk_outputs": ("Q", "K", "V", "state"),  # Q Sᵀ + tril(Q Kᵀ) V
+    "chunk_state": ("K", "V", "state"),  # S + Vᵀ K
+    "delta_chunk_outputs": ("Q", "K", "U", "W", "state"),  # Q Sᵀ + tril(Q Kᵀ)(U − W Sᵀ)
+    "delta_chunk_state": ("K", "U", "W", "state"),  # S + (U − W Sᵀ)ᵀ K
 }
 
 #: Name -> printed function; the generated module fills it at its end.
@@ -3403,6 +3408,18 @@ def _unit_lower_solve(A, B):
     return X
 
 
+def _chunk_step(Q, K, V, state):
+    """A chunk's outputs and the state it hands on (no decay): the functions printed from chunkwise_linear_attention's
+    lemmas chunk_outputs and carried_state."""
+    return _printed("chunk_outputs")(Q, K, V, state), _printed("chunk_state")(K, V, state)
+
+
+def _delta_chunk_step(Q, K, U, W, state):
+    """A DeltaNet chunk's outputs and the state it hands on (no decay), from its UT values U and WY keys W: the
+    functions printed from delta_rule_chunkwise (its lemma chunk_outputs and its claim)."""
+    return _printed("delta_chunk_outputs")(Q, K, U, W, state), _printed("delta_chunk_state")(K, U, W, state)
+
+
 def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
     """Outputs (G, T, d_v) and final states (G, d_v, d_k) of G problems, chunk by chunk (see
     causal_linear_attention and delta_rule_attention)."""
@@ -3425,11 +3442,7 @@ def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
     else:
         D, e = _chunk_decays(chunks(gamma, 1.0))  # padded steps: γ = 1 and nothing written, S unchanged
     last = None if e is None else np.broadcast_to(e[..., -1], (G, nc))  # the decay of a whole chunk
-    QK = Qc @ Kc.swapaxes(-1, -2)
-    QK *= D  # (QKᵀ ⊙ D): the causal, decayed scores within each chunk
-    if beta is None:
-        write, values = Vc, Vc  # S_t = γ_t S_{t−1} + v_t k_tᵀ
-    else:  # the WY form: the chunk's writes δ_t = β_t (v_t − γ_t S_{t−1} k_t) are U − W S₀ᵀ, from one solve
+    if beta is not None:  # the WY form: the chunk's writes δ_t = β_t (v_t − γ_t S_{t−1} k_t) are U − W S₀ᵀ, one solve
         b = chunks(beta)
         A = Kc @ Kc.swapaxes(-1, -2)
         A *= b[..., :, None]
@@ -3438,12 +3451,25 @@ def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
         scaled_k = b if e is None else b * e
         UW = _unit_lower_solve(A, np.concatenate([b[..., None] * Vc, scaled_k[..., None] * Kc], axis=-1))
         U, W = UW[..., :dv], UW[..., dv:]
+    S = np.zeros((G, dv, dk)) if S is None else S.copy()
+    if gamma is None:  # no decay: each chunk by the functions printed from chunkwise_linear_attention and
+        O = np.empty((G, nc, C, dv))  # delta_rule_chunkwise, the state handed from chunk to chunk
+        for c in range(nc):
+            if beta is None:
+                O[:, c], S = _chunk_step(Qc[:, c], Kc[:, c], Vc[:, c], S)
+            else:
+                O[:, c], S = _delta_chunk_step(Qc[:, c], Kc[:, c], U[:, c], W[:, c], S)
+        return O.reshape(G, nc * C, dv)[:, :T], S
+    QK = Qc @ Kc.swapaxes(-1, -2)
+    QK *= D  # (QKᵀ ⊙ D): the causal, decayed scores within each chunk
+    if beta is None:
+        write, values = Vc, Vc  # S_t = γ_t S_{t−1} + v_t k_tᵀ
+    else:
         values = np.empty_like(U)
     Kw = Kc if e is None else Kc * D[..., -1, :, None]  # k_i γ_{i+1}⋯γ_{C−1}: the write's decay to the chunk's end
     if beta is None:
         dS = write.swapaxes(-1, -2) @ Kw  # what each chunk adds to the state
     states = np.empty((G, nc, dv, dk))
-    S = np.zeros((G, dv, dk)) if S is None else S.copy()
     for c in range(nc):  # the carried state: S ← (γ over the chunk) S + Σ_i (decay to the end) δ_i k_iᵀ
         states[:, c] = S
         decayed = S if last is None else last[:, c, None, None] * S

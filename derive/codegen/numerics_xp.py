@@ -134,6 +134,11 @@ PRINTED_PARAMETERS: dict[str, tuple[str, ...]] = {
     "qr": ("Q", "R", "Y"),  # β̂ from X = QR
     "P": ("L", "X", "Y"),  # the construction's output projection
     "scores": ("X_query", "L", "X"),  # the attention score matrix
+    # issue 42: a chunk of causal linear attention and of the delta rule, without decay, from the state carried in
+    "chunk_outputs": ("Q", "K", "V", "state"),  # Q Sᵀ + tril(Q Kᵀ) V
+    "chunk_state": ("K", "V", "state"),  # S + Vᵀ K
+    "delta_chunk_outputs": ("Q", "K", "U", "W", "state"),  # Q Sᵀ + tril(Q Kᵀ)(U − W Sᵀ)
+    "delta_chunk_state": ("K", "U", "W", "state"),  # S + (U − W Sᵀ)ᵀ K
 }
 
 #: Name -> printed function; the generated module fills it at its end.
@@ -1219,6 +1224,18 @@ def _xp_chunk_decays(xp, gamma):
     return D, e
 
 
+def _chunk_step(Q, K, V, state):
+    """A chunk's outputs and the state it hands on (no decay): the functions printed from chunkwise_linear_attention's
+    lemmas chunk_outputs and carried_state."""
+    return _printed("chunk_outputs")(Q, K, V, state), _printed("chunk_state")(K, V, state)
+
+
+def _delta_chunk_step(Q, K, U, W, state):
+    """A DeltaNet chunk's outputs and the state it hands on (no decay), from its UT values U and WY keys W: the
+    functions printed from delta_rule_chunkwise (its lemma chunk_outputs and its claim)."""
+    return _printed("delta_chunk_outputs")(Q, K, U, W, state), _printed("delta_chunk_state")(K, U, W, state)
+
+
 def _xp_attention(Q, K, V, beta, decay, chunk, state, return_state, delta):
     if isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral):
         raise TypeError(f"chunk must be an integer, not {type(chunk).__name__}")
@@ -1269,9 +1286,20 @@ def _xp_attention(Q, K, V, beta, decay, chunk, state, return_state, delta):
     else:
         D, e = _xp_chunk_decays(xp, chunks(gates["decay"], 1.0))  # padded steps: γ = 1, nothing written
         last = e[..., -1]
+    S = xp.zeros((B, dv, dk), **place) if state is None else xp.reshape(xp.astype(state, dtype), (B, dv, dk))
+    if e is None:  # no decay: each chunk by the functions printed from chunkwise_linear_attention and
+        outputs = []  # delta_rule_chunkwise, the state handed from chunk to chunk
+        if delta:
+            U, W = _xp_wy(xp, Kc, Vc, chunks(gates["beta"]), D, None, C, dv, place)
+        for c in range(nc):
+            if not delta:
+                out, S = _chunk_step(Qc[:, c, ...], Kc[:, c, ...], Vc[:, c, ...], S)
+            else:
+                out, S = _delta_chunk_step(Qc[:, c, ...], Kc[:, c, ...], U[:, c, ...], W[:, c, ...], S)
+            outputs.append(out)
+        return _xp_attention_result(xp, xp.stack(outputs, axis=1), S, B, nc, C, T, steps, dv, dk, return_state)
     QK = (Qc @ Kc.mT) * D
     Kw = Kc if e is None else Kc * D[..., -1, :, None]
-    S = xp.zeros((B, dv, dk), **place) if state is None else xp.reshape(xp.astype(state, dtype), (B, dv, dk))
     states, writes = [], []
     if not delta:
         dS = Vc.mT @ Kw
@@ -1280,12 +1308,7 @@ def _xp_attention(Q, K, V, beta, decay, chunk, state, return_state, delta):
             S = (S if last is None else last[:, c, None, None] * S) + dS[:, c, ...]
         values = Vc
     else:
-        b = chunks(gates["beta"])
-        A = xp.tril((Kc @ Kc.mT) * b[..., :, None] * D, k=-1)
-        scaled_k = b if e is None else b * e
-        rhs = xp.concat([b[..., None] * Vc, scaled_k[..., None] * Kc], axis=-1)
-        UW = _solve_triangular(A + xp.eye(C, **place), rhs, lower=True, transpose=False)  # unit lower triangular
-        U, W = UW[..., :dv], UW[..., dv:]
+        U, W = _xp_wy(xp, Kc, Vc, chunks(gates["beta"]), D, e, C, dv, place)
         for c in range(nc):
             states.append(S)
             write = U[:, c, ...] - W[:, c, ...] @ S.mT
@@ -1294,6 +1317,20 @@ def _xp_attention(Q, K, V, beta, decay, chunk, state, return_state, delta):
         values = xp.stack(writes, axis=1)
     inter = Qc @ xp.stack(states, axis=1).mT
     O = QK @ values + (inter if e is None else e[..., None] * inter)
+    return _xp_attention_result(xp, O, S, B, nc, C, T, steps, dv, dk, return_state)
+
+
+def _xp_wy(xp, Kc, Vc, b, D, e, C, dv, place):
+    """The chunks' UT values U and WY keys W (writes δ = U − W S₀ᵀ) from one unit-lower-triangular solve each."""
+    A = xp.tril((Kc @ Kc.mT) * b[..., :, None] * D, k=-1)
+    scaled_k = b if e is None else b * e
+    rhs = xp.concat([b[..., None] * Vc, scaled_k[..., None] * Kc], axis=-1)
+    UW = _solve_triangular(A + xp.eye(C, **place), rhs, lower=True, transpose=False)  # unit lower triangular
+    return UW[..., :dv], UW[..., dv:]
+
+
+def _xp_attention_result(xp, O, S, B, nc, C, T, steps, dv, dk, return_state):
+    """The chunks' outputs (B, nc, C, d_v) as (..., T, d_v), and the final state, each checked finite."""
     O = xp.reshape(xp.reshape(O, (B, nc * C, dv))[:, :T, :], steps + (dv,))
     hint = "the recurrence leaves the float range (gates or values too large)"
     _require_finite_result(xp, O, "the attention output O", hint)

@@ -7,8 +7,9 @@ from sympy import MatrixSymbol, Q, Trace
 from sympy.matrices.expressions import Identity, ZeroMatrix
 
 from derive.authoring import ProofBuilder, dim, family, index, predicate, scalar, theorem
-from derive.kernel import Definition, Proof
+from derive.kernel import Definition, Hypothesis, Proof
 from derive.kernel.terms import add, block, inv, mul, transpose, tril
+from derive.routes import Route
 
 t = index("t")
 d_v, d_k = dim("d_v"), dim("d_k")
@@ -39,7 +40,12 @@ MEANING_CHUNKWISE_LINEAR_ATTENTION = (
 )
 
 
-@theorem(meaning=MEANING_CHUNKWISE_LINEAR_ATTENTION, glossary={
+#: The printed chunk functions (issue 42): a chunk's outputs and the state it hands on, from the checked lemmas.
+CHUNK_ROUTES = [Route("chunk_outputs", "chunk_outputs", {"Q_b": "Q", "K_b": "K", "V_b": "V", "S_c": "state"}),
+                Route("chunk_state", "carried_state", {"K_b": "K", "V_b": "V", "S_c": "state"})]
+
+
+@theorem(meaning=MEANING_CHUNKWISE_LINEAR_ATTENTION, routes=CHUNK_ROUTES, glossary={
     "v": "the value at each time step", "k": "its key", "q": "the query at each time step",
     "S": "the state $\\sum_{i \\le t} v_i k_i^{\\top}$, $S_0 = 0$",
     "V": "the values so far, one per row", "K": "the keys so far, one per row", "Q": "the queries so far, one per row",
@@ -58,18 +64,20 @@ def chunkwise_linear_attention() -> Proof:
         "recurrence S_t = S_{t−1} + v_t k_tᵀ (S_0 = 0), o_t = S_t q_t, and the masked form tril(Q_tK_tᵀ)V_t give the "
         "same outputs for every t: tril(Q_tK_tᵀ)V_t = O_t, whose row i is (S_i q_i)ᵀ. For a prefix of any length c "
         "and a chunk of any length C after it, with Q = [Q_a; Q_b], K = [K_a; K_b], V = [V_a; V_b] and the carried "
-        "state S_c := V_aᵀK_a, the state after the chunk is VᵀK = S_c + V_bᵀK_b and tril(QKᵀ)V = "
-        "[tril(Q_aK_aᵀ)V_a; Q_bS_cᵀ + tril(Q_bK_bᵀ)V_b]: the chunk's outputs are its queries on the carried state "
-        "plus its own masked attention.",
-        definitions=[Definition("S_c", S_c, mul(transpose(V_a), K_a))],
+        "state S_c = V_aᵀK_a, the state after the chunk is VᵀK = S_c + V_bᵀK_b, the chunk's rows of the outputs are "
+        "[0 I]tril(QKᵀ)V = Q_bS_cᵀ + tril(Q_bK_bᵀ)V_b, and tril(QKᵀ)V = [tril(Q_aK_aᵀ)V_a; Q_bS_cᵀ + "
+        "tril(Q_bK_bᵀ)V_b]: the chunk's outputs are its queries on the carried state plus its own masked attention.",
+        [Hypothesis("carried_state_of_the_prefix", S_c, mul(transpose(V_a), K_a))],
         families=[v, kk, q, S, V, K, Qs, O],
     )
     b.induction("memory_sum", t, S[t], mul(transpose(V[t]), K[t])).auto()
     b.induction("masked_is_recurrent", t, mul(tril(mul(Qs[t], transpose(K[t]))), V[t]), O[t]).auto()
     b.lemma("carried_state", mul(transpose(V_all), K_all)).auto(add(S_c, mul(transpose(V_b), K_b)))
+    chunk_part = add(mul(Q_b, transpose(S_c)), mul(tril(mul(Q_b, transpose(K_b))), V_b))
+    b.lemma("chunk_outputs", mul(block([[ZeroMatrix(C, c), Identity(C)]]), tril(mul(Q_all, transpose(K_all))),
+                                 V_all)).auto(chunk_part)
     b.main(mul(tril(mul(Q_all, transpose(K_all))), V_all)).auto(
-        block([[mul(tril(mul(Q_a, transpose(K_a))), V_a)],
-               [add(mul(Q_b, transpose(S_c)), mul(tril(mul(Q_b, transpose(K_b))), V_b))]]))
+        block([[mul(tril(mul(Q_a, transpose(K_a))), V_a)], [chunk_part]]))
     return b.proof()
 
 
@@ -142,7 +150,13 @@ MEANING_DELTA_RULE_CHUNKWISE = (
 )
 
 
-@theorem(meaning=MEANING_DELTA_RULE_CHUNKWISE, glossary=DELTA_GLOSSARY)
+#: The printed DeltaNet chunk functions (issue 42): a chunk's outputs from its UT values and WY keys, and the state it
+#: hands on, each the members at t of a checked claim for every chunk length t.
+DELTA_ROUTES = [Route("delta_chunk_outputs", "chunk_outputs", {"Q": "Q", "K": "K", "U": "U", "W": "W", "S_0": "state"}),
+                Route("delta_chunk_state", "main", {"K": "K", "U": "U", "W": "W", "S_0": "state"})]
+
+
+@theorem(meaning=MEANING_DELTA_RULE_CHUNKWISE, glossary=DELTA_GLOSSARY, routes=DELTA_ROUTES)
 def delta_rule_chunkwise() -> Proof:
     b = ProofBuilder(
         "delta_rule_chunkwise",
@@ -173,33 +187,33 @@ _gram_next = add(A_, mul(x_, transpose(x_)))
 
 MEANING_RLS_IS_DELTA_RULE = (
     r"Recursive least squares is a delta rule: the least-squares (or ridge) solution after one more example is the "
-    r"previous one plus the prediction error $y - Sx$ written with the key $Px$, where $P$ is the inverse of the new "
+    r"previous one plus the prediction error $y - Sx$ written with the key $P^{\top}x$ ($= Px$ for a symmetric Gram "
+    r"matrix), where $P$ is the inverse of the new "
     r"Gram matrix. A delta-rule layer whose write key is preconditioned by the slow memory is an exact online "
     r"regression solver, and the plain delta rule is its approximation with $P$ replaced by $\beta I$."
 )
 
 
 @theorem(meaning=MEANING_RLS_IS_DELTA_RULE, glossary={
-    "A": "the Gram matrix so far, $X^{\top}X$ or $X^{\top}X + \\lambda I$ (symmetric, invertible)",
-    "B": "the fast memory so far, $Y^{\top}X$", "x": "the new example", "y": "its target",
-    "P": "the slow memory $(A + xx^{\top})^{-1}$ after the new example",
-    "S": "the solution so far, $BA^{-1}$ (a state, $k \times p$)", "S_next": "the solution with the new example",
+    "A": "the Gram matrix so far, $X^{\\top}X$ or $X^{\\top}X + \\lambda I$ (invertible)",
+    "B": "the fast memory so far, $Y^{\\top}X$", "x": "the new example", "y": "its target",
+    "P": "the slow memory $(A + xx^{\\top})^{-1}$ after the new example",
+    "S": "the solution so far, $BA^{-1}$ (a state, $k \\times p$)", "S_next": "the solution with the new example",
     "p": "number of features", "k": "number of targets",
 })
 def rls_is_delta_rule() -> Proof:
     b = ProofBuilder(
         "rls_is_delta_rule",
         "Recursive least squares is the delta rule",
-        "Let A be a symmetric invertible Gram matrix (XᵀX, or XᵀX + λI for ridge) and B = YᵀX the fast memory, so "
-        "S = BA⁻¹ is the least-squares solution as a state (k × p). After one more example (x, y) with A + xxᵀ "
-        "invertible, the solution is S_next = (B + yxᵀ)P with P = (A + xxᵀ)⁻¹. Then S_next = S + (y − Sx)(Px)ᵀ: one "
-        "delta-rule write of the value y with the key x and the write key Px.",
-        [predicate("gram_symmetric", Q.symmetric, A_), predicate("gram_invertible", Q.invertible, A_),
-         predicate("next_gram_invertible", Q.invertible, _gram_next)],
+        "Let A be an invertible Gram matrix (XᵀX, or XᵀX + λI for ridge) and B = YᵀX the fast memory, so S = BA⁻¹ "
+        "is the least-squares solution as a state (k × p). After one more example (x, y) with A + xxᵀ invertible, the "
+        "solution is S_next = (B + yxᵀ)P with P = (A + xxᵀ)⁻¹. Then S_next = S + (y − Sx)xᵀP: one delta-rule write "
+        "of the value y with the key x and the write key Pᵀx (Px for a symmetric A).",
+        [predicate("gram_invertible", Q.invertible, A_), predicate("next_gram_invertible", Q.invertible, _gram_next)],
         [Definition("P", P_next, inv(_gram_next)), Definition("S", S_prev, mul(B_, inv(A_))),
          Definition("S_next", S_next, mul(add(B_, mul(y_, transpose(x_))), P_next))],
     )
-    b.main(S_next).auto(add(S_prev, mul(add(y_, mul(-1, S_prev, x_)), transpose(mul(P_next, x_)))))
+    b.main(S_next).auto(add(S_prev, mul(add(y_, mul(-1, S_prev, x_)), transpose(x_), P_next)))
     return b.proof()
 
 

@@ -16,9 +16,10 @@ Variable K_a : 'M[R]_(c, d_k).
 Variable K_b : 'M[R]_(C, d_k).
 Variable Q_a : 'M[R]_(c, d_k).
 Variable Q_b : 'M[R]_(C, d_k).
+Variable S_c : 'M[R]_(d_v, d_k).
 Variable V_a : 'M[R]_(c, d_v).
 Variable V_b : 'M[R]_(C, d_v).
-Definition S_c : 'M[R]_(d_v, d_k) := V_a^T *m K_a.
+Hypothesis carried_state_of_the_prefix : S_c = V_a^T *m K_a.
 Variable v : nat -> 'M[R]_(d_v, 1).
 Variable k : nat -> 'M[R]_(d_k, 1).
 Variable q : nat -> 'M[R]_(d_k, 1).
@@ -36,7 +37,7 @@ Fixpoint Q (s : nat) {struct s} : 'M[R]_((idx s), d_k) :=
 Fixpoint m_O (s : nat) {struct s} : 'M[R]_((idx s), d_v) :=
   match s return 'M[R]_((idx s), d_v) with 0 => (0 : 'M[R]_(0, d_v))
   | s.+1 => col_mx (m_O s) ((m_S s.+1) *m (q s.+1))^T end.
-Ltac ols_close := try unfold S_c; ols_closing (@nil R) (lin_nz_nil R).
+Ltac ols_close := ols_closing (@nil R) (lin_nz_nil R).
 
 Lemma memory_sum_base_s1 : (m_S 0) = (0 : 'M[R]_(d_v, d_k)).
 Proof.
@@ -519,7 +520,7 @@ Qed.
 
 Lemma carried_state_s4 : V_a^T *m K_a + V_b^T *m K_b = V_b^T *m K_b + S_c.
 Proof.
-have rule_ : V_a^T *m K_a = S_c := esym (erefl : S_c = V_a^T *m K_a).
+have rule_ : V_a^T *m K_a = S_c := esym carried_state_of_the_prefix.
 have e0_ : V_a^T *m K_a + V_b^T *m K_b = V_a^T *m K_a + V_b^T *m K_b by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e1_ : S_c + V_b^T *m K_b = V_b^T *m K_b + S_c by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_carried_state_s4 (S_c) (V_b^T *m K_b)); done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_ + V_b^T *m K_b) rule_) e1_).
@@ -531,6 +532,184 @@ Proof.
 have e0_ : (col_mx V_a V_b)^T *m (col_mx K_a K_b) = (col_mx V_a V_b)^T *m (col_mx K_a K_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e1_ : V_b^T *m K_b + S_c = V_b^T *m K_b + S_c by first [rewrite ?mulmxA ?addrA; done | ols_close].
 exact: (etrans e0_ (etrans carried_state_s1 (etrans carried_state_s2 (etrans carried_state_s3 (etrans carried_state_s4 e1_))))).
+Qed.
+
+Lemma chunk_outputs_s1 : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (col_mx K_a K_b)^T)) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : (col_mx K_a K_b)^T = row_mx K_a^T K_b^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (col_mx K_a K_b)^T)) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (col_mx K_a K_b)^T)) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T))) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, (c + C)%N) => (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m Z_)) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs_s2 : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T))) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx (block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : (col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T) = block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T) := ltac:(first [by rewrite (mul_col_row Q_a Q_b K_a^T K_b^T); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T))) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx (block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx (block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((c + C)%N, (c + C)%N) => (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx Z_) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs_s3 : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx (block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : tril_mx (block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T)) = block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T)) := ltac:(first [by rewrite trilk_block | by ols_close]).
+have e0_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx (block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx (block_mx (Q_a *m K_a^T) (Q_a *m K_b^T) (Q_b *m K_a^T) (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((c + C)%N, (c + C)%N) => (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m Z_ *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_chunk_outputs_s4 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma chunk_outputs_s4 : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + (1%:M : 'M[R]_(C)) *m Q_b *m K_a^T) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) = row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + (1%:M : 'M[R]_(C)) *m Q_b *m K_a^T) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + (1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T))) := ltac:(first [by rewrite (mul_row_block (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C)) (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = ((row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (block_mx (tril_mx (Q_a *m K_a^T)) (0 : 'M[R]_(c, C)) (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + (1%:M : 'M[R]_(C)) *m Q_b *m K_a^T) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + (1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)))) *m (col_mx V_a V_b) = (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + (1%:M : 'M[R]_(C)) *m Q_b *m K_a^T) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_chunk_outputs_s4 ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C))) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)))); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, (c + C)%N) => Z_ *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_chunk_outputs_s5 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma chunk_outputs_s5 : (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + (1%:M : 'M[R]_(C)) *m Q_b *m K_a^T) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : (1%:M : 'M[R]_(C)) *m Q_b = Q_b := mul1mx Q_b.
+have e0_ : (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + (1%:M : 'M[R]_(C)) *m Q_b *m K_a^T) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) = (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + ((1%:M : 'M[R]_(C)) *m Q_b) *m K_a^T) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + Q_b *m K_a^T) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_chunk_outputs_s5 ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) (Q_b *m K_a^T)); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, d_k) => (row_mx ((0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) + Z_ *m K_a^T) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_chunk_outputs_s6 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma chunk_outputs_s6 : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : (1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) = tril_mx (Q_b *m K_b^T) := mul1mx (tril_mx (Q_b *m K_b^T)).
+have e0_ : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((1%:M : 'M[R]_(C)) *m (tril_mx (Q_b *m K_b^T)) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_chunk_outputs_s6 (tril_mx (Q_b *m K_b^T)) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, C) => (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) (Z_ + (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)))) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs_s7 : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T)) = (0 : 'M[R]_(C, c)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c)) *m (tril_mx (Q_a *m K_a^T))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, c) => (row_mx (Q_b *m K_a^T + Z_) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_chunk_outputs_s8 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma chunk_outputs_s8 : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : (0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) = (0 : 'M[R]_(C, C)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) ((0 : 'M[R]_(C, c)) *m (0 : 'M[R]_(c, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) ((0 : 'M[R]_(C, C)) + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_chunk_outputs_s8 ((0 : 'M[R]_(C, C))) (tril_mx (Q_b *m K_b^T))); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, C) => (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) (Z_ + tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs_s9 : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : Q_b *m K_a^T + (0 : 'M[R]_(C, c)) = Q_b *m K_a^T := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T + (0 : 'M[R]_(C, c))) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, c) => (row_mx Z_ (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs_s10 : (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b).
+Proof.
+have rule_ : tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)) = tril_mx (Q_b *m K_b^T) := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T) + (0 : 'M[R]_(C, C)))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, C) => (row_mx (Q_b *m K_a^T) Z_) *m (col_mx V_a V_b)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_chunk_outputs_s11 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma chunk_outputs_s11 : (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a.
+Proof.
+have rule_ : (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = Q_b *m K_a^T *m V_a + (tril_mx (Q_b *m K_b^T)) *m V_b := ltac:(first [by rewrite (mul_row_col (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T)) V_a V_b); rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) = (row_mx (Q_b *m K_a^T) (tril_mx (Q_b *m K_b^T))) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q_b *m K_a^T *m V_a + (tril_mx (Q_b *m K_b^T)) *m V_b = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_chunk_outputs_s11 (Q_b *m K_a^T *m V_a) ((tril_mx (Q_b *m K_b^T)) *m V_b)); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, d_v) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs_s12 : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a.
+Proof.
+have rule_ : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a := erefl.
+have e0_ : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(C, d_v) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs_s13 : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m (V_a^T)^T.
+Proof.
+have rule_ : (V_a^T)^T = V_a := trmxK V_a.
+have e0_ : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m (V_a^T)^T = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m (V_a^T)^T by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m V_a by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(c, d_v) => (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m Z_) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma perm_2_1_0_chunk_outputs_s14 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma chunk_outputs_s14 : (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m (V_a^T)^T = Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b.
+Proof.
+have rule_ : (V_a^T *m K_a)^T = K_a^T *m (V_a^T)^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b = Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q_b *m (K_a^T *m (V_a^T)^T) + (tril_mx (Q_b *m K_b^T)) *m V_b = (tril_mx (Q_b *m K_b^T)) *m V_b + Q_b *m K_a^T *m (V_a^T)^T by first [rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_chunk_outputs_s14 (Q_b *m K_a^T *m (V_a^T)^T) ((tril_mx (Q_b *m K_b^T)) *m V_b)); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, d_v) => Q_b *m Z_ + (tril_mx (Q_b *m K_b^T)) *m V_b) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma chunk_outputs_s15 : Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b = Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b.
+Proof.
+have rule_ : V_a^T *m K_a = S_c := esym carried_state_of_the_prefix.
+have e0_ : Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b = Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b = Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Q_b *m (Z_)^T + (tril_mx (Q_b *m K_b^T)) *m V_b) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma chunk_outputs : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (col_mx K_a K_b)^T)) *m (col_mx V_a V_b) = Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b.
+Proof.
+have e0_ : (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (col_mx K_a K_b)^T)) *m (col_mx V_a V_b) = (row_mx (0 : 'M[R]_(C, c)) (1%:M : 'M[R]_(C))) *m (tril_mx ((col_mx Q_a Q_b) *m (col_mx K_a K_b)^T)) *m (col_mx V_a V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b = Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b by first [rewrite ?mulmxA ?addrA; done | ols_close].
+exact: (etrans e0_ (etrans chunk_outputs_s1 (etrans chunk_outputs_s2 (etrans chunk_outputs_s3 (etrans chunk_outputs_s4 (etrans chunk_outputs_s5 (etrans chunk_outputs_s6 (etrans chunk_outputs_s7 (etrans chunk_outputs_s8 (etrans chunk_outputs_s9 (etrans chunk_outputs_s10 (etrans chunk_outputs_s11 (etrans chunk_outputs_s12 (etrans chunk_outputs_s13 (etrans chunk_outputs_s14 (etrans chunk_outputs_s15 e1_)))))))))))))))).
 Qed.
 
 Lemma chunkwise_linear_attention_s1 : (tril_mx ((col_mx Q_a Q_b) *m (col_mx K_a K_b)^T)) *m (col_mx V_a V_b) = (tril_mx ((col_mx Q_a Q_b) *m (row_mx K_a^T K_b^T))) *m (col_mx V_a V_b).
@@ -619,7 +798,7 @@ Qed.
 
 Lemma chunkwise_linear_attention_s9 : col_mx ((tril_mx (Q_a *m K_a^T)) *m V_a) (Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b) = col_mx ((tril_mx (Q_a *m K_a^T)) *m V_a) (Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b).
 Proof.
-have rule_ : V_a^T *m K_a = S_c := esym (erefl : S_c = V_a^T *m K_a).
+have rule_ : V_a^T *m K_a = S_c := esym carried_state_of_the_prefix.
 have e0_ : col_mx ((tril_mx (Q_a *m K_a^T)) *m V_a) (Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b) = col_mx ((tril_mx (Q_a *m K_a^T)) *m V_a) (Q_b *m (V_a^T *m K_a)^T + (tril_mx (Q_b *m K_b^T)) *m V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e1_ : col_mx ((tril_mx (Q_a *m K_a^T)) *m V_a) (Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b) = col_mx ((tril_mx (Q_a *m K_a^T)) *m V_a) (Q_b *m S_c^T + (tril_mx (Q_b *m K_b^T)) *m V_b) by first [rewrite ?mulmxA ?addrA; done | ols_close].
 have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => col_mx ((tril_mx (Q_a *m K_a^T)) *m V_a) (Q_b *m (Z_)^T + (tril_mx (Q_b *m K_b^T)) *m V_b)) rule_) e1_).

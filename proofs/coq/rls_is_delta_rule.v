@@ -16,7 +16,6 @@ Variable A : 'M[R]_(p, p).
 Variable B : 'M[R]_(k, p).
 Variable x : 'M[R]_(p, 1).
 Variable y : 'M[R]_(k, 1).
-Hypothesis gram_symmetric : (A)^T = A.
 Hypothesis gram_invertible : A \in unitmx.
 Hypothesis next_gram_invertible : x *m x^T + A \in unitmx.
 Definition P : 'M[R]_(p, p) := invmx (x *m x^T + A).
@@ -340,29 +339,11 @@ have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(k, p) => Z_ + m_S) rule_)
 exact: (esym e_).
 Qed.
 
-Lemma rls_is_delta_rule_s15 : (- (m_S *m x) + y) *m x^T *m P + m_S = (- (m_S *m x) + y) *m x^T *m P^T + m_S.
-Proof.
-have rule_ : P^T = P := (sym_eq (ltac:(rewrite /P; do ?[rewrite trmx_mul | rewrite trmxK | rewrite trmx_inv | rewrite trmx1]; rewrite ?mulmxA; by rewrite ?mulmxA) : P = invmx (x *m x^T + A)) (sym_inv (sym_add (sym_gram_t x) gram_symmetric))).
-have e0_ : (- (m_S *m x) + y) *m x^T *m P^T + m_S = (- (m_S *m x) + y) *m x^T *m P^T + m_S by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
-have e1_ : (- (m_S *m x) + y) *m x^T *m P + m_S = (- (m_S *m x) + y) *m x^T *m P + m_S by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
-have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(p, p) => (- (m_S *m x) + y) *m x^T *m Z_ + m_S) rule_) e1_).
-exact: (esym e_).
-Qed.
-
-Lemma rls_is_delta_rule_s16 : (- (m_S *m x) + y) *m x^T *m P^T + m_S = (- (m_S *m x) + y) *m (P *m x)^T + m_S.
-Proof.
-have rule_ : (P *m x)^T = x^T *m P^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
-have e0_ : (- (m_S *m x) + y) *m (P *m x)^T + m_S = (- (m_S *m x) + y) *m (P *m x)^T + m_S by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
-have e1_ : (- (m_S *m x) + y) *m (x^T *m P^T) + m_S = (- (m_S *m x) + y) *m x^T *m P^T + m_S by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
-have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, p) => (- (m_S *m x) + y) *m Z_ + m_S) rule_) e1_).
-exact: (esym e_).
-Qed.
-
-Theorem rls_is_delta_rule : S_next = (- (m_S *m x) + y) *m (P *m x)^T + m_S.
+Theorem rls_is_delta_rule : S_next = (- (m_S *m x) + y) *m x^T *m P + m_S.
 Proof using All.
 have e0_ : S_next = S_next by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
-have e1_ : (- (m_S *m x) + y) *m (P *m x)^T + m_S = (- (m_S *m x) + y) *m (P *m x)^T + m_S by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
-exact: (etrans e0_ (etrans rls_is_delta_rule_s1 (etrans rls_is_delta_rule_s2 (etrans rls_is_delta_rule_s3 (etrans rls_is_delta_rule_s4 (etrans rls_is_delta_rule_s5 (etrans rls_is_delta_rule_s6 (etrans rls_is_delta_rule_s7 (etrans rls_is_delta_rule_s8 (etrans rls_is_delta_rule_s9 (etrans rls_is_delta_rule_s10 (etrans rls_is_delta_rule_s11 (etrans rls_is_delta_rule_s12 (etrans rls_is_delta_rule_s13 (etrans rls_is_delta_rule_s14 (etrans rls_is_delta_rule_s15 (etrans rls_is_delta_rule_s16 e1_))))))))))))))))).
+have e1_ : (- (m_S *m x) + y) *m x^T *m P + m_S = (- (m_S *m x) + y) *m x^T *m P + m_S by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+exact: (etrans e0_ (etrans rls_is_delta_rule_s1 (etrans rls_is_delta_rule_s2 (etrans rls_is_delta_rule_s3 (etrans rls_is_delta_rule_s4 (etrans rls_is_delta_rule_s5 (etrans rls_is_delta_rule_s6 (etrans rls_is_delta_rule_s7 (etrans rls_is_delta_rule_s8 (etrans rls_is_delta_rule_s9 (etrans rls_is_delta_rule_s10 (etrans rls_is_delta_rule_s11 (etrans rls_is_delta_rule_s12 (etrans rls_is_delta_rule_s13 (etrans rls_is_delta_rule_s14 e1_))))))))))))))).
 Qed.
 
 Lemma rls_is_delta_rule_defined : (x *m x^T + A \in unitmx) /\ (A \in unitmx).

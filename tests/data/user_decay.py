@@ -8,7 +8,7 @@ earlier call (S_0 = S₀, any d×p matrix),
 
 is equal for every t to a closed form built with families:
 
-* ``decayed_linear_attention`` — S_t = γ^t S₀ + V_tᵀ W_t, where V_t stacks the values v_1ᵀ, …, v_tᵀ (V_0 is
+* ``decayed_prefix_sum`` — S_t = γ^t S₀ + V_tᵀ W_t, where V_t stacks the values v_1ᵀ, …, v_tᵀ (V_0 is
   0×d) and W_t the *decayed* keys, W_{s+1} = [γ W_s; k_{s+1}ᵀ], whose row i is γ^{t−i} k_iᵀ: so V_tᵀ W_t is
   Σ_{i≤t} γ^{t−i} v_i k_iᵀ.  γ is any real number (0 included: γ^0 = 1 and γ^{t+1} = γ·γ^t hold there too); no
   negative power occurs, so nothing is asked of γ.
@@ -45,11 +45,11 @@ def _families(gamma):
                    "V": "the values so far, one per row", "W": "the decayed keys so far: row i is γ^{t−i} k_iᵀ",
                    "S": "the state of the recurrence", "S_0": "the state handed over from an earlier call",
                    "gamma": "the decay", "q": "a query, one column"})
-def decayed_linear_attention():
+def decayed_prefix_sum():
     gamma = scalar("gamma")
     kf, vf, V, W, S = _families(gamma)
     b = ProofBuilder(
-        "decayed_linear_attention", "Decayed linear attention: the recurrence is a decayed prefix sum",
+        "decayed_prefix_sum", "Decayed linear attention: the recurrence is a decayed prefix sum",
         "The state S_t = γS_{t−1} + v_tk_tᵀ from S_0 = S₀ is γ^tS₀ + V_tᵀW_t = γ^tS₀ + Σ_{i≤t} γ^{t−i}v_ik_iᵀ for "
         "every t (W_t stacks the decayed keys γ^{t−i}k_iᵀ), for any real decay γ; so the output S_tq is "
         "γ^tS₀q + V_tᵀW_tq.",
