@@ -34,6 +34,7 @@ from derive.authoring import dim, predicate, scalar
 from derive.kernel import (
     AXIOMS,
     PREDICATES,
+    SCALAR_PREDICATES,
     Chain,
     Definition,
     Hypothesis,
@@ -417,6 +418,14 @@ def altered_hypothesis_mutants(theorem_id: str) -> list[Mutant]:
     proof, out = proof_of(theorem_id), []
     symbols = matrix_symbols(proof)
     for where, h, put in hypothesis_sites(proof):
+        if isinstance(h.lhs, AppliedPredicate) and h.lhs.function in SCALAR_PREDICATES.values():
+            # a scalar fact c ≠ 0 (issue 41): about a scalar that merely contains c it says nothing of c
+            subject = h.lhs.arguments[0]
+            for other in (subject - 1, subject + 1):
+                altered = dataclasses.replace(h, lhs=h.lhs.function(other))
+                out.append(Mutant(f"{where}: applied to {other}", put(altered)))
+            out.append(Mutant(f"{where}: rhs false", put(dataclasses.replace(h, rhs=S.false))))
+            continue
         if isinstance(h.lhs, AppliedPredicate):
             subject = h.lhs.arguments[0]
             old = next(name for name, predicate in PREDICATES.items() if predicate == h.lhs.function)

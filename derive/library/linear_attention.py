@@ -257,7 +257,24 @@ MEANING_DECAYED_LINEAR_ATTENTION = (
 )
 
 
-@theorem(meaning=MEANING_DECAYED_LINEAR_ATTENTION, glossary=DECAY_GLOSSARY)
+# the factored form with one constant decay γ ≠ 0 (RetNet): queries scaled by γ^i, keys by γ^{−i}
+gamma = scalar("gamma")
+S_c1 = family("S_gamma", (d_v, d_k)).recurrence(
+    ZeroMatrix(d_v, d_k), lambda s: add(mul(gamma, S_c1[s]), mul(v[s + 1], transpose(kk[s + 1]))))
+O_c1 = family("O_gamma", lambda s: (s, d_v)).recurrence(
+    ZeroMatrix(0, d_v), lambda s: block([[O_c1[s]], [transpose(mul(S_c1[s + 1], q[s + 1]))]]))
+Q_c1 = family("Q_gamma", lambda s: (s, d_k)).recurrence(
+    ZeroMatrix(0, d_k), lambda s: block([[Q_c1[s]], [mul(gamma ** (s + 1), transpose(q[s + 1]))]]))
+K_c1 = family("K_gamma", lambda s: (s, d_k)).recurrence(
+    ZeroMatrix(0, d_k), lambda s: block([[K_c1[s]], [mul(gamma ** (-(s + 1)), transpose(kk[s + 1]))]]))
+
+
+@theorem(meaning=MEANING_DECAYED_LINEAR_ATTENTION, glossary={
+    **DECAY_GLOSSARY, "gamma": "a constant decay (RetNet), $\\gamma \\ne 0$ for the factored form",
+    "S_gamma": "the state with the constant decay, $S_t = \\gamma S_{t-1} + v_tk_t^{\\top}$ from 0",
+    "O_gamma": "its outputs, row $i$ is $(S_i q_i)^{\\top}$",
+    "Q_gamma": "the queries scaled by $\\gamma^{i}$", "K_gamma": "the keys scaled by $\\gamma^{-i}$",
+})
 def decayed_linear_attention() -> Proof:
     b = ProofBuilder(
         "decayed_linear_attention",
@@ -266,11 +283,16 @@ def decayed_linear_attention() -> Proof:
         "one per step) and outputs o_t = S_t q_t stacked as the rows of O_t. Let Γ_t = γ_1⋯γ_t I, K_t stack the keys "
         "each multiplied by the gates after it, Q_t the queries each multiplied by the gates up to it, and A_t the "
         "decayed causal scores, row i being γ_i times row i − 1's keys and q_iᵀk_i on the diagonal. For every "
-        "length t, S_t = S_0Γ_t + V_tᵀK_t and O_t = Q_tS_0ᵀ + A_tV_t; no gate needs to be non-zero.",
-        families=[v, kk, q, g_, Gam, S_g, V, K_g, Q_g, A_g, O_g],
+        "length t, S_t = S_0Γ_t + V_tᵀK_t and O_t = Q_tS_0ᵀ + A_tV_t; no gate needs to be non-zero. Separately, the "
+        "factored form for one constant decay γ ≠ 0 (S_t = γS_{t−1} + v_tk_tᵀ from 0): with the queries scaled by "
+        "γ^i and the keys by γ^{−i}, S_t = γ^tV_tᵀK^γ_t and the outputs are tril(Q^γ_t(K^γ_t)ᵀ)V_t.",
+        [predicate("decay_nonzero", Q.nonzero, gamma)],
+        families=[v, kk, q, g_, Gam, S_g, V, K_g, Q_g, A_g, O_g, S_c1, O_c1, Q_c1, K_c1],
     )
     b.induction("decayed_state", t, S_g[t], add(mul(S_0, Gam[t]), mul(transpose(V[t]), K_g[t]))).auto()
     b.induction("decayed_outputs", t, O_g[t], add(mul(Q_g[t], transpose(S_0)), mul(A_g[t], V[t]))).auto()
+    b.induction("factored_state", t, S_c1[t], mul(gamma ** t, transpose(V[t]), K_c1[t])).auto()
+    b.induction("factored_mask", t, mul(tril(mul(Q_c1[t], transpose(K_c1[t]))), V[t]), O_c1[t]).auto()
     b.main(mul(S_g[t], q[t])).auto(add(mul(S_0, Gam[t], q[t]), mul(transpose(V[t]), K_g[t], q[t])))
     return b.proof()
 

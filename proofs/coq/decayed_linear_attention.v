@@ -12,7 +12,9 @@ Local Open Scope ring_scope.
 Section decayed_linear_attention.
 Variable R : realFieldType.
 Variables d_k d_v : nat.
+Variable gamma : R.
 Variable S_0 : 'M[R]_(d_v, d_k).
+Hypothesis decay_nonzero : gamma != 0.
 Variable v : nat -> 'M[R]_(d_v, 1).
 Variable k : nat -> 'M[R]_(d_k, 1).
 Variable q : nat -> 'M[R]_(d_k, 1).
@@ -36,7 +38,18 @@ Fixpoint A (s : nat) {struct s} : 'M[R]_((idx s), (idx s)) :=
 Fixpoint m_O (s : nat) {struct s} : 'M[R]_((idx s), d_v) :=
   match s return 'M[R]_((idx s), d_v) with 0 => (0 : 'M[R]_(0, d_v))
   | s.+1 => col_mx (m_O s) ((m_S s.+1) *m (q s.+1))^T end.
-Ltac ols_close := ols_closing (@nil R) (lin_nz_nil R).
+Fixpoint S_gamma (s : nat) {struct s} : 'M[R]_(d_v, d_k) :=
+  match s with 0 => (0 : 'M[R]_(d_v, d_k)) | s.+1 => gamma *: (S_gamma s) + (v s.+1) *m (k s.+1)^T end.
+Fixpoint O_gamma (s : nat) {struct s} : 'M[R]_((idx s), d_v) :=
+  match s return 'M[R]_((idx s), d_v) with 0 => (0 : 'M[R]_(0, d_v))
+  | s.+1 => col_mx (O_gamma s) ((S_gamma s.+1) *m (q s.+1))^T end.
+Fixpoint Q_gamma (s : nat) {struct s} : 'M[R]_((idx s), d_k) :=
+  match s return 'M[R]_((idx s), d_k) with 0 => (0 : 'M[R]_(0, d_k))
+  | s.+1 => col_mx (Q_gamma s) ((gamma * (gamma ^+ s)) *: (q s.+1)^T) end.
+Fixpoint K_gamma (s : nat) {struct s} : 'M[R]_((idx s), d_k) :=
+  match s return 'M[R]_((idx s), d_k) with 0 => (0 : 'M[R]_(0, d_k))
+  | s.+1 => col_mx (K_gamma s) (((gamma^-1) * ((gamma ^+ s)^-1)) *: (k s.+1)^T) end.
+Ltac ols_close := ols_closing [:: gamma] (lin_nz_cons_neq decay_nonzero (lin_nz_nil R)).
 
 Lemma Gamma_facts (s : nat) : (((Gamma s))^T = (Gamma s)) /\ (is_diag_mx (Gamma s)).
 Proof.
@@ -837,6 +850,517 @@ End decayed_outputs_induction.
 Lemma decayed_outputs (t : nat) : (m_O t) = (A t) *m (V t) + (Q t) *m S_0^T.
 Proof. elim: t => [|t IH]; [first [exact: decayed_outputs_base | by apply: etrans (etrans _ decayed_outputs_base) _; ols_close] | first [exact: (@decayed_outputs_step t IH) | by apply: etrans (etrans _ (@decayed_outputs_step t IH)) _; ols_close]]. Qed.
 
+Lemma factored_state_base_s1 : (S_gamma 0) = (0 : 'M[R]_(d_v, d_k)).
+Proof.
+have rule_ : (S_gamma 0) = (0 : 'M[R]_(d_v, d_k)) := erefl.
+have e0_ : (S_gamma 0) = (S_gamma 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(d_v, d_k)) = (0 : 'M[R]_(d_v, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_state_base_s2 : (0 : 'M[R]_(d_v, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)).
+Proof.
+have rule_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (0 : 'M[R]_(d_v, d_k)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(d_v, d_k)) = (0 : 'M[R]_(d_v, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_state_base_s3 : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (K_gamma 0).
+Proof.
+have rule_ : (0 : 'M[R]_(0, d_k)) = (K_gamma 0) := esym erefl.
+have e0_ : (V 0)^T *m (0 : 'M[R]_(0, d_k)) = (V 0)^T *m (0 : 'M[R]_(0, d_k)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V 0)^T *m (K_gamma 0) = (V 0)^T *m (K_gamma 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, d_k) => (V 0)^T *m Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_state_base : (S_gamma 0) = (V 0)^T *m (K_gamma 0).
+Proof.
+have e0_ : (S_gamma 0) = (S_gamma 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (V 0)^T *m (K_gamma 0) = (V 0)^T *m (K_gamma 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+exact: (etrans e0_ (etrans factored_state_base_s1 (etrans factored_state_base_s2 (etrans factored_state_base_s3 e1_)))).
+Qed.
+
+Section factored_state_induction.
+Variable t : nat.
+Hypothesis IH : (S_gamma t) = (gamma ^+ t) *: ((V t)^T *m (K_gamma t)).
+Lemma factored_state_step_s1 : (S_gamma t.+1) = gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T.
+Proof.
+have rule_ : (S_gamma t.+1) = gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T := erefl.
+have e0_ : (S_gamma t.+1) = (S_gamma t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T = gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_factored_state_step_s2 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma factored_state_step_s2 : gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T = (v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)).
+Proof.
+have rule_ : (S_gamma t) = (gamma ^+ t) *: ((V t)^T *m (K_gamma t)) := IH.
+have e0_ : gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T = gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : gamma *: ((gamma ^+ t) *: ((V t)^T *m (K_gamma t))) + (v t.+1) *m (k t.+1)^T = (v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_factored_state_step_s2 ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t))) ((v t.+1) *m (k t.+1)^T)); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => gamma *: Z_ + (v t.+1) *m (k t.+1)^T) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_factored_state_step_s3 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma factored_state_step_s3 : (v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)) = (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) = (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)) + (v t.+1) *m (k t.+1)^T := ltac:(first [by rewrite ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r // | by ols_close]).
+have e0_ : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) = (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)) + (v t.+1) *m (k t.+1)^T = (v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_factored_state_step_s3 ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t))) ((v t.+1) *m (k t.+1)^T)); rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => Z_) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_state_step_s4 : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) = (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T) = (V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T) := erefl.
+have e0_ : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) = (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) = (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => (gamma * (gamma ^+ t)) *: Z_) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_state_step_s5 : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (row_mx (V t)^T (v t.+1)) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)) = (V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T) := ltac:(first [by rewrite (mul_row_col (V t)^T (v t.+1) (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) = (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t) + ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((v t.+1) *m (k t.+1)^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => (gamma * (gamma ^+ t)) *: Z_) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_state_step_s6 : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (K_gamma t.+1)).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T) = (K_gamma t.+1) := esym erefl.
+have e0_ : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_k) => (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m Z_)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_state_step_s7 : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T ((v t.+1)^T)^T) *m (K_gamma t.+1)).
+Proof.
+have rule_ : ((v t.+1)^T)^T = (v t.+1) := trmxK (v t.+1).
+have e0_ : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T ((v t.+1)^T)^T) *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T ((v t.+1)^T)^T) *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T (v t.+1)) *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, 1) => (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T Z_) *m (K_gamma t.+1))) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_state_step_s8 : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T ((v t.+1)^T)^T) *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((col_mx (V t) (v t.+1)^T)^T *m (K_gamma t.+1)).
+Proof.
+have rule_ : (col_mx (V t) (v t.+1)^T)^T = row_mx (V t)^T ((v t.+1)^T)^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (gamma * (gamma ^+ t)) *: ((col_mx (V t) (v t.+1)^T)^T *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((col_mx (V t) (v t.+1)^T)^T *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T ((v t.+1)^T)^T) *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((row_mx (V t)^T ((v t.+1)^T)^T) *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, ((idx t) + 1)%N) => (gamma * (gamma ^+ t)) *: (Z_ *m (K_gamma t.+1))) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_state_step_s9 : (gamma * (gamma ^+ t)) *: ((col_mx (V t) (v t.+1)^T)^T *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((V t.+1)^T *m (K_gamma t.+1)).
+Proof.
+have rule_ : col_mx (V t) (v t.+1)^T = (V t.+1) := esym erefl.
+have e0_ : (gamma * (gamma ^+ t)) *: ((col_mx (V t) (v t.+1)^T)^T *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((col_mx (V t) (v t.+1)^T)^T *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((V t.+1)^T *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((V t.+1)^T *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_v) => (gamma * (gamma ^+ t)) *: ((Z_)^T *m (K_gamma t.+1))) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_state_step : (S_gamma t.+1) = (gamma * (gamma ^+ t)) *: ((V t.+1)^T *m (K_gamma t.+1)).
+Proof using All.
+have e0_ : (S_gamma t.+1) = (S_gamma t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (gamma * (gamma ^+ t)) *: ((V t.+1)^T *m (K_gamma t.+1)) = (gamma * (gamma ^+ t)) *: ((V t.+1)^T *m (K_gamma t.+1)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+exact: (etrans e0_ (etrans factored_state_step_s1 (etrans factored_state_step_s2 (etrans factored_state_step_s3 (etrans factored_state_step_s4 (etrans factored_state_step_s5 (etrans factored_state_step_s6 (etrans factored_state_step_s7 (etrans factored_state_step_s8 (etrans factored_state_step_s9 e1_)))))))))).
+Qed.
+
+End factored_state_induction.
+
+Lemma factored_state (t : nat) : (S_gamma t) = (gamma ^+ t) *: ((V t)^T *m (K_gamma t)).
+Proof. elim: t => [|t IH]; [first [exact: factored_state_base | by apply: etrans (etrans _ factored_state_base) _; ols_close] | first [exact: (@factored_state_step t IH) | by apply: etrans (etrans _ (@factored_state_step t IH)) _; ols_close]]. Qed.
+
+Lemma factored_mask_base_s1 : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (V 0) = (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (0 : 'M[R]_(0, d_v)).
+Proof.
+have rule_ : (V 0) = (0 : 'M[R]_(0, d_v)) := erefl.
+have e0_ : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (V 0) = (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (V 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (0 : 'M[R]_(0, d_v)) = (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (0 : 'M[R]_(0, d_v)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, d_v) => (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_base_s2 : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (0 : 'M[R]_(0, d_v)) = (0 : 'M[R]_(0, d_v)).
+Proof.
+have rule_ : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (0 : 'M[R]_(0, d_v)) = (0 : 'M[R]_(0, d_v)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (0 : 'M[R]_(0, d_v)) = (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (0 : 'M[R]_(0, d_v)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (0 : 'M[R]_(0, d_v)) = (0 : 'M[R]_(0, d_v)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, d_v) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_base_s3 : (0 : 'M[R]_(0, d_v)) = (O_gamma 0).
+Proof.
+have rule_ : (0 : 'M[R]_(0, d_v)) = (O_gamma 0) := esym erefl.
+have e0_ : (0 : 'M[R]_(0, d_v)) = (0 : 'M[R]_(0, d_v)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (O_gamma 0) = (O_gamma 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(0, d_v) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_base : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (V 0) = (O_gamma 0).
+Proof.
+have e0_ : (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (V 0) = (tril_mx ((Q_gamma 0) *m (K_gamma 0)^T)) *m (V 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (O_gamma 0) = (O_gamma 0) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+exact: (etrans e0_ (etrans factored_mask_base_s1 (etrans factored_mask_base_s2 (etrans factored_mask_base_s3 e1_)))).
+Qed.
+
+Section factored_mask_induction.
+Variable t : nat.
+Hypothesis IH : (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) = (O_gamma t).
+Lemma factored_mask_step_s1 : (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (V t.+1) = (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have rule_ : (V t.+1) = col_mx (V t) (v t.+1)^T := erefl.
+have e0_ : (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (V t.+1) = (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (V t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) = (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_v) => (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s2 : (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) = (tril_mx ((col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T)) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have rule_ : (Q_gamma t.+1) = col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T) := erefl.
+have e0_ : (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) = (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (tril_mx ((col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T)) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) = (tril_mx ((col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T)) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_k) => (tril_mx (Z_ *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s3 : (tril_mx ((col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T)) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (K_gamma t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have rule_ : (col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T)) *m (K_gamma t.+1)^T = col_mx ((Q_gamma t) *m (K_gamma t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)) := ltac:(first [by rewrite (mul_col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T) (K_gamma t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (tril_mx ((col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T)) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) = (tril_mx ((col_mx (Q_gamma t) ((gamma * (gamma ^+ t)) *: (q t.+1)^T)) *m (K_gamma t.+1)^T)) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (tril_mx (col_mx ((Q_gamma t) *m (K_gamma t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (K_gamma t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, ((idx t) + 1)%N) => (tril_mx Z_) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s4 : (tril_mx (col_mx ((Q_gamma t) *m (K_gamma t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (K_gamma t.+1) = col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T) := erefl.
+have e0_ : (tril_mx (col_mx ((Q_gamma t) *m (K_gamma t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (K_gamma t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx ((Q_gamma t) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_k) => (tril_mx (col_mx ((Q_gamma t) *m (Z_)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s5 : (tril_mx (col_mx ((Q_gamma t) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T = row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (tril_mx (col_mx ((Q_gamma t) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, ((idx t) + 1)%N) => (tril_mx (col_mx ((Q_gamma t) *m Z_) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s6 : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T = ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T := ltac:(first [by rewrite ?linearN ?linearZ /= ?trmx_mul; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, 1) => (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T Z_)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s7 : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : ((k t.+1)^T)^T = (k t.+1) := trmxK (k t.+1).
+have e0_ : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, 1) => (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: Z_))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s8 : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))) = row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) := ltac:(first [by rewrite (mul_mx_row (Q_gamma t) (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx ((Q_gamma t) *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((idx t), ((idx t) + 1)%N) => (tril_mx (col_mx Z_ ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s9 : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (K_gamma t.+1) = col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T) := erefl.
+have e0_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t.+1)^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_k) => (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (Z_)^T)))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s10 : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T))))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T = row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T := ltac:(first [by rewrite ?tr_block_mx ?tr_row_mx ?tr_col_mx | by ols_close]).
+have e0_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (col_mx (K_gamma t) (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T))^T)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, ((idx t) + 1)%N) => (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m Z_)))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s11 : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T)))))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T = ((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T := ltac:(first [by rewrite ?linearN ?linearZ /= ?trmx_mul; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1)^T)^T))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T)))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T)))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, 1) => (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T Z_))))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s12 : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T)))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : ((k t.+1)^T)^T = (k t.+1) := trmxK (k t.+1).
+have e0_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T)))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((k t.+1)^T)^T)))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, 1) => (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: Z_)))))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s13 : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: (row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))) = row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1))) := ltac:(first [by rewrite (mul_mx_row (q t.+1)^T (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (row_mx (K_gamma t)^T (((gamma^-1) * ((gamma ^+ t)^-1)) *: (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: (row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: (row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, ((idx t) + 1)%N) => (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: Z_))) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s14 : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: (row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) (row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : (gamma * (gamma ^+ t)) *: (row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1)))) = row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)) := ltac:(first [by rewrite ?scale_block_mx ?scale_row_mx ?scale_col_mx ?opp_block_mx ?opp_row_mx ?opp_col_mx ?scaler0 ?oppr0; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: (row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) ((gamma * (gamma ^+ t)) *: (row_mx ((q t.+1)^T *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((q t.+1)^T *m (k t.+1))))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) (row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) (row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, ((idx t) + 1)%N) => (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) Z_)) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s15 : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) (row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) (row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) = block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)) := erefl.
+have e0_ : (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) (row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (col_mx (row_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1)))) (row_mx ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (tril_mx (block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, ((idx t) + 1)%N) => (tril_mx Z_) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s16 : (tril_mx (block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) = (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) (tril_mx ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have nz0_ : gamma != 0 := (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT).
+have rule_ : tril_mx (block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) = block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) (tril_mx ((q t.+1)^T *m (k t.+1))) := ltac:(first [by rewrite trilk_block | by ols_close]).
+have e0_ : (tril_mx (block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) = (tril_mx (block_mx ((Q_gamma t) *m (K_gamma t)^T) (((gamma^-1) * ((gamma ^+ t)^-1)) *: ((Q_gamma t) *m (k t.+1))) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e1_ : (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) (tril_mx ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) = (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) (tril_mx ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite ?mulVf ?mulfV ?mulfK ?divfK ?mulKf ?mulVKf ?scale1r //; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, ((idx t) + 1)%N) => Z_ *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s17 : (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) (tril_mx ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) = (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) *m (col_mx (V t) (v t.+1)^T).
+Proof.
+have rule_ : tril_mx ((q t.+1)^T *m (k t.+1)) = (q t.+1)^T *m (k t.+1) := ltac:(first [by rewrite ?tril_mx11 ?stril_mx11 | by ols_close]).
+have e0_ : (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) (tril_mx ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) = (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) (tril_mx ((q t.+1)^T *m (k t.+1)))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) *m (col_mx (V t) (v t.+1)^T) = (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, 1) => (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) Z_) *m (col_mx (V t) (v t.+1)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_factored_mask_step_s18 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma factored_mask_step_s18 : (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) *m (col_mx (V t) (v t.+1)^T) = col_mx ((tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))).
+Proof.
+have rule_ : (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) *m (col_mx (V t) (v t.+1)^T) = col_mx ((tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t)) + (q t.+1)^T *m (k t.+1) *m (v t.+1)^T) := ltac:(first [by rewrite (mul_block_col (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1)) (V t) (v t.+1)^T); do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) *m (col_mx (V t) (v t.+1)^T) = (block_mx (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) (0 : 'M[R]_((idx t), 1)) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T)) ((q t.+1)^T *m (k t.+1))) *m (col_mx (V t) (v t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx ((tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t)) + (q t.+1)^T *m (k t.+1) *m (v t.+1)^T) = col_mx ((tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_factored_mask_step_s18 ((gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T)); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_v) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_factored_mask_step_s19 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma factored_mask_step_s19 : col_mx ((tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx ((0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T + (O_gamma t)) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))).
+Proof.
+have rule_ : (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) = (O_gamma t) := IH.
+have e0_ : col_mx ((tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx ((tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx ((O_gamma t) + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx ((0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T + (O_gamma t)) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_factored_mask_step_s19 ((O_gamma t)) ((0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T)); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((idx t), d_v) => col_mx (Z_ + (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t)))) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma perm_2_1_0_factored_mask_step_s20 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma factored_mask_step_s20 : col_mx ((0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T + (O_gamma t)) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx ((O_gamma t) + (0 : 'M[R]_((idx t), d_v))) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))).
+Proof.
+have rule_ : (0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T = (0 : 'M[R]_((idx t), d_v)) := ltac:(first [by rewrite ?mulmx0 ?mul0mx | by ols_close]).
+have e0_ : col_mx ((0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T + (O_gamma t)) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx ((0 : 'M[R]_((idx t), 1)) *m (v t.+1)^T + (O_gamma t)) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx ((0 : 'M[R]_((idx t), d_v)) + (O_gamma t)) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx ((O_gamma t) + (0 : 'M[R]_((idx t), d_v))) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_factored_mask_step_s20 ((0 : 'M[R]_((idx t), d_v))) ((O_gamma t))); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((idx t), d_v) => col_mx (Z_ + (O_gamma t)) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t)))) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s21 : col_mx ((O_gamma t) + (0 : 'M[R]_((idx t), d_v))) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx (O_gamma t) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))).
+Proof.
+have rule_ : (O_gamma t) + (0 : 'M[R]_((idx t), d_v)) = (O_gamma t) := ltac:(first [by rewrite ?addr0 ?add0r | by ols_close]).
+have e0_ : col_mx ((O_gamma t) + (0 : 'M[R]_((idx t), d_v))) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx ((O_gamma t) + (0 : 'M[R]_((idx t), d_v))) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx (O_gamma t) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((idx t), d_v) => col_mx Z_ ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t)))) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s22 : col_mx (O_gamma t) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m (V t)))).
+Proof.
+have rule_ : (q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m (V t))) = (q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t)) := ltac:(first [by rewrite !(mulmxDr (q t.+1)^T) ?mulmxDl ?scalerDr; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m (V t)))) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m (V t)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) = col_mx (O_gamma t) ((q t.+1)^T *m (k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((q t.+1)^T *m (K_gamma t)^T *m (V t))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, d_v) => col_mx (O_gamma t) Z_) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_mask_step_s23 : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m (V t)))) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m ((V t)^T)^T))).
+Proof.
+have rule_ : ((V t)^T)^T = (V t) := trmxK (V t).
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m ((V t)^T)^T))) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m ((V t)^T)^T))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m (V t)))) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m (V t)))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_((idx t), d_v) => col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m Z_)))) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_mask_step_s24 : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m ((V t)^T)^T))) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)).
+Proof.
+have rule_ : ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T = (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m ((V t)^T)^T) := ltac:(first [by rewrite ?linearN ?linearZ /= ?trmx_mul; do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA | by ols_close]).
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m ((V t)^T)^T))) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + (gamma * (gamma ^+ t)) *: ((K_gamma t)^T *m ((V t)^T)^T))) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, d_v) => col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + Z_))) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_mask_step_s25 : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m (((k t.+1)^T)^T *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)).
+Proof.
+have rule_ : ((k t.+1)^T)^T = (k t.+1) := trmxK (k t.+1).
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m (((k t.+1)^T)^T *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m (((k t.+1)^T)^T *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m ((k t.+1) *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, 1) => col_mx (O_gamma t) ((q t.+1)^T *m (Z_ *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T))) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_mask_step_s26 : col_mx (O_gamma t) ((q t.+1)^T *m (((k t.+1)^T)^T *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m (((v t.+1) *m (k t.+1)^T)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)).
+Proof.
+have rule_ : ((v t.+1) *m (k t.+1)^T)^T = ((k t.+1)^T)^T *m (v t.+1)^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m (((v t.+1) *m (k t.+1)^T)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m (((v t.+1) *m (k t.+1)^T)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m (((k t.+1)^T)^T *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m (((k t.+1)^T)^T *m (v t.+1)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, d_v) => col_mx (O_gamma t) ((q t.+1)^T *m (Z_ + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T))) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_mask_step_s27 : col_mx (O_gamma t) ((q t.+1)^T *m (((v t.+1) *m (k t.+1)^T)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m ((v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T).
+Proof.
+have rule_ : ((v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T = ((v t.+1) *m (k t.+1)^T)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T := ltac:(first [by rewrite ?raddfD | by ols_close]).
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m ((v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T) = col_mx (O_gamma t) ((q t.+1)^T *m ((v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m (((v t.+1) *m (k t.+1)^T)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) = col_mx (O_gamma t) ((q t.+1)^T *m (((v t.+1) *m (k t.+1)^T)^T + ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T)) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_k, d_v) => col_mx (O_gamma t) ((q t.+1)^T *m Z_)) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma perm_2_1_0_factored_mask_step_s28 (V_ : zmodType) (x0 x1 : V_) : x0 + x1 = x1 + x0.
+Proof.
+have h := @sum_perm V_ [:: x0; x1] [:: 0; 1]%N [:: 1; 0]%N isT.
+by rewrite !big_cons big_nil /= !addr0 ?addrA in h.
+Qed.
+
+Lemma factored_mask_step_s28 : col_mx (O_gamma t) ((q t.+1)^T *m ((v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T) = col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T)^T).
+Proof.
+have rule_ : (S_gamma t) = (gamma ^+ t) *: ((V t)^T *m (K_gamma t)) := (factored_state t).
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T)^T) = col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: ((gamma ^+ t) *: ((V t)^T *m (K_gamma t))) + (v t.+1) *m (k t.+1)^T)^T) = col_mx (O_gamma t) ((q t.+1)^T *m ((v t.+1) *m (k t.+1)^T + (gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t)))^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; rewrite (perm_2_1_0_factored_mask_step_s28 ((gamma * (gamma ^+ t)) *: ((V t)^T *m (K_gamma t))) ((v t.+1) *m (k t.+1)^T)); done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: Z_ + (v t.+1) *m (k t.+1)^T)^T)) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_mask_step_s29 : col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T)^T) = col_mx (O_gamma t) ((q t.+1)^T *m (S_gamma t.+1)^T).
+Proof.
+have rule_ : gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T = (S_gamma t.+1) := esym erefl.
+have e0_ : col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T)^T) = col_mx (O_gamma t) ((q t.+1)^T *m (gamma *: (S_gamma t) + (v t.+1) *m (k t.+1)^T)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m (S_gamma t.+1)^T) = col_mx (O_gamma t) ((q t.+1)^T *m (S_gamma t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(d_v, d_k) => col_mx (O_gamma t) ((q t.+1)^T *m (Z_)^T)) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step_s30 : col_mx (O_gamma t) ((q t.+1)^T *m (S_gamma t.+1)^T) = col_mx (O_gamma t) ((S_gamma t.+1) *m (q t.+1))^T.
+Proof.
+have rule_ : ((S_gamma t.+1) *m (q t.+1))^T = (q t.+1)^T *m (S_gamma t.+1)^T := ltac:(first [by rewrite ?trmx_mul ?mulmxA | by ols_close]).
+have e0_ : col_mx (O_gamma t) ((S_gamma t.+1) *m (q t.+1))^T = col_mx (O_gamma t) ((S_gamma t.+1) *m (q t.+1))^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : col_mx (O_gamma t) ((q t.+1)^T *m (S_gamma t.+1)^T) = col_mx (O_gamma t) ((q t.+1)^T *m (S_gamma t.+1)^T) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(1, d_v) => col_mx (O_gamma t) Z_) rule_) e1_).
+exact: (esym e_).
+Qed.
+
+Lemma factored_mask_step_s31 : col_mx (O_gamma t) ((S_gamma t.+1) *m (q t.+1))^T = (O_gamma t.+1).
+Proof.
+have rule_ : col_mx (O_gamma t) ((S_gamma t.+1) *m (q t.+1))^T = (O_gamma t.+1) := esym erefl.
+have e0_ : col_mx (O_gamma t) ((S_gamma t.+1) *m (q t.+1))^T = col_mx (O_gamma t) ((S_gamma t.+1) *m (q t.+1))^T by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (O_gamma t.+1) = (O_gamma t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e_ := etrans e0_ (etrans (congr1 (fun Z_ : 'M[R]_(((idx t) + 1)%N, d_v) => Z_) rule_) e1_).
+exact: e_.
+Qed.
+
+Lemma factored_mask_step : (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (V t.+1) = (O_gamma t.+1).
+Proof using All.
+have e0_ : (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (V t.+1) = (tril_mx ((Q_gamma t.+1) *m (K_gamma t.+1)^T)) *m (V t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+have e1_ : (O_gamma t.+1) = (O_gamma t.+1) by first [do ?[rewrite -scalemxAl | rewrite -scalemxAr | rewrite scalerA | rewrite mulNmx | rewrite mulmxN | rewrite scaleNr | rewrite scalerN | rewrite opprK | rewrite opprD]; rewrite ?mulmxA ?addrA; done | ols_close].
+exact: (etrans e0_ (etrans factored_mask_step_s1 (etrans factored_mask_step_s2 (etrans factored_mask_step_s3 (etrans factored_mask_step_s4 (etrans factored_mask_step_s5 (etrans factored_mask_step_s6 (etrans factored_mask_step_s7 (etrans factored_mask_step_s8 (etrans factored_mask_step_s9 (etrans factored_mask_step_s10 (etrans factored_mask_step_s11 (etrans factored_mask_step_s12 (etrans factored_mask_step_s13 (etrans factored_mask_step_s14 (etrans factored_mask_step_s15 (etrans factored_mask_step_s16 (etrans factored_mask_step_s17 (etrans factored_mask_step_s18 (etrans factored_mask_step_s19 (etrans factored_mask_step_s20 (etrans factored_mask_step_s21 (etrans factored_mask_step_s22 (etrans factored_mask_step_s23 (etrans factored_mask_step_s24 (etrans factored_mask_step_s25 (etrans factored_mask_step_s26 (etrans factored_mask_step_s27 (etrans factored_mask_step_s28 (etrans factored_mask_step_s29 (etrans factored_mask_step_s30 (etrans factored_mask_step_s31 e1_)))))))))))))))))))))))))))))))).
+Qed.
+
+End factored_mask_induction.
+
+Lemma factored_mask (t : nat) : (tril_mx ((Q_gamma t) *m (K_gamma t)^T)) *m (V t) = (O_gamma t).
+Proof. elim: t => [|t IH]; [first [exact: factored_mask_base | by apply: etrans (etrans _ factored_mask_base) _; ols_close] | first [exact: (@factored_mask_step t IH) | by apply: etrans (etrans _ (@factored_mask_step t IH)) _; ols_close]]. Qed.
+
 Variables t : nat.
 Lemma decayed_linear_attention_s1 : (m_S t) *m (q t) = (S_0 *m (Gamma t) + (V t)^T *m (K t)) *m (q t).
 Proof.
@@ -863,9 +1387,8 @@ have e1_ : S_0 *m (Gamma t) *m (q t) + (V t)^T *m (K t) *m (q t) = S_0 *m (Gamma
 exact: (etrans e0_ (etrans decayed_linear_attention_s1 (etrans decayed_linear_attention_s2 e1_))).
 Qed.
 
-(* The claim has no inverse, no division and no power: it is defined for all matrices. *)
-Lemma decayed_linear_attention_defined : True.
-Proof. exact: I. Qed.
+Lemma decayed_linear_attention_defined : (gamma != 0).
+Proof. exact: (sgin_neq0 (sgin_nonzero decay_nonzero (@sgin_any R gamma)) isT). Qed.
 
 End decayed_linear_attention.
 
