@@ -110,14 +110,40 @@ def _failures(records: list[dict]) -> None:
             print(f"FAILED {r['error']}", file=sys.stderr)
 
 
+def _front(args):
+    """A user's article (issue 44): with ``--library`` (or ``--title``, ``--author``, ``--abstract``), its title,
+    authors and abstract, from the options or else from the first library module's docstring (first line the
+    title, the rest the abstract); ``None`` for the package's own article."""
+    from .authoring.registry import entries
+    from .latex import front_from_docstring
+
+    if not (args.library or args.title is not None or args.author or args.abstract is not None):
+        return None
+    abstract = None
+    if args.abstract is not None:
+        try:
+            abstract = Path(args.abstract).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise UsageError(f"--abstract {args.abstract} cannot be read: {reason}") from None
+    doc, stem = None, "Theorems"
+    if _LOADED:
+        module = sys.modules.get(entries()[_LOADED[0]].module)
+        doc = getattr(module, "__doc__", None)
+        spec = args.library[0] if args.library else ""
+        stem = f"Theorems of {Path(spec).stem if spec.endswith('.py') else spec}" if spec else stem
+    return front_from_docstring(doc, args.title, args.author or (), abstract, default_title=stem)
+
+
 def _cmd_latex(args) -> int:
     ids = _select(args.ids)
+    front = _front(args)  # an unreadable --abstract is a usage error before anything is proved or written
     out = _output_dir(args.out)
     records = pipeline.prove(ids)
     _failures(records)
     theorems = [r["theorem"] for r in records if "theorem" in r]
     if theorems:
-        article = pipeline.write_latex(theorems, out, args.style, args.symbols)
+        article = pipeline.write_latex(theorems, out, args.style, args.symbols, front=front)
         print(f"wrote {out / 'olstransformer.sty'}, the theorem fragments and {article}")
         if args.pdf:
             print(pipeline.pdf(article))
@@ -683,6 +709,15 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--style", choices=styles, default="plain", help="matrix symbols: plain, bold or upright")
     t.add_argument("--symbols", metavar="FILE",
                    help="NAME = LATEX lines mapping the package's symbols to your own macros (docs/latex.md)")
+    t.add_argument("--title", metavar="TEXT",
+                   help="the article's title (plain text); with --library the article is yours, with none of the "
+                        "package's prose (default: the first line of the first --library module's docstring)")
+    t.add_argument("--author", action="append", metavar="NAME",
+                   help="an author of the article (plain text; repeatable, in order)")
+    t.add_argument("--abstract", metavar="FILE",
+                   help="a UTF-8 file holding the article's abstract, plain text (every character means itself; "
+                        "a blank line starts a paragraph); default: the rest of the first --library module's "
+                        "docstring")
     t.set_defaults(run=_cmd_latex)
     g = sub.add_parser("codegen",
                        help="write NumPy, mpmath, array-API and Dask modules generated from checked theorems "

@@ -135,14 +135,15 @@ _COQ_STATUS: dict[tuple, dict[str, dict[str, str]]] = {}  # (id, digest) of each
 
 
 def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | None = None,
-                results: dict | None = None) -> Path:
+                results: dict | None = None, front=None) -> Path:
     """The package, one fragment per theorem (and per theorem they cite), the article and ``references.bib``;
     returns the article's path.
 
     ``symbols`` is a ``--symbols`` file mapping the package's symbols to the paper's own LaTeX: read and
     checked before anything is written (a bad file is a :class:`UserInputError`).  ``results`` is the
     article's table of results per theorem id (``{"coq": ..., "witness": ...}``); by default the Coq column
-    says which theorems export (:func:`coq_status`).
+    says which theorems export (:func:`coq_status`).  ``front`` (:class:`derive.latex.Front`) makes the article a
+    user's: their title, authors and abstract, none of the package's prose.
     """
     from .latex import PACKAGE, SymbolsError, article_theorems, macro_table, package_latex, read_symbols
     from .latex.article import descriptions, resolved_glossaries
@@ -162,7 +163,7 @@ def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | 
         results = coq_status(ordered)
     article = out / ARTICLE
     write_atomic(out / BIB_FILE, bib_text())
-    write_atomic(article, article_latex(theorems, matrix_style=style, results=results))
+    write_atomic(article, article_latex(theorems, matrix_style=style, results=results, front=front))
     return article
 
 

@@ -12,9 +12,11 @@ meaning compile (escaping, Unicode); :mod:`.bibliography` prints the article's r
 from ..kernel.proof import register_display
 from .article import (
                       RULE_TEXT,
+                      Front,
                       article_latex,
                       article_theorems,
                       describe,
+                      front_from_docstring,
                       notation_rows,
                       rule_text,
                       theorem_display,
@@ -28,6 +30,7 @@ from .symbols import SymbolsError, macro_table, read_symbols
 
 register_display(theorem_display)
 
-__all__ = ["PACKAGE", "RULE_TEXT", "PaperLatexPrinter", "SymbolsError", "TexError", "article_latex",
-           "article_theorems", "compile_pdf", "describe", "display_groups", "macro_table", "math", "notation_rows",
-           "package_latex", "read_symbols", "rule_text", "tex_engine", "theorem_display", "theorem_latex"]
+__all__ = ["PACKAGE", "Front", "RULE_TEXT", "PaperLatexPrinter", "SymbolsError", "TexError", "article_latex",
+           "article_theorems", "compile_pdf", "describe", "display_groups", "front_from_docstring", "macro_table",
+           "math", "notation_rows", "package_latex", "read_symbols", "rule_text", "tex_engine", "theorem_display",
+           "theorem_latex"]

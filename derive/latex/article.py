@@ -685,6 +685,49 @@ def _refs(ids: Sequence[str]) -> str:
 TITLE = "Ordinary Least Squares Is Single-Layer Linear Attention:\\\\ Machine-Checked Proofs and Extensions"
 AUTHOR = "The ols-transformer contributors"
 
+
+@dataclass(frozen=True)
+class Front:
+    """The front matter of a user's article (issue 44): its title, authors and abstract, all plain text (every
+    character means itself; :func:`~derive.latex.text.escape_text` prints it).  An article with a ``Front`` is
+    the user's: it has none of the package's own prose (no title, abstract, introduction or conclusion about
+    OLS and attention), only the generic reading conventions, the table of results, the theorems, the index
+    of notation, and a "What it means" paragraph only where a theorem was given one."""
+
+    title: str
+    authors: tuple[str, ...] = ()
+    abstract: str = ""
+
+
+def front_from_docstring(doc: str | None, title: str | None = None, authors: Sequence[str] = (),
+                         abstract: str | None = None, default_title: str = "Theorems") -> Front:
+    """A user's :class:`Front`: ``title``, ``authors`` and ``abstract`` where given (``derive latex --title``,
+    ``--author``, ``--abstract FILE``), else from the library module's docstring: its first line is the title,
+    the rest the abstract (``default_title`` where there is no docstring).  Paragraphs are kept (a blank line);
+    reStructuredText's double backquotes are dropped."""
+    lines = (doc or "").replace("``", "").strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    rest = "\n".join(lines[1:]).strip()
+    return Front(title=title if title is not None else (first.rstrip(".") or default_title),
+                 authors=tuple(authors), abstract=abstract if abstract is not None else rest)
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Plain text's paragraphs (separated by blank lines), each on one line."""
+    return [" ".join(line.strip() for line in block.splitlines() if line.strip())
+            for block in re.split(r"\n\s*\n", text.strip()) if block.strip()]
+
+
+def _front_latex(front: Front) -> tuple[str, str]:
+    """The preamble's title and author lines and the abstract (empty when there is none) of a user's article."""
+    authors = " \\and ".join(escape_text(a) for a in front.authors)
+    head = f"\\title{{{escape_text(front.title)}}}\n\\author{{{authors}}}\n\\date{{}}\n"
+    paragraphs = _paragraphs(front.abstract)
+    abstract = ("\\begin{abstract}\n" + "\n\n".join(escape_text(p) for p in paragraphs) + "\n\\end{abstract}"
+                if paragraphs else "")
+    return head, abstract
+
+
 PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage[a4paper,margin=2.2cm]{geometry}
 \usepackage{amsmath,amssymb,amsthm}
@@ -726,12 +769,15 @@ KRON_CONVENTION = ("For matrices $A$ ($m \\times n$) and $B$ ($p \\times q$), $A
                    "written in parentheses as a factor of a product, $(A \\otimes B)(C \\otimes D)$.")
 
 
-def _conventions(theorems: Sequence[Theorem]) -> str:
-    """How to read the statements and proofs (the conventions the theorems use)."""
+def _conventions(theorems: Sequence[Theorem], own: bool = True) -> str:
+    """How to read the statements and proofs (the conventions the theorems use); ``own`` (the package's
+    article, not a user's) adds the OLS notation of the package's theorems."""
     text = ("Products are matrix products; $A^{\\top}$ is the transpose, $I$ an identity and $0$ a zero matrix "
-            "of the size the context needs. The OLS estimator is $\\hat{\\beta} = (X^{\\top}X)^{-1}X^{\\top}Y$, "
-            "its predictions at queries $X_{q}$ are $X_{q}\\hat{\\beta}$, and the fitted values are $\\hat{Y} = HY$ "
-            "with the hat matrix $H = X(X^{\\top}X)^{-1}X^{\\top}$. ")
+            "of the size the context needs. ")
+    if own:
+        text += ("The OLS estimator is $\\hat{\\beta} = (X^{\\top}X)^{-1}X^{\\top}Y$, its predictions at queries "
+                 "$X_{q}$ are $X_{q}\\hat{\\beta}$, and the fitted values are $\\hat{Y} = HY$ with the hat matrix "
+                 "$H = X(X^{\\top}X)^{-1}X^{\\top}$. ")
     if any(theorem_scalars(t) for t in theorems):
         text += ("A scalar multiplies a matrix entry by entry, and a $1 \\times 1$ matrix is read as the number "
                  "it holds (the $1 \\times 1$ identity is $1$). ")
@@ -751,7 +797,7 @@ def _conventions(theorems: Sequence[Theorem]) -> str:
     return "\\section{How to read the theorems}\\label{sec:reading}\n" + text
 
 
-def _abstract(count: int) -> str:
+def _abstract(count: int, judges: str) -> str:
     return (
         "\\begin{abstract}\n"
         "Tan and Zhao~\\cite{tan2026ols} show that ordinary least squares (OLS) is a special case of the "
@@ -766,12 +812,41 @@ def _abstract(count: int) -> str:
         "multi-head and multi-layer attention, causal attention as recursive least squares, fast-weight "
         "memories, the causal mask and chunkwise linear attention, the delta rule in WY form with its chunkwise "
         "form (DeltaNet), recursive least squares as a delta rule, softmax attention as the Nadaraya--Watson "
-        "estimator and the modern Hopfield update. Each "
-        "proof is also judged twice more: by an independent witness that re-evaluates every step exactly on "
-        "random rational instances, and, for most theorems, by Coq with MathComp, from an exported proof "
-        "script.\n"
+        "estimator and the modern Hopfield update. " + judges + "\n"
         "\\end{abstract}"
     )
+
+
+def _judges(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str, str]]) -> str:
+    """What the abstract says of the witness and of Coq: what the run that wrote the article recorded in its
+    table of results (issue 44), never more: the witness only where it ran, Coq *compiled* only where coqc
+    accepted the file."""
+    total = len(ordered)
+    witnessed = sum(1 for t in ordered if results.get(t.id, {}).get("witness"))
+    column = [coq_column(results.get(t.id, {}).get("coq", "")) for t in ordered]
+    accepted, exported = column.count("accepted"), column.count("exported, not compiled")
+    rejected = column.count("rejected by coqc")
+    what = "re-evaluated every step exactly on random rational instances"
+    if witnessed == total and total:
+        witness = f"Every proof was also judged by an independent witness, which {what}."
+    elif witnessed:
+        witness = (f"For {_number(witnessed)} of the {_number(total)} theorems, an independent witness also {what}; "
+                   "it did not run for the others.")
+    else:
+        witness = ("The independent witness, which re-evaluates every step exactly on random rational instances, "
+                   "did not run for this article (\\texttt{derive build --witness} runs it).")
+    if accepted == total and total:
+        coq = "Coq with MathComp compiled the exported proof script of every theorem."
+    elif accepted:
+        coq = (f"Coq with MathComp compiled the exported proof scripts of {_number(accepted)} of the "
+               f"{_number(total)} theorems.")
+    elif exported:
+        coq = "The theorems' Coq proof scripts were exported but not compiled by Coq for this article."
+    else:
+        coq = "Coq did not check the theorems for this article."
+    if rejected:
+        coq += f" Coq rejected {_number(rejected)} of them (see the table of results)."
+    return witness + " " + coq
 
 
 _NUMBERS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -819,7 +894,8 @@ def _introduction(count: int) -> str:
         "that never uses the kernel's rules re-evaluates every step exactly, on random rational matrices that "
         "satisfy the hypotheses, and each certificate is translated into a Coq proof script over "
         "MathComp~\\cite{mahboubi2022mathcomp} and compiled by Coq's kernel, so that a theorem has three "
-        "judges that do not share their rules: the kernel, the witness and Coq.",
+        "judges that do not share their rules: the kernel, the witness and Coq. The table of results "
+        "(Section~\\ref{sec:results}) says which of them ran for this article, and what each found.",
         "\\paragraph{Outline.} Section~\\ref{sec:reading} says how to read the statements and proofs. "
         f"Section~\\ref{{sec:results}} lists the {_number(count)} theorems with their certificates. "
         "Section~\\ref{sec:theorems} states and proves each of them, every theorem followed by what it means "
@@ -939,14 +1015,34 @@ def _conclusion(count: int) -> str:
 _REF = re.compile(r"\\ref\{thm:([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _local_refs(text: str, ids: set) -> str:
-    """``\\ref{thm:ID}`` of a theorem the article does not state, as the theorem's id in type (never ``??``)."""
-    return _REF.sub(lambda m: m.group(0) if m.group(1) in ids else f"\\texttt{{{escape_text(m.group(1))}}}", text)
+def _local_refs(text: str, ids: set, external: bool = False) -> str:
+    """``\\ref{thm:ID}`` of a theorem the article does not state, as the theorem's id in type (never ``??``);
+    with ``external`` (a user's article), followed by a citation of the package whose library holds it."""
+    cite = "~\\cite{olstransformer}" if external else ""
+    return _REF.sub(lambda m: m.group(0) if m.group(1) in ids
+                    else f"\\texttt{{{escape_text(m.group(1))}}}{cite}", text)
+
+
+def _builtin_ids() -> set[str]:
+    """The ids of the package's own theorems (its library modules, :mod:`derive.library`)."""
+    from ..authoring.registry import entries
+
+    return {i for i, e in entries().items() if e.module.split(".")[:2] == ["derive", "library"]}
+
+
+def _source(theorem: Theorem, ordered: Sequence[Theorem]) -> str:
+    """Where a theorem of a user's article that the user did not ask for comes from: it is stated (and proved)
+    because a theorem of the article cites it; the package's own theorems cite the package."""
+    citers = [t.id for t in ordered if any(c.id == theorem.id for c in t.proof.cites)]
+    origin = ("a theorem of the ols-transformer library~\\cite{olstransformer}, "
+              if theorem.id in _builtin_ids() else "")
+    by = f" because {_refs(citers)} cites it" if citers else ""
+    return f"\\paragraph{{Source.}} {origin.capitalize() if origin else ''}stated and proved here{by}."
 
 
 def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]] | None = None,
                   macros: bool = True, results: Mapping[str, Mapping[str, str]] | None = None,
-                  meanings: Mapping[str, str] | None = None, **settings) -> str:
+                  meanings: Mapping[str, str] | None = None, front: Front | None = None, **settings) -> str:
     """A standalone article: abstract, introduction, a table of results, every theorem with its proof and what
     it means, a conclusion, an index of notation and a bibliography.
 
@@ -963,24 +1059,36 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
     (:mod:`derive.latex.package`), so the file compiles on its own; the bibliography is printed from the
     shipped ``references.bib`` (:mod:`derive.latex.bibliography`).  ``settings`` are
     :class:`PaperLatexPrinter` settings (``matrix_style`` styles the symbols).
+
+    With ``front`` (:class:`Front`: ``derive latex --library``), the article is the user's: their title,
+    authors and abstract, none of the package's own prose (abstract, introduction, conclusion), and a "What it
+    means" paragraph only for a theorem given a meaning.  Without it, the package's abstract says what the
+    witness and Coq did as ``results`` records it, and no more (:func:`_judges`).
     """
-    from .bibliography import bibliography_latex
+    from .bibliography import bibliography_latex, cited_keys
     from .package import package_body
 
     ordered = article_theorems(theorems)
     resolved = resolved_glossaries(glossaries)
     style = settings.get("matrix_style", "plain")
     printer = _printer(ordered, macros, settings)
-    preamble = PREAMBLE + f"\\title{{{TITLE}}}\n\\author{{{AUTHOR}}}\n\\date{{}}\n"
+    if front is None:
+        head = f"\\title{{{TITLE}}}\n\\author{{{AUTHOR}}}\n\\date{{}}\n"
+        opening = [_abstract(len(ordered), _judges(ordered, results or {})), _introduction(len(ordered))]
+    else:
+        head, abstract = _front_latex(front)
+        opening = [abstract]
+    preamble = PREAMBLE + head
     if macros:
         body = package_body(ordered, style, descriptions=descriptions(ordered, resolved))
         preamble += "\\makeatletter\n" + body + "\\makeatother\n"
     else:
         preamble += "\\newtheorem{theorem}{Theorem}\n\\newtheorem{lemma}{Lemma}[theorem]\n"
     ids = {t.id for t in ordered}
+    requested = {t.id for t in theorems}
     count = len(ordered)
-    body = [preamble, "\\begin{document}", "\\maketitle", _abstract(count), _introduction(count),
-            _conventions(ordered), _results_table(ordered, results or {}),
+    body = [preamble, "\\begin{document}", "\\maketitle", *opening,
+            _conventions(ordered, own=front is None), _results_table(ordered, results or {}),
             "\\section{The theorems}\\label{sec:theorems}"]
     stated: dict = {}
     seen: set = set()
@@ -990,9 +1098,17 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
         body.append(_new_symbols(theorem, resolved, printer, seen))
         body.append(_theorem_latex(_Context(theorem, _printer(ordered, macros, settings), stated)))
         meaning = meaning_of.get(theorem.id)
-        text = latex_text(meaning) if meaning else escape_text(theorem.proof.statement)
-        body.append(f"\\paragraph{{What it means.}} {text}")
-    body += [_conclusion(count), "\\appendix", _notation(ordered, resolved, printer)]
-    text = _local_refs("\n\n".join(line for line in body if line), ids)  # the introduction names the paper's
-    body = [text, bibliography_latex(text), "\\end{document}"]  # theorems: each stated here, or its id
+        if front is not None and theorem.id not in requested:  # stated only because a theorem cites it
+            body.append(_source(theorem, ordered))
+            continue
+        if meaning or front is None:  # a user's theorem without a meaning has no paragraph (issue 44)
+            text = latex_text(meaning) if meaning else escape_text(theorem.proof.statement)
+            body.append(f"\\paragraph{{What it means.}} {text}")
+    if front is None:
+        body.append(_conclusion(count))
+    body += ["\\appendix", _notation(ordered, resolved, printer)]
+    # the introduction names the paper's theorems: each stated here, or its id
+    text = _local_refs("\n\n".join(line for line in body if line), ids, external=front is not None)
+    references = bibliography_latex(text) if cited_keys(text) else ""
+    body = [text, *([references] if references else []), "\\end{document}"]
     return "\n\n".join(body) + "\n"
