@@ -316,6 +316,7 @@ def test_the_false_statements_are_false_on_explicit_values():
     assert sympy.diag(0, 0).det() == 0  # diag(t·1) at t = 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hole", ["ones_inner", "diag_invertible", "diag_column"])
 def test_the_fuzzer_finds_the_slip_when_it_is_put_back(hole, tmp_path):
     from tests.test_fuzz import HOLE_SEEDS

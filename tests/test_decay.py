@@ -416,6 +416,7 @@ def test_the_fuzzer_writes_index_powers_and_finds_nothing():
     assert report.accepted >= 15 and not report.crashes and not report.findings, report.summary()
 
 
+@pytest.mark.slow
 def test_the_fuzzer_finds_the_side_condition_dropped():
     """``index_power`` put back (γ^{−t} taken as defined for every γ): the focused fuzzer finds a kernel-accepted
     chain with μ^{−t} that has no value at μ = 0, t ≥ 1."""

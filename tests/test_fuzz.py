@@ -349,6 +349,7 @@ def test_the_default_run_reaches_the_causal_masks_rules_and_judgment(default_run
         assert judged["unit_lower_triangular"], what
 
 
+@pytest.mark.slow
 def test_a_tril_lemma_leaves_the_rest_of_the_proof_as_the_seed_gave_it(monkeypatch):
     """The tril lemmas are built last, from the world's own stream: a proof of a world without them is the proof the
     seed gives with no tril world at all, and one with them is that proof and its tril lemmas."""
@@ -374,6 +375,7 @@ def test_a_tril_lemma_leaves_the_rest_of_the_proof_as_the_seed_gave_it(monkeypat
     assert lemmas >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hole", TRIL_SLIPS)
 def test_the_fuzzer_finds_each_slip_of_the_causal_mask(hole, tmp_path):
     """Each slip, put back, is found by a focused run of its seed within a few proofs, tagged, and its reproduction
@@ -390,6 +392,7 @@ def test_the_fuzzer_finds_each_slip_of_the_causal_mask(hole, tmp_path):
     assert fixed.accepted >= 1 and not fixed.findings and not fixed.crashes, fixed.summary()
 
 
+@pytest.mark.slow
 def test_tril_block_without_its_partition_check_adds_nothing():
     """``tril_partition`` (derive.fuzz.unsound.MASKED): tril_block without the check that the diagonal blocks are
     square does rewrite tril of a grid whose heights are not its widths, but only into a grid with tril of a
@@ -458,6 +461,7 @@ def test_the_kron_lemmas_use_the_judgments_of_a_kronecker_product():
     assert seen == {"invertible", "symmetric", "diagonal", "conform"}, seen
 
 
+@pytest.mark.slow
 def test_a_kron_lemma_leaves_the_rest_of_the_proof_as_the_seed_gave_it(monkeypatch):
     """The kron lemmas are built last, from the world's own stream, citing no tril lemma: a proof of a world without
     them is the proof the seed gives with no kron world at all (its tril lemmas included)."""
@@ -477,6 +481,7 @@ def test_a_kron_lemma_leaves_the_rest_of_the_proof_as_the_seed_gave_it(monkeypat
     assert lemmas >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hole", KRON_SLIPS)
 def test_the_fuzzer_finds_each_slip_of_the_kronecker_product(hole, tmp_path):
     """Each slip, put back, is found by a focused run of its seed within two proofs, tagged, and its reproduction
@@ -493,6 +498,7 @@ def test_the_fuzzer_finds_each_slip_of_the_kronecker_product(hole, tmp_path):
     assert fixed.accepted >= 1 and not fixed.findings and not fixed.crashes, fixed.summary()
 
 
+@pytest.mark.slow
 def test_kron_mixed_checking_only_the_whole_product_adds_nothing():
     """``kron_mixed`` (derive.fuzz.unsound.MASKED): the rule checking only that the whole product conforms gives
     nothing for 1×2 ⊗ 3×3 times 3×1 ⊗ 2×2 (SymPy will not build 1×2 · 3×1); with symbolic sizes it gives AC ⊗ BD
@@ -515,6 +521,7 @@ def test_kron_mixed_checking_only_the_whole_product_adds_nothing():
                 check(proof)
 
 
+@pytest.mark.slow
 def test_kron_inverse_without_its_invertibility_check_adds_nothing():
     """``kron_inverse`` (derive.fuzz.unsound.MASKED): without the check that A and B are invertible the rule rewrites
     (A ⊗ K)⁻¹ for a K not shown invertible, but that term is not defined, nor is A⁻¹ ⊗ K⁻¹: the kernel refuses the

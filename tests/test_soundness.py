@@ -745,6 +745,7 @@ def test_altered_citations_are_rejected(theorem_id: str):
     assert not bad, f"altered citations accepted:\n{describe(bad)}"
 
 
+@pytest.mark.slow
 def test_mutant_classes_are_large():
     """The mutation classes together give thousands of mutants over the library."""
     generators = [step_expression_mutants, rename_mutants, dropped_hypothesis_mutants, altered_hypothesis_mutants,
