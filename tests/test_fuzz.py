@@ -338,6 +338,7 @@ def test_the_fuzzer_finds_a_replay_that_states_what_the_source_does_not():
 
 #: The slips of the causal mask's rules and judgment (derive.fuzz.unsound); MASKED holds the one no proof can show.
 TRIL_SLIPS = sorted(set(TRIL_FOCUS_KINDS) - set(MASKED))
+KRON_SLIPS = sorted(set(KRON_FOCUS_KINDS) - set(MASKED))
 
 
 def test_the_default_run_reaches_the_causal_masks_rules_and_judgment(default_run):
@@ -376,9 +377,9 @@ def test_a_tril_lemma_leaves_the_rest_of_the_proof_as_the_seed_gave_it(monkeypat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("hole", TRIL_SLIPS)
-def test_the_fuzzer_finds_each_slip_of_the_causal_mask(hole, tmp_path):
-    """Each slip, put back, is found by a focused run of its seed within a few proofs, tagged, and its reproduction
+@pytest.mark.parametrize("hole", TRIL_SLIPS + KRON_SLIPS)
+def test_the_fuzzer_finds_each_slip_of_the_causal_mask_and_the_kronecker_product(hole, tmp_path):
+    """Each slip, put back, is found by a focused run of its seed within two proofs, tagged, and its reproduction
     replays; the kernel as it is refutes nothing on the same focused proofs."""
     seed = HOLE_SEEDS[hole]
     with reverted(hole):
@@ -411,7 +412,6 @@ def test_tril_block_without_its_partition_check_adds_nothing():
 # --- issue 41: the Kronecker product kron(A, B) -----------------------------------------------------------------
 
 #: The slips of the Kronecker product's rules and judgment (derive.fuzz.unsound); MASKED holds those no proof can show.
-KRON_SLIPS = sorted(set(KRON_FOCUS_KINDS) - set(MASKED))
 
 
 def test_the_default_run_reaches_the_kronecker_rules(default_run):
@@ -479,23 +479,6 @@ def test_a_kron_lemma_leaves_the_rest_of_the_proof_as_the_seed_gave_it(monkeypat
             lemmas += len(a.lemmas) - len(kept)
             assert kept == b.lemmas and a.claim == b.claim and a.hypotheses == b.hypotheses
     assert lemmas >= 2
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("hole", KRON_SLIPS)
-def test_the_fuzzer_finds_each_slip_of_the_kronecker_product(hole, tmp_path):
-    """Each slip, put back, is found by a focused run of its seed within two proofs, tagged, and its reproduction
-    replays; the kernel as it is refutes nothing on the same focused proofs."""
-    seed = HOLE_SEEDS[hole]
-    with reverted(hole):
-        report = run(seed, 12, mutants=2, samples=2, focus={hole}, stop_at=hole, out=tmp_path)
-        assert hole in report.first and report.first[hole][1] <= 2, report.summary()
-        finding = next(f for f in report.findings if hole in f.refutation.tags and f.path is not None)
-        assert replay_folder(finding.path) == 1
-    with pytest.raises(ProofError):  # without the slip, the kernel refuses the proof
-        check(finding.theorem.proof)
-    fixed = run(seed, 2, mutants=2, samples=2, focus={hole})
-    assert fixed.accepted >= 1 and not fixed.findings and not fixed.crashes, fixed.summary()
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ The kernel's side (the rules on explicit matrices) is ``tests/test_rules.py``.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import inspect
 import random
 import shutil
@@ -219,13 +218,6 @@ def library(user_library_modules):
     return user_library_modules("user_kron_codegen")
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_kronecker_product_is_printed_in_each_backends_idiom(library):
     _, _, texts = library
     numpy = texts["numpy"]
@@ -296,7 +288,7 @@ SIZES = ({"m": 1, "n": 1, "p": 1, "q": 1, "r": 1, "s": 1}, {"m": 2, "n": 3, "p":
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_the_printed_functions_agree_with_exact_evaluation(library, backend):
+def test_the_printed_functions_agree_with_exact_evaluation(library, backend, load_module):
     np = pytest.importorskip("numpy")
     if backend == "mpmath":
         pytest.importorskip("mpmath")
@@ -305,7 +297,7 @@ def test_the_printed_functions_agree_with_exact_evaluation(library, backend):
     from derive.authoring.registry import load_library, scoped_registrations
 
     work, theorems, _ = library
-    module = _load(work / f"user_kron_codegen_{backend}.py", f"user_kron_codegen_{backend}_exact")
+    module = load_module(work / f"user_kron_codegen_{backend}.py", f"user_kron_codegen_{backend}_exact")
     rng = random.Random(f"kron/{backend}")
     g = Rational(-3, 2)
     with scoped_registrations():  # the declarations, to find the term each function prints
@@ -330,10 +322,10 @@ def test_the_printed_functions_agree_with_exact_evaluation(library, backend):
             assert got.shape == want.shape and np.allclose(got, want, rtol=1e-9, atol=1e-9), (backend, name, sizes)
 
 
-def test_the_numpy_functions_take_a_stack_of_problems(library):
+def test_the_numpy_functions_take_a_stack_of_problems(library, load_module):
     np = pytest.importorskip("numpy")
     work, _, _ = library
-    module = _load(work / "user_kron_codegen_numpy.py", "user_kron_codegen_numpy_stack")
+    module = load_module(work / "user_kron_codegen_numpy.py", "user_kron_codegen_numpy_stack")
     rng = np.random.default_rng(41)
     As, Bs = rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 3, 2))
     Cs, Ds = rng.standard_normal((4, 3, 2)), rng.standard_normal((2, 1))  # D one matrix, broadcast over the stack
@@ -346,12 +338,12 @@ def test_the_numpy_functions_take_a_stack_of_problems(library):
 
 
 @pytest.mark.parametrize("namespace", ["numpy", "array_api_strict", "torch"])
-def test_the_xp_functions_run_on_array_api_namespaces(library, namespace):
+def test_the_xp_functions_run_on_array_api_namespaces(library, namespace, load_module):
     np = pytest.importorskip("numpy")
     pytest.importorskip("array_api_compat")
     xp = pytest.importorskip(namespace)
     work, _, _ = library
-    module = _load(work / "user_kron_codegen_xp.py", f"user_kron_codegen_xp_{namespace}")
+    module = load_module(work / "user_kron_codegen_xp.py", f"user_kron_codegen_xp_{namespace}")
     rng = np.random.default_rng(7)
     S, T = rng.standard_normal((3, 2, 2)) + 3 * np.eye(2), rng.standard_normal((3, 3, 3)) + 3 * np.eye(3)
     E, F = rng.standard_normal((3, 2, 2)), rng.standard_normal((3, 3, 1))

@@ -9,7 +9,6 @@ The kernel's side (the rules, definedness, certificates) is ``tests/test_tril.py
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import inspect
 import random
 import shutil
@@ -168,13 +167,6 @@ def library(user_library_modules):
     return user_library_modules("user_tril_codegen")
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_mask_is_printed_in_each_backends_idiom(library):
     _, _, texts = library
     assert "np.tril(Q_a @ t0) @ V_a" in texts["numpy"] and "np.tril(Q_a @ t0, -1) @ V_a" in texts["numpy"]
@@ -220,7 +212,7 @@ EXPECTED = ("causal_attention", "chunkwise_attention", "chunkwise_strict_attenti
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_the_printed_functions_agree_with_exact_evaluation(library, backend):
+def test_the_printed_functions_agree_with_exact_evaluation(library, backend, load_module):
     np = pytest.importorskip("numpy")
     if backend == "mpmath":
         pytest.importorskip("mpmath")
@@ -229,7 +221,7 @@ def test_the_printed_functions_agree_with_exact_evaluation(library, backend):
     from derive.authoring.registry import load_library, scoped_registrations
 
     work, theorems, _ = library
-    module = _load(work / f"user_tril_codegen_{backend}.py", f"user_tril_codegen_{backend}_exact")
+    module = load_module(work / f"user_tril_codegen_{backend}.py", f"user_tril_codegen_{backend}_exact")
     rng = random.Random(f"tril/{backend}")
     g = Rational(-3, 2)
     with scoped_registrations():  # the declarations, to find the term each function prints
@@ -253,10 +245,10 @@ def test_the_printed_functions_agree_with_exact_evaluation(library, backend):
             assert got.shape == want.shape and np.allclose(got, want, rtol=1e-12, atol=1e-12), (backend, name, sizes)
 
 
-def test_the_numpy_functions_take_a_stack_of_problems(library):
+def test_the_numpy_functions_take_a_stack_of_problems(library, load_module):
     np = pytest.importorskip("numpy")
     work, _, _ = library
-    module = _load(work / "user_tril_codegen_numpy.py", "user_tril_codegen_numpy_stack")
+    module = load_module(work / "user_tril_codegen_numpy.py", "user_tril_codegen_numpy_stack")
     rng = np.random.default_rng(42)
     Qs, Ks, Vs = rng.standard_normal((3, 7, 4)), rng.standard_normal((3, 7, 4)), rng.standard_normal((3, 7, 2))
     want = np.tril(Qs @ np.swapaxes(Ks, -1, -2)) @ Vs
@@ -268,12 +260,12 @@ def test_the_numpy_functions_take_a_stack_of_problems(library):
 
 
 @pytest.mark.parametrize("namespace", ["numpy", "array_api_strict"])
-def test_the_xp_functions_run_on_array_api_namespaces(library, namespace):
+def test_the_xp_functions_run_on_array_api_namespaces(library, namespace, load_module):
     np = pytest.importorskip("numpy")
     pytest.importorskip("array_api_compat")
     xp = pytest.importorskip(namespace)
     work, _, _ = library
-    module = _load(work / "user_tril_codegen_xp.py", f"user_tril_codegen_xp_{namespace}")
+    module = load_module(work / "user_tril_codegen_xp.py", f"user_tril_codegen_xp_{namespace}")
     rng = np.random.default_rng(7)
     Qn, Kn, Vn = rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
     want = 0.5 * np.tril(Qn @ Kn.T, -1) @ Vn
