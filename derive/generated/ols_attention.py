@@ -3327,7 +3327,8 @@ def multi_layer_predict(X: npt.ArrayLike, Y: npt.ArrayLike, X_query: npt.ArrayLi
 # and tests/test_linear_attention_numerics.py checks them against the token-by-token recurrences in float64.
 
 _CHUNK_WORK = 1 << 22  # problems of a batch are taken a group at a time, about this many float64 per array
-_WY_BLOCK = 16  # the WY solve: diagonal blocks of this many rows by substitution, the rest by matrix products
+_CHUNK_CACHE = 1 << 15  # a call on a group of chunks: temporaries of about this many float64 (256 KiB)
+_WY_BLOCK = 8  # the WY solve: diagonal blocks of this many rows, each inverted by a finite product (N⁸ = 0)
 
 
 def _count(name, value, least=1):
@@ -3428,30 +3429,78 @@ def _chunk_decays(gamma):
 
 
 def _unit_lower_solve(A, B):
-    """(I + A)⁻¹B for strictly lower triangular A (..., C, C) and B (..., C, n): forward substitution, blocked
-    (diagonal blocks of _WY_BLOCK rows row by row, the rest by matrix products). Backward stable; no inverse is
-    formed."""
+    """(I + A)⁻¹B for strictly lower triangular A (..., C, C) and B (..., C, n): forward substitution by blocks of
+    _WY_BLOCK rows. The diagonal blocks I + N (N strictly lower, so N⁸ = 0) are inverted all at once by the finite
+    product (I − N)(I + N²)(I + N⁴) = Σ_{j<8} (−N)^j; each block of rows is then one product with the rows solved
+    before and one with its block's inverse, a few matrix products per block rather than one per row. Only the
+    8 × 8 diagonal blocks are inverted, never I + A."""
     X = np.array(B, dtype=np.float64)
-    C = A.shape[-1]
-    for s in range(0, C, _WY_BLOCK):
-        e = min(s + _WY_BLOCK, C)
+    C, b = A.shape[-1], _WY_BLOCK
+    nb = -(-C // b)
+    N = np.zeros(A.shape[:-2] + (nb, b, b))
+    for k in range(nb):
+        s, e = k * b, min(k * b + b, C)
+        N[..., k, :e - s, :e - s] = A[..., s:e, s:e]
+    N2 = N @ N
+    inverse = (N2 @ N2) + np.eye(b)  # I + N⁴
+    inverse = (N2 + np.eye(b)) @ inverse
+    inverse -= N @ inverse  # (I − N)(I + N²)(I + N⁴)
+    for k in range(nb):
+        s, e = k * b, min(k * b + b, C)
+        rows = X[..., s:e, :]
         if s:
-            X[..., s:e, :] -= A[..., s:e, :s] @ X[..., :s, :]
-        for i in range(s + 1, e):
-            X[..., i, :] -= (A[..., i, None, s:i] @ X[..., s:i, :])[..., 0, :]
+            rows -= A[..., s:e, :s] @ X[..., :s, :]
+        X[..., s:e, :] = inverse[..., k, :e - s, :e - s] @ rows
     return X
 
 
-def _chunk_step(Q, K, V, state):
-    """A chunk's outputs and the state it hands on (no decay): the functions printed from chunkwise_linear_attention's
-    lemmas chunk_outputs and carried_state."""
-    return _printed("chunk_outputs")(Q, K, V, state), _printed("chunk_state")(K, V, state)
+def _chunk_groups(K, V):
+    """Slices of the chunk axis (axis 1 of K, V: (G, nc, C, d)) taken together: as many chunks as keep a call's
+    temporaries within about _CHUNK_CACHE floats (in cache, and reused by the allocator rather than page-faulted
+    afresh as whole-sequence temporaries are)."""
+    G, nc, C, dk = K.shape
+    size = max(1, _CHUNK_CACHE // (G * C * max(C, dk, V.shape[-1])))
+    return [slice(s, min(s + size, nc)) for s in range(0, nc, size)]
 
 
-def _delta_chunk_step(Q, K, U, W, state):
-    """A DeltaNet chunk's outputs and the state it hands on (no decay), from its UT values U and WY keys W: the
-    functions printed from delta_rule_chunkwise (its lemma chunk_outputs and its claim)."""
-    return _printed("delta_chunk_outputs")(Q, K, U, W, state), _printed("delta_chunk_state")(K, U, W, state)
+def _linear_chunks(Q, K, V, state):
+    """Outputs (G, nc, C, d_v) and final state of undecayed linear attention on chunks Q, K, V (G, nc, C, d) after
+    the state S₀ (G, d_v, d_k): the state before each chunk by the printed carried_state (S_{c+1} = S_c + V_cᵀK_c,
+    the only sequential part), then the outputs Q_c S_cᵀ + tril(Q_cK_cᵀ)V_c of a group of chunks by the printed
+    chunk_outputs in one call on their stack (one Python call per group, not one per chunk)."""
+    O = np.empty(Q.shape[:-1] + (V.shape[-1],))
+    stacks = Q, K, V
+    for part in _chunk_groups(K, V):
+        Qg, Kg, Vg = (a[:, part] for a in stacks)
+        states = np.empty(Kg.shape[:2] + (Vg.shape[-1], Kg.shape[-1]))
+        for c in range(Kg.shape[1]):
+            states[:, c] = state
+            K, V = Kg[:, c], Vg[:, c]
+            state = _printed("chunk_state")(K, V, state)
+        (Q, K, V), final, state = (Qg, Kg, Vg), state, states
+        O[:, part] = _printed("chunk_outputs")(Q, K, V, state)
+        state = final
+    return O, state
+
+
+def _delta_chunks(Q, K, U, W, state):
+    """Outputs (G, nc, C, d_v) and final state of the undecayed delta rule on chunks Q, K (G, nc, C, d_k) with their
+    UT values U and WY keys W after the state S₀: the state before each chunk by the printed claim of
+    delta_rule_chunkwise (S_{c+1} = S_c + (U_c − W_cS_cᵀ)ᵀK_c, the only sequential part), then the outputs
+    Q_cS_cᵀ + tril(Q_cK_cᵀ)(U_c − W_cS_cᵀ) of a group of chunks by its printed lemma chunk_outputs in one call."""
+    O = np.empty(Q.shape[:-1] + (U.shape[-1],))
+    stacks = Q, K, U, W
+    for part in _chunk_groups(K, U):
+        Qg, Kg, Ug, Wg = (a[:, part] for a in stacks)
+        states = np.empty(Kg.shape[:2] + (Ug.shape[-1], Kg.shape[-1]))
+        for c in range(Kg.shape[1]):
+            states[:, c] = state
+            K, U, W = Kg[:, c], Ug[:, c], Wg[:, c]
+            state = _printed("delta_chunk_state")(K, U, W, state)
+        (Q, K, U, W), final, state = (Qg, Kg, Ug, Wg), state, states
+        O[:, part] = _printed("delta_chunk_outputs")(Q, K, U, W, state)
+        state = final
+    return O, state
 
 
 def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
@@ -3486,13 +3535,11 @@ def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
         UW = _unit_lower_solve(A, np.concatenate([b[..., None] * Vc, scaled_k[..., None] * Kc], axis=-1))
         U, W = UW[..., :dv], UW[..., dv:]
     S = np.zeros((G, dv, dk)) if S is None else S.copy()
-    if gamma is None:  # no decay: each chunk by the functions printed from chunkwise_linear_attention and
-        O = np.empty((G, nc, C, dv))  # delta_rule_chunkwise, the state handed from chunk to chunk
-        for c in range(nc):
-            if beta is None:
-                O[:, c], S = _chunk_step(Qc[:, c], Kc[:, c], Vc[:, c], S)
-            else:
-                O[:, c], S = _delta_chunk_step(Qc[:, c], Kc[:, c], U[:, c], W[:, c], S)
+    if gamma is None and beta is None:  # no decay: chunkwise_linear_attention's printed lemmas
+        O, S = _linear_chunks(Qc, Kc, Vc, S)
+        return O.reshape(G, nc * C, dv)[:, :T], S
+    if gamma is None:  # no decay, the delta rule: delta_rule_chunkwise's printed lemmas
+        O, S = _delta_chunks(Qc, Kc, U, W, S)
         return O.reshape(G, nc * C, dv)[:, :T], S
     QK = Qc @ Kc.swapaxes(-1, -2)
     QK *= D  # (QKᵀ ⊙ D): the causal, decayed scores within each chunk
