@@ -521,15 +521,15 @@ def _stack_gram(X, Y, packed):
     p = X.shape[-1]
     G = _Across(np.empty((p * (p + 1) // 2, len(X))), p) if packed else np.empty(X.shape[:-2] + (p, p))
     YtX = np.empty(Y.shape[:-2] + (Y.shape[-1], p))  # (..., k, p): (YᵀX)ᵀ, one product not two
-    # packed: the lower triangle column after column, from Xᵀ(X with its columns reversed): entry (i, j) of XᵀX
-    # is entry (i, p-1-j) of that product, the same sums, but NumPy then calls BLAS gemm rather than syrk plus a
-    # copy of the other triangle, which for many tiny products costs about a third more
-    index = [i * p + p - 1 - j for j in range(p) for i in range(j, p)]
+    # packed: the lower triangle column after column (entry (i, j) of XᵀX at i·p + j). XᵀX itself, which NumPy
+    # makes by syrk: 20–50% faster than gemm of Xᵀ and X with its columns reversed (the same sums) for the small
+    # products of a stack (NumPy 2, OpenBLAS 0.3.31)
+    index = [i * p + j for j in range(p) for i in range(j, p)]
 
     def work(block):
         part = X[block]
         if packed:
-            product = part.swapaxes(-1, -2) @ part[:, :, ::-1]
+            product = part.swapaxes(-1, -2) @ part
             np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
         else:
             np.matmul(part.swapaxes(-1, -2), part, out=G[block])
@@ -995,18 +995,55 @@ def _gradient(X, Y, beta):
     return np.sum(parts, axis=0)
 
 
-def _gradient_wide(X, Y, beta):
-    """Xᵀ(Y − Xβ) of one tall X with the residual and its product with Xᵀ in extended precision (long double), a
-    row block at a time (the extra memory is one block in long double): its rounding, about 2⁻⁶⁴ |X|ᵀ|r| where
-    float64 products give eps |X|ᵀ|r|, is what bounds the accuracy of refinement at cond(X) well over 1e4."""
-    step = _block_rows(2 * (X.shape[-1] + Y.shape[-1]))
-    b = beta.astype(_WIDE)
-    out = np.zeros(beta.shape, dtype=_WIDE)
-    for start in range(0, X.shape[0], step):
-        block = X[start : start + step].astype(_WIDE)
-        out += block.T @ (Y[start : start + step].astype(_WIDE) - block @ b)
-    return out.astype(np.float64)
+_SPLIT_BITS = 20  # _gradient_split: X's high part has about this many bits below its column's scale
 
+
+def _grid_split(A, grid):
+    """A = high + low exactly, ``high`` A rounded to a multiple of ``grid`` (powers of two, broadcast against A;
+    |A| must be under grid·2⁵¹): σ = 1.5·2⁵²·grid puts A + σ in one binade whose ulp is the grid."""
+    sigma = 1.5 * 2.0**52 * grid
+    high = (A + sigma) - sigma
+    return high, A - high
+
+
+def _gradient_split(X, Y, beta, d):
+    """Xᵀ(Y − Xβ) of one tall X, about as accurate as in extended precision, from float64 BLAS products: X, β and
+    the residual are split into high parts on common grids and exact low parts (_grid_split), so that the
+    products of the high parts are exact in any order (Ogita, Rump and Oishi's error-free splitting, with the
+    grids chosen so that every partial sum fits in 53 bits), and only the small products of low parts round.
+    ``d``: powers of two at or above half of X's column norms (|x_ij| ≤ 2d_j), so that X D⁻¹ has one grid.
+    Per row block: the residual Y − X_hβ_h − (Xβ_l + X_lβ_h), with X_hβ_h exact, and then X_hᵀr_h exact (summed
+    across blocks with TwoSum) plus X_hᵀr_l + X_lᵀr. Its rounding, about 2⁻²⁰ eps |X|ᵀ|r|, is what bounds the
+    accuracy of refinement at cond(X) well over 1e4 (about 6 float64 passes over X; the long double products
+    of the same gradient cost about 4 times that)."""
+    n, p = X.shape
+    step = _block_rows(2 * (p + Y.shape[-1]))
+    bits_beta = 52 - _SPLIT_BITS - max(1, (p - 1).bit_length())  # p products of 2^(_SPLIT_BITS+1+bits) units
+    bits_r = 52 - _SPLIT_BITS - max(1, (min(step, n) - 1).bit_length())  # a block's sums over its rows likewise
+    scaled = beta * d[:, None]  # D β: one grid for every column of X D⁻¹
+    top = np.abs(scaled).max(axis=0, keepdims=True)
+    high, _ = _grid_split(scaled, np.ldexp(1.0, np.frexp(np.where(top > 0, top, 1.0))[1] - bits_beta))
+    beta_h = high / d[:, None]
+    beta_l = beta - beta_h  # both exact
+    sigma = 1.5 * 2.0**52 * (d * 2.0**-_SPLIT_BITS)  # _grid_split of X's blocks, into buffers reused block after
+    high_buffer, low_buffer = np.empty((min(step, n), p)), np.empty((min(step, n), p))  # block (no page faults)
+    hi, lo = np.zeros(beta.shape), np.zeros(beta.shape)
+    for start in range(0, n, step):
+        block, Yb = X[start : start + step], Y[start : start + step]
+        Xh, Xl = high_buffer[: len(block)], low_buffer[: len(block)]
+        np.add(block, sigma, out=Xh)
+        Xh -= sigma
+        np.subtract(block, Xh, out=Xl)
+        r = (Yb - Xh @ beta_h) - (block @ beta_l + Xl @ beta_h)
+        top = np.abs(r).max(axis=0, keepdims=True)
+        rh, rl = _grid_split(r, np.ldexp(1.0, np.frexp(np.where(top > 0, top, 1.0))[1] - bits_r))
+        exact = Xh.T @ rh
+        total = hi + exact  # TwoSum: hi + lo carries the exact parts' sum to about eps²
+        back = total - hi
+        lo += (hi - (total - back)) + (exact - back)
+        hi = total
+        lo += Xh.T @ rl + Xl.T @ r
+    return hi + lo
 
 def _largest(A):
     """max |A| of each problem of a stack (fast across many small problems), or of one problem."""
@@ -1246,7 +1283,7 @@ def _cholesky_estimate(G):
 _TRUST = 2.5e-14  # a small problem keeps the Cholesky answer when every coefficient's estimated error is under this
 _GRAM_RISK = 1e-6  # a batch's problem takes the Gram route when its estimated cond(X D⁻¹)² eps is under this ...
 _REFINE_RISK = 1e-13  # ... refined by preconditioned gradient steps when it is over this
-_WIDE_STEP_RISK = 1e-8  # ... and over this, its last step has an extended-precision gradient (_gradient_wide)
+_WIDE_STEP_RISK = 1e-8  # ... and over this, its last step has an error-free split gradient (_gradient_split)
 _LARGE_GRAM_RISK = 1e-2  # one large problem: its exact cond(X D⁻¹)² eps under this takes the refined Gram route
 
 
@@ -1511,13 +1548,16 @@ def _large_gram(X, Y, G, XtY, minimum_norm=True, warn=False):
             beta = _cholesky_solve(C, XtY / d[:, None]) / d[:, None]
             if risk <= _REFINE_RISK:
                 return beta
-            beta = _refine_gram(X, Y, beta, C, d, rate=10 * risk, floor=math.sqrt(risk * _EPS))
-            if risk <= _WIDE_STEP_RISK or not _EXTENDED:
+            floor = math.sqrt(risk * _EPS)  # κ eps: a backward stable solver's forward error
+            if risk > _WIDE_STEP_RISK:  # a split step follows and multiplies the error left by under 10 κ² eps:
+                floor = max(floor, math.sqrt(_EPS / risk) / 50)  # float64 steps to 1/(50 κ) leave under κ eps / 5
+            beta = _refine_gram(X, Y, beta, C, d, rate=10 * risk, floor=floor)
+            if risk <= _WIDE_STEP_RISK:
                 return beta
             # float64 gradients leave β off by about cond² eps |X|ᵀ|r| (13 times lstsq's error on 400,000 × 64 with
-            # a near-collinear pair, where |r| is large): one step with an extended-precision gradient removes
-            # it (the step multiplies the error by about κ² eps, under 1e-2 here)
-            return beta + _cholesky_solve(C, _gradient_wide(X, Y, beta) / d[:, None]) / d[:, None]
+            # a near-collinear pair, where |r| is large): one step with an error-free split gradient removes it
+            # (the step multiplies the error by about κ² eps, under 1e-2 here; 1/100 of lstsq's error after it)
+            return beta + _cholesky_solve(C, _gradient_split(X, Y, beta, d) / d[:, None]) / d[:, None]
     # Householder least squares in row blocks: R of [X Y] holds R and QᵀY, and β = R⁻¹QᵀY is backward stable
     # (lstsq's accuracy). Refining it by the semi-normal equations with float64 gradients Xᵀ(Y − Xβ) made it
     # worse: their rounding, about eps |X|ᵀ|r|, moves β by cond² eps |r| / (|X| |β|) (6–18 times lstsq's error
@@ -1530,14 +1570,13 @@ def _large_gram(X, Y, G, XtY, minimum_norm=True, warn=False):
     _, s, Vt = np.linalg.svd(R, full_matrices=False)
     if s[-1] > s[0] * max(X.shape) * _EPS:
         beta = _solve_triangular(R, QtY, lower=False, transpose=False)
-        if not _EXTENDED:  # no wider type here: the backward stable answer (about lstsq's error, up to 10 times)
-            return beta
-        # then one step of the corrected semi-normal equations with an extended-precision gradient: RᵀR = XᵀX to
+        # then one step of the corrected semi-normal equations with an error-free split gradient: RᵀR = XᵀX to
         # the accuracy of a QR factorization, so the step multiplies the error by about κ eps, under 1/n here
         # (the rank test above); a backward stable start (error about κ eps) ends near (κ eps)², and the gradient's
-        # own rounding (2⁻⁶⁴ where float64 has 2⁻⁵³) stays far below lstsq's error (1e-12 against 5e-10 at
-        # cond 1e8, 1e6 × 16). One step costs about two float64 passes over X in long double.
-        return beta + _cholesky_solve(R.T, _gradient_wide(X, Y, beta))
+        # own rounding (about 2⁻²⁰ eps |X|ᵀ|r|) stays far below lstsq's error (1e-12 against 5e-10 at cond 1e8,
+        # 1e6 × 16). The column norms of X are those of R.
+        d = _power_of_two(np.sqrt(np.einsum("ij,ij->j", R, R)))
+        return beta + _cholesky_solve(R.T, _gradient_split(X, Y, beta, d))
     if not minimum_norm:
         return None
     lam = np.where(s > s[0] * max(X.shape) * _EPS, s * s, np.inf)  # XᵀX = VΛVᵀ with Λ = S²: pseudo_inverse
@@ -1931,23 +1970,24 @@ def _intercept_gram(X, Y, packed):
     YtX = np.empty((batch, Y.shape[-1], p))
     means, where, c = np.zeros((batch, p)), np.zeros(batch, dtype=np.intp), np.ones(batch)
     Yc, shifts = np.array(Y), np.zeros((batch, Y.shape[-1]))
-    index = [i * p + p - 1 - j for j in range(p) for i in range(j, p)]  # as _stack_gram's
+    index = [i * p + j for j in range(p) for i in range(j, p)]  # as _stack_gram's
     ones, middle = np.ones(n), n // 2
 
     buffers = threading.local()  # each thread's block of X', reused
 
+    first = X[:, 0, :]  # the intercept columns of the whole stack at once (a few calls, not a few per block)
+    candidates = (first != 0) & (first == X[:, -1, :]) & (first == X[:, middle, :])
+    found_all = candidates.any(axis=-1)
+    k_all = candidates.argmax(axis=-1)
+    if found_all.any():
+        common = int(k_all[0])
+        # (problems, n): each problem's first candidate column, a view where they are all the same column
+        column = X[:, :, common] if (k_all == common).all() else X[np.arange(batch), :, k_all]
+        found_all &= (column == column[:, :1]).all(axis=-1)
+
     def work(block):
-        part = X[block]
-        first = part[:, 0, :]
-        candidates = (first != 0) & (first == part[:, -1, :]) & (first == part[:, middle, :])
-        found = candidates.any(axis=-1)
-        if found.any():
-            k = candidates.argmax(axis=-1)
-            rows = np.arange(len(part))
-            common = int(k[0])
-            # (problems, n): each problem's first candidate column, a view where they are all the same column
-            column = part[:, :, common] if (k == common).all() else part[rows, :, k]
-            found &= (column == column[:, :1]).all(axis=-1)
+        part, found, k = X[block], found_all[block], k_all[block]
+        first, rows = part[:, 0, :], np.arange(len(part))
         if found.any():
             m = (ones @ part) / n
             m[rows, k] = 0.0
@@ -1968,7 +2008,7 @@ def _intercept_gram(X, Y, packed):
         else:  # none of these problems has an intercept column: X' = X
             centred = part
         if packed:
-            product = centred.swapaxes(-1, -2) @ centred[:, :, ::-1]
+            product = centred.swapaxes(-1, -2) @ centred
             np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
         else:
             np.matmul(centred.swapaxes(-1, -2), centred, out=G[block])
