@@ -979,9 +979,10 @@ def _gradient_split(X, Y, beta, d):
     grids chosen so that every partial sum fits in 53 bits), and only the small products of low parts round.
     ``d``: powers of two at or above half of X's column norms (|x_ij| ≤ 2d_j), so that X D⁻¹ has one grid.
     Per row block: the residual Y − X_hβ_h − (Xβ_l + X_lβ_h), with X_hβ_h exact, and then X_hᵀr_h exact (summed
-    across blocks with TwoSum) plus X_hᵀr_l + X_lᵀr. Its rounding, about 2⁻²⁰ eps |X|ᵀ|r|, is what bounds the
-    accuracy of refinement at cond(X) well over 1e4 (about 6 float64 passes over X; the long double products
-    of the same gradient cost about 4 times that)."""
+    across blocks with TwoSum) plus X_hᵀr_l + X_lᵀr. Its error, about eps |X|ᵀ|r| from rounding the residual to
+    float64 (float64 products round it at eps |X||β|, far more where |r| ≪ |X||β|), is what bounds the accuracy
+    of refinement at cond(X) well over 1e4 (about 6 float64 passes over X; the long double products of the same
+    gradient cost about 4 times that; tests/test_numerics_fast.py checks it against the exact gradient)."""
     n, p = X.shape
     step = _block_rows(2 * (p + Y.shape[-1]))
     bits_beta = 52 - _SPLIT_BITS - max(1, (p - 1).bit_length())  # p products of 2^(_SPLIT_BITS+1+bits) units
