@@ -27,7 +27,8 @@ def test_nist_data_ship_with_the_package():
     packaged = resources.files("derive.data").joinpath(DATA_FILE)
     assert packaged.is_file()
     names = [d["name"] for d in load_datasets()]
-    assert names == ["Norris", "Pontius", "NoInt1", "NoInt2", "Longley", "Wampler1", "Wampler2"]
+    assert names == ["Norris", "Pontius", "NoInt1", "NoInt2", "Filip", "Longley", "Wampler1", "Wampler2", "Wampler3",
+                     "Wampler4", "Wampler5"]  # the whole linear least squares collection
     assert "public-domain" in load_document()["source"]
     for dataset in load_datasets():
         assert len(dataset["x"]) == len(dataset["y"]) and dataset["certified"]["beta"]

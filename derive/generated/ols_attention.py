@@ -1901,11 +1901,55 @@ def _auto_fast_small(X, Y, u=None):
         if risk <= _TRUST and _trusted(beta.T.tolist(), squares, risk):
             return beta
         refined = _refine_fast(X, Y, beta, C, risk, squares, u)
-        if refined is not None:  # finite: _refine_fast returns None for NaN and infinity
+        if refined is not None and risk > _SMALL_SPLIT_RISK:  # float64 gradients leave about cond² eps |X|ᵀ|r|
+            refined = _split_step(X, Y, refined, C)  # (NIST's Wampler4: 7.7 digits, gelsy 8.6): one split step
+        if refined is not None and np.isfinite(refined).all():  # _refine_fast returns None for NaN and infinity
             return refined
     # X and Y are finite here: NaN or infinity in X reaches XᵀX's diagonal, in Y XᵀY, and both sent the data to the
     # scaled path above (found False), which names them
     return _svd_least_squares(X, Y, G.diagonal())
+
+
+_SMALL_SPLIT_RISK = 1e-11  # a small problem refined in float64 takes one split step where its pivot estimate of
+# cond² eps is over this (Wampler4's 7e-11; an intercept with features of mean 50, 5e-12, does not: a split step
+# costs about 3 times such a problem's whole solve)
+_SPLIT_STEP_RISK = 1e-3  # one split step after lstsq where the column-scaled cond² eps is under this (it
+# multiplies the error by about that)
+
+
+def _split_step(X, Y, beta, C=None):
+    """β refined by one preconditioned gradient step (CCᵀ ≈ XᵀX, C a factor or its rows as lists; None: the
+    Cholesky factor of the column-scaled XᵀX, and β as it is where that cond² eps is over _SPLIT_STEP_RISK)
+    whose gradient is _gradient_split's: its error is the residual's own rounding, so the step ends near
+    κ eps rather than at the cond² eps |X|ᵀ|r| of float64 gradients and of backward stable solvers alike
+    (NIST's Wampler5: 9.6 digits of the certified values where float64 steps and gelsd give 5.9, gelsy 6.7)."""
+    d = _power_of_two(np.sqrt(np.einsum("ij,ij->j", X, X)))
+    if C is None:
+        scaled = X / d
+        G = scaled.T @ scaled
+        values = np.linalg.eigvalsh(G)
+        if not values[0] > values[-1] * _EPS / _SPLIT_STEP_RISK:
+            return beta
+        try:
+            C = d[:, None] * np.linalg.cholesky(G)  # XᵀX = D G D
+        except np.linalg.LinAlgError:
+            return beta
+    g = _gradient_split(X, Y, beta, d)
+    if isinstance(C, list):
+        return beta + np.array(_cholesky_solve(C, g.tolist())).reshape(beta.shape)
+    return beta + _cholesky_solve(C, g)
+
+
+def _full_rank_refined(X, Y, solved):
+    """lstsq's answer of a small full-rank problem that the Gram route could not serve (``solved``: lstsq's four
+    results), with one split step (_split_step) where cond(X)² eps is over _WIDE_STEP_RISK: there lstsq's
+    cond² eps |r| term shows (NIST's Wampler5). Not for the tiny problems that take lstsq at once (_lstsq_small,
+    columns of like scale or apart only by an intercept and offsets), where per-call cost decides."""
+    beta, s = solved[0], solved[3]
+    if not s[0] * s[0] * _EPS > _WIDE_STEP_RISK * s[-1] * s[-1]:
+        return beta
+    refined = _split_step(X, Y, beta)
+    return refined if np.isfinite(refined).all() else beta
 
 
 def _svd_least_squares(X, Y, squares, solved=None):
@@ -1919,7 +1963,7 @@ def _svd_least_squares(X, Y, squares, solved=None):
     beta, _, rank, s = np.linalg.lstsq(X, Y, rcond=None) if solved is None else solved
     n, p = X.shape
     if rank == p:
-        return beta
+        return _full_rank_refined(X, Y, (beta, None, rank, s))
     # X = A D with A of unit columns (D the column norms): cond(A) <= cond(X) max(d) / min(d); Python floats, as
     # NumPy's scalar arithmetic costs more than the rest of this test at these sizes
     largest, smallest = float(s[0]), float(s[-1])
