@@ -143,11 +143,14 @@ def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | 
     checked before anything is written (a bad file is a :class:`UserInputError`).  ``results`` is the
     article's table of results per theorem id (``{"coq": ..., "witness": ...}``); by default the Coq column
     says which theorems export (:func:`coq_status`).  ``front`` (:class:`derive.latex.Front`) makes the article a
-    user's: their title, authors and abstract, none of the package's prose.
+    user's: their title, authors and abstract, none of the package's prose.  The package's article includes the
+    experiments' figures where ``derive reproduce`` drew them, in ``out/figures`` or ``out/../figures``
+    (:func:`derive.latex.figures.collect_figures`).
     """
     from .latex import PACKAGE, SymbolsError, article_theorems, macro_table, package_latex, read_symbols
     from .latex.article import descriptions, resolved_glossaries
     from .latex.bibliography import BIB_FILE, bib_text
+    from .latex.figures import collect_figures
 
     ordered = article_theorems(theorems)  # the cited theorems too: their labels resolve in a paper
     table = macro_table(ordered)
@@ -163,7 +166,9 @@ def write_latex(theorems: list, out: Path, style: str = "plain", symbols: str | 
         results = coq_status(ordered)
     article = out / ARTICLE
     write_atomic(out / BIB_FILE, bib_text())
-    write_atomic(article, article_latex(theorems, matrix_style=style, results=results, front=front))
+    figures = collect_figures(out) if front is None else None  # the experiments' figures, where they were drawn
+    write_atomic(article, article_latex(theorems, matrix_style=style, results=results, front=front,
+                                        figures=figures))
     return article
 
 

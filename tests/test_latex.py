@@ -265,7 +265,12 @@ def test_a_user_theorem_prints_like_a_builtin():
     without = article_latex([theorem])
     assert r"$\olsQ$ & a given $\olsn \times \olsp$ matrix \\" in _notation(without)
     assert " &  \\" not in _notation(without)  # no symbol goes undescribed
-    assert fragment in without and _labels(without) == ["user_ols_through_qr"]
+    assert _labels(without) == ["user_ols_through_qr"]
+    # the article states the theorem as the fragment does; the fragment's complete chains are its appendix
+    assert fragment[:fragment.index("\\end{theorem}")] in without
+    appendix = without[without.index("\\appendix"):]
+    chains = re.findall(r"\\begin\{olschain\}.*?\\end\{olschain\}", fragment, re.S)
+    assert chains and all(chain in appendix for chain in chains)
 
 
 def test_a_user_theorem_citing_a_builtin_one():
@@ -281,7 +286,7 @@ def test_a_lemma_an_earlier_theorem_stated_is_cited_not_restated():
     first, second = _ols_through_qr(), _ols_through_qr("user_ols_through_qr_again")
     text = article_latex([first, second])
     assert len(_lemma_statements(text)) == 1
-    assert r"We use Lemma~\ref{lem:user_ols_through_qr:gram} again." in text
+    assert r"The proof uses Lemma~\ref{lem:user_ols_through_qr:gram} again;" in text
     assert r"\ref{lem:user_ols_through_qr_again:gram}" not in text
     assert r"\ref{lem:user_ols_through_qr_again:gram}" in theorem_latex(second)  # a fragment stands alone
 

@@ -1,12 +1,14 @@
 """LaTeX for checked theorems: the paper-notation printer, theorem fragments, their package, the article, the PDF.
 
 :mod:`.printer` prints kernel terms in paper notation; :mod:`.grouping` decides which kernel steps share a
-displayed proof line; :mod:`.article` turns checked theorems into theorem fragments (which cite other
-theorems by ``\\ref{thm:ID}``), the Jupyter display and the standalone article; :mod:`.package` writes the
-``olstransformer.sty`` the fragments need in a user's paper, and :mod:`.symbols` its symbol macros and the
-``--symbols`` file; :mod:`.pdf` compiles the article.  :mod:`.text` makes any title, statement, glossary or
-meaning compile (escaping, Unicode); :mod:`.bibliography` prints the article's references from the shipped
-``references.bib``; :mod:`.theorem_page` writes the documentation's theorem index from certificates.
+displayed proof line, and which lines make one move of a proof's argument in the article's body;
+:mod:`.article` turns checked theorems into theorem fragments (which cite other theorems by
+``\\ref{thm:ID}``), the Jupyter display and the standalone article (each proof's argument in the body, its
+complete chain in the appendix); :mod:`.figures` adds the experiments' figures to it where they were drawn;
+:mod:`.package` writes the ``olstransformer.sty`` the fragments need in a user's paper, and :mod:`.symbols` its
+symbol macros and the ``--symbols`` file; :mod:`.pdf` compiles the article.  :mod:`.text` makes any title,
+statement, glossary or meaning compile (escaping, Unicode); :mod:`.bibliography` prints the article's references
+from the shipped ``references.bib``; :mod:`.theorem_page` writes the documentation's theorem index from certificates.
 """
 
 from ..kernel.proof import register_display

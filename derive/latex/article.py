@@ -27,7 +27,8 @@ from sympy.matrices.expressions import BlockMatrix, MatrixExpr, MatrixSymbol
 from ..kernel import Chain, Family, Hypothesis, Induction, Theorem, is_issued
 from ..kernel.scalars import scalar_kind
 from ..kernel.terms import FamilyMatrix, Kron, Tril, canon, index_kind
-from .grouping import display_groups
+from .figures import Figures, experiments_latex
+from .grouping import BOOKKEEPING, argument_groups, display_groups, rule_weight
 from .printer import PaperLatexPrinter
 from .symbols import (
     _every_term,
@@ -125,6 +126,7 @@ class _Context:
     stated: dict = field(default_factory=dict)  # lemma statement key -> its label, shared by the article
     aliases: dict = field(default_factory=dict)  # this theorem's lemma name -> label of the same statement
     local: dict = field(default_factory=dict)  # hypotheses of the chain being printed (hyp:IH) -> their words
+    again: set = field(default_factory=set)  # labels of this theorem's lemmas stated by an earlier theorem
 
 
 BREAK = "\\olsbreak"  # where a long display may break: between the factors of an outermost product
@@ -231,21 +233,180 @@ def _group_tag(steps, ctx: _Context) -> str:
     return "; ".join(text if n == 1 else f"{text}, {_TIMES.get(n, f'{n} times')}" for text, n in counts.items())
 
 
-def _chain_latex(chain: Chain, ctx: _Context) -> str:
-    """A proof chain: one displayed line per meaningful rewrite, its bookkeeping named on the same line."""
+def _chain_latex(chain: Chain, ctx: _Context, groups=None, tag=None) -> str:
+    """A proof chain: one displayed line per meaningful rewrite, its bookkeeping named on the same line.
+
+    ``groups`` (default :func:`display_groups`) cuts the chain into displayed lines and ``tag`` (default every
+    rule of the line, :func:`_group_tag`) names what each line applied: the article's body passes its moves
+    (:func:`argument_groups`, :func:`_move_tag`)."""
     printer = ctx.printer
     if not chain.steps:
         return _display(printer, chain.lhs, chain.rhs)
-    groups = display_groups(chain)
+    groups = display_groups(chain) if groups is None else groups
+    tag = tag or _group_tag
     if printer._settings["breaks"] is None:  # plain LaTeX (no package): align*, one line per displayed group
         lines = [f"  {printer.doprint(chain.lhs) if i == 0 else ''} &= {printer.doprint(g.expr)} "
-                 f"\\tag*{{\\small({_group_tag(g.steps, ctx)})}}" for i, g in enumerate(groups)]
+                 f"\\tag*{{\\small({tag(g.steps, ctx)})}}" for i, g in enumerate(groups)]
         return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
     lines = [f"\\begin{{olschain}}{{{printer.doprint_breakable(chain.lhs)}}}"]
     for group in groups:
-        lines.append(f"\\olsstep{{{printer.doprint_breakable(group.expr)}}}{{{_group_tag(group.steps, ctx)}}}")
+        lines.append(f"\\olsstep{{{printer.doprint_breakable(group.expr)}}}{{{tag(group.steps, ctx)}}}")
     lines.append("\\end{olschain}")
     return "\n".join(lines)
+
+
+# --- the body's proofs: the argument, the complete chain in the appendix (issue 44) ------------------
+
+#: The most moves one proof display of the article's body shows (a line each, below the chain's left side);
+#: an induction's base case shows at most :data:`BASE_MOVES`.  Both displays of an induction together stay
+#: within a dozen lines.  The complete chains are in the article's appendix.
+ARGUMENT_MOVES = 8
+BASE_MOVES = 3
+
+#: How many algebraic rules a move names; the others are counted.
+_NAMED_ALGEBRA = 3
+
+
+def _counted(text: str, n: int) -> str:
+    return text if n == 1 else f"{text}, {_TIMES.get(n, f'{n} times')}"
+
+
+def _algebra(counts: Mapping[str, int], named: int = _NAMED_ALGEBRA) -> str:
+    """The algebraic rules of a move, the most used first (ties in order), at most ``named`` named."""
+    order = sorted(counts, key=lambda text: -counts[text])  # a stable sort: ties keep their order
+    if len(order) <= named:
+        return _series(order)
+    rest = len(order) - named + 1
+    return ", ".join(order[:named - 1]) + f" and {_number(rest)} further rules"
+
+
+def _series(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+_UNFOLDING = {"def": "definition", "base": "definition", "step": "recurrence"}
+
+
+def _move_tag(steps, ctx: _Context) -> str:
+    """What one move of the body applied: its citations (each once, with how often) and the definitions and
+    recurrences it unfolds (``definitions of $Z$, $W_Q$ and $W_K$``), in the order first applied, then the algebra
+    around them, the most used rules named; bookkeeping only where the move has nothing else."""
+    cited: dict = {}  # text, or ("definition" | "recurrence") -> {what: count}, in order first applied
+    algebra: dict[str, int] = {}
+    book: dict[str, int] = {}
+    for step in steps:
+        weight, text = rule_weight(step.rule), _rule_text(step, ctx)
+        noun = _UNFOLDING.get(step.rule.partition(":")[0]) if ":" in step.rule else None
+        if weight >= 2 and noun and text.startswith(f"{noun} of "):
+            found = cited.setdefault(noun, {})
+            what = text[len(noun) + 4:]
+            found[what] = found.get(what, 0) + 1
+            continue
+        into = cited if weight >= 2 else algebra if weight == 1 else book
+        into[text] = into.get(text, 0) + 1
+    parts = []
+    for key, value in cited.items():
+        if isinstance(value, int):
+            parts.append(_counted(key, value))
+        elif len(value) == 1:
+            (what, n), = value.items()
+            parts.append(_counted(f"{key} of {what}", n))
+        else:
+            parts.append(f"{key}s of {_series(value)}")
+    if algebra:
+        parts.append(_algebra(algebra))
+    if not parts:
+        parts.append(_algebra(book))
+    return "; ".join(parts)
+
+
+def _argument(chain: Chain, ctx: _Context, limit: int = ARGUMENT_MOVES) -> str:
+    """A chain as the body shows it: its left side, then at most ``limit`` moves."""
+    return _chain_latex(chain, ctx, argument_groups(chain, limit) if chain.steps else None, _move_tag)
+
+
+def _hypothesis_name(h: Hypothesis, printer: PaperLatexPrinter) -> str:
+    """A hypothesis as a sentence names it: its equation inline, or by its name when it holds block matrices."""
+    if h.is_predicate or not _tall(h.lhs, h.rhs):
+        return _equation(h, printer)
+    return f"\\emph{{{_text(h.name)}}}"
+
+
+def _uses(chains: Sequence[Chain], ctx: _Context) -> str:
+    """The sentence that opens a proof in the body: what its chains cite (theorems, lemmas, hypotheses, the
+    induction hypothesis) and which definitions they unfold, each once, in the order first used; for a chain of
+    axioms alone, the algebra it is."""
+    printer, proof = ctx.printer, ctx.theorem.proof
+    theorems: dict[str, None] = {}
+    lemmas: dict[str, None] = {}
+    earlier: dict[str, None] = {}  # lemmas an earlier theorem of the article stated and proved
+    hypotheses: dict[str, None] = {}
+    definitions: dict[str, None] = {}
+    families: dict[str, None] = {}
+    induction = False
+    algebra: dict[str, int] = {}
+    known = {h.name: h for h in (*proof.hypotheses, *(h for c in proof.lemmas for h in c.hypotheses))}
+    for chain in chains:
+        for step in chain.steps:
+            kind, sep, name = step.rule.partition(":")
+            if not sep:
+                if step.rule not in BOOKKEEPING:
+                    text = rule_text(step.rule)
+                    algebra[text] = algebra.get(text, 0) + 1
+            elif kind == "thm":
+                theorems[f"\\ref{{{_label(name)}}}"] = None
+            elif kind == "lemma":
+                label = ctx.aliases.get(name, _label(ctx.theorem.id, name))
+                (earlier if label in ctx.again else lemmas)[f"\\ref{{{label}}}"] = None
+            elif kind == "hyp" and name == "IH" and name in ctx.local:
+                induction = True
+            elif kind == "hyp":
+                h = known.get(name)
+                hypotheses[_hypothesis_name(h, printer) if h is not None else f"\\emph{{{_text(name)}}}"] = None
+            elif kind == "def":
+                definition = next((d for d in proof.definitions if d.name == name), None)
+                definitions[f"${printer.doprint(definition.symbol)}$" if definition else _text(name)] = None
+            elif kind in ("base", "step"):
+                families[f"${printer.family_latex(name)}$" if name in theorem_families(ctx.theorem)
+                         else _text(name)] = None
+    parts = []
+    if theorems:
+        parts.append(("Theorem~" if len(theorems) == 1 else "Theorems~") + _series(theorems))
+    if lemmas:
+        parts.append(("Lemma~" if len(lemmas) == 1 else "Lemmas~") + _series(lemmas))
+    if earlier:
+        parts.append(("Lemma~" if len(earlier) == 1 else "Lemmas~") + _series(earlier) + " again")
+    if hypotheses:
+        parts.append(("the hypothesis " if len(hypotheses) == 1 else "the hypotheses ") + _series(hypotheses))
+    if induction:
+        parts.append("the induction hypothesis")
+    if definitions:
+        parts.append(("the definition of " if len(definitions) == 1 else "the definitions of ")
+                     + _series(definitions))
+    if families:
+        parts.append(("the recurrence of " if len(families) == 1 else "the recurrences of ") + _series(families))
+    if not parts:
+        if not algebra:
+            return "The claim holds as stated."
+        return f"The proof is matrix algebra: {_algebra(algebra, 4)}."
+    return "The proof uses " + "; ".join(parts) + "."
+
+
+def _pointer(label: str, steps: int) -> str:
+    """Where the body sends a reader for a proof's complete chain."""
+    if not steps:
+        return ""
+    what = {1: "its one checked step", 2: "both checked steps"}.get(steps, f"all {steps} checked steps")
+    return f"The complete chain, {what} with every rule named, is in Appendix~\\ref{{{label}}}."
+
+
+def _app_label(label: str) -> str:
+    """The label of a proof's complete chain in the appendix: ``app:`` and the label of what it proves."""
+    return f"app:{label}"
 
 
 def _size(printer: PaperLatexPrinter, rows: Basic, cols: Basic) -> str:
@@ -379,27 +540,37 @@ def _induction_chain(lemma: Induction, part: str) -> Chain:
     return Chain(f"{lemma.name}_{part}", lhs, rhs, lemma.base if part == "base" else lemma.step)
 
 
-def _induction_latex(lemma: Induction, ctx: _Context) -> str:
+def _induction_latex(lemma: Induction, ctx: _Context, argument: bool = False) -> str:
     """``By induction on t. For t = 0: <chain>. If <claim at t> (the induction hypothesis), then for t + 1:
-    <chain>.``"""
+    <chain>.``  With ``argument`` (the article's body), each chain as its moves, after a sentence saying what
+    the two chains use."""
     printer = ctx.printer
     t = printer.doprint(lemma.variable)
     claim = f"${printer.doprint(lemma.lhs)} = {printer.doprint(lemma.rhs)}$"
     if _tall(lemma.lhs, lemma.rhs):
         claim = f"the claim holds for ${t}$"
+    base, step = _induction_chain(lemma, "base"), _induction_chain(lemma, "step")
     ctx.local = {}
-    out = [f"By induction on ${t}$. For ${t} = 0$:", _chain_latex(_induction_chain(lemma, "base"), ctx)]
+    head = f"By induction on ${t}$."
+    if argument:
+        ctx.local = {"IH": "induction hypothesis"}
+        try:
+            head += " " + _uses([base, step], ctx)
+        finally:
+            ctx.local = {}
+    out = [f"{head} For ${t} = 0$:",
+           _argument(base, ctx, BASE_MOVES) if argument else _chain_latex(base, ctx)]
     ctx.local = {"IH": "induction hypothesis"}
     try:
         out += [f"If {claim} (the induction hypothesis), then for ${printer.doprint(lemma.variable + 1)}$:",
-                _chain_latex(_induction_chain(lemma, "step"), ctx)]
+                _argument(step, ctx) if argument else _chain_latex(step, ctx)]
     finally:
         ctx.local = {}
     return "\n".join(out)
 
 
-def _theorem_latex(ctx: _Context) -> str:
-    """The theorem, each new lemma with its proof, then the theorem's proof (each proof opens with "Proof")."""
+def _statement(ctx: _Context) -> list[str]:
+    """The theorem environment: the matrices, the hypotheses, the definitions, the claim."""
     theorem, printer = ctx.theorem, ctx.printer
     proof = theorem.proof
     out = [f"\\begin{{theorem}}[{{{escape_text(theorem.title)}}}]\\label{{{_label(theorem.id)}}}"]
@@ -412,34 +583,92 @@ def _theorem_latex(ctx: _Context) -> str:
     out.append("Then")
     out.append(_display(printer, proof.claim.lhs, proof.claim.rhs, end="."))
     out.append("\\end{theorem}\n")
-    again = []
-    for lemma in proof.lemmas:
+    return out
+
+
+def _lemma_statement(lemma: Chain | Induction, ctx: _Context) -> list[str]:
+    printer = ctx.printer
+    header = f"\\begin{{lemma}}\\label{{{_label(ctx.theorem.id, lemma.name)}}}"
+    if isinstance(lemma, Induction):
+        header += f" For every ${printer.doprint(lemma.variable)}$,"
+    elif lemma.hypotheses:
+        header += " If " + " and ".join(_equation(h, printer) for h in lemma.hypotheses) + ", then"
+    else:
+        header += "\\leavevmode"
+    return [header, _display(printer, lemma.lhs, lemma.rhs, end="."), "\\end{lemma}"]
+
+
+def _fresh_lemmas(ctx: _Context) -> tuple[list, list[str]]:
+    """The theorem's lemmas not stated earlier in the article (recorded as stated now), and the labels of those
+    that were (this theorem's lemma names then refer to them)."""
+    fresh, again = [], []
+    for lemma in ctx.theorem.proof.lemmas:
         key = _lemma_key(lemma)
         if key in ctx.stated:  # stated (and proved) earlier in the article: cite it, do not state it again
             ctx.aliases[lemma.name] = ctx.stated[key]
             again.append(ctx.stated[key])
             continue
-        ctx.stated[key] = _label(theorem.id, lemma.name)
-        header = f"\\begin{{lemma}}\\label{{{_label(theorem.id, lemma.name)}}}"
-        if isinstance(lemma, Induction):
-            header += f" For every ${printer.doprint(lemma.variable)}$,"
-        elif lemma.hypotheses:
-            header += " If " + " and ".join(_equation(h, printer) for h in lemma.hypotheses) + ", then"
-        else:
-            header += "\\leavevmode"
-        out.append(header)
-        out.append(_display(printer, lemma.lhs, lemma.rhs, end="."))
-        out.append("\\end{lemma}")
+        ctx.stated[key] = _label(ctx.theorem.id, lemma.name)
+        fresh.append(lemma)
+    return fresh, again
+
+
+def _theorem_latex(ctx: _Context) -> str:
+    """The theorem, each new lemma with its proof, then the theorem's proof (each proof opens with "Proof")."""
+    theorem = ctx.theorem
+    proof = theorem.proof
+    out = _statement(ctx)
+    fresh, again = _fresh_lemmas(ctx)
+    for lemma in fresh:
+        out += _lemma_statement(lemma, ctx)
         out.append("\\begin{proof}")
         out.append(_induction_latex(lemma, ctx) if isinstance(lemma, Induction) else _chain_latex(lemma, ctx))
         out.append("\\end{proof}\n")
-    fresh = len(proof.lemmas) > len(again)
     out.append(f"\\begin{{proof}}[Proof of Theorem~\\ref{{{_label(theorem.id)}}}]" if fresh else "\\begin{proof}")
     for label in dict.fromkeys(again):
         out.append(f"We use Lemma~\\ref{{{label}}} again.")
     out.append(_chain_latex(proof.claim, ctx))
     out.append("\\end{proof}\n")
     return "\n".join(line for line in out if line)
+
+
+def _steps(lemma: Chain | Induction) -> int:
+    if isinstance(lemma, Induction):
+        return len(lemma.base) + len(lemma.step)
+    return len(lemma.steps)
+
+
+def _article_theorem(ctx: _Context) -> tuple[str, str]:
+    """(body, appendix) of one theorem in the article (issue 44): the body states the theorem and each new lemma,
+    and proves each as an argument (:func:`_uses`, then at most :data:`ARGUMENT_MOVES` moves, and where the
+    complete chain is); the appendix has the complete chains, one labelled paragraph per proof."""
+    theorem = ctx.theorem
+    proof = theorem.proof
+    body = _statement(ctx)
+    fresh, again = _fresh_lemmas(ctx)
+    appendix = [f"\\subsection{{Theorem~\\ref{{{_label(theorem.id)}}}: {escape_text(theorem.title)}}}"
+                f"\\label{{app:{theorem.id}}}"]
+    for lemma in fresh:
+        label = _label(theorem.id, lemma.name)
+        body += _lemma_statement(lemma, ctx)
+        body.append("\\begin{proof}")
+        if isinstance(lemma, Induction):
+            body.append(_induction_latex(lemma, ctx, argument=True))
+        else:
+            body += [_uses([lemma], ctx), _argument(lemma, ctx)]
+        body.append(_pointer(_app_label(label), _steps(lemma)))
+        body.append("\\end{proof}\n")
+        appendix.append(f"\\paragraph{{Proof of Lemma~\\ref{{{label}}}.}}\\label{{{_app_label(label)}}}")
+        appendix.append(_induction_latex(lemma, ctx) if isinstance(lemma, Induction) else _chain_latex(lemma, ctx))
+    label = _label(theorem.id)
+    body.append(f"\\begin{{proof}}[Proof of Theorem~\\ref{{{label}}}]" if fresh else "\\begin{proof}")
+    ctx.again = set(again)  # the sentence names them: "Lemma 2.1 again"
+    body += [_uses([proof.claim], ctx), _argument(proof.claim, ctx),
+             _pointer(_app_label(label), len(proof.claim.steps))]
+    body.append("\\end{proof}\n")
+    appendix.append(f"\\paragraph{{Proof of Theorem~\\ref{{{label}}}.}}\\label{{{_app_label(label)}}}")
+    appendix.append(_chain_latex(proof.claim, ctx))
+    return "\n".join(line for line in body if line), "\n".join(appendix) + "\n"
 
 
 def _closure(theorem: Theorem) -> list[Theorem]:
@@ -789,15 +1018,16 @@ def _conventions(theorems: Sequence[Theorem], own: bool = True) -> str:
     if any(term.atoms(Kron) for t in theorems for term in _every_term(t)):
         text += KRON_CONVENTION + " "
     text += ("\n\nEach theorem is stated from its checked data: the sizes of its matrices, its hypotheses, its "
-             "definitions, its claim. Each proof line is one rewrite that the kernel checked, with the rule named "
-             "beside it; the bookkeeping a line needs (products and sums with zero, products with the identity, "
-             "transposes of zero, single blocks) is named on the same line, with how often it was applied. A line "
-             "citing an earlier theorem says which of its symbols are renamed. Before each theorem, the symbols "
-             "it introduces are listed; Section~\\ref{sec:notation} lists them all.")
+             "definitions, its claim. Each proof gives the argument: a sentence names what it cites (earlier "
+             "theorems, lemmas, hypotheses) and the definitions it unfolds, and its display runs from the left "
+             f"side to the right side in at most {_number(ARGUMENT_MOVES)} moves, each line naming the citations "
+             "and definitions it applies and the algebra around them. Every proof is printed from its checked chain "
+             "of rewrites, and Appendix~\\ref{app:proofs} gives each chain in full, every step with its rule. Before "
+             "each theorem, the symbols it introduces are listed; Section~\\ref{sec:notation} lists them all.")
     return "\\section{How to read the theorems}\\label{sec:reading}\n" + text
 
 
-def _abstract(count: int, judges: str) -> str:
+def _abstract(count: int, judges: str, figures: bool = False) -> str:
     return (
         "\\begin{abstract}\n"
         "Tan and Zhao~\\cite{tan2026ols} show that ordinary least squares (OLS) is a special case of the "
@@ -812,7 +1042,8 @@ def _abstract(count: int, judges: str) -> str:
         "multi-head and multi-layer attention, causal attention as recursive least squares, fast-weight "
         "memories, the causal mask and chunkwise linear attention, the delta rule in WY form with its chunkwise "
         "form (DeltaNet), recursive least squares as a delta rule, softmax attention as the Nadaraya--Watson "
-        "estimator and the modern Hopfield update. " + judges + "\n"
+        "estimator and the modern Hopfield update. " + judges
+        + (" The article also shows the figures of the package's numerical experiments." if figures else "") + "\n"
         "\\end{abstract}"
     )
 
@@ -859,7 +1090,7 @@ def _number(count: int) -> str:
     return _NUMBERS[count] if 0 <= count < len(_NUMBERS) else str(count)
 
 
-def _introduction(count: int) -> str:
+def _introduction(count: int, figures: bool = False) -> str:
     return "\n\n".join([
         "\\section{Introduction}\\label{sec:introduction}",
         "Tan and Zhao~\\cite{tan2026ols} prove that ordinary least squares is a special case of the single-layer "
@@ -898,9 +1129,11 @@ def _introduction(count: int) -> str:
         "(Section~\\ref{sec:results}) says which of them ran for this article, and what each found.",
         "\\paragraph{Outline.} Section~\\ref{sec:reading} says how to read the statements and proofs. "
         f"Section~\\ref{{sec:results}} lists the {_number(count)} theorems with their certificates. "
-        "Section~\\ref{sec:theorems} states and proves each of them, every theorem followed by what it means "
-        "for transformers. Section~\\ref{sec:conclusion} concludes; Section~\\ref{sec:notation} is an index of "
-        "the notation.",
+        "Section~\\ref{sec:theorems} states and proves each of them, every proof as its argument and every "
+        "theorem followed by what it means for transformers; Appendix~\\ref{app:proofs} gives every proof in "
+        "full, each step the kernel checked with its rule. "
+        + ("Section~\\ref{sec:experiments} shows the figures of the package's experiments. " if figures else "")
+        + "Section~\\ref{sec:conclusion} concludes; Section~\\ref{sec:notation} is an index of the notation.",
     ])
 
 
@@ -935,7 +1168,7 @@ def _results_table(ordered: Sequence[Theorem], results: Mapping[str, Mapping[str
         "given below the table); the witness column, on how many random instances the independent witness "
         "re-evaluated every step exactly in that run (\\texttt{derive build --witness}).",
         "{\\small",
-        "\\begin{longtable}{@{}r>{\\raggedright\\arraybackslash}p{0.38\\textwidth}rlll@{}}",
+        "\\begin{longtable}{@{}r>{\\raggedright\\arraybackslash}p{0.30\\textwidth}rlll@{}}",
         "\\hline Thm & Statement & Steps & Certificate & Coq & Witness \\\\ \\hline\\endhead",
         *rows,
         "\\hline",
@@ -987,7 +1220,7 @@ def _new_symbols(theorem: Theorem, glossaries: Mapping[str, Mapping[str, str]], 
     return "\\noindent{\\small\\textit{Symbols.} " + "; ".join(items) + ".}\n"
 
 
-def _conclusion(count: int) -> str:
+def _conclusion(count: int, figures: bool = False) -> str:
     return "\n\n".join([
         "\\section{Conclusion}\\label{sec:conclusion}",
         "The identity of Tan and Zhao~\\cite{tan2026ols} holds as stated: under the spectral hypotheses, OLS "
@@ -1004,7 +1237,8 @@ def _conclusion(count: int) -> str:
         "What the proofs do not cover is as important. They are identities of matrix algebra: they say what a "
         "layer with these weights computes, not that training finds such weights, nor how accurately floating "
         "point evaluates them. The experiments of the accompanying package (training a single layer by "
-        "gradient descent, storage capacity of linear and softmax attention, covariance shift) and its "
+        "gradient descent, storage capacity of linear and softmax attention, covariance shift"
+        + ("; Section~\\ref{sec:experiments}" if figures else "") + ") and its "
         "numerical code, which evaluates the checked right-hand sides with the accuracy of a least-squares "
         "solver~\\cite{bjorck1996}, address those questions separately. The certificates and the Coq files are "
         "distributed with the package that produced this article, so any reader can re-check every line: "
@@ -1040,9 +1274,21 @@ def _source(theorem: Theorem, ordered: Sequence[Theorem]) -> str:
     return f"\\paragraph{{Source.}} {origin.capitalize() if origin else ''}stated and proved here{by}."
 
 
+def _complete_proofs(appendix: Sequence[str]) -> str:
+    """The appendix of complete checked chains, one subsection per theorem (issue 44)."""
+    head = ("\\section{Complete checked proofs}\\label{app:proofs}\n"
+            "The proofs of Section~\\ref{sec:theorems} state the argument: what each cites and the moves it makes. "
+            "Here is every proof in full, as the kernel checked it. Each line is one meaningful rewrite with the rule "
+            "named beside it; the bookkeeping a line needs (products and sums with zero, products with the identity, "
+            "transposes of zero, single blocks) is named on the same line, with how often it was applied, so every "
+            "checked step is named. A line citing an earlier theorem says which of its symbols are renamed.")
+    return "\n\n".join([head, *appendix])
+
+
 def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[str, str]] | None = None,
                   macros: bool = True, results: Mapping[str, Mapping[str, str]] | None = None,
-                  meanings: Mapping[str, str] | None = None, front: Front | None = None, **settings) -> str:
+                  meanings: Mapping[str, str] | None = None, front: Front | None = None,
+                  figures: Figures | None = None, **settings) -> str:
     """A standalone article: abstract, introduction, a table of results, every theorem with its proof and what
     it means, a conclusion, an index of notation and a bibliography.
 
@@ -1061,9 +1307,15 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
     :class:`PaperLatexPrinter` settings (``matrix_style`` styles the symbols).
 
     With ``front`` (:class:`Front`: ``derive latex --library``), the article is the user's: their title,
-    authors and abstract, none of the package's own prose (abstract, introduction, conclusion), and a "What it
-    means" paragraph only for a theorem given a meaning.  Without it, the package's abstract says what the
-    witness and Coq did as ``results`` records it, and no more (:func:`_judges`).
+    authors and abstract, none of the package's own prose (abstract, introduction, conclusion, experiments), and
+    a "What it means" paragraph only for a theorem given a meaning.  Without it, the package's abstract says what
+    the witness and Coq did as ``results`` records it, and no more (:func:`_judges`).
+
+    Each proof in the body is its argument (issue 44): a sentence naming what it cites, then at most
+    :data:`ARGUMENT_MOVES` moves (:func:`~derive.latex.grouping.argument_groups`); the complete checked chains are
+    in the appendix, one labelled paragraph per proof, which the body points to.  ``figures``
+    (:class:`~derive.latex.figures.Figures`, from :func:`~derive.latex.figures.collect_figures`) adds the
+    experiments' figures in an "Experiments" section of the package's article; without them there is none.
     """
     from .bibliography import bibliography_latex, cited_keys
     from .package import package_body
@@ -1072,13 +1324,15 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
     resolved = resolved_glossaries(glossaries)
     style = settings.get("matrix_style", "plain")
     printer = _printer(ordered, macros, settings)
+    shown = figures if front is None and figures is not None and figures.paths else None  # the package's own
     if front is None:
         head = f"\\title{{{TITLE}}}\n\\author{{{AUTHOR}}}\n\\date{{}}\n"
-        opening = [_abstract(len(ordered), _judges(ordered, results or {})), _introduction(len(ordered))]
+        opening = [_abstract(len(ordered), _judges(ordered, results or {}), shown is not None),
+                   _introduction(len(ordered), shown is not None)]
     else:
         head, abstract = _front_latex(front)
         opening = [abstract]
-    preamble = PREAMBLE + head
+    preamble = PREAMBLE + ("\\usepackage{graphicx}\n" if shown is not None else "") + head
     if macros:
         body = package_body(ordered, style, descriptions=descriptions(ordered, resolved))
         preamble += "\\makeatletter\n" + body + "\\makeatother\n"
@@ -1092,11 +1346,14 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
             "\\section{The theorems}\\label{sec:theorems}"]
     stated: dict = {}
     seen: set = set()
+    appendix: list[str] = []
     meaning_of = {**_registered_meanings(), **(meanings or {})}
     for theorem in ordered:
         body.append(f"\\subsection{{{escape_text(theorem.title)}}}")
         body.append(_new_symbols(theorem, resolved, printer, seen))
-        body.append(_theorem_latex(_Context(theorem, _printer(ordered, macros, settings), stated)))
+        argument, complete = _article_theorem(_Context(theorem, _printer(ordered, macros, settings), stated))
+        body.append(argument)
+        appendix.append(complete)
         meaning = meaning_of.get(theorem.id)
         if front is not None and theorem.id not in requested:  # stated only because a theorem cites it
             body.append(_source(theorem, ordered))
@@ -1104,9 +1361,11 @@ def article_latex(theorems: Sequence[Theorem], glossaries: Mapping[str, Mapping[
         if meaning or front is None:  # a user's theorem without a meaning has no paragraph (issue 44)
             text = latex_text(meaning) if meaning else escape_text(theorem.proof.statement)
             body.append(f"\\paragraph{{What it means.}} {text}")
+    if shown is not None:
+        body.append(experiments_latex(shown))
     if front is None:
-        body.append(_conclusion(count))
-    body += ["\\appendix", _notation(ordered, resolved, printer)]
+        body.append(_conclusion(count, shown is not None))
+    body += ["\\appendix", _complete_proofs(appendix), _notation(ordered, resolved, printer)]
     # the introduction names the paper's theorems: each stated here, or its id
     text = _local_refs("\n\n".join(line for line in body if line), ids, external=front is not None)
     references = bibliography_latex(text) if cited_keys(text) else ""

@@ -20,6 +20,16 @@ so it works on any chain, hand-written or machine-found:
   the line before did not have (``V^T V`` becomes ``I``) and the next line's bookkeeping removes it.
   Noise a line keeps from the line before (the ``I`` that a hypothesis ``A \\Gamma X^T T = ...`` needs
   with ``A = I``) is deliberate and stays shown.
+
+:func:`argument_groups` goes further, for the body of the article (issue 44): it merges the displayed lines
+into at most ``limit`` *moves*, so that a proof of 180 checked steps reads as an argument of a few lines.
+Consecutive lines that cite the same thing (a definition unfolded 100 times), that apply the same rules (block
+multiplication four times), or that only unfold definitions, are one move.  Then, while there are more than
+``limit``, two neighbouring moves become one, hiding the expression between them; what is hidden first is what
+matters least to a reader (:func:`rule_weight`): the result of plain algebra (it prepares the next citation),
+then that of a definition or recurrence, and only last the result of a cited theorem, lemma or hypothesis; the
+smallest merge first.  The complete chain is printed elsewhere (the article's appendix), so a move never loses
+a step: it only shows fewer of the expressions between them.
 """
 
 from __future__ import annotations
@@ -32,12 +42,18 @@ from sympy.matrices.expressions import BlockMatrix, MatrixExpr
 
 from ..kernel import Chain, Step
 
-__all__ = ["BOOKKEEPING", "Group", "display_groups", "noise"]
+__all__ = ["BOOKKEEPING", "CITING", "DEFINING", "Group", "argument_groups", "display_groups", "noise",
+           "rule_weight"]
 
 #: Rules that only tidy up: zeros, identities, single blocks, like terms, zero blocks, identity blocks, the
 #: inverse of I, and moving a 1×1 matrix between the factors and the coefficient (it prints the same either way).
 BOOKKEEPING = frozenset({"identity_mul", "zero_mul", "zero_add", "transpose_zero", "block_single", "collect",
                          "block_zero", "block_identity", "inverse_identity", "scalar_matrix"})
+
+#: Kinds of rule (``KIND:NAME``) that cite something a reader must know: a theorem, a lemma, a hypothesis.
+CITING = frozenset({"thm", "lemma", "hyp"})
+#: Kinds of rule that unfold a definition: a defined symbol, the first member or the recurrence of a family.
+DEFINING = frozenset({"def", "base", "step"})
 
 
 @dataclass(frozen=True)
@@ -161,3 +177,67 @@ def _fold(groups: list[list[int]], steps: Sequence[Step], exprs, noises, total, 
             out[index:index + 2] = [out[index] + out[index + 1]]
         index -= 1
     return out
+
+
+def rule_weight(rule: str) -> int:
+    """How much a step matters to the argument a reader follows: 3 for a citation (theorem, lemma, hypothesis,
+    the induction hypothesis), 2 for a definition or recurrence, 1 for an algebraic axiom, 0 for bookkeeping."""
+    kind, sep, _ = rule.partition(":")
+    if sep and kind in CITING:
+        return 3
+    if sep and kind in DEFINING:
+        return 2
+    if sep:
+        return 3  # an unknown kind of citation: shown, never folded away first
+    return 0 if rule in BOOKKEEPING else 1
+
+
+def _cited(steps: Sequence[Step]) -> tuple:
+    """The rules of a line's citations and definitions, each once, in order."""
+    return tuple(dict.fromkeys(s.rule for s in steps if rule_weight(s.rule) >= 2))
+
+
+def _applied(steps: Sequence[Step]) -> frozenset:
+    """The rules of a line but its bookkeeping."""
+    return frozenset(s.rule for s in steps if s.rule not in BOOKKEEPING)
+
+
+def _unfolds(steps: Sequence[Step]) -> bool:
+    """Whether a line only unfolds definitions or recurrences (with the bookkeeping they need)."""
+    weights = {rule_weight(s.rule) for s in steps}
+    return 2 in weights and weights <= {0, 2}
+
+
+def argument_groups(chain: Chain, limit: int) -> list[Group]:
+    """At most ``limit`` moves of ``chain`` (at least one), each a run of consecutive steps ending at the expression
+    shown: the displayed lines of :func:`display_groups`, merged where it hides least (see the module's text).
+
+    Deterministic and generic: only the rules' kinds and the number of steps are looked at.
+    """
+    lines = [list(range(g.start, g.stop)) for g in display_groups(chain)]
+    if not lines:
+        return []
+    steps = chain.steps
+    limit = max(1, limit)
+    merged = [lines[0]]
+    for line in lines[1:]:  # a line citing just what the line before cited continues its move, and so does
+        last, this = [steps[k] for k in merged[-1]], [steps[k] for k in line]  # one unfolding definitions after one
+        if (_cited(last) and _cited(last) == _cited(this)) or (_unfolds(last) and _unfolds(this)) or \
+                (_applied(last) and _applied(last) == _applied(this)):
+            merged[-1] = merged[-1] + line
+        else:
+            merged.append(line)
+    lines = merged
+    while len(lines) > limit:
+        best = None
+        for b in range(len(lines) - 1):  # merging b and b + 1 hides the expression at the end of line b
+            here, after = [steps[k] for k in lines[b]], [steps[k] for k in lines[b + 1]]
+            weight = max(rule_weight(s.rule) for s in here)
+            same = bool(_cited(here)) and _cited(here) == _cited(after)
+            rank = 0 if same else 1 if weight <= 1 else 2 if weight == 2 else 3
+            cost = (rank, len(here) + len(after), b)
+            if best is None or cost < best[0]:
+                best = (cost, b)
+        b = best[1]
+        lines[b:b + 2] = [lines[b] + lines[b + 1]]
+    return [Group(g[0], g[-1] + 1, tuple(steps[k] for k in g)) for g in lines]

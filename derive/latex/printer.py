@@ -3,11 +3,13 @@
 :class:`PaperLatexPrinter` subclasses SymPy's ``LatexPrinter`` to write what a paper would
 (X^{\\top}, \\Lambda^{-1/2}, bmatrix blocks, I and 0 without decoration); :func:`math` prints one term.
 Scalar coefficients print as a paper writes them (``\\frac{1}{\\lambda} X``, ``(\\lambda + 1) X``,
-``A - \\eta B``), a 1×1 matrix read as a scalar as that matrix (``(1 + v^{\\top} A^{-1} u)^{-1} A``), the
-1×1 identity as ``1``, the member ``x[t + 1]`` of a family as ``x_{t+1}``, the causal mask ``tril(A)`` as
-``\\operatorname{tril}(A)``, its strict form ``tril(A, -1)`` as ``\\operatorname{tril}_{-1}(A)``, and the
-Kronecker product ``kron(A, B)`` as ``A \\otimes B`` (in parentheses as a factor of a product, of another
-Kronecker product, or under a transpose, an inverse or a power: ``(A \\otimes B)^{\\top}``).
+``A - \\eta B``), the terms of a sum in the order a paper writes them (``X^{\\top} X + \\lambda I``: the
+kernel's order, a multiple of the identity last, a negative term after the positive ones), a 1×1 matrix read
+as a scalar as that matrix (``(1 + v^{\\top} A^{-1} u)^{-1} A``), the 1×1 identity as ``1``, the member
+``x[t + 1]`` of a family as ``x_{t+1}``, the causal mask ``tril(A)`` as ``\\operatorname{tril}(A)``, its strict
+form ``tril(A, -1)`` as ``\\operatorname{tril}_{-1}(A)``, and the Kronecker product ``kron(A, B)`` as
+``A \\otimes B`` (in parentheses as a factor of a product, of another Kronecker product, or under a transpose,
+an inverse or a power: ``(A \\otimes B)^{\\top}``).
 Theorems, proofs and the article are in :mod:`derive.latex.article`.
 """
 
@@ -390,8 +392,11 @@ class PaperLatexPrinter(LatexPrinter):
 
     def _print_MatAdd(self, expr):
         texts = [self._print(term) for term in expr.args]  # terms of an outermost sum stay outermost
-        # as written by hand: A - B, not -B + A; a 1×1 identity first (1 + v^T u, the scalar it is)
-        order = sorted(range(len(texts)), key=lambda i: (texts[i].startswith("-"), texts[i] != "1"))
+        # as written by hand (the kernel sorts a sum's terms, so the author's order is not kept): A - B, not
+        # -B + A; a 1×1 identity first (1 + v^T u, the scalar it is); a multiple of a larger identity after the
+        # other terms of its sign (X^T X + \lambda I, not \lambda I + X^T X; I - A stays as it is)
+        order = sorted(range(len(texts)), key=lambda i: (texts[i].startswith("-"), texts[i] != "1",
+                                                         _identity_multiple(expr.args[i])))
         out = ""
         for index, position in enumerate(order):
             text = texts[position]
@@ -402,6 +407,14 @@ class PaperLatexPrinter(LatexPrinter):
                 text = text[1:]
             out += text
         return out
+
+
+def _identity_multiple(term) -> bool:
+    """``I``, ``\\lambda I`` or ``-2 I`` (an identity larger than 1×1, times a scalar): written last in a sum."""
+    if term.is_MatMul:
+        matrices = [a for a in term.args if isinstance(a, MatrixExpr)]
+        term = matrices[0] if len(matrices) == 1 else term
+    return bool(term.is_Identity) and not _is_one_by_one(term)
 
 
 def _all_negative(poly) -> bool:
