@@ -165,7 +165,8 @@ def _cmd_build(args) -> int:
         print(line, flush=True)
 
     result = pipeline.build(out, list(_library()), style=args.style, symbols=args.symbols, make_pdf=not args.no_pdf,
-                            progress=progress, report=report, witness=args.witness, coq=not args.no_coq)
+                            progress=progress, report=report, witness=args.witness, coq=not args.no_coq,
+                            figures=not args.no_figures)
     _failures(result.records)
     print(result.summary())
     return 0 if result.verified == len(result.records) else 1
@@ -752,16 +753,20 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="the main job: prove everything, write certificates, LaTeX, code, the PDF and "
                                      "the Coq files, compiled by coqc when it is on PATH (--no-coq: not compiled)",
                        description="Prove every theorem, then write DIR/certificates, DIR/latex (and the PDF when a "
-                                   "TeX engine is installed), DIR/code and DIR/coq, the Coq development, compiled "
-                                   "with coqc when it is on PATH: most of a build's time where Coq is installed "
-                                   "(--no-coq skips it).")
+                                   "TeX engine is installed), DIR/code, DIR/figures (the experiments' quick run, "
+                                   "shown in the article) and DIR/coq, the Coq development, compiled with coqc "
+                                   "when it is on PATH: most of a build's time where Coq is installed (--no-coq "
+                                   "skips it).")
     b.add_argument("--out", default="build", metavar="DIR",
-                   help="output directory (default: build). derive build writes only its four folders there, "
-                        "certificates/, latex/, code/ and coq/: pip's build/lib and build/bdist.* (written by "
-                        "python -m pip install . in a checkout) and the docs' build/docs sit beside them, untouched")
+                   help="output directory (default: build). derive build writes only its five folders there, "
+                        "certificates/, latex/, code/, coq/ and figures/: pip's build/lib and build/bdist.* (written "
+                        "by python -m pip install . in a checkout) and the docs' build/docs sit beside them, untouched")
     b.add_argument("--no-coq", action="store_true",
                    help="do not compile the Coq development with coqc (the .v files are still written to DIR/coq; "
                         "derive export coq --compile compiles them later); the article then says \"exported\"")
+    b.add_argument("--no-figures", action="store_true",
+                   help="do not run the experiments' quick form (derive reproduce --quick, a few seconds) for the "
+                        "article's figures; the article then has no Experiments section")
     b.add_argument("--witness", action="store_true",
                    help="also re-evaluate every proof with the independent witness (about a minute more); the "
                         "article's table of results reports it")

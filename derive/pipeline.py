@@ -299,7 +299,8 @@ class BuildResult:
 
 def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | None = None, make_pdf: bool = True,
           progress: Callable[[int, int, dict], None] | None = None,
-          report: Callable[[str], None] | None = None, witness: bool = False, coq: bool = True) -> BuildResult:
+          report: Callable[[str], None] | None = None, witness: bool = False, coq: bool = True,
+          figures: bool = True) -> BuildResult:
     """The main job: prove every theorem, then write certificates, LaTeX, generated code, the PDF (if asked) and
     the Coq development, compiled with coqc when it is on PATH (not with ``coq`` False: ``derive build --no-coq``;
     the .v files are written all the same, and the article's table says "exported", not "accepted").
@@ -307,8 +308,11 @@ def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | No
     ``progress`` is called after each theorem; ``report`` with one line as each later stage starts and ends
     (certificates, LaTeX, code, PDF, Coq and every coqc verdict), so nothing runs silently.  With ``witness``,
     every proof is also re-evaluated by the independent witness (a refutation fails the theorem, as in
-    :func:`prove`), and the article's table of results says so.  The output folders ``out/certificates``,
-    ``out/latex`` and ``out/code`` must exist.
+    :func:`prove`), and the article's table of results says so.  With ``figures`` (``derive build`` unless
+    ``--no-figures``) the experiments run in their quick form (``derive reproduce --quick``, a few seconds) into
+    ``out/figures``, and the article shows them in its Experiments section, its captions saying the run was quick;
+    where matplotlib is missing, a line says so and the article has no such section.  The output folders
+    ``out/certificates``, ``out/latex`` and ``out/code`` must exist.
     """
     say = report or (lambda line: None)
     certs, tex, code = out / "certificates", out / "latex", out / "code"
@@ -331,6 +335,8 @@ def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | No
         if "witness" in record:
             instances = record["witness"]["instances"]
             status.setdefault(record["id"], {})["witness"] = str(instances)
+    if figures:
+        draw_figures(out / "figures", say)
     say(f"LaTeX: writing the package, {len(theorems)} theorem fragments and the article to {tex} ...")
     started = time.perf_counter()
     article = write_latex(theorems, tex, style, symbols, results=status)
@@ -346,6 +352,24 @@ def build(out: Path, ids: Sequence[str], style: str = "plain", symbols: str | No
     else:
         account = "PDF skipped (--no-pdf)"
     return BuildResult(records, certs, article, paths, account, written, extra=coq_lines)
+
+
+def draw_figures(out: Path, say: Callable[[str], None]) -> bool:
+    """The experiments' figures for the article, from their quick run (``derive reproduce --quick``) into ``out``;
+    False, with a line that says why, where matplotlib is missing."""
+    from .experiments.paper import MissingDependency, reproduce, require_matplotlib
+
+    try:
+        require_matplotlib()
+    except MissingDependency as exc:
+        say(f"figures: not drawn, so the article has no Experiments section: {exc}")
+        return False
+    started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    summary = reproduce(out, show_progress=False, quick=True)
+    say(f"figures: the quick run of the experiments drew {len(summary['figures'])} figures in {out} "
+        f"({time.perf_counter() - started:.1f} s)")
+    return True
 
 
 def write_coq(records: list[dict], out: Path, compile_: bool = True, status: dict | None = None,
