@@ -158,8 +158,8 @@ def bench_interleaved(ox, kinds, B, n, p, rounds, seed=0):
     """Issue 43's rows: each solver against its peer timed in the same process, interleaved (every solver once per
     round, in a new random order, after a gc.collect()), one thread everywhere; per pair the median of each and
     the range of the per-round ratios peer / ours. The NumPy module (``ols_attention.py``, beside the xp module)
-    against a loop of numpy.linalg.lstsq, jitted JAX against jit(vmap(lstsq)), PyTorch (the default call) against
-    torch.linalg.lstsq."""
+    against a loop of numpy.linalg.lstsq, jitted JAX against jit(vmap(lstsq)), PyTorch (the default call, and the
+    array-API code that runs on a GPU: ``HOST_NUMERICS = False``) against torch.linalg.lstsq."""
     import gc
     import os
     import random
@@ -176,6 +176,7 @@ def bench_interleaved(ox, kinds, B, n, p, rounds, seed=0):
     oa = sys.modules.get("ols_attention") or load(Path(ox.__file__).parent, "ols_attention")
     jit_ours = jax.jit(lambda X, y: ox.coefficients(X, y))
     jit_lstsq = jax.jit(jax.vmap(lambda X, y: jnp.linalg.lstsq(X, y)[0]))
+    arrays = array_code(lambda X, y: ox.coefficients(X, y))
     rng = random.Random(seed)
 
     def solvers(X, y):
@@ -189,6 +190,10 @@ def bench_interleaved(ox, kinds, B, n, p, rounds, seed=0):
             "torch (1 thread)": (lambda: ox.coefficients(tX, ty),
                                  lambda: torch.linalg.lstsq(tX, ty[..., None]).solution[..., 0],
                                  "xp module (default call)", "torch.linalg.lstsq"),
+            "torch, array-API code (1 thread)": (lambda: arrays(tX, ty),
+                                                 lambda: torch.linalg.lstsq(tX, ty[..., None]).solution[..., 0],
+                                                 "xp module, array-API code (the GPU design: no host sync)",
+                                                 "torch.linalg.lstsq"),
         }
 
     rows = []

@@ -17,22 +17,25 @@ floating dtype; integers, complex numbers, Python lists and arrays of two namesp
 arithmetic is in the arguments' common floating dtype (``result_type``: float32 in, float32 out, residuals of the
 refinement included) and on their device; nothing is copied to the host.
 
-Traceable: no route branches in Python on array values (a masked choice is ``xp.where``), the number of
-refinement steps is fixed, and shapes are all that the code inspects. So the functions work under ``jax.jit``,
-``jax.vmap``, ``torch.compile`` and are differentiable (``jax.grad``, ``torch.autograd``). Checks of values
-(NaN or infinity in the data, a result that is not finite because X is rank-deficient) run only where the
-values are concrete: not under ``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``,
-where shapes and dtypes are still checked and a failure shows as NaN in the result. On concrete PyTorch tensors
-route "auto" with the default ``check_finite=None`` reads nothing back to the host (issue 43): the factors come
-from ``torch.linalg.cholesky_ex`` with its ``info`` kept on the device, the problems whose factor failed or whose
-pivots say XᵀX is numerically singular get the minimum-norm solution (an eigendecomposition of every problem's
-XᵀX, chosen by ``where``: no loop, no read), and NaN or infinity in a problem's data gives NaN in that problem's
-β (on CPU tensors, where a read makes nothing wait, one read skips the eigendecompositions where no problem is
-deficient). With ``check_finite=True`` (and for route "cholesky") the finite checks, the Cholesky pivots and the
-result's check are combined into one value read once, and only where it says that one failed are they read one by
-one to name it (four reads, each a wait for a GPU, before issue 30; counted in ``tests/test_xp_host_reads.py``).
-``torch.linalg.eigh`` itself still checks its solver's status inside PyTorch (a wait on a GPU that this module
-cannot avoid: PyTorch has no ``eigh_ex``); it runs only on this no-read path.
+Traceable: no route branches in Python on array values (a masked choice is ``xp.where``; a batch-level shortcut is
+``jax.lax.cond`` under JAX tracing, _branch), the number of refinement steps is bounded, and shapes are all that
+the code inspects. So the functions work under ``jax.jit``, ``jax.vmap``, ``torch.compile``, ``torch.vmap`` and are
+differentiable (``jax.grad``, ``torch.autograd``). Checks of values (NaN or infinity in the data, a result that is
+not finite because X is rank-deficient) run only where the values are concrete: not under
+``jax.jit``/``jax.vmap``/``jax.grad`` tracing nor inside ``torch.compile``, where shapes and dtypes are still checked
+and a failure shows as NaN in the result.
+
+PyTorch (issue 43): route "auto" with the default ``check_finite=None`` reads nothing back to the host (no wait for
+a GPU, nothing that breaks a CUDA graph), on concrete tensors of any device, under ``torch.compile`` and under
+``torch.vmap``; CPU tensors run the very same code, so that ``tests/test_xp_sync.py`` counts the host
+synchronisations (none) without a GPU. The factors come from ``torch.linalg.cholesky_ex`` with its ``info`` kept on
+the device and solves from ``torch.linalg.solve_triangular`` (``torch.linalg.cholesky``, ``cholesky_solve``,
+``eigh`` and ``svd`` test their solver's status on the host); the problems whose factor failed or whose pivots
+say XᵀX is numerically singular get the minimum-norm solution, computed for the whole stack and chosen by
+``where`` (no loop, no read: _lazy_solution), and NaN or infinity in a problem's data gives NaN in that problem's
+β. With ``check_finite=True`` (and for route "cholesky") the finite checks, the Cholesky pivots and the result's
+check are combined into one value read once, and only where it says that one failed are they read one by one to
+name it (four reads, each a wait for a GPU, before issue 30; counted in ``tests/test_xp_host_reads.py``).
 
 Columns are scaled by powers of two (``2.0 ** -k`` with an integral k: exact where the namespace's power is, as
 in NumPy and PyTorch); β follows exactly from the scaled problem's solution. Routes "eigh", "svd", "qr" and the
@@ -41,16 +44,25 @@ scale inside XᵀX only, from its diagonal (no copy of X), so there the squared 
 the dtype (about 1e±308 in float64, 1e±38 in float32): data beyond give ValueError (concrete) or NaN (traced).
 
 Routes (each evaluates a kernel-checked identity on the column-scaled data):
-    "auto"      Cholesky of the column-scaled XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route), then ``refine``
-                (REFINEMENT_STEPS, 2) preconditioned gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ) (preconditioned_gd)
-                with the residuals in the input precision. Each step shrinks the error that forming XᵀX causes by
-                about κ² eps (κ the condition number of the column-scaled X), so where κ² eps is well under 1 the
-                answer is in the accuracy class of a backward-stable solver (lstsq). Less robust than the NumPy
+    "auto"      Cholesky of the column-scaled XᵀX = CCᵀ (gauge_invariance, lemma cholesky_route), then up to
+                ``refine`` (REFINEMENT_STEPS, 2) preconditioned gradient steps β ← β + C⁻ᵀC⁻¹Xᵀ(Y − Xβ)
+                (preconditioned_gd) with the residuals in the input precision. Each step shrinks the error that
+                forming XᵀX causes by about κ² eps (κ the condition number of the column-scaled X), so where κ² eps
+                is well under 1 the answer is in the accuracy class of a backward-stable solver (lstsq). A problem
+                with an intercept column (constant and nonzero on its first rows) is centred first (issue 43, as
+                scikit-learn does and the NumPy module's stacks: X' = XT, the other columns less the mean of their
+                first rows, β = Tγ), so that uncentred data are as well conditioned as centred; the steps are
+                taken where the Cholesky pivots estimate κ² eps (times the spread of the coefficients' scales) over
+                about 500 eps (_refinement_needed): under ``jax.jit`` a stack takes them only where one of its
+                problems needs them (``jax.lax.cond``), PyTorch always takes them (a test would be a read). Under
+                JAX tracing the factorizations of up to 8 columns are written out entry by entry (XLA fuses them;
+                its batched LAPACK calls were a third of a jitted batch of prompts). Less robust than the NumPy
                 module's "auto", which measures κ² and switches to Householder QR or the SVD for hard ones (its
                 "exact" route is the exact solution, rounded once): here κ² eps near or over 1 (cond(X) over about
-                1e7 in float64, 3e3 in float32, once columns are scaled) leaves an inaccurate answer, and a rank-
-                deficient X gives ValueError (concrete values) or NaN (traced) — use "svd" there. On concrete
-                CPU arrays "auto" is the NumPy module's instead (see "On the CPU" below).
+                1e7 in float64, 3e3 in float32, once columns are scaled and centred) leaves an inaccurate answer,
+                and a rank-deficient X gives ValueError (concrete NumPy-like values), NaN (traced by JAX) or, on
+                PyTorch by default, the minimum-norm solution (see PyTorch above) — use "svd" elsewhere. On
+                concrete CPU arrays "auto" is the NumPy module's instead (see "On the CPU" below).
     "cholesky"  the same without refinement: error about κ² eps, as the NumPy module's "cholesky".
     "eigh"      X_q L Lᵀ XᵀY with L = VΛ^{-1/2}, XᵀX = VΛVᵀ (ols_is_linear_attention, lemma gram_route);
                 eigenvalues under p·eps·λ_max are dropped (minimum norm, pseudo_inverse). Error about κ² eps.
@@ -59,7 +71,8 @@ Routes (each evaluates a kernel-checked identity on the column-scaled data):
                 dropped, as numpy.linalg.pinv does).
     "qr"        X_q R⁻¹ QᵀY with X = QR (gauge_invariance, lemma qr_route): backward stable; needs full rank.
 The standard has no triangular solve: ``_solve_triangular`` uses the namespace's own where it has one
-(``torch.linalg.solve_triangular``, ``jax.lax.linalg.triangular_solve``) and ``xp.linalg.solve`` otherwise.
+(``torch.linalg.solve_triangular``, ``jax.lax.linalg.triangular_solve``; traced by JAX, up to 8 columns,
+substitution entry by entry) and ``xp.linalg.solve`` otherwise.
 
 On the CPU: route "auto" (with the default ``refine`` and ``check_finite``) on concrete float32/float64 arrays of
 NumPy, PyTorch or JAX in CPU memory is the NumPy module's "auto", bit for bit: ``derive codegen --backend xp``
@@ -117,7 +130,7 @@ REFINEMENT_STEPS = 2
 
 #: Checked theorems these fixed numerics rest on (beyond the printed functions' own), and what for.
 RELIES_ON = {
-    "pseudo_inverse": "rank-deficient X (routes eigh and svd): the minimum-norm solution, from dropped values",
+    "pseudo_inverse": "rank-deficient X (routes eigh, svd; auto on PyTorch): the minimum-norm solution",
     "preconditioned_gd": "refinement of the Cholesky route by preconditioned gradient steps",
 }
 
@@ -170,6 +183,8 @@ def _solve_triangular(T, B, lower, transpose):
     """op(T)⁻¹B for triangular T (..., p, p) and B (..., p, k): op(T) = Tᵀ with ``transpose``, else T; ``lower``
     says whether op(T) is lower triangular."""
     xp = array_namespace(T, B)
+    if _unrolled(xp, T):
+        return _jax_written_out()["solve"](T, B, lower, transpose)
     if transpose:
         T = T.mT
     if is_torch_namespace(xp):
@@ -179,6 +194,129 @@ def _solve_triangular(T, B, lower, transpose):
 
         return triangular_solve(T, B, left_side=True, lower=lower)
     return xp.linalg.solve(T, B)  # the standard: an LU solve of the triangular matrix (backward stable)
+
+
+#: Under JAX tracing (jax.jit, vmap, grad), Cholesky factors and triangular solves of at most this many columns are
+#: written out entry by entry (_unrolled): XLA fuses them into loops over the stack, where its batched LAPACK calls
+#: cost about 0.2 µs per matrix each (a third of a jitted batch of 4,096 prompts of 64 × 8, issue 43). Beyond 8
+#: columns the written-out code costs more to compile than it saves (4.7 s for route "auto" at 16 columns, 0.2 s
+#: with LAPACK; 1.9 s at 8).
+_UNROLLED_COLUMNS = 8
+
+
+def _unrolled(xp, A) -> bool:
+    """Whether the small factorizations of A's stack are written out entry by entry (traced JAX, few columns)."""
+    jax = sys.modules.get("jax")
+    return (is_jax_namespace(xp) and A.shape[-1] <= _UNROLLED_COLUMNS and jax is not None
+            and isinstance(A, jax.core.Tracer))
+
+
+_WRITTEN_OUT: dict[str, Callable[..., Array]] = {}
+
+
+def _jax_written_out() -> dict[str, Callable[..., Array]]:
+    """The written-out Cholesky factor and triangular solve (_unrolled) as JAX functions whose derivatives are
+    those of JAX's own (``jax.custom_jvp``): the written-out code itself is never differentiated, whose derivative
+    took seconds to compile (11 s for the gradient of route "auto" at 8 columns, against 0.4 s)."""
+    if not _WRITTEN_OUT:
+        import functools
+
+        jax = sys.modules["jax"]
+        from jax.lax.linalg import cholesky, triangular_solve
+
+        @jax.custom_jvp
+        def factor(G):
+            return _unrolled_cholesky(jax.numpy, G)
+
+        @factor.defjvp
+        def factor_jvp(primals, tangents):
+            return factor(*primals), jax.jvp(cholesky, primals, tangents)[1]
+
+        @functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3))
+        def solve(T, B, lower, transpose):
+            return _substitution(jax.numpy, T, B, lower, transpose)
+
+        @solve.defjvp
+        def solve_jvp(lower, transpose, primals, tangents):
+            def lapack(T, B):
+                return triangular_solve(T.mT if transpose else T, B, left_side=True, lower=lower)
+
+            return solve(*primals, lower, transpose), jax.jvp(lapack, primals, tangents)[1]
+
+        _WRITTEN_OUT.update(cholesky=factor, solve=solve)
+    return _WRITTEN_OUT
+
+
+def _entries_first(xp, A):
+    """A (..., r, c) as (r, c, ...): each entry of the stack's matrices a contiguous array over the stack."""
+    nd = A.ndim
+    return xp.permute_dims(A, (nd - 2, nd - 1) + tuple(range(nd - 2)))
+
+
+def _entries_last(xp, A):
+    """The inverse of _entries_first: (r, c, ...) as (..., r, c)."""
+    nd = A.ndim
+    return xp.permute_dims(A, tuple(range(2, nd)) + (0, 1))
+
+
+def _substitution(xp, T, B, lower, transpose):
+    """op(T)⁻¹B by forward or back substitution, entry by entry over the stack (see _UNROLLED_COLUMNS)."""
+    p = T.shape[-1]
+    T = _entries_first(xp, T)
+    B = _entries_first(xp, B)  # (p, k, ...)
+
+    def entry(i, j):  # op(T)[i, j], one per problem
+        return T[j, i, ...] if transpose else T[i, j, ...]
+
+    x = [None] * p
+    for i in range(p) if lower else range(p - 1, -1, -1):
+        s = B[i, ...]
+        for j in range(i) if lower else range(i + 1, p):
+            s = s - entry(i, j) * x[j]
+        x[i] = s / entry(i, i)
+    return _entries_last(xp, xp.stack(x, axis=0))
+
+
+def _largest(xp, a):
+    """max over the last axis (NaN where any is NaN); traced by JAX with few entries, a fold of ``xp.maximum`` over
+    them (fused by XLA, where a reduction of 8 entries per problem cost it a third of a millisecond per batch)."""
+    if not _unrolled(xp, a):
+        return xp.max(a, axis=-1)
+    out = a[..., 0]
+    for i in range(1, a.shape[-1]):
+        out = xp.maximum(out, a[..., i])
+    return out
+
+
+def _smallest(xp, a):
+    """min over the last axis, as _largest."""
+    if not _unrolled(xp, a):
+        return xp.min(a, axis=-1)
+    out = a[..., 0]
+    for i in range(1, a.shape[-1]):
+        out = xp.minimum(out, a[..., i])
+    return out
+
+
+def _unrolled_cholesky(xp, G):
+    """The lower Cholesky factor of each G of a stack, entry by entry (see _UNROLLED_COLUMNS): NaN where G is not
+    positive definite, as JAX's own."""
+    p = G.shape[-1]
+    G = _entries_first(xp, G)
+    L = [[None] * p for _ in range(p)]
+    for j in range(p):
+        s = G[j, j, ...]
+        for k in range(j):
+            s = s - L[j][k] * L[j][k]
+        L[j][j] = xp.sqrt(s)
+        for i in range(j + 1, p):
+            s = G[i, j, ...]
+            for k in range(j):
+                s = s - L[i][k] * L[j][k]
+            L[i][j] = s / L[j][j]
+    zero = xp.zeros_like(L[0][0])
+    return _entries_last(xp, xp.stack([xp.stack([L[i][j] if j <= i else zero for j in range(p)], axis=0)
+                                       for i in range(p)], axis=0))
 
 
 def _general_solve(A, B):
@@ -193,6 +331,11 @@ def _plus_identity(A, c):
     if isinstance(c, (int, float)):
         return A + c * eye
     return A + xp.astype(c, A.dtype)[..., None, None] * eye
+
+
+def _eye_like(xp, A):
+    """The identity of A's last dimension, in A's dtype and on its device."""
+    return xp.eye(A.shape[-1], dtype=A.dtype, device=device(A))
 
 
 # --- validation -----------------------------------------------------------------------
@@ -303,8 +446,6 @@ def _validate(X, Y, X_query, route, check_finite=True, pass_over=False, ridge=No
     Q = None if Q is None else xp.astype(Q, dtype, copy=False)
     if check_finite is None:  # the default: checked, except where route "auto" reads nothing (_no_reads)
         check_finite = not _no_reads(xp, route, None, X, Y2)
-        if not check_finite and Q is not None and X.device.type in _READ_FREE_DEVICES:
-            _require_finite(xp, X=None, Y=None, X_query=Q)  # on the CPU a read makes nothing wait: X_query named
     if check_finite:  # the Gram routes of coefficients/predict read NaN off XᵀX and XᵀY (p×p, p×k) instead
         gram = route in ("auto", "cholesky") and not pass_over
         _require_finite(xp, X=None if gram else X, Y=None if gram else Y2, X_query=Q)
@@ -448,6 +589,8 @@ _NOT_FINITE_HINT = ("X is rank-deficient or too ill-conditioned for this route (
 
 
 def _cholesky(xp, G):
+    if _unrolled(xp, G):
+        return _jax_written_out()["cholesky"](G)
     try:
         return xp.linalg.cholesky(G)
     except Exception as exc:  # NumPy, array_api_strict and PyTorch raise their own LinAlgError; JAX gives NaN
@@ -463,11 +606,97 @@ def _deferred_checks(xp, *arrays) -> bool:
     return is_torch_namespace(xp) and _concrete(*arrays)
 
 
+def _branch(xp, flag, then, otherwise):
+    """``then()`` where the 0-d boolean ``flag`` holds, else ``otherwise()``: a shortcut that answers as well as
+    ``then`` wherever the flag is False. Traced by JAX it is ``jax.lax.cond`` (under jax.jit the branch not taken
+    does not run; nothing is read on the host); concrete arrays of other namespaces read the flag, except PyTorch
+    (a read makes the host wait for a GPU) and whatever is traced there (torch.compile, torch.vmap): those always
+    take ``then``."""
+    jax = sys.modules.get("jax")
+    if jax is not None and isinstance(flag, jax.core.Tracer):
+        return jax.lax.cond(flag, then, otherwise)
+    if is_torch_namespace(xp) or not _concrete(flag):
+        return then()
+    return then() if bool(flag) else otherwise()
+
+
+#: Route "auto" centres a problem by the mean of its first rows, at most this many (no pass over X; _centring).
+_SAMPLE_ROWS = 8
+
+
+def _intercept(xp, X):
+    """Per problem: (level, rows), ``level`` (..., p) marking the columns that are constant and nonzero on the
+    first rows of X, ``rows`` those rows (at most _SAMPLE_ROWS)."""
+    rows = X[..., :min(X.shape[-2], _SAMPLE_ROWS), :]
+    top = rows[..., 0, :]
+    return xp.all(rows == top[..., None, :], axis=-2) & (top != 0), rows
+
+
+def _centring(xp, X, level, rows):
+    """(e_k, t) per problem (issue 43), with T = I − e_k tᵀ: e_k (..., p) the first column of ``level`` (the
+    intercept, one-hot as floats; 0 where none is level), t = s / c with c its first entry and s the mean of
+    ``rows`` (s_k = 0; t = 0 where none is level). X' = XT is X with u sᵀ taken off, u = x_k / c (the ones vector
+    where column k is constant): columns centred to within about their spread over the square root of the rows
+    sampled, whatever their offsets, with no pass over X. XT = X' holds for every X (T is a function of X, u is X's
+    own column), so β = Tγ for γ the solution of X', gradients included, and a column that is level on the first
+    rows only costs conditioning, never the answer."""
+    p = X.shape[-1]
+    has = xp.any(level, axis=-1)
+    index = xp.argmax(xp.astype(level, X.dtype), axis=-1)  # the first True (argmax's first occurrence)
+    first = xp.astype((xp.arange(p, device=device(X)) == index[..., None]) & has[..., None], X.dtype)
+    top = rows[..., 0, :]
+    c = xp.sum(first * top, axis=-1) + xp.astype(~has, X.dtype)
+    shift = xp.mean(rows, axis=-2) * (1 - first) * xp.astype(has, X.dtype)[..., None]
+    return first, shift / c[..., None]
+
+
 def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
-    """β on the data as given; the columns scaled by powers of two inside XᵀX only: d from XᵀX's diagonal, so
-    the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X is made. With ``pending`` (a
-    list; PyTorch, ``_deferred_checks``) the checks are appended to it as (flag, message) pairs, in the order in
-    which they would have been made, instead of reading the values here (``_read_checks`` reads them at once)."""
+    """β on the data as given, from the Cholesky factor of the Gram matrix of X, centred first where a problem has
+    an intercept column (issue 43, as the NumPy module's _auto_stack_intercept): γ the solution of X' = XT
+    (_centring), β = Tγ. The entries of X' are rounded differences x − u s_j, within eps of themselves (a
+    componentwise backward error), so X' is about as well conditioned as the centred data whatever the offsets
+    (and the refinement steps that uncentred data needed are left out, _refinement_needed). Where no problem of a
+    stack has a level column, the centring is skipped (_branch). With ``lazy`` (PyTorch, _no_reads): (β,
+    deficient), nothing read."""
+    level, rows = _intercept(xp, X)
+
+    def centred():
+        first, t = _centring(xp, X, level, rows)
+        T = _eye_like(xp, X) - first[..., :, None] * t[..., None, :]
+        shifted = X - (X @ first[..., None]) * t[..., None, :]  # X − u tᵀ, u the intercept column
+        return _gram_solve(xp, shifted, Y, steps, check_finite, pending, lazy, lambda v: T @ v)
+
+    return _branch(xp, xp.any(level), centred,
+                   lambda: _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, lambda v: v))
+
+
+#: Route "auto" takes its refinement steps where a problem's estimated cond(X D⁻¹)² (p times the spread of the
+#: squared Cholesky pivots) times the spread of its coefficients' scales is over this: about the NumPy module's
+#: _REFINE_RISK (1e-13) over 4 eps, so that the Cholesky answer it keeps is within a few times lstsq's error.
+_REFINE_SPREAD = 113.0
+
+
+def _refinement_needed(xp, C, G_s, squares, beta):
+    """Per problem, whether the Cholesky answer ``beta`` (..., p, k) of the data as given may be off by more than a
+    few times a backward-stable solver's error (the NumPy module's _solve_stack estimate; NaN: needed)."""
+    p = C.shape[-1]
+    pivots = xp.linalg.diagonal(C) ** 2 / xp.linalg.diagonal(G_s)  # squared pivots over the diagonal
+    cond2 = p * _largest(xp, pivots) / _smallest(xp, pivots)
+    norms = xp.sqrt(squares)
+    top = xp.max(xp.abs(beta), axis=-1)  # (..., p): each coefficient's largest over the targets
+    spread = _largest(xp, norms * top) / (_smallest(xp, norms) * _largest(xp, top))
+    return ~(cond2 * spread <= _REFINE_SPREAD)
+
+
+def _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, uncentre):
+    """β = uncentre(γ) for γ the solution of X (centred or not): the columns scaled by powers of two inside XᵀX
+    only, d from XᵀX's diagonal, so the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X
+    is made; then up to ``steps`` preconditioned gradient steps γ ← γ + C⁻ᵀC⁻¹Xᵀ(Y − Xγ) with the residual in the
+    input precision, where _refinement_needed says any problem of the stack needs them (_branch: PyTorch always
+    takes them). With ``pending`` (a list; PyTorch, ``_deferred_checks``) the checks are appended to it as (flag,
+    message) pairs, in the order in which they would have been made, instead of reading the values here
+    (``_read_checks`` reads them at once). With ``lazy``: (β, deficient), and the rank-deficient problems solved
+    by _basic_solution and _minimum_norm, chosen by ``where``."""
     G = X.mT @ X
     XtY = X.mT @ Y
     squares = xp.linalg.diagonal(G)
@@ -481,10 +710,13 @@ def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
     k = xp.floor(xp.log2(xp.where(positive, squares, xp.ones_like(squares))) / 2)
     d = 2.0 ** (-xp.where(positive, k, xp.zeros_like(k)))  # (..., p)
     G_s = G * d[..., :, None] * d[..., None, :]
-    if lazy:  # PyTorch, nothing read (_no_reads): a failed factor's problem gets the identity, and is deficient
-        C, info = sys.modules["torch"].linalg.cholesky_ex(G_s)
-        failed = info != 0
-        C = xp.where(failed[..., None, None], xp.eye(X.shape[-1], dtype=C.dtype, device=device(C)), C)
+    size = max(X.shape[-2:])
+    if lazy:  # PyTorch, nothing read (_no_reads): a failed factor's problem gets the identity, and is deficient;
+        # a zero column a pivot of 1 (its coefficient 0, the problem deficient), so that no failed factor's garbage
+        # reaches a gradient (where's 0 times an infinite derivative is NaN)
+        zero = xp.astype(~positive, G_s.dtype)
+        C, failed = _cholesky_ex(xp, G_s + zero[..., None, :] * _eye_like(xp, G_s))
+        failed = failed | xp.any(~positive, axis=-1)
     elif pending is None:
         C = _cholesky(xp, G_s)
     else:  # the factor without a test of the device's result; a failed pivot is read with the other checks
@@ -492,13 +724,20 @@ def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
         pending.append((xp.all(info == 0), _NOT_POSITIVE_DEFINITE))
     XtY = d[..., :, None] * XtY
     beta = _printed("cholesky")(C, XtY)
-    for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
-        XtY = d[..., :, None] * (X.mT @ (Y - X @ (d[..., :, None] * beta)))
-        beta = beta + _printed("cholesky")(C, XtY)
     if lazy:
-        deficient = failed | _deficient(xp, C, max(X.shape[-2:])) | ~xp.all(xp.isfinite(beta), axis=(-2, -1))
-        return d[..., :, None] * beta, deficient
-    return d[..., :, None] * _mark_deficient(xp, C, beta, max(X.shape[-2:]))
+        return _lazy_solution(xp, X, Y, d, G_s, XtY, C, beta, failed, steps, uncentre)
+
+    def refined():
+        b = beta
+        for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
+            XtY = d[..., :, None] * (X.mT @ (Y - X @ (d[..., :, None] * b)))
+            b = b + _printed("cholesky")(C, XtY)
+        return b
+
+    if steps:
+        needed = _refinement_needed(xp, C, G_s, squares, d[..., :, None] * beta)
+        beta = _branch(xp, xp.any(needed), refined, lambda: beta)
+    return uncentre(d[..., :, None] * _mark_deficient(xp, C, beta, size))
 
 
 def _read_checks(xp, pending):
@@ -520,13 +759,94 @@ def _deficient(xp, C, size):
     """Per problem, whether its Cholesky pivots say κ² eps >= size eps (XᵀX numerically singular: a factor of a
     rank-deficient X can succeed with a tiny pivot and give a large, wrong β)."""
     pivots = xp.abs(xp.linalg.diagonal(C))
-    low, high = xp.min(pivots, axis=-1), xp.max(pivots, axis=-1)
+    low, high = _smallest(xp, pivots), _largest(xp, pivots)
     return (low / high) ** 2 <= size * xp.finfo(C.dtype).eps
 
 
 def _mark_deficient(xp, C, beta, size):
     """β, NaN for each problem that _deficient finds numerically singular."""
     return xp.where(_deficient(xp, C, size)[..., None, None], xp.full_like(beta, math.nan), beta)
+
+
+# --- the rank-deficient problems of a stack, with nothing read (issue 43) ---------------------------------------
+
+#: A column of a problem that _deficient finds singular is taken as dependent on the columns before it where the
+#: squared pivot of the Cholesky factor of XᵀX + τI (columns scaled, τ = 4 max(n, p) eps) is under this many τ:
+#: about τ(1 + ‖c‖²) for a column that is X_I c exactly, at least its residual's share of its norm² otherwise.
+_DEPENDENT = 1e4
+
+
+def _cholesky_ex(xp, G):
+    """(C, failed): PyTorch's Cholesky factors without a test on the host; a failed factor is the identity."""
+    C, info = sys.modules["torch"].linalg.cholesky_ex(G)
+    failed = info != 0
+    return xp.where(failed[..., None, None], _eye_like(xp, G), C), failed
+
+
+def _cholesky_solve(C, B):
+    """(CCᵀ)⁻¹B by two triangular solves (``torch.cholesky_solve`` tests its result on the host)."""
+    return _solve_triangular(C, _solve_triangular(C, B, lower=True, transpose=False), lower=False, transpose=True)
+
+
+def _basic_solution(xp, G_s, XtY_s, size):
+    """The basic solutions of the column-scaled problems, on the columns that are independent of those before them,
+    and a basis of the null space of X: (C̃, keep, β_b, N_s, usable). ``keep`` (..., p) marks the columns kept (the
+    others, _DEPENDENT, are dropped in order, as a Cholesky factorization with a zero for a dependent column's
+    pivot drops them); C̃ is the Cholesky factor of XᵀX with the dropped columns and rows replaced by those of I;
+    column j of N_s (..., p, p) is e_j − c_j for a dropped column j = X_I c_j (0 for a kept one), so X N_s = 0;
+    ``usable`` (...) says where a column was dropped, C̃ is a sound factor and the data are finite (else the
+    problem's answer is NaN)."""
+    eye = _eye_like(xp, G_s)
+    tau = 4 * size * xp.finfo(G_s.dtype).eps
+    R, _ = _cholesky_ex(xp, G_s + tau * eye)
+    keep = xp.linalg.diagonal(R) ** 2 > _DEPENDENT * tau  # NaN: dropped
+    both = keep[..., :, None] & keep[..., None, :]
+    dropped = xp.astype(~keep, G_s.dtype)
+    C, failed = _cholesky_ex(xp, xp.where(both, G_s, xp.zeros_like(G_s)) + dropped[..., None, :] * eye)
+    beta = _cholesky_solve(C, xp.where(keep[..., :, None], XtY_s, xp.zeros_like(XtY_s)))
+    rhs = xp.where(keep[..., :, None] & ~keep[..., None, :], G_s, xp.zeros_like(G_s))
+    null = dropped[..., None, :] * eye - _cholesky_solve(C, rhs)
+    finite = xp.all(xp.isfinite(G_s), axis=(-2, -1)) & xp.all(xp.isfinite(XtY_s), axis=(-2, -1))
+    usable = ~failed & ~_deficient(xp, C, size) & xp.any(~keep, axis=-1) & finite
+    return C, keep, beta, null, usable
+
+
+def _minimum_norm(xp, beta, null):
+    """β less its projection on the span of the columns of ``null`` (..., p, p; zero columns allowed): the
+    minimum-norm solution where β solves the least-squares problem and ``null`` spans X's null space
+    (pseudo_inverse: X⁺Y is the solution orthogonal to it). The columns normalised first, the projection from the
+    normal equations of that small problem and once more from its residual."""
+    squares = xp.sum(null * null, axis=-2)  # (..., p)
+    used = (squares > 0) & (squares < math.inf)
+    # no square root of 0 (nor division by it) even where unused: its gradient, times where's 0, would be NaN
+    N = null / xp.sqrt(xp.where(used, squares, xp.ones_like(squares)))[..., None, :]
+    eye = _eye_like(xp, N)
+    A, _ = _cholesky_ex(xp, N.mT @ N + xp.astype(~used, N.dtype)[..., None, :] * eye)
+    for _ in range(2):
+        beta = beta - N @ _cholesky_solve(A, N.mT @ beta)
+    return beta
+
+
+def _lazy_solution(xp, X, Y, d, G_s, XtY_s, C, beta, failed, steps, uncentre):
+    """(β, deficient) with nothing read (_no_reads): the Cholesky answer refined; where a problem is deficient
+    (its factor failed, _deficient, or β is not finite), the minimum-norm solution: the basic solution
+    (_basic_solution), refined in the same passes over X as the others (its gradient restricted to the kept
+    columns), less its part in the null space (_minimum_norm), in the coordinates of X as given; NaN where its
+    columns kept are still singular (no usable basic solution)."""
+    size = max(X.shape[-2:])
+    C_b, keep, beta_b, null, usable = _basic_solution(xp, G_s, XtY_s, size)
+    k = Y.shape[-1]
+    both = xp.concat([Y, Y], axis=-1)
+    for _ in range(steps):  # one pass over X for both answers
+        g = d[..., :, None] * (X.mT @ (both - X @ (d[..., :, None] * xp.concat([beta, beta_b], axis=-1))))
+        XtY = g[..., :k]
+        beta = beta + _printed("cholesky")(C, XtY)
+        beta_b = beta_b + _cholesky_solve(C_b, xp.where(keep[..., :, None], g[..., k:], xp.zeros_like(beta_b)))
+    beta = uncentre(d[..., :, None] * beta)
+    deficient = failed | _deficient(xp, C, size) | ~xp.all(xp.isfinite(beta), axis=(-2, -1))
+    minimum = _minimum_norm(xp, uncentre(d[..., :, None] * beta_b), uncentre(d[..., :, None] * null))
+    minimum = xp.where(usable[..., None, None], minimum, xp.full_like(minimum, math.nan))
+    return xp.where(deficient[..., None, None], minimum, beta), deficient
 
 
 def _tolerance(xp, values, size):
@@ -559,50 +879,19 @@ def _route_qr(xp, X, Y):
 
 
 def _no_reads(xp, route, check_finite, X, Y) -> bool:
-    """Whether route "auto" runs without reading a value on the host (issue 43): concrete PyTorch tensors with the
-    default ``check_finite`` (None), where every read makes the host wait for a GPU. NaN or infinity in a
+    """Whether route "auto" runs without reading a value on the host (issue 43): PyTorch tensors with the default
+    ``check_finite`` (None), where every read makes the host wait for a GPU (and breaks a CUDA graph or a
+    torch.compile graph): concrete, traced by torch.compile or mapped by torch.vmap. NaN or infinity in a
     problem's data then shows as NaN in that problem's β, and rank-deficient problems get their minimum-norm
-    solution (_minimum_norm_where), with no read and no loop over the problems."""
-    return route == "auto" and check_finite is None and _deferred_checks(xp, X, Y)
-
-
-#: PyTorch device types where reading a value back costs no wait for a device (so route "auto"'s no-read path may
-#: read whether any problem is rank-deficient, and skip the eigendecompositions where none is).
-_READ_FREE_DEVICES = ("cpu",)
-
-
-def _minimum_norm_where(xp, X, Y, beta, deficient):
-    """β, and the minimum-norm least-squares solution of X as given where ``deficient`` (a mask over the
-    problems): from the eigendecomposition of XᵀX of every problem (eigenvalues under max(n, p) eps of the
-    largest dropped: pseudo_inverse, as route "eigh"), then one projected refinement step with the residual of X
-    itself; chosen by ``xp.where``, so that nothing is read on the host (the eigendecomposition is made for the
-    whole stack: a subset would need its size on the host). On a device where a read makes nobody wait
-    (_READ_FREE_DEVICES: the CPU) one read skips it where no problem is deficient."""
-    if X.device.type in _READ_FREE_DEVICES and not bool(xp.any(deficient)):
-        return beta
-    G = X.mT @ X
-    d = xp.sqrt(xp.max(xp.linalg.diagonal(G), axis=-1))[..., None, None]  # one scale per problem: β's norm kept
-    safe = xp.where((d > 0) & (d < math.inf), d, xp.ones_like(d))  # NaN too: NaN < inf is False
-    G = G / (safe * safe)
-    usable = deficient & xp.all(xp.isfinite(G), axis=(-2, -1))  # the others' factors are never used: the identity
-    lam, V = xp.linalg.eigh(xp.where(usable[..., None, None], G, xp.eye(G.shape[-1], dtype=G.dtype,
-                                                                         device=device(G))))
-    lam = _tolerance(xp, lam, max(X.shape[-2:]))
-    Xs = X / safe
-    XtY = Xs.mT @ Y
-    fallback = _printed("eigh")(V, lam, XtY)
-    for _ in range(3):  # each step shrinks the error by about κ² eps of X's range
-        XtY = Xs.mT @ (Y - Xs @ fallback)
-        fallback = fallback + _printed("eigh")(V, lam, XtY)
-    return xp.where(deficient[..., None, None], fallback / safe, beta)
+    solution (_lazy_solution), with no read and no loop over the problems."""
+    return route == "auto" and check_finite is None and is_torch_namespace(xp)
 
 
 def _beta(xp, X, Y, route, refine=REFINEMENT_STEPS, check_finite=True):
     """β of the data as given (X, Y validated, (..., n, k)): the route on the column-scaled data, unscaled."""
     if route in ("auto", "cholesky"):
         if _no_reads(xp, route, check_finite, X, Y):
-            beta, deficient = _route_cholesky(xp, X, Y, refine, False, None, lazy=True)
-            return _minimum_norm_where(xp, X, Y, beta, deficient)
+            return _route_cholesky(xp, X, Y, refine, False, None, lazy=True)[0]
         pending = [] if _deferred_checks(xp, X, Y) else None
         beta = _route_cholesky(xp, X, Y, refine if route == "auto" else 0, check_finite is not False, pending)
         if pending is None:
@@ -695,17 +984,19 @@ def _host_views(xp, *arrays):
     return None
 
 
+def _hosted(xp, route, refine, *arrays) -> bool:
+    """Whether route "auto" with ``refine`` on these arrays is the NumPy module's (_host_solve)."""
+    return (HOST_NUMERICS and route == "auto" and refine == REFINEMENT_STEPS and _host_views(xp, *arrays) is not None
+            and _host_module() is not None)
+
+
 def _host_solve(xp, X, Y, route, refine, check_finite, lam):
     """β from the NumPy module's "auto" for route "auto" with the default ``refine`` and ``check_finite`` on
     concrete CPU arrays it can read in place; else None (the array-API code serves)."""
-    if not (HOST_NUMERICS and route == "auto" and refine == REFINEMENT_STEPS and check_finite is not False):
+    if check_finite is False or not _hosted(xp, route, refine, X, Y):
         return None
     views = _host_views(xp, X, Y)
-    if views is None:
-        return None
     host = _host_module()
-    if host is None:
-        return None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         beta = host.coefficients(*views, ridge=lam)
@@ -754,17 +1045,19 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
         Gram matrix and two refinement steps, accurate where cond(X)² eps is well under 1 once columns are
         scaled; ``"svd"`` for ill-conditioned or rank-deficient X (minimum norm).
     refine : int, keyword-only
-        The number of refinement steps of route ``"auto"`` (a Python int: it fixes the traced computation).
-        With the default, concrete CPU arrays get the NumPy module's ``"auto"`` (the module docstring, "On the
-        CPU"), which refines until β stops moving; another value keeps the array-API code.
+        The most refinement steps of route ``"auto"`` (a Python int: it bounds the traced computation), taken
+        where the Cholesky pivots say the answer needs them (on PyTorch always). With the default, concrete CPU
+        arrays get the NumPy module's ``"auto"`` (the module docstring, "On the CPU"), which refines until β
+        stops moving; another value keeps the array-API code.
     check_finite : bool or None, keyword-only
         Check the data for NaN and infinity (only where the values are concrete: never under tracing); the
         routes "auto" and "cholesky" read it off XᵀX's diagonal and XᵀY, which costs no pass over the data.
-        None (the default) is True, except for route "auto" on concrete PyTorch tensors running the array-API
-        code (a GPU, a gradient, ``HOST_NUMERICS = False``): there nothing is read back to the host (no wait for
-        the device, issue 43), NaN or infinity in a problem's data gives NaN in that problem's β, and a
-        rank-deficient problem gets its minimum-norm solution (found from the Cholesky factor's ``info`` and
-        pivots, solved for the stack by masks: no loop, no read); True reads once and raises ValueError.
+        None (the default) is True, except for route "auto" on PyTorch tensors running the array-API code (a
+        GPU, a gradient, torch.compile, torch.vmap, ``HOST_NUMERICS = False``): there nothing is read back to the
+        host (no wait for the device, issue 43), NaN or infinity in a problem's data gives NaN in that problem's
+        β, and a rank-deficient problem gets its minimum-norm solution (found from the Cholesky factor's
+        ``info`` and pivots, solved for the stack by masks: no loop, no read); True reads once and raises
+        ValueError.
     ridge : float, optional, keyword-only
         λ > 0 (a Python number): the ridge coefficients (XᵀX + λI)⁻¹XᵀY (ridge_is_linear_attention), every
         coefficient penalised (add no intercept column you do not want shrunk). The route solves the
@@ -792,8 +1085,8 @@ def coefficients(X: Array, Y: Array, *, route: str = "auto", refine: int = REFIN
     ValueError
         A bad shape, an empty array, an unknown route, n < p for a route that needs full rank (without a ridge);
         where values are concrete, NaN or infinity in the data or a result that is not finite (rank-deficient
-        X; on the CPU, route "auto" gives the minimum-norm solution instead); a ridge that is not positive and
-        finite; weights not one per row or (concrete) not positive and finite.
+        X; on the CPU and on PyTorch by default, route "auto" gives the minimum-norm solution instead); a ridge
+        that is not positive and finite; weights not one per row or (concrete) not positive and finite.
 
     Examples
     --------
@@ -863,6 +1156,8 @@ def predict(X: Array, Y: Array, X_query: Array, *, route: str = "auto", refine: 
     """
     lam = _ridge_value(ridge)
     xp, X, Y, Q, vector_y, vector_q = _validate(X, Y, X_query, route, check_finite, ridge=lam, weights=weights)
+    if check_finite is None and _no_reads(xp, route, None, X, Y) and _hosted(xp, route, refine, X, Y, Q):
+        _require_finite(xp, X_query=Q)  # the NumPy module serves (it reads X and Y): the queries named as well
     out = Q @ _solve(xp, X, Y, route, refine, check_finite, lam)
     if vector_y:
         out = out[..., 0]
