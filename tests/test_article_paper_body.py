@@ -286,6 +286,7 @@ def test_a_ridge_statement_reads_as_written():
 # --- what the build ran ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_derive_build_says_the_witness_did_not_run_unless_asked(tmp_path, monkeypatch):
     """Issue 44, item 1: `derive build` runs no witness by default, and its article says so; with the witness,
     the abstract and the table of results say it ran."""

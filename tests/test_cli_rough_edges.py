@@ -114,28 +114,20 @@ def test_build_says_it_compiles_coq_and_takes_no_coq(capsys):
 
 
 def test_build_with_no_coq_writes_the_coq_files_and_never_runs_coqc(tmp_path, monkeypatch, capsys):
+    import derive.experiments.paper as paper
     import derive.export.coq as coq
 
     monkeypatch.setattr(coq, "coqc", lambda: "/usr/bin/coqc")  # as if Coq were installed
     monkeypatch.setattr(coq, "compile_export", lambda *a, **k: pytest.fail("coqc ran despite --no-coq"))
-    out = tmp_path / "build"
-    assert main(["build", "--no-pdf", "--no-coq", "--out", str(out)]) == 0
-    said = capsys.readouterr().out
-    assert "coqc not run (--no-coq)" in said.splitlines() and said.splitlines()[-1].endswith("coqc not run (--no-coq)")
-    assert len(list((out / "coq").glob("*.v"))) >= 21  # the prelude and every theorem, written all the same
-    # derive build's own folders only: nothing that pip (build/lib, build/bdist.*) or Sphinx (build/docs) writes
-    assert sorted(p.name for p in out.iterdir()) == ["certificates", "code", "coq", "figures", "latex"]
-    assert len(list((out / "figures").glob("*.png"))) == 5  # the experiments' quick run, for the article
-    assert "Experiments" in (out / "latex" / "ols_transformer.tex").read_text(encoding="utf-8")
-
-
-def test_build_with_no_figures_runs_no_experiment(tmp_path, monkeypatch):
-    import derive.experiments.paper as paper
-
     monkeypatch.setattr(paper, "reproduce", lambda *a, **k: pytest.fail("the experiments ran despite --no-figures"))
     out = tmp_path / "build"
     assert main(["build", "--no-pdf", "--no-coq", "--no-figures", "--out", str(out)]) == 0
-    assert not (out / "figures").exists()
+    said = capsys.readouterr().out
+    assert "coqc not run (--no-coq)" in said.splitlines() and said.splitlines()[-1].endswith("coqc not run (--no-coq)")
+    assert len(list((out / "coq").glob("*.v"))) >= 21  # the prelude and every theorem, written all the same
+    # derive build's own folders only: nothing that pip (build/lib, build/bdist.*) or Sphinx (build/docs) writes;
+    # no figures/ with --no-figures (tests/test_latex.py's full build draws them), and no Experiments section
+    assert sorted(p.name for p in out.iterdir()) == ["certificates", "code", "coq", "latex"]
     assert "Experiments" not in (out / "latex" / "ols_transformer.tex").read_text(encoding="utf-8")
 
 

@@ -303,6 +303,7 @@ def test_the_article_is_deterministic(theorems):
     assert article_latex(theorems) == article_latex([checked(t) for t in THEOREM_IDS])
 
 
+@pytest.mark.slow
 def test_latex_command_is_deterministic_and_atomic(tmp_path):
     for name in ("a", "b"):
         assert main(["latex", "--out", str(tmp_path / name)]) == 0
@@ -390,6 +391,10 @@ def test_build_writes_everything(tmp_path):
     assert main(["build", "--out", str(tmp_path)]) == 0
     assert sorted(p.stem for p in (tmp_path / "certificates").glob("*.json")) == sorted(THEOREM_IDS)
     assert (tmp_path / "latex" / "ols_transformer.pdf").stat().st_size > 10_000
+    # the experiments' quick run, drawn for the article and shown in its Experiments section
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["certificates", "code", "coq", "figures", "latex"]
+    assert len(list((tmp_path / "figures").glob("*.png"))) == 5
+    assert "\\section{Experiments}" in (tmp_path / "latex" / "ols_transformer.tex").read_text(encoding="utf-8")
 
 
 def _sections(article: str) -> dict[str, str]:
