@@ -243,6 +243,7 @@ def test_an_unknown_or_broken_summary_gives_captions_without_numbers(tmp_path):
 needs_tex = pytest.mark.skipif(tex_engine() is None, reason="no TeX engine")
 
 
+@pytest.mark.slow
 @needs_tex
 def test_the_article_with_figures_compiles_and_without_them_too(tmp_path, builtin):
     theorems, bare = builtin

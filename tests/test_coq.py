@@ -49,6 +49,7 @@ def test_proofs_are_regenerated_byte_for_byte():
         assert f"`{tid}.v`" in readme
 
 
+@pytest.mark.slow
 def test_export_is_deterministic_and_statement_faithful():
     certs = _committed_certificates()
     first = _library_export()
