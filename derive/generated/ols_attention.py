@@ -524,7 +524,7 @@ def _stack_gram(X, Y, packed):
     # packed: the lower triangle column after column (entry (i, j) of XᵀX at i·p + j). XᵀX itself, which NumPy
     # makes by syrk: 20–50% faster than gemm of Xᵀ and X with its columns reversed (the same sums) for the small
     # products of a stack (NumPy 2, OpenBLAS 0.3.31)
-    index = [i * p + j for j in range(p) for i in range(j, p)]
+    index = _packed_index(p)
 
     def work(block):
         part = X[block]
@@ -998,12 +998,16 @@ def _gradient(X, Y, beta):
 _SPLIT_BITS = 20  # _gradient_split: X's high part has about this many bits below its column's scale
 
 
-def _grid_split(A, grid):
+def _grid_split(A, grid, out=None):
     """A = high + low exactly, ``high`` A rounded to a multiple of ``grid`` (powers of two, broadcast against A;
-    |A| must be under grid·2⁵¹): σ = 1.5·2⁵²·grid puts A + σ in one binade whose ulp is the grid."""
+    |A| must be under grid·2⁵¹): σ = 1.5·2⁵²·grid puts A + σ in one binade whose ulp is the grid. ``out``: two
+    arrays of A's shape to write high and low into (reused block after block: no page faults)."""
     sigma = 1.5 * 2.0**52 * grid
-    high = (A + sigma) - sigma
-    return high, A - high
+    high, low = (np.empty(A.shape), np.empty(A.shape)) if out is None else out
+    np.add(A, sigma, out=high)
+    high -= sigma
+    np.subtract(A, high, out=low)
+    return high, low
 
 
 def _gradient_split(X, Y, beta, d):
@@ -1026,15 +1030,12 @@ def _gradient_split(X, Y, beta, d):
     high, _ = _grid_split(scaled, np.ldexp(1.0, np.frexp(np.where(top > 0, top, 1.0))[1] - bits_beta))
     beta_h = high / d[:, None]
     beta_l = beta - beta_h  # both exact
-    sigma = 1.5 * 2.0**52 * (d * 2.0**-_SPLIT_BITS)  # _grid_split of X's blocks, into buffers reused block after
-    high_buffer, low_buffer = np.empty((min(step, n), p)), np.empty((min(step, n), p))  # block (no page faults)
+    grid = d * 2.0**-_SPLIT_BITS  # X's blocks split into two buffers, reused block after block
+    buffers = np.empty((2, min(step, n), p))
     hi, lo = np.zeros(beta.shape), np.zeros(beta.shape)
     for start in range(0, n, step):
         block, Yb = X[start : start + step], Y[start : start + step]
-        Xh, Xl = high_buffer[: len(block)], low_buffer[: len(block)]
-        np.add(block, sigma, out=Xh)
-        Xh -= sigma
-        np.subtract(block, Xh, out=Xl)
+        Xh, Xl = _grid_split(block, grid, (buffers[0, : len(block)], buffers[1, : len(block)]))
         r = (Yb - Xh @ beta_h) - (block @ beta_l + Xl @ beta_h)
         top = np.abs(r).max(axis=0, keepdims=True)
         rh, rl = _grid_split(r, np.ldexp(1.0, np.frexp(np.where(top > 0, top, 1.0))[1] - bits_r))
@@ -1220,10 +1221,16 @@ def _cholesky_each(G):
     return C.dense(), relative
 
 
+def _packed_index(p):
+    """The flat positions (i·p + j) of the lower triangle of a p×p matrix, column after column: the order in which
+    a stack's matrices are packed entry-major (``_Across``)."""
+    return [i * p + j for j in range(p) for i in range(j, p)]
+
+
 def _pack(G):
     """The lower triangles of a stack (batch, p, p), packed entry-major (``_Across``)."""
     batch, p = len(G), G.shape[-1]
-    index = [i * p + j for j in range(p) for i in range(j, p)]
+    index = _packed_index(p)
     return _Across(np.ascontiguousarray(np.take(G.reshape(batch, p * p), index, axis=1).T), p)
 
 
@@ -1284,7 +1291,7 @@ def _cholesky_estimate(G):
 _TRUST = 2.5e-14  # a small problem keeps the Cholesky answer when every coefficient's estimated error is under this
 _GRAM_RISK = 1e-6  # a batch's problem takes the Gram route when its estimated cond(X D⁻¹)² eps is under this ...
 _REFINE_RISK = 1e-13  # ... refined by preconditioned gradient steps when it is over this
-_WIDE_STEP_RISK = 1e-8  # ... and over this, its last step has an error-free split gradient (_gradient_split)
+_SPLIT_GRADIENT_RISK = 1e-8  # ... and over this, its last step has an error-free split gradient (_gradient_split)
 _LARGE_GRAM_RISK = 1e-2  # one large problem: its exact cond(X D⁻¹)² eps under this takes the refined Gram route
 
 
@@ -1550,10 +1557,10 @@ def _large_gram(X, Y, G, XtY, minimum_norm=True, warn=False):
             if risk <= _REFINE_RISK:
                 return beta
             floor = math.sqrt(risk * _EPS)  # κ eps: a backward stable solver's forward error
-            if risk > _WIDE_STEP_RISK:  # a split step follows and multiplies the error left by under 10 κ² eps:
+            if risk > _SPLIT_GRADIENT_RISK:  # a split step follows and multiplies the error left by under 10 κ² eps:
                 floor = max(floor, math.sqrt(_EPS / risk) / 50)  # float64 steps to 1/(50 κ) leave under κ eps / 5
             beta = _refine_gram(X, Y, beta, C, d, rate=10 * risk, floor=floor)
-            if risk <= _WIDE_STEP_RISK:
+            if risk <= _SPLIT_GRADIENT_RISK:
                 return beta
             # float64 gradients leave β off by about cond² eps |X|ᵀ|r| (13 times lstsq's error on 400,000 × 64 with
             # a near-collinear pair, where |r| is large): one step with an error-free split gradient removes it
@@ -1574,8 +1581,8 @@ def _large_gram(X, Y, G, XtY, minimum_norm=True, warn=False):
         # then one step of the corrected semi-normal equations with an error-free split gradient: RᵀR = XᵀX to
         # the accuracy of a QR factorization, so the step multiplies the error by about κ eps, under 1/n here
         # (the rank test above); a backward stable start (error about κ eps) ends near (κ eps)², and the gradient's
-        # own rounding (about 2⁻²⁰ eps |X|ᵀ|r|) stays far below lstsq's error (1e-12 against 5e-10 at cond 1e8,
-        # 1e6 × 16). The column norms of X are those of R.
+        # own error (about eps |X|ᵀ|r|, the residual's rounding) stays far below lstsq's error (1e-12 against 5e-10
+        # at cond 1e8, 1e6 × 16). The column norms of X are those of R.
         d = _power_of_two(np.sqrt(np.einsum("ij,ij->j", R, R)))
         return beta + _cholesky_solve(R.T, _gradient_split(X, Y, beta, d))
     if not minimum_norm:
@@ -1913,13 +1920,13 @@ def _auto_fast_small(X, Y, u=None):
 _SMALL_SPLIT_RISK = 1e-11  # a small problem refined in float64 takes one split step where its pivot estimate of
 # cond² eps is over this (Wampler4's 7e-11; an intercept with features of mean 50, 5e-12, does not: a split step
 # costs about 3 times such a problem's whole solve)
-_SPLIT_STEP_RISK = 1e-3  # one split step after lstsq where the column-scaled cond² eps is under this (it
+_SPLIT_CONTRACTION = 1e-3  # one split step after lstsq where the column-scaled cond² eps is under this (it
 # multiplies the error by about that)
 
 
 def _split_step(X, Y, beta, C=None):
     """β refined by one preconditioned gradient step (CCᵀ ≈ XᵀX, C a factor or its rows as lists; None: the
-    Cholesky factor of the column-scaled XᵀX, and β as it is where that cond² eps is over _SPLIT_STEP_RISK)
+    Cholesky factor of the column-scaled XᵀX, and β as it is where that cond² eps is over _SPLIT_CONTRACTION)
     whose gradient is _gradient_split's: its error is the residual's own rounding, so the step ends near
     κ eps rather than at the cond² eps |X|ᵀ|r| of float64 gradients and of backward stable solvers alike
     (NIST's Wampler5: 9.6 digits of the certified values where float64 steps and gelsd give 5.9, gelsy 6.7)."""
@@ -1928,7 +1935,7 @@ def _split_step(X, Y, beta, C=None):
         scaled = X / d
         G = scaled.T @ scaled
         values = np.linalg.eigvalsh(G)
-        if not values[0] > values[-1] * _EPS / _SPLIT_STEP_RISK:
+        if not values[0] > values[-1] * _EPS / _SPLIT_CONTRACTION:
             return beta
         try:
             C = d[:, None] * np.linalg.cholesky(G)  # XᵀX = D G D
@@ -1940,13 +1947,13 @@ def _split_step(X, Y, beta, C=None):
     return beta + _cholesky_solve(C, g)
 
 
-def _full_rank_refined(X, Y, solved):
-    """lstsq's answer of a small full-rank problem that the Gram route could not serve (``solved``: lstsq's four
-    results), with one split step (_split_step) where cond(X)² eps is over _WIDE_STEP_RISK: there lstsq's
-    cond² eps |r| term shows (NIST's Wampler5). Not for the tiny problems that take lstsq at once (_lstsq_small,
-    columns of like scale or apart only by an intercept and offsets), where per-call cost decides."""
-    beta, s = solved[0], solved[3]
-    if not s[0] * s[0] * _EPS > _WIDE_STEP_RISK * s[-1] * s[-1]:
+def _full_rank_refined(X, Y, beta, s):
+    """lstsq's answer β of a small full-rank problem that the Gram route could not serve (``s``: X's singular
+    values, as lstsq gives them), with one split step (_split_step) where cond(X)² eps is over
+    _SPLIT_GRADIENT_RISK: there lstsq's cond² eps |r| term shows (NIST's Wampler5). Not for the tiny problems that
+    take lstsq at once (_lstsq_small, columns of like scale or apart only by an intercept and offsets), where
+    per-call cost decides."""
+    if not s[0] * s[0] * _EPS > _SPLIT_GRADIENT_RISK * s[-1] * s[-1]:
         return beta
     refined = _split_step(X, Y, beta)
     return refined if np.isfinite(refined).all() else beta
@@ -1963,7 +1970,7 @@ def _svd_least_squares(X, Y, squares, solved=None):
     beta, _, rank, s = np.linalg.lstsq(X, Y, rcond=None) if solved is None else solved
     n, p = X.shape
     if rank == p:
-        return _full_rank_refined(X, Y, (beta, None, rank, s))
+        return _full_rank_refined(X, Y, beta, s)
     # X = A D with A of unit columns (D the column norms): cond(A) <= cond(X) max(d) / min(d); Python floats, as
     # NumPy's scalar arithmetic costs more than the rest of this test at these sizes
     largest, smallest = float(s[0]), float(s[-1])
@@ -2015,7 +2022,7 @@ def _intercept_gram(X, Y, packed):
     YtX = np.empty((batch, Y.shape[-1], p))
     means, where, c = np.zeros((batch, p)), np.zeros(batch, dtype=np.intp), np.ones(batch)
     Yc, shifts = np.array(Y), np.zeros((batch, Y.shape[-1]))
-    index = [i * p + j for j in range(p) for i in range(j, p)]  # as _stack_gram's
+    index = _packed_index(p)
     ones, middle = np.ones(n), n // 2
 
     buffers = threading.local()  # each thread's block of X', reused

@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "f59b9e51839f285ebb8796af5b463b016e8a95e5e1472b70aa1194193d25e77b"
+HOST_MODULE_SHA256 = "7059853e25af2a9392e0995cb8f8656829170cf753b8ebd191e89097a18d34f5"
