@@ -461,21 +461,33 @@ def test_auto_is_within_ten_times_lstsqs_error_on_every_uncentred_problem(oa, ki
 
 
 def test_sum2_and_dot2_are_accurate_to_eps_squared(oa):
-    """The exact sums behind the centred gradient: _sum2 (Rump–Ogita–Oishi extraction, along axis -2 of one problem
-    or a stack) and _dot2 (Dekker products, math.fsum) against Fractions, on terms that cancel to 1e-16 of their
-    size; float64 sums of the same terms are off by far more than the bound."""
+    """The exact sums behind the centred gradient: _sum2 (Rump–Ogita–Oishi extraction, along the last axis of one
+    problem or a stack), _dot2_stack (mᵀβ of a stack: Dekker products, then _sum2) and _dot2 (Dekker products,
+    math.fsum) against Fractions, on terms that cancel to 1e-16 of their size; float64 sums of the same terms are
+    off by far more than the bound."""
     rng = np.random.default_rng(7)
     eps = np.finfo(float).eps
-    for shape in ((1, 1), (5, 3), (300, 2), (4, 2000, 1)):
+    for shape in ((1, 1), (3, 5), (2, 300), (4, 1, 2000)):
         big = rng.standard_normal(shape) * 1e8
-        A = np.concatenate([big, -big, rng.standard_normal(shape)], axis=-2)
+        A = np.concatenate([big, -big, rng.standard_normal(shape)], axis=-1)
         hi, lo = oa._sum2(A)
-        n = A.shape[-2]
+        n = A.shape[-1]
+        assert hi.shape == lo.shape == A.shape[:-1]
         for index in np.ndindex(hi.shape):
-            column = A[index[:-1] + (slice(None), index[-1])]
-            exact = sum(map(Fraction, column.tolist()))
-            bound = 8 * n * n * max(np.log2(n), 1) * eps * eps * float(np.abs(column).max())
+            exact = sum(map(Fraction, A[index].tolist()))
+            bound = 8 * n * n * max(np.log2(n), 1) * eps * eps * float(np.abs(A[index]).max())
             assert abs(Fraction(float(hi[index])) + Fraction(float(lo[index])) - exact) <= bound
+    for batch, p, k in ((1, 1, 1), (6, 9, 1), (3, 40, 2)):
+        m = rng.standard_normal((batch, p)) * 50.0
+        beta = rng.standard_normal((batch, p, k))
+        beta[:, -1, :] = -np.einsum("bp,bpk->bk", m[:, :-1], beta[:, :-1, :]) / m[:, -1:]  # near cancellation
+        hi, lo = oa._dot2_stack(m, beta)
+        assert hi.shape == lo.shape == (batch, k)
+        for b, j in np.ndindex(batch, k):
+            exact = sum(Fraction(x) * Fraction(y) for x, y in zip(m[b].tolist(), beta[b, :, j].tolist(), strict=True))
+            size = float(np.abs(m[b] * beta[b, :, j]).sum())
+            bound = 32 * p * p * max(np.log2(2 * p), 1) * eps * eps * size
+            assert abs(Fraction(float(hi[b, j])) + Fraction(float(lo[b, j])) - exact) <= bound
     a, b = (rng.standard_normal(12) * 1e4).tolist(), rng.standard_normal(12).tolist()
     b[-1] = -sum(x * y for x, y in zip(a[:-1], b[:-1], strict=True)) / a[-1]  # a near cancellation
     hi, lo = oa._dot2(a, b)

@@ -829,17 +829,27 @@ def _dot2(a, b):
 
 
 def _sum2(A):
-    """The sum of A over axis -2 as an unevaluated sum (hi, lo), to about 4 n² log₂(n) eps² of max|A| (Rump, Ogita
-    and Oishi's extraction): A = high + rest exactly, every ``high`` a multiple of ulp(σ)/2 for one power of two
-    σ over 2n max|A|, so that their sum (under σ) is exact in any order; each rest, under ulp(σ), is summed
-    pairwise (NumPy's sum along a contiguous last axis). mβ of a stack's centred gradients (_centred_gradient)."""
-    top = np.abs(A).max(axis=-2, keepdims=True)
-    sigma = np.ldexp(1.0, np.frexp(top)[1] + A.shape[-2].bit_length())  # a power of two over 2 n max|A|
+    """The sum of A over its last axis as an unevaluated sum (hi, lo), to about 4 n² log₂(n) eps² of max|A| (Rump,
+    Ogita and Oishi's extraction): A = high + rest exactly, every ``high`` a multiple of ulp(σ)/2 for one power of
+    two σ over 2n max|A|, so that their sum (under σ) is exact in any order; each rest, under ulp(σ), is summed
+    pairwise (NumPy's sum along a contiguous last axis)."""
+    A = np.ascontiguousarray(A)
+    top = np.abs(A).max(axis=-1, keepdims=True)
+    sigma = np.ldexp(1.0, np.frexp(top)[1] + A.shape[-1].bit_length())  # a power of two over 2 n max|A|
     high = (sigma + A) - sigma
-    first = high.sum(axis=-2)
-    small = np.ascontiguousarray(np.swapaxes(A - high, -1, -2)).sum(axis=-1)
+    first = high.sum(axis=-1)
+    small = (A - high).sum(axis=-1)
     hi = first + small
     return hi, (first - hi) + small
+
+
+def _dot2_stack(m, beta):
+    """mᵀβ (m (..., p), β (..., p, k)) as an unevaluated sum (hi, lo) of shape (..., k), to about eps² (every
+    product split exactly by _two_prod, the 2p terms summed by _sum2): the products laid out (..., k, p) so that
+    every pass runs along a contiguous axis. mβ of a stack's centred gradients (_centred_gradient) and of the
+    intercept's correction (_auto_stack_intercept)."""
+    products, errors = _two_prod(m[..., None, :], np.swapaxes(beta, -1, -2))
+    return _sum2(np.concatenate((products, errors), axis=-1))
 
 
 def _centring(X, squares, u=None):
@@ -901,8 +911,7 @@ def _centred_gradient(Xc, m, v, Y, beta):
             residual -= v * np.array([(h - g) + t for (h, t), g in zip(sums, high, strict=True)])
             along = v[:, 0].dot(residual)
         return Xc.T.dot(residual) + np.multiply.outer(m, along)
-    products, errors = _two_prod(m[..., :, None], beta)
-    hi, lo = _sum2(np.concatenate((products, errors), axis=-2))
+    hi, lo = _dot2_stack(m, beta)
     hi, lo = hi[..., None, :], lo[..., None, :]
     if v is None:
         residual = (Y - hi) - Xc @ beta
@@ -1987,25 +1996,27 @@ def _intercept_gram(X, Y, packed):
     G = _Across(np.empty((p * (p + 1) // 2, batch)), p) if packed else np.empty((batch, p, p))
     YtX = np.empty((batch, Y.shape[-1], p))
     means, where, c = np.zeros((batch, p)), np.zeros(batch, dtype=np.intp), np.ones(batch)
-    Yc, shifts = np.array(Y), np.zeros((batch, Y.shape[-1]))
+    Yc, shifts = np.empty(Y.shape), np.zeros((batch, Y.shape[-1]))
     index = _packed_index(p)
     ones, middle = np.ones(n), n // 2
+    tile = next((r for r in range(1, n + 1) if n % r == 0 and r * p >= 32), n)  # rows per centring inner loop
 
     buffers = threading.local()  # each thread's block of X', reused
 
-    first = X[:, 0, :]  # the intercept columns of the whole stack at once (a few calls, not a few per block)
+    first = X[:, 0, :]  # the candidate columns of the whole stack at once: three rows (a few calls, not per block)
     candidates = (first != 0) & (first == X[:, -1, :]) & (first == X[:, middle, :])
     found_all = candidates.any(axis=-1)
     k_all = candidates.argmax(axis=-1)
-    if found_all.any():
-        common = int(k_all[0])
-        # (problems, n): each problem's first candidate column, a view where they are all the same column
-        column = X[:, :, common] if (k_all == common).all() else X[np.arange(batch), :, k_all]
-        found_all &= (column == column[:, :1]).all(axis=-1)
+    common = int(k_all[0])
+    same = bool((k_all == common).all())  # every problem's first candidate is the same column: read as a view
 
     def work(block):
         part, found, k = X[block], found_all[block], k_all[block]
         first, rows = part[:, 0, :], np.arange(len(part))
+        if found.any():  # the candidate column constant on every row: read while the block is in cache (the
+            # whole stack's column would be one more read of X from memory, a cache line per row at p = 8)
+            column = part[:, :, common] if same else part[rows, :, k]
+            found = found & (column == column[:, :1]).all(axis=-1)
         if found.any():
             m = (ones @ part) / n
             m[rows, k] = 0.0
@@ -2014,17 +2025,19 @@ def _intercept_gram(X, Y, packed):
             if buffer is None or len(buffer) < len(part):
                 buffer = buffers.array = np.empty((len(part), n, p))
             centred = buffer[: len(part)]
-            # X less its means as rows of n·p entries (a long inner loop: the broadcast (problems, n, p) one is
-            # slower at small p)
-            np.subtract(part.reshape(len(part), n * p), np.tile(m, (1, n)), out=centred.reshape(len(part), n * p))
+            # X less its means, r rows at a time: the means tiled r times, a row of r·p entries broadcast over the
+            # n / r groups of rows (inner loops of r·p, not p; a tile r times smaller than X's block)
+            shape = (len(part), n // tile, tile * p)
+            np.subtract(part.reshape(shape), np.tile(m, (1, tile))[:, None, :], out=centred.reshape(shape))
             means[block], where[block] = m, np.where(found, k, 0)
             c[block] = np.where(found, first[rows, k], 1.0)
             t = (ones @ Y[block]) / n
             t[~found] = 0.0
             shifts[block] = t
             np.subtract(Y[block], t[:, None, :], out=Yc[block])
-        else:  # none of these problems has an intercept column: X' = X
+        else:  # none of these problems has an intercept column: X' = X, Y' = Y
             centred = part
+            np.copyto(Yc[block], Y[block])
         if packed:
             product = centred.swapaxes(-1, -2) @ centred
             np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
@@ -2063,8 +2076,7 @@ def _auto_stack_intercept(X, Y):
     beta, fast = _solve_stack(centred, Yc, G, XtY)
     if m.any() or t.any():  # else no problem has an intercept column off its means: X' = X, Y' = Y, β = γ
         with np.errstate(over="ignore", invalid="ignore"):  # NaN or infinity only where not fast: replaced below
-            products, errors = _two_prod(m[:, :, None], beta)
-            hi, lo = _sum2(np.concatenate((products, errors), axis=-2))
+            hi, lo = _dot2_stack(m, beta)
             rows = np.arange(len(X))
             beta[rows, k] += ((t - hi) - lo) / c[:, None]
     if not fast.all():  # ill-conditioned or rank-deficient: X as given (its own minimum norm)
@@ -3486,13 +3498,13 @@ def _chunk_decays(gamma):
     return D, e
 
 
-def _unit_lower_solve(A, B):
+def _unit_lower_solve(A, B, overwrite=False):
     """(I + A)⁻¹B for strictly lower triangular A (..., C, C) and B (..., C, n): forward substitution by blocks of
     _WY_BLOCK rows. The diagonal blocks I + N (N strictly lower, so N⁸ = 0) are inverted all at once by the finite
     product (I − N)(I + N²)(I + N⁴) = Σ_{j<8} (−N)^j; each block of rows is then one product with the rows solved
     before and one with its block's inverse, a few matrix products per block rather than one per row. Only the
-    8 × 8 diagonal blocks are inverted, never I + A."""
-    X = np.array(B, dtype=np.float64)
+    8 × 8 diagonal blocks are inverted, never I + A. With ``overwrite`` (B float64), B is solved in place."""
+    X = B if overwrite else np.array(B, dtype=np.float64)
     C, b = A.shape[-1], _WY_BLOCK
     nb = -(-C // b)
     N = np.zeros(A.shape[:-2] + (nb, b, b))
@@ -3523,34 +3535,59 @@ def _chunk_groups(K, V):
 
 def _linear_chunks(Q, K, V, state):
     """Outputs (G, nc, C, d_v) and final state of undecayed linear attention on chunks Q, K, V (G, nc, C, d) after
-    the state S₀ (G, d_v, d_k): the state before each chunk by the printed carried_state (S_{c+1} = S_c + V_cᵀK_c,
-    the only sequential part), then the outputs Q_c S_cᵀ + tril(Q_cK_cᵀ)V_c of a group of chunks by the printed
-    chunk_outputs in one call on their stack (one Python call per group, not one per chunk)."""
+    the state S₀ (G, d_v, d_k), a cache-sized group of chunks at a time: what each chunk adds to the state,
+    V_cᵀK_c, by the printed carried_state from S = 0 in one call on the group's stack; the state before each chunk
+    as their running sum (carried_state, S_{c+1} = S_c + V_cᵀK_c, is linear in S: the only sequential part, one
+    addition per chunk); then the outputs Q_c S_cᵀ + tril(Q_cK_cᵀ)V_c of the group by the printed chunk_outputs in
+    one call on their stack."""
     O = np.empty(Q.shape[:-1] + (V.shape[-1],))
-    stacks = Q, K, V
+    stacks, carried = (Q, K, V), state
     for part in _chunk_groups(K, V):
-        Qg, Kg, Vg = (a[:, part] for a in stacks)
-        states = np.empty(Kg.shape[:2] + (Vg.shape[-1], Kg.shape[-1]))
-        for c in range(Kg.shape[1]):
-            states[:, c] = state
-            K, V = Kg[:, c], Vg[:, c]
-            state = _printed("chunk_state")(K, V, state)
-        (Q, K, V), final, state = (Qg, Kg, Vg), state, states
+        Q, K, V = (a[:, part] for a in stacks)
+        state = 0.0
+        added = _printed("chunk_state")(K, V, state)  # (G, chunks, d_v, d_k)
+        state = np.empty_like(added)  # the state before each chunk of the group
+        for c in range(added.shape[1]):
+            state[:, c] = carried
+            carried = carried + added[:, c]
         O[:, part] = _printed("chunk_outputs")(Q, K, V, state)
-        state = final
-    return O, state
+    return O, carried
 
 
-def _delta_chunks(Q, K, U, W, state):
-    """Outputs (G, nc, C, d_v) and final state of the undecayed delta rule on chunks Q, K (G, nc, C, d_k) with their
-    UT values U and WY keys W after the state S₀: the state before each chunk by the printed claim of
-    delta_rule_chunkwise (S_{c+1} = S_c + (U_c − W_cS_cᵀ)ᵀK_c, the only sequential part), then the outputs
-    Q_cS_cᵀ + tril(Q_cK_cᵀ)(U_c − W_cS_cᵀ) of a group of chunks by its printed lemma chunk_outputs in one call."""
-    O = np.empty(Q.shape[:-1] + (U.shape[-1],))
-    stacks = Q, K, U, W
-    for part in _chunk_groups(K, U):
-        Qg, Kg, Ug, Wg = (a[:, part] for a in stacks)
-        states = np.empty(Kg.shape[:2] + (Ug.shape[-1], Kg.shape[-1]))
+def _wy(K, V, b, D, e):
+    """The WY/UT form of a stack of chunks K (..., C, d_k), V (..., C, d_v) with write strengths b (..., C) and the
+    decays D (..., C, C) and e (..., C) of _chunk_decays (D = tril(1), e = None undecayed): (U, W) with the chunk's
+    writes δ_t = β_t (v_t − γ_t S_{t−1} k_t) equal to U − W S₀ᵀ, from (I + A)[U W] = [diag(β) V, diag(β e) K],
+    A[t, i] = β_t γ_{i+1}⋯γ_t k_tᵀk_i for i < t (0 on and above the diagonal), by one unit-lower solve."""
+    dk, dv = K.shape[-1], V.shape[-1]
+    A = K @ K.swapaxes(-1, -2)
+    A *= b[..., :, None]
+    A *= D
+    np.copyto(A, 0.0, where=_upper(A.shape[-1]))  # what np.tril(A, -1) keeps, in place
+    UW = np.empty(V.shape[:-1] + (dv + dk,))  # [diag(β) V, diag(β e) K], solved in place (np.concatenate along
+    np.multiply(b[..., None], V, out=UW[..., :dv])  # the last axis of a 4-d stack is ten times slower)
+    np.multiply((b if e is None else b * e)[..., None], K, out=UW[..., dv:])
+    UW = _unit_lower_solve(A, UW, overwrite=True)
+    return UW[..., :dv], UW[..., dv:]
+
+
+def _upper(C):
+    """The C × C mask of the diagonal and above (what a strictly lower triangular matrix has as 0)."""
+    return ~np.tri(C, k=-1, dtype=bool)
+
+
+def _delta_chunks(Q, K, V, beta, state):
+    """Outputs (G, nc, C, d_v) and final state of the undecayed delta rule on chunks Q, K (G, nc, C, d_k), V and
+    write strengths β (G, nc, C) after the state S₀, a cache-sized group of chunks at a time: the group's UT values
+    U and WY keys W (_wy); the state before each chunk by the printed claim of delta_rule_chunkwise
+    (S_{c+1} = S_c + (U_c − W_cS_cᵀ)ᵀK_c, the only sequential part), then the outputs
+    Q_cS_cᵀ + tril(Q_cK_cᵀ)(U_c − W_cS_cᵀ) of the group by its printed lemma chunk_outputs in one call."""
+    O = np.empty(Q.shape[:-1] + (V.shape[-1],))
+    stacks, D = (Q, K, V, beta), np.tri(K.shape[-2])
+    for part in _chunk_groups(K, V):
+        Qg, Kg, Vg, bg = (a[:, part] for a in stacks)
+        Ug, Wg = _wy(Kg, Vg, bg, D, None)
+        states = np.empty(Kg.shape[:2] + (Vg.shape[-1], Kg.shape[-1]))
         for c in range(Kg.shape[1]):
             states[:, c] = state
             K, U, W = Kg[:, c], Ug[:, c], Wg[:, c]
@@ -3559,6 +3596,46 @@ def _delta_chunks(Q, K, U, W, state):
         O[:, part] = _printed("delta_chunk_outputs")(Q, K, U, W, state)
         state = final
     return O, state
+
+
+def _decayed_chunks(Q, K, V, beta, gamma, decays, S):
+    """Outputs (G, nc, C, d_v) and final state of decayed linear attention (β None) or the gated delta rule on
+    chunks Q, K, V (G, nc, C, d) with gates γ (G, nc, C) after the state S (G, d_v, d_k), a cache-sized group of
+    chunks at a time (see causal_linear_attention and delta_rule_attention); ``decays``: (D, e) of every chunk at
+    once where they are all the same (a number as decay), else None and each group's from its gates."""
+    G, dv = Q.shape[0], V.shape[-1]
+    O = np.empty(Q.shape[:-1] + (dv,))
+    for part in _chunk_groups(K, V):
+        Qg, Kg, Vg = Q[:, part], K[:, part], V[:, part]
+        D, e = decays if decays is not None else _chunk_decays(gamma[:, part])
+        g = Kg.shape[1]
+        last = np.broadcast_to(e[..., -1], (G, g))  # the decay of a whole chunk
+        if beta is not None:  # the chunk's writes δ_t = β_t (v_t − γ_t S_{t−1} k_t) are U − W S₀ᵀ
+            U, W = _wy(Kg, Vg, beta[:, part], D, e)
+            values = np.empty_like(U)
+        else:
+            values = Vg  # S_t = γ_t S_{t−1} + v_t k_tᵀ
+        Kw = Kg * D[..., -1, :, None]  # k_i γ_{i+1}⋯γ_{C−1}: the write's decay to the chunk's end
+        if beta is None:
+            dS = Vg.swapaxes(-1, -2) @ Kw  # what each chunk adds to the state
+        states = np.empty((G, g, dv, Kg.shape[-1]))
+        for c in range(g):  # the carried state: S ← (γ over the chunk) S + Σ_i (decay to the end) δ_i k_iᵀ
+            states[:, c] = S
+            decayed = last[:, c, None, None] * S
+            if beta is None:
+                S = decayed + dS[:, c]
+            else:
+                delta = U[:, c] - W[:, c] @ S.swapaxes(-1, -2)
+                values[:, c] = delta
+                S = decayed + delta.swapaxes(-1, -2) @ Kw[:, c]
+        QK = Qg @ Kg.swapaxes(-1, -2)
+        QK *= D  # (QKᵀ ⊙ D): the causal, decayed scores within each chunk
+        out = QK @ values  # the intra-chunk part
+        inter = Qg @ states.swapaxes(-1, -2)  # the carried state applied to the chunk's queries
+        inter *= e[..., None]
+        out += inter
+        O[:, part] = out
+    return O, S
 
 
 def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
@@ -3576,53 +3653,18 @@ def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
         return a.reshape((a.shape[0], nc, C) + a.shape[2:])
 
     Qc, Kc, Vc = chunks(Q), chunks(K), chunks(V)
-    if gamma is None:
-        D, e = np.tri(C), None
-    elif scalar is not None and not pad:  # every chunk has the same decays: computed once
-        D, e = _chunk_decays(np.full((1, 1, C), scalar))
-    else:
-        D, e = _chunk_decays(chunks(gamma, 1.0))  # padded steps: γ = 1 and nothing written, S unchanged
-    last = None if e is None else np.broadcast_to(e[..., -1], (G, nc))  # the decay of a whole chunk
-    if beta is not None:  # the WY form: the chunk's writes δ_t = β_t (v_t − γ_t S_{t−1} k_t) are U − W S₀ᵀ, one solve
-        b = chunks(beta)
-        A = Kc @ Kc.swapaxes(-1, -2)
-        A *= b[..., :, None]
-        A *= D
-        A = np.tril(A, -1)  # A[t, i] = β_t γ_{i+1}⋯γ_t k_tᵀk_i for i < t
-        scaled_k = b if e is None else b * e
-        UW = _unit_lower_solve(A, np.concatenate([b[..., None] * Vc, scaled_k[..., None] * Kc], axis=-1))
-        U, W = UW[..., :dv], UW[..., dv:]
     S = np.zeros((G, dv, dk)) if S is None else S.copy()
     if gamma is None and beta is None:  # no decay: chunkwise_linear_attention's printed lemmas
         O, S = _linear_chunks(Qc, Kc, Vc, S)
-        return O.reshape(G, nc * C, dv)[:, :T], S
-    if gamma is None:  # no decay, the delta rule: delta_rule_chunkwise's printed lemmas
-        O, S = _delta_chunks(Qc, Kc, U, W, S)
-        return O.reshape(G, nc * C, dv)[:, :T], S
-    QK = Qc @ Kc.swapaxes(-1, -2)
-    QK *= D  # (QKᵀ ⊙ D): the causal, decayed scores within each chunk
-    if beta is None:
-        write, values = Vc, Vc  # S_t = γ_t S_{t−1} + v_t k_tᵀ
+    elif gamma is None:  # no decay, the delta rule: delta_rule_chunkwise's printed lemmas
+        O, S = _delta_chunks(Qc, Kc, Vc, chunks(beta), S)
     else:
-        values = np.empty_like(U)
-    Kw = Kc if e is None else Kc * D[..., -1, :, None]  # k_i γ_{i+1}⋯γ_{C−1}: the write's decay to the chunk's end
-    if beta is None:
-        dS = write.swapaxes(-1, -2) @ Kw  # what each chunk adds to the state
-    states = np.empty((G, nc, dv, dk))
-    for c in range(nc):  # the carried state: S ← (γ over the chunk) S + Σ_i (decay to the end) δ_i k_iᵀ
-        states[:, c] = S
-        decayed = S if last is None else last[:, c, None, None] * S
-        if beta is None:
-            S = decayed + dS[:, c]
-        else:
-            delta = U[:, c] - W[:, c] @ S.swapaxes(-1, -2)
-            values[:, c] = delta
-            S = decayed + delta.swapaxes(-1, -2) @ Kw[:, c]
-    O = QK @ values  # the intra-chunk part
-    inter = Qc @ states.swapaxes(-1, -2)  # the carried state applied to the chunk's queries
-    if e is not None:
-        inter *= e[..., None]
-    O += inter
+        decays = None
+        if scalar is not None and not pad:  # every chunk has the same decays: computed once
+            decays = _chunk_decays(np.full((1, 1, C), scalar))
+        O, S = _decayed_chunks(Qc, Kc, Vc, None if beta is None else chunks(beta),
+                               None if decays is not None else chunks(gamma, 1.0), decays, S)
+        # padded steps: γ = 1 and nothing written (β = 0, k = 0), S unchanged
     return O.reshape(G, nc * C, dv)[:, :T], S
 
 

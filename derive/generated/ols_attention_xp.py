@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "7059853e25af2a9392e0995cb8f8656829170cf753b8ebd191e89097a18d34f5"
+HOST_MODULE_SHA256 = "3f0c9424c80ce5552bae6ec55664960ac0b60270b5406eec97f5092e6a79655f"
