@@ -14,9 +14,27 @@ os.environ.setdefault("DERIVE_RECORDS", "read")
 FRAMEWORKS = ("jax", "torch")
 
 
+#: ``DERIVE_ALSO_RUN=FILE``: node ids (one a line, as ``DERIVE_SKIPPED_IMPORTS`` writes them: a test, or a module
+#: skipped whole) whose tests are marked slow too, so that ``pytest -m slow`` runs them in the same run: .ci/run's
+#: slow tier takes the tests the README's run skipped for an optional package (one collection, not two).
+ALSO_RUN = "DERIVE_ALSO_RUN"
+
+
+def _also_run() -> tuple[set[str], tuple[str, ...]]:
+    path = os.environ.get(ALSO_RUN)
+    if not path or not os.path.exists(path):
+        return set(), ()
+    with open(path, encoding="utf-8") as listed:
+        ids = {line.strip() for line in listed if line.strip()}
+    return ids, tuple(f"{i}::" for i in ids)
+
+
 def pytest_collection_modifyitems(config, items):
+    exact, prefixes = _also_run()
     for item in items:
         if any(name in item.nodeid.lower() for name in FRAMEWORKS):
+            item.add_marker(pytest.mark.slow)
+        elif item.nodeid in exact or item.nodeid.startswith(prefixes):
             item.add_marker(pytest.mark.slow)
 
 
