@@ -13,7 +13,13 @@ In one process (OMP/OpenBLAS/MKL threads set to 1 before NumPy loads), with the 
    y = x·w + 0.1·noise): the time of each, the ratio, and the relative difference of the two; and, on
    ``--exact`` prompts, each one's error against the predictions in 50-digit arithmetic (mpmath).
 
+3. With ``--against OLD.py`` (a generated NumPy module of another commit, e.g. ``git show
+   REV:derive/generated/ols_attention.py > /tmp/old.py``): the attention cases at chunks 64 and 32 for the shipped
+   module, OLD.py and the token loop, interleaved (each once per round in a new random order after a
+   ``gc.collect()``, ``--repeats`` rounds): medians, the ratios, and the shipped module's error.
+
     OMP_NUM_THREADS=1 python benchmarks/bench_linear_attention.py [--repeats R] [--exact N] [--quick]
+    OMP_NUM_THREADS=1 python benchmarks/bench_linear_attention.py --against /tmp/old.py --repeats 9
 """
 
 from __future__ import annotations
@@ -95,6 +101,51 @@ def attention(args):
     print()
 
 
+def against(args):
+    """The shipped module against ``args.against`` and the token loop, interleaved (medians of the rounds)."""
+    import gc
+    import importlib.util
+    import random
+
+    spec = importlib.util.spec_from_file_location("ols_attention_against", args.against)
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    rng = np.random.default_rng(0)
+    T, d = (1024, 32) if args.quick else (4096, 64)
+    Q, K, V = rng.standard_normal((3, T, d))
+    K /= np.linalg.norm(K, axis=1, keepdims=True)
+    beta, gates = rng.uniform(0.1, 1.0, T), rng.uniform(0.9, 1.0, T)
+    cases = [("linear attention", None, None), ("decayed (per-step gates)", None, gates),
+             ("delta rule", beta, None), ("gated delta rule", beta, gates)]
+    order = random.Random(0)
+    print(f"## Against {args.against}: T = {T}, d = {d}, interleaved, medians of {args.repeats} rounds\n")
+    print("| case | chunk | token loop | old (vs loop) | shipped (vs loop) | old / shipped | shipped's rel. error |")
+    print("|---|---|---|---|---|---|---|")
+    for name, b, g in cases:
+        for chunk in (64, 32):
+            def call(module, b=b, g=g, chunk=chunk):
+                if b is None:
+                    return module.causal_linear_attention(Q, K, V, decay=g, chunk=chunk)
+                return module.delta_rule_attention(Q, K, V, b, decay=g, chunk=chunk)
+
+            runs = {"old": lambda call=call: call(old), "new": lambda call=call: call(oa),
+                    "loop": lambda b=b, g=g: token_loop(Q, K, V, b, g)}
+            times = {key: [] for key in runs}
+            for _ in range(args.repeats):
+                keys = list(runs)
+                order.shuffle(keys)
+                for key in keys:
+                    gc.collect()
+                    start = time.perf_counter()
+                    runs[key]()
+                    times[key].append(time.perf_counter() - start)
+            m = {key: statistics.median(value) * 1e3 for key, value in times.items()}
+            error = relative(runs["new"](), runs["loop"]())
+            print(f"| {name} | {chunk} | {m['loop']:.1f} ms | {m['old']:.2f} ms ({m['loop'] / m['old']:.1f}×) | "
+                  f"{m['new']:.2f} ms ({m['loop'] / m['new']:.1f}×) | {m['old'] / m['new']:.2f}× | {error:.1e} |")
+    print()
+
+
 def lstsq_loop(X, Y):
     out = np.zeros(Y.shape)
     for b in range(X.shape[0]):
@@ -146,9 +197,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--exact", type=int, default=4, help="prompts checked in 50-digit arithmetic (0: none)")
     parser.add_argument("--quick", action="store_true", help="T = 1,024, d = 32 (a smoke run)")
+    parser.add_argument("--against", metavar="OLD.py", help="a generated NumPy module to time the shipped one against")
     args = parser.parse_args()
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, NumPy "
           f"{np.__version__}, os.cpu_count() = {os.cpu_count()}, threads 1\n")
+    if args.against:
+        against(args)
+        return
     attention(args)
     prefixes(args)
 
