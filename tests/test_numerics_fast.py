@@ -461,21 +461,22 @@ def test_auto_is_within_ten_times_lstsqs_error_on_every_uncentred_problem(oa, ki
 
 
 def test_sum2_and_dot2_are_accurate_to_eps_squared(oa):
-    """The exact sums behind the centred gradient: _sum2 (Rump–Ogita–Oishi extraction, along the last axis of one
+    """The exact sums behind the centred gradient: _sum2 (Rump–Ogita–Oishi extraction, along the first axis of one
     problem or a stack), _dot2_stack (mᵀβ of a stack: Dekker products, then _sum2) and _dot2 (Dekker products,
     math.fsum) against Fractions, on terms that cancel to 1e-16 of their size; float64 sums of the same terms are
     off by far more than the bound."""
     rng = np.random.default_rng(7)
     eps = np.finfo(float).eps
-    for shape in ((1, 1), (3, 5), (2, 300), (4, 1, 2000)):
+    for shape in ((1, 1), (5, 3), (300, 2), (2000, 4, 1)):
         big = rng.standard_normal(shape) * 1e8
-        A = np.concatenate([big, -big, rng.standard_normal(shape)], axis=-1)
+        A = np.concatenate([big, -big, rng.standard_normal(shape)], axis=0)
         hi, lo = oa._sum2(A)
-        n = A.shape[-1]
-        assert hi.shape == lo.shape == A.shape[:-1]
+        n = A.shape[0]
+        assert hi.shape == lo.shape == A.shape[1:]
         for index in np.ndindex(hi.shape):
-            exact = sum(map(Fraction, A[index].tolist()))
-            bound = 8 * n * n * max(np.log2(n), 1) * eps * eps * float(np.abs(A[index]).max())
+            column = A[(slice(None), *index)]
+            exact = sum(map(Fraction, column.tolist()))
+            bound = 8 * n * n * max(np.log2(n), 1) * eps * eps * float(np.abs(column).max())
             assert abs(Fraction(float(hi[index])) + Fraction(float(lo[index])) - exact) <= bound
     for batch, p, k in ((1, 1, 1), (6, 9, 1), (3, 40, 2)):
         m = rng.standard_normal((batch, p)) * 50.0

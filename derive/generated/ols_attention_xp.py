@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "3f0c9424c80ce5552bae6ec55664960ac0b60270b5406eec97f5092e6a79655f"
+HOST_MODULE_SHA256 = "ae6cd470554903e58f0b5c0edb55e839579b81cdd2de45b3d8e37dbc71784cc5"
