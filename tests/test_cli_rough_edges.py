@@ -113,6 +113,7 @@ def test_build_says_it_compiles_coq_and_takes_no_coq(capsys):
     assert "Coq files" in summary
 
 
+@pytest.mark.slow  # a whole derive build (15 s): the README's run keeps under 5 minutes
 def test_build_with_no_coq_writes_the_coq_files_and_never_runs_coqc(tmp_path, monkeypatch, capsys):
     import derive.experiments.paper as paper
     import derive.export.coq as coq

@@ -80,6 +80,7 @@ def _with_scripts_on_path(monkeypatch) -> None:
     monkeypatch.setenv("PATH", os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")]))
 
 
+@pytest.mark.slow  # 10 s of a Jupyter kernel; the README's run keeps under 5 minutes (the docs build executes it too)
 def test_tutorial_runs(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
