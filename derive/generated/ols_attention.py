@@ -3698,9 +3698,9 @@ def _attention_group(Q, K, V, beta, gamma, scalar, S, chunk):
         decays = None
         if scalar is not None and not pad:  # every chunk has the same decays: computed once
             decays = _chunk_decays(np.full((1, 1, C), scalar))
+        # padded steps: γ = 1 and nothing written (β = 0, k = 0), S unchanged
         O, S = _decayed_chunks(Qc, Kc, Vc, None if beta is None else chunks(beta),
                                None if decays is not None else chunks(gamma, 1.0), decays, S)
-        # padded steps: γ = 1 and nothing written (β = 0, k = 0), S unchanged
     return O.reshape(G, nc * C, dv)[:, :T], S
 
 

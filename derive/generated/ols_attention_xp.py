@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "ae6cd470554903e58f0b5c0edb55e839579b81cdd2de45b3d8e37dbc71784cc5"
+HOST_MODULE_SHA256 = "9e64282bbf58bb546980aeb855bd69cc120cd6f9e2166e91366806005b787510"
