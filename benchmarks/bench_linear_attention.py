@@ -16,7 +16,8 @@ In one process (OMP/OpenBLAS/MKL threads set to 1 before NumPy loads), with the 
 3. With ``--against OLD.py`` (a generated NumPy module of another commit, e.g. ``git show
    REV:derive/generated/ols_attention.py > /tmp/old.py``): the attention cases at chunks 64 and 32 for the shipped
    module, OLD.py and the token loop, interleaved (each once per round in a new random order after a
-   ``gc.collect()``, ``--repeats`` rounds): medians, the ratios, and the shipped module's error.
+   ``gc.collect()``, ``--repeats`` rounds): medians, the ratios, and the shipped module's error; then the same at
+   chunk 64 on a batch of 4 × 8 heads of T / 4 steps (the loop runs the sequences one after the other).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_linear_attention.py [--repeats R] [--exact N] [--quick]
     OMP_NUM_THREADS=1 python benchmarks/bench_linear_attention.py --against /tmp/old.py --repeats 9
@@ -103,33 +104,42 @@ def attention(args):
 
 def against(args):
     """The shipped module against ``args.against`` and the token loop, interleaved (medians of the rounds)."""
-    import gc
     import importlib.util
     import random
 
     spec = importlib.util.spec_from_file_location("ols_attention_against", args.against)
     old = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(old)
-    rng = np.random.default_rng(0)
     T, d = (1024, 32) if args.quick else (4096, 64)
-    Q, K, V = rng.standard_normal((3, T, d))
-    K /= np.linalg.norm(K, axis=1, keepdims=True)
-    beta, gates = rng.uniform(0.1, 1.0, T), rng.uniform(0.9, 1.0, T)
+    order = random.Random(0)
+    for heads in ((), (4, 8)):  # one sequence; then a batch of 4 × 8 heads of a quarter of the length (chunk 64)
+        rng = np.random.default_rng(0)
+        steps = heads + (T // 4 if heads else T,)
+        Q, K, V = rng.standard_normal((3, *steps, d))
+        K /= np.linalg.norm(K, axis=-1, keepdims=True)
+        beta, gates = rng.uniform(0.1, 1.0, steps), rng.uniform(0.9, 1.0, steps)
+        print(f"## Against {args.against}: (..., T, d) = {steps + (d,)}, interleaved, medians of {args.repeats} "
+              "rounds\n")
+        _against_cases(args, old, order, Q, K, V, beta, gates, (64,) if heads else (64, 32))
+
+
+def _against_cases(args, old, order, Q, K, V, beta, gates, chunks):
+    import gc
+
     cases = [("linear attention", None, None), ("decayed (per-step gates)", None, gates),
              ("delta rule", beta, None), ("gated delta rule", beta, gates)]
-    order = random.Random(0)
-    print(f"## Against {args.against}: T = {T}, d = {d}, interleaved, medians of {args.repeats} rounds\n")
     print("| case | chunk | token loop | old (vs loop) | shipped (vs loop) | old / shipped | shipped's rel. error |")
     print("|---|---|---|---|---|---|---|")
     for name, b, g in cases:
-        for chunk in (64, 32):
+        for chunk in chunks:
             def call(module, b=b, g=g, chunk=chunk):
                 if b is None:
                     return module.causal_linear_attention(Q, K, V, decay=g, chunk=chunk)
                 return module.delta_rule_attention(Q, K, V, b, decay=g, chunk=chunk)
 
             runs = {"old": lambda call=call: call(old), "new": lambda call=call: call(oa),
-                    "loop": lambda b=b, g=g: token_loop(Q, K, V, b, g)}
+                    "loop": (lambda b=b, g=g: token_loop(Q, K, V, b, g)) if Q.ndim == 2 else
+                    (lambda b=b, g=g: _loops(Q, K, V, b, g))}
             times = {key: [] for key in runs}
             for _ in range(args.repeats):
                 keys = list(runs)
@@ -144,6 +154,15 @@ def against(args):
             print(f"| {name} | {chunk} | {m['loop']:.1f} ms | {m['old']:.2f} ms ({m['loop'] / m['old']:.1f}×) | "
                   f"{m['new']:.2f} ms ({m['loop'] / m['new']:.1f}×) | {m['old'] / m['new']:.2f}× | {error:.1e} |")
     print()
+
+
+def _loops(Q, K, V, beta, decay):
+    """The token loop on each sequence of a batch (..., T, d), one after the other."""
+    flat = [a.reshape(-1, *a.shape[-2:]) for a in (Q, K, V)]
+    gates = [None if a is None else a.reshape(-1, a.shape[-1]) for a in (beta, decay)]
+    out = [token_loop(q, k, v, None if gates[0] is None else gates[0][i], None if gates[1] is None else gates[1][i])
+           for i, (q, k, v) in enumerate(zip(*flat, strict=True))]
+    return np.stack(out).reshape(V.shape)
 
 
 def lstsq_loop(X, Y):
