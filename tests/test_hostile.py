@@ -166,6 +166,7 @@ def test_collect_on_a_long_sum_of_pairs_is_near_linear(tmp_path, base, pairs):
     assert "time budget" not in result.stdout
 
 
+@pytest.mark.slow  # 10 s of parsing and refusing 20 MB: the README's run keeps under 5 minutes
 def test_twenty_megabytes_of_distinct_expressions_end_within_the_time_guard(tmp_path, base):
     """Reading 20 MB of terms is linear work, but more than the guard allows: the file is not checked (exit 4),
     within the guard (CPU seconds), and never reported as rejected for it (or rejected, where the machine is

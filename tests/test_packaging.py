@@ -69,6 +69,7 @@ def test_setuptools_installs_the_data_with_the_package(tmp_path):
     assert bib.read_bytes() == (ROOT / "derive" / "latex" / "references.bib").read_bytes()
 
 
+@pytest.mark.slow  # a build of the package and a replay of every proof, 8 s: the README's run keeps under 5 minutes
 def test_an_installed_package_replays_the_shipped_record(tmp_path):
     """The wheel holds proofs/certificates as derive/data/records: a non-editable install replays every built-in
     proof (no search), and never writes into the installed package."""
