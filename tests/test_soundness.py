@@ -533,11 +533,16 @@ def step_order_mutants(theorem_id: str) -> tuple[Mutant, ...]:
     # every kind in the sample (a chain reversed is one mutant among hundreds), then the rest at random
     kinds: dict[str, list[Mutant]] = {}
     for mutant in out:
-        kinds.setdefault(re.sub(r"\d+", "#", mutant.label.split(": ", 1)[-1]), []).append(mutant)
+        kinds.setdefault(order_kind(mutant.label), []).append(mutant)
     rng = random.Random(0)
     first = [rng.choice(group) for _, group in sorted(kinds.items())]
     rest = [m for m in out if all(m is not f for f in first)]
     return tuple(first + rng.sample(rest, max(0, limit - len(first))))
+
+
+def order_kind(label: str) -> str:
+    """The kind of a re-ordered-step mutant ('main: step 3 deleted' -> 'step # deleted')."""
+    return re.sub(r"\d+", "#", label.split(": ", 1)[-1])
 
 
 def order_mutants_per(theorem_id: str) -> int | None:
@@ -717,7 +722,7 @@ def test_reordered_deleted_and_duplicated_steps_are_rejected(theorem_id: str):
     mutants = list(step_order_mutants(theorem_id))
     steps = sum(len(c.steps) for c in chains(proof_of(theorem_id)))
     assert len(mutants) >= min(2 * steps, order_mutants_per(theorem_id) or 2 * steps)
-    kinds = {re.sub(r"\d+", "#", m.label.split(": ", 1)[-1]) for m in mutants}
+    kinds = {order_kind(m.label) for m in mutants}
     assert {"step # deleted", "step # duplicated"} <= kinds, kinds
     bad = accepted(mutants)
     assert not bad, f"re-ordered steps accepted:\n{describe(bad)}"
