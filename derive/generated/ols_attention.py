@@ -554,6 +554,9 @@ def _plus_identity(A, c):
     return A + np.asarray(c, dtype=A.dtype)[..., None, None] * np.eye(A.shape[-1], dtype=A.dtype)
 
 
+_FEW_PROBLEMS = 256  # _solve_triangular: up to this many problems, a row's step is a stacked matmul
+
+
 def _solve_triangular(T, B, lower, transpose):
     """op(T)⁻¹ B by substitution, vectorised over the batch (op(T) = Tᵀ if transpose); one LAPACK solve for a
     single problem. Tiny single problems may come as lists of rows (Python floats) and then stay lists; a stack
@@ -572,9 +575,13 @@ def _solve_triangular(T, B, lower, transpose):
         return np.linalg.solve(A, B)  # backward stable; one call instead of p Python steps
     out = np.empty(np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:])
     order = range(p) if lower else range(p - 1, -1, -1)
+    few = math.prod(out.shape[:-2]) <= _FEW_PROBLEMS
     for i in order:
         done = slice(0, i) if lower else slice(i + 1, p)
-        acc = B[..., i, :] - np.einsum("...j,...jk->...k", A[..., i, done], out[..., done, :])
+        if few:  # one small product per problem beats einsum's loop over few problems, not over many
+            acc = B[..., i, :] - (A[..., i:i + 1, done] @ out[..., done, :])[..., 0, :]
+        else:
+            acc = B[..., i, :] - np.einsum("...j,...jk->...k", A[..., i, done], out[..., done, :])
         out[..., i, :] = acc / A[..., i, i][..., None]
     return out
 
@@ -1646,12 +1653,13 @@ def _auto_stack_scaled(X, Y, exact=True):
 
 
 def _solve_stack(X, Y, G, XtY, usable=None, u=None):
-    """(β, fast) for a stack from G = XᵀX and XᵀY (X itself, or a function of a mask over the stack, None for all,
-    that makes those problems' X: only refinement reads it): β from the Cholesky factors where the problem is
-    ``fast`` (its pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the estimate, times
-    how much the columns' scales spread it over the coefficients, is over _REFINE_RISK; the other problems are
-    left to the caller (β 0 or meaningless there). The Cholesky factor of XᵀX is that of the column-scaled X
-    times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by the diagonal."""
+    """(β, fast) for a stack from G = XᵀX and XᵀY (X and Y themselves, or functions of a mask over the stack, None
+    for all, that make those problems' X and Y: only refinement reads them): β from the Cholesky factors where the
+    problem is ``fast`` (its pivot estimate under _GRAM_RISK, and ``usable``), refined in float64 where the
+    estimate, times how much the columns' scales spread it over the coefficients, is over _REFINE_RISK; the other
+    problems are left to the caller (β 0 or meaningless there). The Cholesky factor of XᵀX is that of the
+    column-scaled X times D exactly (D powers of two), so the scaling is implicit: only the estimate divides by the
+    diagonal."""
     C, cond2 = _cholesky_estimate(G)
     risk = cond2 * _EPS
     fast = risk < _GRAM_RISK
@@ -1674,11 +1682,13 @@ def _solve_stack(X, Y, G, XtY, usable=None, u=None):
             beta[~fast] = 0.0
         # the problems set aside for scaling may overflow in their (discarded) gradients
         with np.errstate(**({} if usable is None else {"over": "ignore", "invalid": "ignore"})):
-            beta = _refine_gram(X(None) if callable(X) else X, Y, beta, C, rate=rate, floor=floor,
+            beta = _refine_gram(X(None) if callable(X) else X, Y(None) if callable(Y) else Y, beta, C, rate=rate,
+                                floor=floor,
                                 active=None if refine.all() else refine, centre=True, u=u)
     elif refine.any():
-        beta[refine] = _refine_gram(X(refine) if callable(X) else X[refine], Y[refine], beta[refine], C[refine],
-                                    rate=rate, floor=floor, centre=True, u=None if u is None else u[refine])
+        beta[refine] = _refine_gram(X(refine) if callable(X) else X[refine], Y(refine) if callable(Y) else Y[refine],
+                                    beta[refine], C[refine], rate=rate, floor=floor, centre=True,
+                                    u=None if u is None else u[refine])
     return beta, fast
 
 
@@ -2026,18 +2036,20 @@ def _route_fast(X, Y, u=None):
 def _intercept_gram(X, Y, packed):
     """For a stack (route "auto", no weights), from one read of X a block of problems at a time (_stack_gram): per
     problem the index k of an intercept column (exactly constant, not zero: X[:, k] = c·1), its c, and the column
-    means m with m_k = 0 (k = 0, c = 1, m = 0 where a problem has none); and the Gram matrices G = X'ᵀX' and X'ᵀY
-    of X' = X − 1mᵀ (each block centred while it is in cache; X' itself is not kept)."""
+    means m with m_k = 0 (k = 0, c = 1, m = 0 where a problem has none), the targets' means t (0 where none); and
+    the Gram matrices G = X'ᵀX' and X'ᵀY' of X' = X − 1mᵀ, Y' = Y − 1tᵀ (each block centred while it is in cache;
+    X' and Y' themselves are not kept). (Shifts from a few rows instead of the means cost no pass, but leave small
+    problems less well centred: beyond 10× lstsq's error on the uncentred sweep's stacks.)"""
     batch, n, p = X.shape
     G = _Across(np.empty((p * (p + 1) // 2, batch)), p) if packed else np.empty((batch, p, p))
     YtX = np.empty((batch, Y.shape[-1], p))
     means, where, c = np.zeros((batch, p)), np.zeros(batch, dtype=np.intp), np.ones(batch)
-    Yc, shifts = np.empty(Y.shape), np.zeros((batch, Y.shape[-1]))
+    shifts = np.zeros((batch, Y.shape[-1]))
     index = _packed_index(p)
     ones, middle = np.ones(n), n // 2
     tile = next((r for r in range(1, n + 1) if n % r == 0 and r * p >= 32), n)  # rows per centring inner loop
 
-    buffers = threading.local()  # each thread's block of X', reused
+    buffers = threading.local()  # each thread's blocks of X' and Y', reused
 
     first = X[:, 0, :]  # the candidate columns of the whole stack at once: three rows (a few calls, not per block)
     candidates = (first != 0) & (first == X[:, -1, :]) & (first == X[:, middle, :])
@@ -2060,7 +2072,8 @@ def _intercept_gram(X, Y, packed):
             buffer = getattr(buffers, "array", None)
             if buffer is None or len(buffer) < len(part):
                 buffer = buffers.array = np.empty((len(part), n, p))
-            centred = buffer[: len(part)]
+                buffers.targets = np.empty((len(part),) + Y.shape[1:])
+            centred, targets = buffer[: len(part)], buffers.targets[: len(part)]
             # X less its means, r rows at a time: the means tiled r times, a row of r·p entries broadcast over the
             # n / r groups of rows (inner loops of r·p, not p; a tile r times smaller than X's block)
             shape = (len(part), n // tile, tile * p)
@@ -2070,19 +2083,18 @@ def _intercept_gram(X, Y, packed):
             t = (ones @ Y[block]) / n
             t[~found] = 0.0
             shifts[block] = t
-            np.subtract(Y[block], t[:, None, :], out=Yc[block])
+            np.subtract(Y[block], t[:, None, :], out=targets)
         else:  # none of these problems has an intercept column: X' = X, Y' = Y
-            centred = part
-            np.copyto(Yc[block], Y[block])
+            centred, targets = part, Y[block]
         if packed:
             product = centred.swapaxes(-1, -2) @ centred
             np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
         else:
             np.matmul(centred.swapaxes(-1, -2), centred, out=G[block])
-        np.matmul(Yc[block].swapaxes(-1, -2), centred, out=YtX[block])
+        np.matmul(targets.swapaxes(-1, -2), centred, out=YtX[block])
 
     _each_block(work, _stack_blocks(X))
-    return G, YtX.swapaxes(-1, -2), means, where, c, Yc, shifts
+    return G, YtX.swapaxes(-1, -2), means, where, c, shifts
 
 
 def _auto_stack_intercept(X, Y):
@@ -2100,7 +2112,7 @@ def _auto_stack_intercept(X, Y):
     if X.shape[-2] < max(3, X.shape[-1]):
         return _auto_stack(X, Y, exact=False)
     with np.errstate(over="ignore", invalid="ignore"):
-        G, XtY, m, k, c, Yc, t = _intercept_gram(X, Y, _across(len(X), X.shape[-1]))
+        G, XtY, m, k, c, t = _intercept_gram(X, Y, _across(len(X), X.shape[-1]))
         scale = _needs_scaling(X, G.diagonal().T if isinstance(G, _Across) else np.diagonal(G, axis1=-2, axis2=-1))
         scale |= _needs_scaling(Y, _column_squares(Y))
     if scale.any() or not np.isfinite(m).all():  # out of the safe range (or NaN): the path that scales and names it
@@ -2109,7 +2121,10 @@ def _auto_stack_intercept(X, Y):
     def centred(mask):
         return X - m[:, None, :] if mask is None else X[mask] - m[mask][:, None, :]
 
-    beta, fast = _solve_stack(centred, Yc, G, XtY)
+    def centred_targets(mask):
+        return Y - t[:, None, :] if mask is None else Y[mask] - t[mask][:, None, :]
+
+    beta, fast = _solve_stack(centred, centred_targets, G, XtY)
     if m.any() or t.any():  # else no problem has an intercept column off its means: X' = X, Y' = Y, β = γ
         with np.errstate(over="ignore", invalid="ignore"):  # NaN or infinity only where not fast: replaced below
             hi, lo = _dot2_stack(m, beta)
@@ -3815,6 +3830,12 @@ def _power_of_two_scale(A):
     return np.frexp(np.abs(A).max(axis=(-2, -1)))[1]
 
 
+def _stacked_qr_raw(A):
+    """Householder QR of each matrix of a stack A (B, m, n), one LAPACK call (numpy.linalg.qr's raw mode): R in
+    the upper triangle, LAPACK's reflectors below it (left there: the callers read R's triangle or mask)."""
+    return np.linalg.qr(A, mode="raw")[0].swapaxes(-1, -2)
+
+
 def _null_space_predictions(M, t, p):
     """Least-squares predictions of each row of M (B, r, p) past its first p from all the rows before it (the
     first p rows of full rank), with targets t (B, r, k), and (R, z) of all of M: R (B, p, p) with RᵀR = MᵀM and
@@ -3824,17 +3845,17 @@ def _null_space_predictions(M, t, p):
     0..p+j) give the prediction of row p + j: c_j·M = 0 says x_{p+j} = −Σ_{s<p+j} (c_{j,s}/c_{j,p+j}) x_s, the
     weights of least norm (c_j is orthogonal to c_0..c_{j−1}, which span the null space of the earlier rows), so
     ŷ_{p+j} = −Σ_{s<p+j} c_{j,s} t_s / c_{j,p+j} (t_{p+j} − ŷ_{p+j} is the recursive residual, scaled). C = Ω Nᵀ
-    from N, the last r − p columns of the complete Householder Q of M, and the QL factorization of the square block
-    N[p:]ᵀ = Ωᵀ L (c_{j,p+j} = L[j, j]). Backward stable: each prediction's error is about that of a least-squares
-    solve of its own prefix; summed directly, not as t − (residual), which cancels where ŷ is small beside t."""
+    from N, the last r − p columns of the complete Householder Q of M: Ωᵀ Nᵀ = [E L] with L lower triangular, the QL
+    factorization of Nᵀ's last r − p columns applied to the whole of Nᵀ (c_{j,p+j} = L[j, j]), as one QR of Nᵀ with
+    both axes reversed. Backward stable: each prediction's error is about that of a least-squares solve of its own
+    prefix; summed directly, not as t − (residual), which cancels where ŷ is small beside t."""
     Q, R = np.linalg.qr(M, mode="complete")
-    null = Q[..., :, p:]  # N
-    reversed_q, reversed_r = np.linalg.qr(null[..., p:, :].swapaxes(-1, -2)[..., ::-1, ::-1])  # QL of N[p:]ᵀ ...
-    omega_t, L = reversed_q[..., ::-1, ::-1], reversed_r[..., ::-1, ::-1]  # ... by QR of the reversed matrix
-    C = omega_t.swapaxes(-1, -2) @ null.swapaxes(-1, -2)  # (B, r − p, r), row j supported on 0..p+j
+    reversed_null_t = Q[..., ::-1, :p - 1:-1].swapaxes(-1, -2)  # Nᵀ (B, r − p, r), both axes reversed
+    H = _stacked_qr_raw(reversed_null_t)
+    C = H[..., ::-1, ::-1]  # (B, r − p, r), row j supported on 0..p+j (LAPACK's reflectors past it, masked below)
     r = M.shape[-2]
     before = np.arange(r) < (p + np.arange(r - p))[:, None]
-    pivots = np.diagonal(L, axis1=-2, axis2=-1)[..., None]
+    pivots = np.diagonal(H, axis1=-2, axis2=-1)[..., ::-1, None]
     z = Q[..., :, :p].swapaxes(-1, -2) @ t
     return -(np.where(before, C, 0.0) @ t) / pivots, R[..., :p, :], z
 
@@ -3851,10 +3872,12 @@ def _prefix_fast(X, Y, lam):
     first = X[:, :m].swapaxes(-1, -2)
     if root is not None:
         first = np.concatenate([first, root * np.eye(m)], axis=-2)
-    L = np.linalg.qr(first, mode="r")[..., :m, :].swapaxes(-1, -2)
-    solved = _solve_triangular(L, np.concatenate([Y[:, :m], np.broadcast_to(np.eye(m), (B, m, m))], axis=-1),
-                               lower=True, transpose=False)
-    out[:, :m] = np.tril(L, -1) @ solved[..., :k]
+    L = _stacked_qr_raw(first)[..., :m, :].swapaxes(-1, -2)  # only the lower triangle is read below
+    right = np.empty((B, m, k + m))
+    right[..., :k] = Y[:, :m]
+    right[..., k:] = np.eye(m)
+    solved = _solve_triangular(L, right, lower=True, transpose=False)
+    out[:, :m] = (L * np.tri(m, m, -1)) @ solved[..., :k]
     size = np.sqrt(np.einsum("bij,bij->b", X, X) + (0.0 if lam is None else lam))
     cond = size * np.sqrt(np.einsum("bij,bij->b", solved[..., k:], solved[..., k:]))  # bounds every prefix's
     if T <= p:

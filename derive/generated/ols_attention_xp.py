@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "9e64282bbf58bb546980aeb855bd69cc120cd6f9e2166e91366806005b787510"
+HOST_MODULE_SHA256 = "9282b17e00ffc0b7fc4f801e88e5adce6ced69b7ca337552c641d9c9a14eff84"
