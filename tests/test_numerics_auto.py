@@ -551,6 +551,22 @@ def test_solve_triangular_single(p, k, lower, transpose):
         np.testing.assert_allclose(nn._solve_triangular(ragged, B.tolist(), lower, transpose), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("batch", [5, nn._FEW_PROBLEMS + 1])  # a stacked matmul per row; einsum per row
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose", [True, False])
+def test_solve_triangular_stacked(batch, lower, transpose):
+    """Stacks take substitution row by row whichever the row's product; only the triangle op(T) uses is read
+    (prefix_predictions leaves LAPACK's reflectors in the other one)."""
+    rng = np.random.default_rng(8)
+    p, k = 6, 3
+    T = rng.normal(size=(batch, p, p)) + 4 * np.eye(p)
+    used = np.tril(T) if lower != transpose else np.triu(T)
+    B = rng.normal(size=(batch, p, k))
+    want = np.linalg.solve(used.swapaxes(-1, -2) if transpose else used, B)
+    got = nn._solve_triangular(T, B, lower=lower, transpose=transpose)  # the other triangle holds garbage
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13)
+
+
 # --- the public API ---------------------------------------------------------------------------
 
 
