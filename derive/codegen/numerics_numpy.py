@@ -1649,8 +1649,7 @@ def _solve_stack(X, Y, G, XtY, usable=None, u=None):
         # the problems set aside for scaling may overflow in their (discarded) gradients
         with np.errstate(**({} if usable is None else {"over": "ignore", "invalid": "ignore"})):
             beta = _refine_gram(X(None) if callable(X) else X, Y(None) if callable(Y) else Y, beta, C, rate=rate,
-                                floor=floor,
-                                active=None if refine.all() else refine, centre=True, u=u)
+                                floor=floor, active=None if refine.all() else refine, centre=True, u=u)
     elif refine.any():
         beta[refine] = _refine_gram(X(refine) if callable(X) else X[refine], Y(refine) if callable(Y) else Y[refine],
                                     beta[refine], C[refine], rate=rate, floor=floor, centre=True,

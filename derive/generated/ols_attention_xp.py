@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "9282b17e00ffc0b7fc4f801e88e5adce6ced69b7ca337552c641d9c9a14eff84"
+HOST_MODULE_SHA256 = "a9f87eeada7df2d1ac6c35b595243620ac3bf9f5ec137f955f553bafa3c6e7cf"
