@@ -1670,9 +1670,11 @@ def _solve_stack(X, Y, G, XtY, usable=None, u=None):
         # the error of Dβ is about risk |Dβ| (D the column norms), so coefficient j's is risk |Dβ| / d_j: against
         # max|β| that is risk times max|Dβ| / (min d max|β|), over 1 where columns differ in scale (an intercept
         # beside uncentred columns: 100 times lstsq's error where the estimate alone kept the Cholesky answer)
-        d = np.sqrt(G.diagonal().T if isinstance(G, _Across) else np.diagonal(G, axis1=-2, axis2=-1))
-        top = np.abs(beta).max(axis=-1)  # (batch, p): each coefficient's largest over the targets
-        spread = (d * top).max(axis=-1) / (d.min(axis=-1) * top.max(axis=-1))
+        # (p, batch...): reduced over the leading axis, whole rows at a time (not a NumPy loop per problem)
+        d = np.sqrt(G.diagonal() if isinstance(G, _Across) else np.moveaxis(np.diagonal(G, axis1=-2, axis2=-1), -1, 0))
+        top = np.ascontiguousarray(np.moveaxis(np.abs(beta[..., 0]) if beta.shape[-1] == 1 else
+                                               np.abs(beta).max(axis=-1), -1, 0))
+        spread = (d * top).max(axis=0) / (d.min(axis=0) * top.max(axis=0))  # each coefficient's largest over targets
         # also where the spread is NaN (β = 0); a quarter of _REFINE_RISK: the estimate was 1.5 times short in sweeps
         refine = fast & ~(4 * risk * spread <= _REFINE_RISK)
     worst = float(risk[refine].max()) if refine.any() else 0.0
@@ -2042,8 +2044,7 @@ def _intercept_gram(X, Y, packed):
     batch, n, p = X.shape
     G = _Across(np.empty((p * (p + 1) // 2, batch)), p) if packed else np.empty((batch, p, p))
     YtX = np.empty((batch, Y.shape[-1], p))
-    means, where, c = np.zeros((batch, p)), np.zeros(batch, dtype=np.intp), np.ones(batch)
-    shifts = np.zeros((batch, Y.shape[-1]))
+    means, shifts = np.empty((batch, p)), np.empty((batch, Y.shape[-1]))  # every block writes its rows
     index = _packed_index(p)
     ones, middle = np.ones(n), n // 2
     tile = next((r for r in range(1, n + 1) if n % r == 0 and r * p >= 32), n)  # rows per centring inner loop
@@ -2052,22 +2053,34 @@ def _intercept_gram(X, Y, packed):
 
     first = X[:, 0, :]  # the candidate columns of the whole stack at once: three rows (a few calls, not per block)
     candidates = (first != 0) & (first == X[:, -1, :]) & (first == X[:, middle, :])
-    found_all = candidates.any(axis=-1)
+    found_all = candidates.any(axis=-1)  # each block narrows its own slice to the columns constant on every row
     k_all = candidates.argmax(axis=-1)
+    c_all = first[np.arange(batch), k_all]
     common = int(k_all[0])
     same = bool((k_all == common).all())  # every problem's first candidate is the same column: read as a view
 
     def work(block):
-        part, found, k = X[block], found_all[block], k_all[block]
-        first, rows = part[:, 0, :], np.arange(len(part))
-        if found.any():  # the candidate column constant on every row: read while the block is in cache (the
-            # whole stack's column would be one more read of X from memory, a cache line per row at p = 8)
-            column = part[:, :, common] if same else part[rows, :, k]
-            found = found & (column == column[:, :1]).all(axis=-1)
-        if found.any():
-            m = (ones @ part) / n
-            m[rows, k] = 0.0
-            m[~found] = 0.0
+        # few NumPy calls per block where every problem has its intercept in the same column (the usual stack):
+        # at 256 problems a block, a call's own cost is a fifth of the block's arithmetic
+        part, found = X[block], found_all[block]
+        m, t = means[block], shifts[block]
+        if found.any():  # the candidate column constant on every row: read once the means' product has brought
+            # the block into cache (a strided read of the column from memory costs more than the streamed one)
+            np.matmul(ones, part, out=m)
+            column = part[:, :, common] if same else part[np.arange(len(part)), :, k_all[block]]
+            found &= (column == column[:, :1]).all(axis=-1)  # a view of found_all: this block's slice
+        if not found.any():  # none of these problems has an intercept column: X' = X, Y' = Y
+            m[...], t[...] = 0.0, 0.0
+            centred, targets = part, Y[block]
+        else:
+            m /= n
+            if same:
+                m[:, common] = 0.0
+            else:
+                m[np.arange(len(part)), k_all[block]] = 0.0
+            whole = found.all()
+            if not whole:
+                m[~found] = 0.0
             buffer = getattr(buffers, "array", None)
             if buffer is None or len(buffer) < len(part):
                 buffer = buffers.array = np.empty((len(part), n, p))
@@ -2077,14 +2090,11 @@ def _intercept_gram(X, Y, packed):
             # n / r groups of rows (inner loops of r·p, not p; a tile r times smaller than X's block)
             shape = (len(part), n // tile, tile * p)
             np.subtract(part.reshape(shape), np.tile(m, (1, tile))[:, None, :], out=centred.reshape(shape))
-            means[block], where[block] = m, np.where(found, k, 0)
-            c[block] = np.where(found, first[rows, k], 1.0)
-            t = (ones @ Y[block]) / n
-            t[~found] = 0.0
-            shifts[block] = t
+            np.matmul(ones, Y[block], out=t)
+            t /= n
+            if not whole:
+                t[~found] = 0.0
             np.subtract(Y[block], t[:, None, :], out=targets)
-        else:  # none of these problems has an intercept column: X' = X, Y' = Y
-            centred, targets = part, Y[block]
         if packed:
             product = centred.swapaxes(-1, -2) @ centred
             np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
@@ -2093,6 +2103,7 @@ def _intercept_gram(X, Y, packed):
         np.matmul(targets.swapaxes(-1, -2), centred, out=YtX[block])
 
     _each_block(work, _stack_blocks(X))
+    where, c = np.where(found_all, k_all, 0), np.where(found_all, c_all, 1.0)
     return G, YtX.swapaxes(-1, -2), means, where, c, shifts
 
 

@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "a9f87eeada7df2d1ac6c35b595243620ac3bf9f5ec137f955f553bafa3c6e7cf"
+HOST_MODULE_SHA256 = "4916fe7674afe1cc3d8e7a5db1b92734e9cb3c4d079f132c022ce45e6a9d94ce"
