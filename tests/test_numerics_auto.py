@@ -438,6 +438,48 @@ def test_threads_share_a_stack_with_the_same_results_bit_for_bit(monkeypatch, pa
     np.testing.assert_allclose(results[0][17], np.linalg.pinv(X[17]) @ Y[17], rtol=1e-8, atol=1e-10)
 
 
+def test_work_arrays_reused_between_calls_never_reach_a_result(monkeypatch):
+    """A stack's blocks are centred and multiplied in each thread's work arrays, kept from call to call
+    (_scratch): a result never shares their memory, a later call (of another shape, from another thread, at the
+    same time) leaves an earlier result unchanged, and an array too large to keep is not kept."""
+    import threading
+
+    rng = np.random.default_rng(43)
+
+    def stack(batch, n, p):
+        X = rng.standard_normal((batch, n, p)) + 30.0
+        X[..., 0] = 1.0  # an intercept column: the centred blocks go through the work arrays
+        return X, rng.standard_normal((batch, n, 2))
+
+    problems = [stack(400, 20, 6), stack(90, 50, 3), stack(700, 9, 4), stack(400, 20, 6)]
+    alone = [nn.coefficients(X, Y) for X, Y in problems]
+    for (X, Y), beta in zip(problems, alone, strict=True):  # each against its own float64 reference
+        reference = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, Y, strict=True)])
+        np.testing.assert_allclose(beta, reference, rtol=1e-9, atol=1e-11)
+    kept = [beta.copy() for beta in alone]
+    monkeypatch.setenv("OLS_ATTENTION_NUM_THREADS", "3")
+    together, barrier = [None] * 8, threading.Barrier(8)
+
+    def solve(i):
+        barrier.wait()
+        together[i] = nn.coefficients(*problems[i % 4])
+
+    threads = [threading.Thread(target=solve, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i, beta in enumerate(together):
+        np.testing.assert_array_equal(beta, alone[i % 4])
+    for beta, copy in zip(alone, kept, strict=True):  # the later calls wrote into the work arrays, not here
+        np.testing.assert_array_equal(beta, copy)
+    scratch = [getattr(nn._SCRATCH, name) for name in ("centred", "targets", "product") if hasattr(nn._SCRATCH, name)]
+    assert scratch and not any(np.shares_memory(beta, work) for beta in alone + together for work in scratch)
+    monkeypatch.setattr(nn, "_SCRATCH_BYTES", 64)
+    large = nn._scratch("large_test_array", (10, 10))
+    assert large.shape == (10, 10) and not hasattr(nn._SCRATCH, "large_test_array")
+
+
 def test_the_number_of_threads_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("OLS_ATTENTION_NUM_THREADS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "3,2")  # OpenMP's nested form: the outer count

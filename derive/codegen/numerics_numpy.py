@@ -405,6 +405,25 @@ def _stack_blocks(X):
     return [slice(start, start + step) for start in range(0, len(X), step)]
 
 
+_SCRATCH = threading.local()  # each thread's work arrays of a stack's blocks, kept between calls ...
+_SCRATCH_BYTES = 1 << 22  # ... up to this size each: a fresh array of a block's size costs page faults on every
+# call where the allocator returns freed memory to the system (as glibc does after PyTorch or JAX is imported: 300
+# faults, 1 ms of a 6 ms batch)
+
+
+def _scratch(name, shape):
+    """A float64 work array of ``shape`` for the calling thread, its contents undefined: a view of the thread's
+    array ``name``, reused from call to call (grown when too small) where it is at most _SCRATCH_BYTES."""
+    size = math.prod(shape)
+    if 8 * size > _SCRATCH_BYTES:
+        return np.empty(shape)
+    flat = getattr(_SCRATCH, name, None)
+    if flat is None or len(flat) < size:
+        flat = np.empty(size)
+        setattr(_SCRATCH, name, flat)
+    return flat[:size].reshape(shape)
+
+
 _THREADS_VARIABLE = "OLS_ATTENTION_NUM_THREADS"
 _DEFAULT_THREADS = 8  # at most this many by default: each block holds the GIL for a tenth of its time or so
 
@@ -495,7 +514,7 @@ def _stack_gram(X, Y, packed):
     def work(block):
         part = X[block]
         if packed:
-            product = part.swapaxes(-1, -2) @ part
+            product = np.matmul(part.swapaxes(-1, -2), part, out=_scratch("product", (len(part), p, p)))
             np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
         else:
             np.matmul(part.swapaxes(-1, -2), part, out=G[block])
@@ -2015,8 +2034,6 @@ def _intercept_gram(X, Y, packed):
     ones, middle = np.ones(n), n // 2
     tile = next((r for r in range(1, n + 1) if n % r == 0 and r * p >= 32), n)  # rows per centring inner loop
 
-    buffers = threading.local()  # each thread's blocks of X' and Y', reused
-
     first = X[:, 0, :]  # the candidate columns of the whole stack at once: three rows (a few calls, not per block)
     candidates = (first != 0) & (first == X[:, -1, :]) & (first == X[:, middle, :])
     found_all = candidates.any(axis=-1)  # each block narrows its own slice to the columns constant on every row
@@ -2047,11 +2064,8 @@ def _intercept_gram(X, Y, packed):
             whole = found.all()
             if not whole:
                 m[~found] = 0.0
-            buffer = getattr(buffers, "array", None)
-            if buffer is None or len(buffer) < len(part):
-                buffer = buffers.array = np.empty((len(part), n, p))
-                buffers.targets = np.empty((len(part),) + Y.shape[1:])
-            centred, targets = buffer[: len(part)], buffers.targets[: len(part)]
+            centred = _scratch("centred", (len(part), n, p))
+            targets = _scratch("targets", (len(part),) + Y.shape[1:])
             # X less its means, r rows at a time: the means tiled r times, a row of r·p entries broadcast over the
             # n / r groups of rows (inner loops of r·p, not p; a tile r times smaller than X's block)
             shape = (len(part), n // tile, tile * p)
@@ -2062,7 +2076,7 @@ def _intercept_gram(X, Y, packed):
                 t[~found] = 0.0
             np.subtract(Y[block], t[:, None, :], out=targets)
         if packed:
-            product = centred.swapaxes(-1, -2) @ centred
+            product = np.matmul(centred.swapaxes(-1, -2), centred, out=_scratch("product", (len(part), p, p)))
             np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
         else:
             np.matmul(centred.swapaxes(-1, -2), centred, out=G[block])

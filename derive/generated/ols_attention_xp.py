@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "4916fe7674afe1cc3d8e7a5db1b92734e9cb3c4d079f132c022ce45e6a9d94ce"
+HOST_MODULE_SHA256 = "c21de5c5af98b1356a7c43226d13f454bc271833650a95e2a2c52fb82799f317"
