@@ -440,9 +440,9 @@ def _stack_blocks(X):
 
 
 _SCRATCH = threading.local()  # each thread's work arrays of a stack's blocks, kept between calls ...
-_SCRATCH_BYTES = 1 << 22  # ... up to this size each: a fresh array of a block's size costs page faults on every
-# call where the allocator returns freed memory to the system (as glibc does after PyTorch or JAX is imported: 300
-# faults, 1 ms of a 6 ms batch)
+_SCRATCH_BYTES = 2 * _STACK_BLOCK_BYTES  # ... up to this size each (a block's size or a little over: about 1 MB
+# a thread is kept): a fresh array of a block's size costs page faults on every call where the allocator returns
+# freed memory to the system (as glibc does after PyTorch or JAX is imported: 300 faults, 2 ms of a 6 ms batch)
 
 
 def _scratch(name, shape):

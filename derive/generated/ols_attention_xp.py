@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "c21de5c5af98b1356a7c43226d13f454bc271833650a95e2a2c52fb82799f317"
+HOST_MODULE_SHA256 = "8679ecf9ff66f128f5379240c8dd148e53e84c952d2f090a1520995d67e37a9c"
