@@ -374,14 +374,14 @@ def test_stacks_factored_across_agree_with_lapack(monkeypatch):
     X[8, :, 5] = X[8, :, 1] + 1e-9 * rng.standard_normal(40)  # beyond the Gram route
     Y = rng.standard_normal((300, 40, 2))
     across = spy(monkeypatch, "_cholesky_across")
-    again = spy(monkeypatch, "_auto_stack")
+    again = spy(monkeypatch, "_qr_or_svd")
     got = nn.coefficients(X, Y)
     # the whole stack (centred: issue 43) factored across once; the two problems that the Gram route leaves are
-    # solved again on X as given (their own minimum norm), LAPACK failing on the rank-deficient one there
-    assert again == [(2, 40, 6)] and len(across) == 2
+    # solved by QR or SVD on X as given (their own minimum norm), with no second Gram pass
+    assert again == [(2, 40, 6)] and len(across) == 1
     monkeypatch.setattr(nn, "_across", lambda batch, p: False)
     lapack = nn.coefficients(X, Y)
-    assert len(across) == 4  # LAPACK failed on the rank-deficient problem: factored across to mark it
+    assert len(across) == 2  # LAPACK failed on the rank-deficient problem: factored across to mark it
     np.testing.assert_allclose(got, lapack, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got[7], np.linalg.pinv(X[7]) @ Y[7], rtol=1e-8, atol=1e-10)
     for b in (0, 8, 299):
@@ -433,8 +433,8 @@ def test_threads_share_a_stack_with_the_same_results_bit_for_bit(monkeypatch, pa
         results.append(nn.coefficients(X, Y))
     for other in results[1:]:
         np.testing.assert_array_equal(other, results[0])
-    # 43 blocks of the whole stack; one for the rank-deficient problem, solved again on X as given (issue 43)
-    assert {threads for _, threads in shared} == {1, 2, 5} and {count for count, _ in shared} == {43, 1}
+    # 43 blocks of the whole stack; the rank-deficient problem is solved by QR or SVD, with no second Gram pass
+    assert {threads for _, threads in shared} == {1, 2, 5} and {count for count, _ in shared} == {43}
     np.testing.assert_allclose(results[0][17], np.linalg.pinv(X[17]) @ Y[17], rtol=1e-8, atol=1e-10)
 
 

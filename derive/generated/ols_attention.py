@@ -2131,8 +2131,8 @@ def _auto_stack_intercept(X, Y):
     intercept likewise), where on X it needed centred refinement steps (the offset's share of the residual).
     X' is formed a block at a time while the Gram matrices are (_intercept_gram), and again only for the problems
     that are refined. Problems the Gram route leaves (ill-conditioned, rank-deficient: X' has the rank of X) are
-    solved on X as given (_auto_stack), so that a rank-deficient X gets its own minimum-norm solution; a problem
-    without an intercept column has m = 0, X' = X: _auto_stack's Gram route."""
+    solved on X as given by QR or SVD (_qr_or_svd), so that a rank-deficient X gets its own minimum-norm solution;
+    a problem without an intercept column has m = 0, X' = X: _auto_stack's Gram route."""
     if X.shape[-2] < max(3, X.shape[-1]):
         return _auto_stack(X, Y, exact=False)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -2154,8 +2154,11 @@ def _auto_stack_intercept(X, Y):
             hi, lo = _dot2_stack(m, beta)
             rows = np.arange(len(X))
             beta[rows, k] += ((t - hi) - lo) / c[:, None]
-    if not fast.all():  # ill-conditioned or rank-deficient: X as given (its own minimum norm)
-        beta[~fast] = _auto_stack(X[~fast], Y[~fast], exact=False)
+    if not fast.all():  # ill-conditioned or rank-deficient: QR or SVD of X as given (its own minimum norm). The
+        # Gram route on X itself is not tried again: X' is X less its offsets, of the same rank and conditioned at
+        # least as well once its columns are scaled, so where X' fails X does (for a problem without an intercept
+        # X' is X), and the second Gram pass cost half a batch's time where one problem of 256 was rank-deficient
+        beta[~fast] = _qr_or_svd(X[~fast], Y[~fast], False)
     return beta
 
 

@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "8679ecf9ff66f128f5379240c8dd148e53e84c952d2f090a1520995d67e37a9c"
+HOST_MODULE_SHA256 = "64c711a915b3fba98182a9a310177bc40b053d787fc786cfebccbdfeb6d8c6a7"
