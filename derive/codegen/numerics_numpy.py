@@ -512,16 +512,22 @@ def _stack_gram(X, Y, packed):
     index = _packed_index(p)
 
     def work(block):
-        part = X[block]
-        if packed:
-            product = np.matmul(part.swapaxes(-1, -2), part, out=_scratch("product", (len(part), p, p)))
-            np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
-        else:
-            np.matmul(part.swapaxes(-1, -2), part, out=G[block])
-        np.matmul(Y[block].swapaxes(-1, -2), part, out=YtX[block])
+        _block_products(X[block], Y[block], G, YtX, block, index)
 
     _each_block(work, _stack_blocks(X))
     return G, YtX.swapaxes(-1, -2)
+
+
+def _block_products(part, targets, G, YtX, block, index):
+    """A block's products, written to its slices: partᵀpart into G (packed entry-major, ``_Across``, by the
+    positions ``index`` of _packed_index, or a stack) and targetsᵀpart into YtX, while the block is in cache."""
+    p = part.shape[-1]
+    if isinstance(G, _Across):
+        product = np.matmul(part.swapaxes(-1, -2), part, out=_scratch("product", (len(part), p, p)))
+        np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
+    else:
+        np.matmul(part.swapaxes(-1, -2), part, out=G[block])
+    np.matmul(targets.swapaxes(-1, -2), part, out=YtX[block])
 
 
 def _fast_memory(X, Y):
@@ -2075,12 +2081,7 @@ def _intercept_gram(X, Y, packed):
             if not whole:
                 t[~found] = 0.0
             np.subtract(Y[block], t[:, None, :], out=targets)
-        if packed:
-            product = np.matmul(centred.swapaxes(-1, -2), centred, out=_scratch("product", (len(part), p, p)))
-            np.copyto(G.packed[:, block], np.take(product.reshape(-1, p * p), index, axis=1).T)
-        else:
-            np.matmul(centred.swapaxes(-1, -2), centred, out=G[block])
-        np.matmul(targets.swapaxes(-1, -2), centred, out=YtX[block])
+        _block_products(centred, targets, G, YtX, block, index)
 
     _each_block(work, _stack_blocks(X))
     where, c = np.where(found_all, k_all, 0), np.where(found_all, c_all, 1.0)

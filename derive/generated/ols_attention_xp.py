@@ -1947,4 +1947,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "64c711a915b3fba98182a9a310177bc40b053d787fc786cfebccbdfeb6d8c6a7"
+HOST_MODULE_SHA256 = "ec030f79d7b44796eb2884f583995128861d3cddd5ac4935047d77b49bbe67c0"
