@@ -641,6 +641,31 @@ def test_attention_parameters_on_rank_deficient_x_give_the_minimum_norm_factor(r
     np.testing.assert_allclose(W_Q @ P, np.linalg.pinv(X) @ Y, rtol=1e-8, atol=1e-10)  # β̂ = L P, minimum norm
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stacks_far_from_the_origin_keep_lstsq_accuracy(seed):
+    """Two failures of the stack route found by a sweep, each within 10 times lstsq's error (or 1e-13) against the
+    exact solution now. (1) An intercept column beside features of offset 100: the intercept β_k = γ_k − mᵀγ / c
+    magnifies the centred answer's errors by |m|/|c| (here 100, times 7 columns); one step on the centred data,
+    its correction added to mᵀγ unrounded, where that magnification times the estimate is over the refinement's
+    bound. (2) A
+    column near a constant (1000 ± 0.001) beside columns of mean −1: the refinement test read the column norms
+    from the Cholesky factor, which packed stacks are factored into in place (the square root of the spread)."""
+    rng = np.random.default_rng(seed)
+    B, n = 1024, 64
+    X1 = rng.standard_normal((B, n, 8)) * 10 + 100
+    X1[..., 0] = 1.0
+    X2 = rng.standard_normal((B, n, 4)) - 1
+    X2[..., 3] = 1000 + 1e-3 * rng.standard_normal((B, n))
+    for X in (X1, X2):
+        Y = X @ rng.standard_normal((B, X.shape[-1], 1)) + rng.standard_normal((B, n, 1))
+        got, exact = nn.coefficients(X, Y), nn.coefficients(X, Y, route="exact")
+        lstsq = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, Y, strict=True)])
+        scale = np.abs(exact).max(axis=(1, 2))
+        ours, theirs = np.abs(got - exact).max(axis=(1, 2)) / scale, np.abs(lstsq - exact).max(axis=(1, 2)) / scale
+        worst = np.argmax(ours / np.maximum(10 * theirs, 1e-13))
+        assert ours[worst] <= max(10 * theirs[worst], 1e-13), (X.shape, worst, ours[worst], theirs[worst])
+
+
 def test_stacks_with_an_intercept_are_centred_first_at_lstsq_accuracy(monkeypatch):
     """Issue 43: problems of a stack with an intercept column (anywhere, any nonzero constant) are solved as the
     centred problem plus one scalar, with no refinement pass, within 10 times lstsq's error against the exact
@@ -659,7 +684,9 @@ def test_stacks_with_an_intercept_are_centred_first_at_lstsq_accuracy(monkeypatc
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nn.RankDeficientWarning)
         got = nn.coefficients(X, Y)
-    assert all(shape is None or shape[0] <= 10 for shape in refined)  # at most the problems without an intercept
+    # the problems without an intercept, and a few of the others (whose columns' scales spread the Cholesky
+    # answer's error over the coefficients): never a refinement pass over the stack
+    assert sum(shape[0] for shape in refined if shape is not None) <= 10 + (B - 10) // 10
     np.testing.assert_allclose(got[7], np.linalg.pinv(X[7]) @ Y[7], rtol=1e-6, atol=1e-9)
     for b in list(range(1, 150, 7)) + [150, 155, 159]:  # (not 7)
         exact = np.column_stack([exact_least_squares(X[b], Y[b, :, j]) for j in range(2)])

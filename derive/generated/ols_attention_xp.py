@@ -667,14 +667,15 @@ def _intercept(xp, X):
     return xp.all(rows == top[..., None, :], axis=-2) & (top != 0), rows
 
 
-def _centring(xp, X, level, rows):
-    """(e_k, t) per problem (issue 43), with T = I − e_k tᵀ: e_k (..., p) the first column of ``level`` (the
+def _centring(xp, X, level, rows, Y):
+    """(e_k, t, q, c) per problem (issue 43), with T = I − e_k tᵀ: e_k (..., p) the first column of ``level`` (the
     intercept, one-hot as floats; 0 where none is level), t = s / c with c its first entry and s the mean of
-    ``rows`` (s_k = 0; t = 0 where none is level). X' = XT is X with u sᵀ taken off, u = x_k / c (the ones vector
-    where column k is constant): columns centred to within about their spread over the square root of the rows
-    sampled, whatever their offsets, with no pass over X. XT = X' holds for every X (T is a function of X, u is X's
-    own column), so β = Tγ for γ the solution of X', gradients included, and a column that is level on the first
-    rows only costs conditioning, never the answer."""
+    ``rows`` (s_k = 0; t = 0 where none is level), q (..., k) the mean of Y's first rows over c (0 where none).
+    X' = XT is X with u sᵀ taken off, u = x_k / c (the ones vector where column k is constant): columns centred to
+    within about their spread over the square root of the rows sampled, whatever their offsets, with no pass over
+    X; Y' = Y − x_k qᵀ likewise. XT = X' and x_k qᵀ = X e_k qᵀ hold for every X (T is a function of X, u is X's
+    own column), so β = Tγ + e_k qᵀ for γ the solution of (X', Y'), gradients included, and a column that is level
+    on the first rows only costs conditioning, never the answer."""
     p = X.shape[-1]
     has = xp.any(level, axis=-1)
     index = xp.argmax(xp.astype(level, X.dtype), axis=-1)  # the first True (argmax's first occurrence)
@@ -682,7 +683,8 @@ def _centring(xp, X, level, rows):
     top = rows[..., 0, :]
     c = xp.sum(first * top, axis=-1) + xp.astype(~has, X.dtype)
     shift = xp.mean(rows, axis=-2) * (1 - first) * xp.astype(has, X.dtype)[..., None]
-    return first, shift / c[..., None]
+    targets = xp.mean(Y[..., :rows.shape[-2], :], axis=-2) * xp.astype(has, Y.dtype)[..., None]
+    return first, shift / c[..., None], targets / c[..., None], c
 
 
 def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
@@ -696,13 +698,91 @@ def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
     level, rows = _intercept(xp, X)
 
     def centred():
-        first, t = _centring(xp, X, level, rows)
-        T = _eye_like(xp, X) - first[..., :, None] * t[..., None, :]
-        shifted = X - (X @ first[..., None]) * t[..., None, :]  # X − u tᵀ, u the intercept column
-        return _gram_solve(xp, shifted, Y, steps, check_finite, pending, lazy, lambda v: T @ v)
+        first, t, q, c = _centring(xp, X, level, rows, Y)
+        column = X @ first[..., None]  # x_k (..., n, 1)
+        shifted = X - column * t[..., None, :]  # X − u sᵀ, u the intercept column over c
+        # the targets less x_k qᵀ: a residual of centred size, so that the refinement steps' rounding is too (on Y
+        # as given it rounds at eps |Y|, and the intercept's mᵀγ magnifies the slopes' share of it)
+        targets = Y - column * q[..., None, :]
+        return _gram_solve(xp, shifted, targets, steps, check_finite, pending, lazy,
+                           lambda v, error=None, shift=True: _uncentre(xp, first, t, c, v, error,
+                                                                       q if shift else None),
+                           lambda v: _magnified(xp, first, t, q, v))
+
+    def as_given(v, error=None, shift=True):
+        return v
 
     return _branch(xp, xp.any(level), centred,
-                   lambda: _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, lambda v: v))
+                   lambda: _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, as_given))
+
+
+def _magnified(xp, first, t, q, v):
+    """Per problem, Σ_j |t_j v_j| / max|β| (the largest over targets): how much the intercept β_k = v_k − tᵀv + q
+    (_uncentre) magnifies the relative errors of the centred answer v (the NumPy module's
+    _intercept_amplification)."""
+    intercept = xp.sum(first[..., :, None] * v, axis=-2) - xp.sum(t[..., :, None] * v, axis=-2) + q
+    top = xp.maximum(xp.max(xp.abs(v), axis=(-2, -1)), xp.max(xp.abs(intercept), axis=-1))
+    return xp.max(xp.sum(xp.abs(t[..., :, None] * v), axis=-2), axis=-1) / top
+
+
+def _uncentre(xp, first, t, c, v, error=None, q=None):
+    """β = Tv + e_k qᵀ, β_k = v_k − tᵀv + q (_centring; ``first`` is e_k, 0 where a problem has no intercept; q:
+    the targets' shift x_k qᵀ, None for the null space's vectors), with the roundings of the shifts taken back
+    where x_k = c·1: each row of X less fl(c t_j) = c t_j − e_j (e exact by _two_prod) is X T̃ for t̃ = t − e / c,
+    and of Y less fl(c q) = c q − e_q, a shift of q − e_q / c (each e_j γ_j / c is eps |t_j γ_j| of the intercept,
+    which _dot2 is there to keep); tᵀv to about
+    eps² (_dot2): the intercept β_k = v_k − tᵀv is the difference of terms |t_j v_j| that may be thousands of times
+    larger than itself (offsets of 10³ against an intercept of 1), where a float64 sum would leave their rounding
+    in it. ``error``: v's own rounding (the last refinement step's correction less what v kept of it, exact), added
+    to β_k through tᵀerror, so that β_k is that of v + error: each v_j rounded at eps |v_j| would come back |t_j|
+    times larger in it (the NumPy module's _intercept_step)."""
+    hi, lo = _dot2(xp, t, v)
+    _, e = _two_prod(c[..., None], t)
+    lo = lo - xp.sum(xp.where(xp.isfinite(e), e, xp.zeros_like(e))[..., :, None] * v, axis=-2) / c[..., None]
+    if error is not None:
+        lo = lo + xp.sum((t - first)[..., :, None] * error, axis=-2)
+    intercept = (xp.sum(first[..., :, None] * v, axis=-2) - hi) - lo  # v_k exactly: first is one-hot or 0
+    if q is not None:
+        _, e = _two_prod(c[..., None], q)
+        intercept = intercept + (q - xp.where(xp.isfinite(e), e, xp.zeros_like(e)) / c[..., None])
+    return v * (1 - first)[..., :, None] + first[..., :, None] * intercept[..., None, :]
+
+
+_SPLIT = 134217729.0  # 2^27 + 1: Dekker's splitting of a float64 into two halves of 26 bits
+
+
+def _two_prod(a, b):
+    """Elementwise a·b = p + e exactly (Dekker's product, with no fused multiply-add); e is 0 where a half
+    overflows (beyond 2^995, where the product's own rounding is what is left)."""
+    p = a * b
+    ca, cb = _SPLIT * a, _SPLIT * b
+    ah, bh = ca - (ca - a), cb - (cb - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def _dot2(xp, a, B):
+    """aᵀB over the next-to-last axis (a (..., p), B (..., p, m)) as an unevaluated sum (hi, lo) of shape (..., m),
+    to about eps² of Σ|a_j B_jm| (every product split exactly by _two_prod, the 2p terms summed by _sum2)."""
+    products, errors = _two_prod(a[..., :, None], B)
+    errors = xp.where(xp.isfinite(errors), errors, xp.zeros_like(errors))
+    return _sum2(xp, xp.concat([products, errors], axis=-2))
+
+
+def _sum2(xp, A):
+    """The sum of A over its next-to-last axis as (hi, lo), to about n² eps² of max|A| (Rump, Ogita and Oishi's
+    extraction, as the NumPy module's _sum2): A = high + rest exactly, every ``high`` a multiple of ulp(σ) for σ
+    over 2n max|A|, so that their sum is exact in any order; the rests, each under ulp(σ), summed in the input
+    precision. Where σ overflows (A near the largest float), the plain sum."""
+    top = xp.max(xp.abs(A), axis=-2, keepdims=True)
+    sigma = 2.0 ** (xp.ceil(xp.log2(xp.where(top > 0, top, xp.ones_like(top)))) + (A.shape[-2].bit_length() + 1))
+    high = (sigma + A) - sigma
+    first, small = xp.sum(high, axis=-2), xp.sum(A - high, axis=-2)
+    hi = first + small
+    lo = (first - hi) + small
+    exact = xp.isfinite(hi) & xp.isfinite(lo)
+    return xp.where(exact, hi, xp.sum(A, axis=-2)), xp.where(exact, lo, xp.zeros_like(lo))
 
 
 #: Route "auto" takes its refinement steps where a problem's estimated cond(X D⁻¹)² (p times the spread of the
@@ -711,27 +791,34 @@ def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
 _REFINE_SPREAD = 113.0
 
 
-def _refinement_needed(xp, C, G_s, squares, beta):
-    """Per problem, whether the Cholesky answer ``beta`` (..., p, k) of the data as given may be off by more than a
-    few times a backward-stable solver's error (the NumPy module's _solve_stack estimate; NaN: needed)."""
+def _refinement_needed(xp, C, G_s, squares, beta, magnified=None):
+    """Per problem, (needed, sharp): ``needed`` whether the Cholesky answer ``beta`` (..., p, k) of the data as given
+    may be off by more than a few times a backward-stable solver's error (the NumPy module's _solve_stack estimate;
+    NaN: needed); ``sharp`` (all False without ``magnified``) whether a centred problem's intercept magnifies its
+    error (_magnified) beyond the NumPy module's bound for its correction step (cond² eps times it over 1e-13:
+    4 _REFINE_SPREAD), where one step, its last rounding kept for the intercept, is enough."""
     p = C.shape[-1]
     pivots = xp.linalg.diagonal(C) ** 2 / xp.linalg.diagonal(G_s)  # squared pivots over the diagonal
     cond2 = p * _largest(xp, pivots) / _smallest(xp, pivots)
     norms = xp.sqrt(squares)
     top = xp.max(xp.abs(beta), axis=-1)  # (..., p): each coefficient's largest over the targets
     spread = _largest(xp, norms * top) / (_smallest(xp, norms) * _largest(xp, top))
-    return ~(cond2 * spread <= _REFINE_SPREAD)
+    needed = ~(cond2 * spread <= _REFINE_SPREAD)
+    sharp = xp.zeros_like(needed) if magnified is None else ~(cond2 * magnified(beta) <= 4 * _REFINE_SPREAD)
+    return needed, sharp
 
 
-def _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, uncentre):
-    """β = uncentre(γ) for γ the solution of X (centred or not): the columns scaled by powers of two inside XᵀX
+def _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, uncentre, magnified=None):
+    """β = uncentre(γ) for γ the solution of X (centred or not; ``uncentre(v, error, shift=False)`` for a direction
+    of the null space, which takes no shift of the targets): the columns scaled by powers of two inside XᵀX
     only, d from XᵀX's diagonal, so the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X
     is made; then up to ``steps`` preconditioned gradient steps γ ← γ + C⁻ᵀC⁻¹Xᵀ(Y − Xγ) with the residual in the
     input precision, where _refinement_needed says any problem of the stack needs them (_branch: PyTorch always
     takes them). With ``pending`` (a list; PyTorch, ``_deferred_checks``) the checks are appended to it as (flag,
     message) pairs, in the order in which they would have been made, instead of reading the values here
     (``_read_checks`` reads them at once). With ``lazy``: (β, deficient), and the rank-deficient problems solved
-    by _basic_solution and _minimum_norm, chosen by ``where``."""
+    by _basic_solution and _minimum_norm, chosen by ``where``. ``magnified``: for a centred problem, how much its
+    intercept magnifies γ's error (_magnified), which the test of the steps takes in too."""
     G = X.mT @ X
     XtY = X.mT @ Y
     squares = xp.linalg.diagonal(G)
@@ -762,17 +849,26 @@ def _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, uncentre):
     if lazy:
         return _lazy_solution(xp, X, Y, d, G_s, XtY, C, beta, failed, steps, uncentre)
 
-    def refined():
-        b = beta
-        for _ in range(steps):  # preconditioned gradient steps; the residual in the input precision
+    def refined(count):
+        b, error = beta, xp.zeros_like(beta)
+        for _ in range(count):  # preconditioned gradient steps; the residual in the input precision
             XtY = d[..., :, None] * (X.mT @ (Y - X @ (d[..., :, None] * b)))
-            b = b + _printed("cholesky")(C, XtY)
-        return b
+            b, error = _two_sum(b, _printed("cholesky")(C, XtY))
+        return b, error  # the last correction's rounding, exact: for the intercept (_uncentre)
 
+    error = xp.zeros_like(beta)
     if steps:
-        needed = _refinement_needed(xp, C, G_s, squares, d[..., :, None] * beta)
-        beta = _branch(xp, xp.any(needed), refined, lambda: beta)
-    return uncentre(d[..., :, None] * _mark_deficient(xp, C, beta, size))
+        needed, sharp = _refinement_needed(xp, C, G_s, squares, d[..., :, None] * beta, magnified)
+        beta, error = _branch(xp, xp.any(needed), lambda: refined(steps),
+                              lambda: _branch(xp, xp.any(sharp), lambda: refined(1), lambda: (beta, error)))
+    return uncentre(d[..., :, None] * _mark_deficient(xp, C, beta, size), d[..., :, None] * error)
+
+
+def _two_sum(a, b):
+    """(s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth's TwoSum, in any order of magnitude)."""
+    s = a + b
+    v = s - a
+    return s, (a - (s - v)) + (b - v)
 
 
 def _read_checks(xp, pending):
@@ -872,14 +968,15 @@ def _lazy_solution(xp, X, Y, d, G_s, XtY_s, C, beta, failed, steps, uncentre):
     C_b, keep, beta_b, null, usable = _basic_solution(xp, G_s, XtY_s, size)
     k = Y.shape[-1]
     both = xp.concat([Y, Y], axis=-1)
+    error = xp.zeros_like(beta)
     for _ in range(steps):  # one pass over X for both answers
         g = d[..., :, None] * (X.mT @ (both - X @ (d[..., :, None] * xp.concat([beta, beta_b], axis=-1))))
         XtY = g[..., :k]
-        beta = beta + _printed("cholesky")(C, XtY)
+        beta, error = _two_sum(beta, _printed("cholesky")(C, XtY))  # the last rounding, for _uncentre
         beta_b = beta_b + _cholesky_solve(C_b, xp.where(keep[..., :, None], g[..., k:], xp.zeros_like(beta_b)))
-    beta = uncentre(d[..., :, None] * beta)
+    beta = uncentre(d[..., :, None] * beta, d[..., :, None] * error)
     deficient = failed | _deficient(xp, C, size) | ~xp.all(xp.isfinite(beta), axis=(-2, -1))
-    minimum = _minimum_norm(xp, uncentre(d[..., :, None] * beta_b), uncentre(d[..., :, None] * null))
+    minimum = _minimum_norm(xp, uncentre(d[..., :, None] * beta_b), uncentre(d[..., :, None] * null, shift=False))
     minimum = xp.where(usable[..., None, None], minimum, xp.full_like(minimum, math.nan))
     return xp.where(deficient[..., None, None], minimum, beta), deficient
 
@@ -1947,4 +2044,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "ec030f79d7b44796eb2884f583995128861d3cddd5ac4935047d77b49bbe67c0"
+HOST_MODULE_SHA256 = "52149ea2fb0fb6f5bcb6584fbcdbf114de5e94dfa131ae6058c1ce2d934760ad"
