@@ -705,11 +705,11 @@ def _route_cholesky(xp, X, Y, steps, check_finite, pending=None, lazy=False):
         # as given it rounds at eps |Y|, and the intercept's mᵀγ magnifies the slopes' share of it)
         targets = Y - column * q[..., None, :]
         return _gram_solve(xp, shifted, targets, steps, check_finite, pending, lazy,
-                           lambda v, error=None, shift=True: _uncentre(xp, first, t, c, v, error,
-                                                                       q if shift else None),
+                           lambda v, error=None, shift=True, compensated=True: _uncentre(
+                               xp, first, t, c, v, error, q if shift else None, compensated),
                            lambda v: _magnified(xp, first, t, q, v))
 
-    def as_given(v, error=None, shift=True):
+    def as_given(v, error=None, shift=True, compensated=True):
         return v
 
     return _branch(xp, xp.any(level), centred,
@@ -725,7 +725,7 @@ def _magnified(xp, first, t, q, v):
     return xp.max(xp.sum(xp.abs(t[..., :, None] * v), axis=-2), axis=-1) / top
 
 
-def _uncentre(xp, first, t, c, v, error=None, q=None):
+def _uncentre(xp, first, t, c, v, error=None, q=None, compensated=True):
     """β = Tv + e_k qᵀ, β_k = v_k − tᵀv + q (_centring; ``first`` is e_k, 0 where a problem has no intercept; q:
     the targets' shift x_k qᵀ, None for the null space's vectors), with the roundings of the shifts taken back
     where x_k = c·1: each row of X less fl(c t_j) = c t_j − e_j (e exact by _two_prod) is X T̃ for t̃ = t − e / c,
@@ -735,7 +735,11 @@ def _uncentre(xp, first, t, c, v, error=None, q=None):
     larger than itself (offsets of 10³ against an intercept of 1), where a float64 sum would leave their rounding
     in it. ``error``: v's own rounding (the last refinement step's correction less what v kept of it, exact), added
     to β_k through tᵀerror, so that β_k is that of v + error: each v_j rounded at eps |v_j| would come back |t_j|
-    times larger in it (the NumPy module's _intercept_step)."""
+    times larger in it (the NumPy module's _intercept_step). Not ``compensated``: Tv + e_k qᵀ in the input
+    precision (the rank-deficient problems' basic solutions and null directions, held to pinv's accuracy)."""
+    if not compensated:
+        shifted = xp.sum(t[..., :, None] * v, axis=-2) if q is None else xp.sum(t[..., :, None] * v, axis=-2) - q
+        return v - first[..., :, None] * shifted[..., None, :]
     hi, lo = _dot2(xp, t, v)
     _, e = _two_prod(c[..., None], t)
     lo = lo - xp.sum(xp.where(xp.isfinite(e), e, xp.zeros_like(e))[..., :, None] * v, axis=-2) / c[..., None]
@@ -809,15 +813,15 @@ def _refinement_needed(xp, C, G_s, squares, beta, magnified=None):
 
 
 def _gram_solve(xp, X, Y, steps, check_finite, pending, lazy, uncentre, magnified=None):
-    """β = uncentre(γ) for γ the solution of X (centred or not; ``uncentre(v, error, shift=False)`` for a direction
-    of the null space, which takes no shift of the targets): the columns scaled by powers of two inside XᵀX
-    only, d from XᵀX's diagonal, so the Cholesky factor is that of the scaled X (exactly) and no scaled copy of X
-    is made; then up to ``steps`` preconditioned gradient steps γ ← γ + C⁻ᵀC⁻¹Xᵀ(Y − Xγ) with the residual in the
-    input precision, where _refinement_needed says any problem of the stack needs them (_branch: PyTorch always
-    takes them). With ``pending`` (a list; PyTorch, ``_deferred_checks``) the checks are appended to it as (flag,
-    message) pairs, in the order in which they would have been made, instead of reading the values here
-    (``_read_checks`` reads them at once). With ``lazy``: (β, deficient), and the rank-deficient problems solved
-    by _basic_solution and _minimum_norm, chosen by ``where``. ``magnified``: for a centred problem, how much its
+    """β = uncentre(γ) for γ the solution of X (centred or not; ``uncentre(v, error, shift=False)`` for a direction of
+    the null space, which takes no shift of the targets; ``compensated=False``: in the input precision): the columns
+    scaled by powers of two inside XᵀX only, d from XᵀX's diagonal, so the Cholesky factor is that of the scaled X
+    (exactly) and no scaled copy of X is made; then up to ``steps`` preconditioned gradient steps γ ← γ + C⁻ᵀC⁻¹Xᵀ(Y −
+    Xγ) with the residual in the input precision, where _refinement_needed says any problem of the stack needs them
+    (_branch: PyTorch always takes them). With ``pending`` (a list; PyTorch, ``_deferred_checks``) the checks are
+    appended to it as (flag, message) pairs, in the order in which they would have been made, instead of reading the
+    values here (``_read_checks`` reads them at once). With ``lazy``: (β, deficient), and the rank-deficient problems
+    solved by _basic_solution and _minimum_norm, chosen by ``where``. ``magnified``: for a centred problem, how much its
     intercept magnifies γ's error (_magnified), which the test of the steps takes in too."""
     G = X.mT @ X
     XtY = X.mT @ Y
@@ -976,7 +980,8 @@ def _lazy_solution(xp, X, Y, d, G_s, XtY_s, C, beta, failed, steps, uncentre):
         beta_b = beta_b + _cholesky_solve(C_b, xp.where(keep[..., :, None], g[..., k:], xp.zeros_like(beta_b)))
     beta = uncentre(d[..., :, None] * beta, d[..., :, None] * error)
     deficient = failed | _deficient(xp, C, size) | ~xp.all(xp.isfinite(beta), axis=(-2, -1))
-    minimum = _minimum_norm(xp, uncentre(d[..., :, None] * beta_b), uncentre(d[..., :, None] * null, shift=False))
+    minimum = _minimum_norm(xp, uncentre(d[..., :, None] * beta_b, compensated=False),
+                            uncentre(d[..., :, None] * null, shift=False, compensated=False))
     minimum = xp.where(usable[..., None, None], minimum, xp.full_like(minimum, math.nan))
     return xp.where(deficient[..., None, None], minimum, beta), deficient
 
