@@ -5,7 +5,7 @@ least-squares solution of the float64 data (route "exact").
 
 Kinds: an intercept column and columns sharing an offset (n 5–300, then 300–5,000 rows), columns sharing an offset
 without an intercept, the same with weights 0.1–10 (against lstsq of the √w rows), and stacks of 2 to 12 problems
-(8 to 60 rows), and 45 stacks of 300 problems (10 to 100 rows, p 3–12), one for every offset, spread and
+(8 to 60 rows), and 36 stacks of 300 problems (10 to 100 rows, p 3–12), one for every offset, spread and
 intercept value (0.37, 1 or 3, in a random column); every problem of a stack is counted. Offsets 10 to 10⁴,
 columns' spread 0.1, 1 or 10, p 2–12.
 Targets: a model with noise (0.01, 1 or 100) or pure noise. Prints, per kind and offset, the ratio of auto's error to
@@ -33,7 +33,7 @@ KINDS = {  # name: (rows, intercept, weighted, problems per stack: None for sing
     "stacks, 8–60 rows": ((8, 60), True, False, (2, 13)),
     "stacks of 300, 10–100 rows": ((10, 100), True, False, (300, 301)),
 }
-LARGE = 256  # stacks of at least this many problems: one stack per offset, spread and intercept (45 stacks)
+LARGE = 256  # stacks of at least this many problems: one stack per offset, spread and intercept (36 stacks)
 INTERCEPTS = (1.0, 0.37, 3.0)  # large stacks: β_k = γ_k − mᵀγ / c magnifies the centred answer's errors by |m|/|c|
 FLOOR = 1e-13
 
