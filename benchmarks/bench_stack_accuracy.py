@@ -1,5 +1,6 @@
 """Issue 43: stacks of problems far from the origin, the NumPy module and the array-API code (jitted in JAX, or
-eager on array_api_strict arrays where JAX is missing) against numpy.linalg.lstsq, each problem's error against its
+eager on array_api_strict arrays where JAX is missing; PyTorch's path with no host reads where PyTorch is installed)
+against numpy.linalg.lstsq, each problem's error against its
 exact least-squares solution (route "exact").
 
     PYTHONPATH=. python benchmarks/bench_stack_accuracy.py [--seed 11] [--intercepts 1,0.37,3]
@@ -42,17 +43,36 @@ def stacks(rng, intercepts, batch=300):
 
 
 def solvers(ox):
-    """name: function of (X, Y) -> β as a NumPy array, for the array-API code."""
+    """name: function of (X, Y) -> β as a NumPy array, for the array-API code: jitted in JAX (array_api_strict where
+    JAX is missing), and PyTorch's path with nothing read on the host (the GPU design, here on CPU) where PyTorch
+    is installed."""
+    found = {}
     try:
         import jax  # noqa: PLC0415
     except ImportError:
         import array_api_strict as xs  # noqa: PLC0415
 
-        return "array-API code (array_api_strict)", lambda X, Y: np.asarray(ox.coefficients(xs.asarray(X),
-                                                                                             xs.asarray(Y)))
-    jax.config.update("jax_enable_x64", True)
-    jitted = jax.jit(lambda X, Y: ox.coefficients(X, Y))
-    return "array-API code (jax.jit)", lambda X, Y: np.asarray(jitted(jax.numpy.asarray(X), jax.numpy.asarray(Y)))
+        found["array-API code (array_api_strict)"] = lambda X, Y: np.asarray(ox.coefficients(xs.asarray(X),
+                                                                                              xs.asarray(Y)))
+    else:
+        jax.config.update("jax_enable_x64", True)
+        jitted = jax.jit(lambda X, Y: ox.coefficients(X, Y))
+        found["array-API code (jax.jit)"] = lambda X, Y: np.asarray(jitted(jax.numpy.asarray(X),
+                                                                           jax.numpy.asarray(Y)))
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return found
+
+    def lazy(X, Y):
+        ox.HOST_NUMERICS = False  # the array-API code on CPU tensors too (by default they go to the NumPy module)
+        try:
+            return ox.coefficients(torch.from_numpy(X), torch.from_numpy(Y)).numpy()
+        finally:
+            ox.HOST_NUMERICS = True
+
+    found["array-API code (PyTorch, no host reads)"] = lazy
+    return found
 
 
 def main() -> None:
@@ -66,8 +86,7 @@ def main() -> None:
     out = Path(tempfile.mkdtemp())
     generate(out)
     oa, ox = load(out, "ols_attention"), load(out, "ols_attention_xp")
-    name, array_code = solvers(ox)
-    modules = {"NumPy module": oa.coefficients, name: array_code}
+    modules = {"NumPy module": oa.coefficients, **solvers(ox)}
     beyond, worst, total = dict.fromkeys(modules, 0), dict.fromkeys(modules, 0.0), 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
