@@ -2098,12 +2098,15 @@ def _intercept_amplification(m, k, c, gamma, shift):
     return terms.sum(axis=1).max(axis=-1) / (np.abs(c) * top)
 
 
-def _intercept_step(X, Y, m, t, rows, gamma, C):
+def _intercept_step(X, Y, m, t, rows, gamma, C, exact):
     """One preconditioned gradient step on the centred problems ``rows`` of a stack (X' = X − 1mᵀ, Y' = Y − 1tᵀ,
     CCᵀ = X'ᵀX', γ their answers): the correction δ to γ, its own error about risk times δ's. Added to γ it is
     rounded at eps |γ_j| per coefficient, which the intercept's mᵀγ / c would magnify (_intercept_amplification):
     the caller adds mᵀδ to mᵀγ unrounded. The residual Y' − X'γ rounds at eps of the centred data, no offset in
-    it. X' and Y' are formed a block at a time in the thread's work arrays, as _intercept_gram's."""
+    it; where ``exact`` (per row: the magnification is over _REFINE_RISK / eps, so that even γ + δ to that rounding
+    would leave the intercept over it, as with an intercept column of 0.01 beside offsets of 10), X'γ by Dekker's
+    products summed to about eps² (_dot2_stack). X' and Y' are formed a block at a time in the thread's work
+    arrays, as _intercept_gram's."""
     n, p = X.shape[1:]
     gradient = np.empty(gamma.shape)
     tile = _centring_tile(n, p)
@@ -2114,7 +2117,13 @@ def _intercept_step(X, Y, m, t, rows, gamma, C):
         _subtract_means(part, m[chosen], part, tile)
         targets = np.take(Y, chosen, axis=0, out=_scratch("targets", (len(chosen),) + Y.shape[1:]), mode="clip")
         targets -= t[chosen][:, None, :]
-        targets -= part @ gamma[block]
+        fine = exact[block]
+        if not fine.any():
+            targets -= part @ gamma[block]
+        else:
+            targets[~fine] -= part[~fine] @ gamma[block][~fine]
+            hi, lo = _dot2_stack(part[fine], gamma[block][fine][:, None])  # (problems, n, k)
+            targets[fine] = (targets[fine] - hi) - lo
         np.matmul(part.swapaxes(-1, -2), targets, out=gradient[block])
 
     _each_block(work, _stack_blocks(X[: len(rows)]))  # blocks of as many problems as a block of X holds
@@ -2167,9 +2176,11 @@ def _auto_stack_intercept(X, Y):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # NaN or infinity only where not fast
             hi, lo = _dot2_stack(m, beta)  # (replaced below)
             shift = ((t - hi) - lo) / c[:, None]
-            sharp = fast & (risk * _intercept_amplification(m, k, c, beta, shift) > _REFINE_RISK)
+            amplification = _intercept_amplification(m, k, c, beta, shift)
+            sharp = fast & (risk * amplification > _REFINE_RISK)
         if sharp.any():  # one step on X' whose correction δ also enters mᵀ(γ + δ) unrounded (_intercept_step)
-            delta = _intercept_step(X, Y, m, t, np.flatnonzero(sharp), beta[sharp], C[sharp])
+            delta = _intercept_step(X, Y, m, t, np.flatnonzero(sharp), beta[sharp], C[sharp],
+                                    amplification[sharp] * _EPS > _REFINE_RISK)
             beta[sharp] += delta
             with np.errstate(over="ignore", invalid="ignore"):
                 shift[sharp] = ((t[sharp] - hi[sharp]) - (lo[sharp] + (m[sharp][:, :, None] * delta).sum(axis=1))
