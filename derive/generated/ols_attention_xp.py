@@ -2049,4 +2049,4 @@ PRINTED.update({
 
 # --- the NumPy module generated with this one (route 'auto' on the CPU) --------------------------
 
-HOST_MODULE_SHA256 = "52149ea2fb0fb6f5bcb6584fbcdbf114de5e94dfa131ae6058c1ce2d934760ad"
+HOST_MODULE_SHA256 = "0600454dfb09e22e7b00dd5f1c0045e4103c4c75dc43d88c64b5cc43c32f0a16"
