@@ -693,36 +693,37 @@ def _magnified(xp, first, t, q, v):
 
 
 def _uncentre(xp, first, t, c, v, error=None, q=None, compensated=True):
-    """β = Tv + e_k qᵀ, β_k = v_k − tᵀv + q (_centring; ``first`` is e_k, 0 where a problem has no intercept; q:
-    the targets' shift x_k qᵀ, None for the null space's vectors), with the roundings of the shifts taken back
-    where x_k = c·1: each row of X less fl(c t_j) = c t_j − e_j (e exact by _two_prod) is X T̃ for t̃ = t − e / c,
-    and of Y less fl(c q) = c q − e_q, a shift of q − e_q / c (each e_j γ_j / c is eps |t_j γ_j| of the intercept,
-    which _dot2 is there to keep); tᵀv to about
-    eps² (_dot2): the intercept β_k = v_k − tᵀv is the difference of terms |t_j v_j| that may be thousands of times
-    larger than itself (offsets of 10³ against an intercept of 1), where a float64 sum would leave their rounding
-    in it. ``error``: v's own rounding (the last refinement step's correction less what v kept of it, exact), added
-    to β_k through tᵀerror, so that β_k is that of v + error: each v_j rounded at eps |v_j| would come back |t_j|
-    times larger in it (the NumPy module's _intercept_step). Not ``compensated``: Tv + e_k qᵀ in the input
+    """β = Tv + e_k qᵀ, β_k = v_k − tᵀv + q (_centring; ``first`` is e_k, 0 where a problem has no intercept; q: the
+    targets' shift x_k qᵀ, None for the null space's vectors), with the roundings of the shifts taken back where x_k =
+    c·1: each row of X less fl(c t_j) = c t_j − e_j (e exact by _two_prod) is X T̃ for t̃ = t − e / c, and of Y less
+    fl(c q) = c q − e_q, a shift of q − e_q / c (each e_j γ_j / c is eps |t_j γ_j| of the intercept, which _dot2 is
+    there to keep); tᵀv to about eps² (_dot2): the intercept β_k = v_k − tᵀv is the difference of terms |t_j v_j| that
+    may be thousands of times larger than itself (offsets of 10³ against an intercept of 1), where a float64 sum would
+    leave their rounding in it. ``error``: v's own rounding (the last refinement step's correction less what v kept of
+    it, exact), added to β_k through tᵀerror, so that β_k is that of v + error: each v_j rounded at eps |v_j| would come
+    back |t_j| times larger in it (the NumPy module's _intercept_step). Not ``compensated``: Tv + e_k qᵀ in the input
     precision (the rank-deficient problems' basic solutions and null directions, held to pinv's accuracy)."""
     if not compensated:
-        shifted = xp.sum(t[..., :, None] * v, axis=-2) if q is None else xp.sum(t[..., :, None] * v, axis=-2) - q
+        shifted = xp.sum(t[..., :, None] * v, axis=-2)
+        if q is not None:
+            shifted = shifted - q
         return v - first[..., :, None] * shifted[..., None, :]
     hi, lo = _dot2(xp, t, v)
-    _, e = _two_prod(c[..., None], t)
-    lo = lo - xp.sum(xp.where(xp.isfinite(e), e, xp.zeros_like(e))[..., :, None] * v, axis=-2) / c[..., None]
+    _, e = _two_prod(xp, c[..., None], t)
+    lo = lo - xp.sum(e[..., :, None] * v, axis=-2) / c[..., None]
     if error is not None:
         lo = lo + xp.sum((t - first)[..., :, None] * error, axis=-2)
     intercept = (xp.sum(first[..., :, None] * v, axis=-2) - hi) - lo  # v_k exactly: first is one-hot or 0
     if q is not None:
-        _, e = _two_prod(c[..., None], q)
-        intercept = intercept + (q - xp.where(xp.isfinite(e), e, xp.zeros_like(e)) / c[..., None])
+        _, e = _two_prod(xp, c[..., None], q)
+        intercept = intercept + (q - e / c[..., None])
     return v * (1 - first)[..., :, None] + first[..., :, None] * intercept[..., None, :]
 
 
 _SPLIT = 134217729.0  # 2^27 + 1: Dekker's splitting of a float64 into two halves of 26 bits
 
 
-def _two_prod(a, b):
+def _two_prod(xp, a, b):
     """Elementwise a·b = p + e exactly (Dekker's product, with no fused multiply-add); e is 0 where a half
     overflows (beyond 2^995, where the product's own rounding is what is left)."""
     p = a * b
@@ -730,14 +731,13 @@ def _two_prod(a, b):
     ah, bh = ca - (ca - a), cb - (cb - b)
     al, bl = a - ah, b - bh
     e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
+    return p, xp.where(xp.isfinite(e), e, xp.zeros_like(e))
 
 
 def _dot2(xp, a, B):
     """aᵀB over the next-to-last axis (a (..., p), B (..., p, m)) as an unevaluated sum (hi, lo) of shape (..., m),
     to about eps² of Σ|a_j B_jm| (every product split exactly by _two_prod, the 2p terms summed by _sum2)."""
-    products, errors = _two_prod(a[..., :, None], B)
-    errors = xp.where(xp.isfinite(errors), errors, xp.zeros_like(errors))
+    products, errors = _two_prod(xp, a[..., :, None], B)
     return _sum2(xp, xp.concat([products, errors], axis=-2))
 
 
